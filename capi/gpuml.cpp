@@ -1,0 +1,463 @@
+// The C ABI (capi/include/gpuml/gpuml.h) over the C++ API.
+//
+// Rules every entry point follows:
+// - No exception crosses the ABI. gpuml::Error becomes its code, std::bad_alloc becomes
+//   GPUML_ERROR_OUT_OF_MEMORY, anything else GPUML_ERROR_INTERNAL.
+// - gpuml_last_error() returns the message of the most recent failed call on the calling
+//   thread. Successful calls leave it untouched (as errno does), so read it only after a call
+//   returned a status other than GPUML_OK. It is "" before any failure and never NULL.
+// - A NULL pointer argument is GPUML_ERROR_INVALID_ARGUMENT naming the argument, except where
+//   the header says "or NULL" (fit's y and sample_weight), context_create's device (NULL means
+//   "auto"), and the two free functions, which accept NULL and do nothing (as free() does).
+// - Output handles (`out`) are set to NULL first, so they are NULL after any failure.
+//
+// Arrays (gpuml_array_t) are checked before the core sees them:
+// - dtype is 0..3, device_type is 1 (CPU) or 2 (CUDA), device_id >= 0 (ignored for the CPU),
+//   ndim is 0, 1 or 2 and shape[i] >= 0 for i < ndim; entries at i >= ndim are ignored.
+// - data may be NULL only when the array has no elements (a 0-d array has one).
+// - Strides are in elements and must be given: there is no "NULL strides means C order"
+//   as in DLPack, because the struct has fixed arrays and a zeroed struct is a common mistake.
+//   A C-contiguous n x d array has strides {d, 1}, a vector of length n has {1}. Negative
+//   strides are rejected; a zero stride is rejected on any dimension longer than 1.
+//   Arrays with no elements skip the stride checks.
+// - A CUDA array on a build without CUDA, or host memory declared as CUDA memory (and the
+//   reverse), is an error reported by the core.
+//
+// Estimator handles may be shared between threads: fit and free take the handle's lock
+// exclusively (and get_params, which rewrites the handle's string); predict, transform,
+// predict_proba, output_shape, attribute_shape, get_attribute, serialized_size and serialize
+// take it shared, so many threads can predict at once while a fit waits for them. A context
+// handle is used by one thread at a time (gpuml::Context's rule); give each thread its own.
+#include "gpuml/gpuml.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "core/staging.hpp"
+#include "gpuml/core/context.hpp"
+#include "gpuml/core/error.hpp"
+#include "gpuml/core/estimator.hpp"
+
+#if !defined(GPUML_VERSION_MAJOR) || !defined(GPUML_VERSION_MINOR) || !defined(GPUML_VERSION_PATCH)
+#error "GPUML_VERSION_MAJOR/MINOR/PATCH must be defined by the build (see CMakeLists.txt)"
+#endif
+#if !defined(GPUML_WITH_CUDA) || !defined(GPUML_WITH_NCCL) || !defined(GPUML_WITH_MPI) || \
+    !defined(GPUML_CUDA_ARCHITECTURES) || !defined(GPUML_CUDA_VERSION)
+#error "GPUML_WITH_CUDA/NCCL/MPI and GPUML_CUDA_ARCHITECTURES/VERSION must be defined by the build"
+#endif
+
+struct gpuml_context_s {
+  gpuml::Context ctx;
+};
+
+struct gpuml_estimator_s {
+  std::unique_ptr<gpuml::Estimator> impl;
+  std::shared_mutex mutex;
+  std::string params_json;  // what get_params hands out; valid until the next call on the handle
+};
+
+namespace {
+
+using gpuml::ErrorCode;
+
+thread_local std::string last_error;
+// Used when recording a message itself runs out of memory.
+thread_local const char* last_error_fallback = nullptr;
+
+void record_error(const char* prefix, const char* function, const char* message) noexcept {
+  try {
+    last_error.assign(prefix);
+    last_error.append(function);
+    last_error.append(": ");
+    last_error.append(message);
+    last_error_fallback = nullptr;
+  } catch (...) {
+    last_error_fallback = "out of memory while recording an error message";
+  }
+}
+
+// Runs `body` and turns whatever it throws into a status and a thread-local message.
+template <typename Body>
+gpuml_status_t guarded(const char* function, Body&& body) noexcept {
+  try {
+    body();
+    return GPUML_OK;
+  } catch (const gpuml::Error& e) {
+    try {
+      last_error = e.what();
+      last_error_fallback = nullptr;
+    } catch (...) {
+      last_error_fallback = "out of memory while recording an error message";
+    }
+    return static_cast<gpuml_status_t>(static_cast<int>(e.code()));
+  } catch (const std::bad_alloc& e) {
+    record_error("out of memory in ", function, e.what());
+    return GPUML_ERROR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    record_error("internal error in ", function, e.what());
+    return GPUML_ERROR_INTERNAL;
+  } catch (...) {
+    record_error("internal error in ", function, "unknown exception");
+    return GPUML_ERROR_INTERNAL;
+  }
+}
+
+[[noreturn]] void invalid(const std::string& message) { gpuml::throw_error(ErrorCode::invalid_argument, message); }
+
+template <typename T>
+void require_arg(const T* pointer, const char* function, const char* name) {
+  if (pointer == nullptr) invalid(std::string(function) + ": argument '" + name + "' is NULL");
+}
+
+gpuml::Context& context_of(gpuml_context_t ctx, const char* function) {
+  require_arg(ctx, function, "ctx");
+  return ctx->ctx;
+}
+
+gpuml::Estimator& estimator_of(gpuml_estimator_t est, const char* function) {
+  require_arg(est, function, "est");
+  return *est->impl;
+}
+
+// Checks a caller's array descriptor against the rules in this file's header comment.
+gpuml::ArrayView to_view(const gpuml_array_t* a, const char* function, const char* name) {
+  require_arg(a, function, name);
+  const std::string where = std::string(function) + ": " + name;
+  if (!gpuml::is_valid_dtype(a->dtype))
+    invalid(where + ".dtype is " + std::to_string(a->dtype) +
+            ": expected 0 (float32), 1 (float64), 2 (int32) or 3 (int64)");
+  if (a->device_type != GPUML_DEVICE_CPU && a->device_type != GPUML_DEVICE_CUDA)
+    invalid(where + ".device_type is " + std::to_string(a->device_type) +
+            ": expected 1 (GPUML_DEVICE_CPU) or 2 (GPUML_DEVICE_CUDA)");
+  if (a->device_id < 0) invalid(where + ".device_id is " + std::to_string(a->device_id) + ": expected >= 0");
+  if (a->ndim < 0 || a->ndim > 2) invalid(where + ".ndim is " + std::to_string(a->ndim) + ": expected 0, 1 or 2");
+
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  int64_t size = 1;
+  for (int i = 0; i < a->ndim; ++i) {
+    const std::string shape_i = where + ".shape[" + std::to_string(i) + "]";
+    if (a->shape[i] < 0) invalid(shape_i + " is " + std::to_string(a->shape[i]) + ": expected >= 0");
+    if (a->shape[i] > 0 && size > max / a->shape[i]) invalid(shape_i + " makes the element count overflow int64");
+    size *= a->shape[i];
+  }
+  if (size > 0 && a->data == nullptr)
+    invalid(where + ".data is NULL but the array has " + std::to_string(size) + " elements");
+
+  if (size > 0) {
+    const int64_t element_bytes = static_cast<int64_t>(gpuml::dtype_size(static_cast<gpuml::DType>(a->dtype)));
+    int64_t last_offset = 0;  // in elements, of the last element from the first
+    for (int i = 0; i < a->ndim; ++i) {
+      const std::string stride_i = where + ".strides[" + std::to_string(i) + "]";
+      if (a->strides[i] < 0)
+        invalid(stride_i + " is " + std::to_string(a->strides[i]) + ": negative strides are not supported");
+      if (a->shape[i] > 1 && a->strides[i] == 0)
+        invalid(stride_i + " is 0: strides must be given, in elements (a row-major n x d array has {d, 1})");
+      if (a->shape[i] > 1) {
+        const int64_t span_limit = (max / element_bytes - last_offset) / (a->shape[i] - 1);
+        if (a->strides[i] > span_limit) invalid(stride_i + " makes the array's extent overflow int64");
+        last_offset += (a->shape[i] - 1) * a->strides[i];
+      }
+    }
+  }
+
+  gpuml::ArrayView view;
+  view.data = a->data;
+  view.dtype = static_cast<gpuml::DType>(a->dtype);
+  view.device.type = static_cast<gpuml::DeviceType>(a->device_type);
+  view.device.id = a->device_type == GPUML_DEVICE_CUDA ? a->device_id : 0;
+  view.ndim = a->ndim;
+  for (int i = 0; i < a->ndim; ++i) {
+    view.shape[i] = a->shape[i];
+    view.strides[i] = a->strides[i];
+  }
+  return view;
+}
+
+void write_spec(const gpuml::ArraySpec& spec, int32_t* dtype, int32_t* ndim, int64_t shape[2]) {
+  *dtype = static_cast<int32_t>(spec.dtype);
+  *ndim = spec.ndim;
+  shape[0] = spec.ndim >= 1 ? spec.shape[0] : 0;
+  shape[1] = spec.ndim >= 2 ? spec.shape[1] : 0;
+}
+
+void require_method(const char* method, const char* function) {
+  require_arg(method, function, "method");
+  const std::string m = method;
+  if (m != "predict" && m != "transform" && m != "predict_proba")
+    invalid(std::string(function) + ": method \"" + m + "\" is not one of \"predict\", \"transform\", \"predict_proba\"");
+}
+
+// The fitted attribute `name` of `estimator`; unknown names are invalid_argument, an unfitted
+// estimator is not_fitted (whatever the estimator's own accessor would do).
+const gpuml::HostArray& fitted_attribute(const gpuml::Estimator& estimator, const char* name, const char* function) {
+  require_arg(name, function, "name");
+  const std::vector<std::string> names = estimator.attribute_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    invalid(std::string(function) + ": attribute name \"" + name + "\" is not an attribute of " + estimator.kind() +
+            " (known: " + known + ")");
+  }
+  if (!estimator.fitted())
+    gpuml::throw_error(ErrorCode::not_fitted, std::string(function) + ": this " + estimator.kind() +
+                                                 " estimator is not fitted yet; call fit before reading " + name);
+  return estimator.attribute(name);
+}
+
+using ApplyMethod = void (gpuml::Estimator::*)(gpuml::Context&, const gpuml::ArrayView&, const gpuml::ArrayView&) const;
+
+gpuml_status_t apply(const char* function, ApplyMethod method, gpuml_context_t ctx, gpuml_estimator_t est,
+                     const gpuml_array_t* X, gpuml_array_t* out) noexcept {
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    const gpuml::ArrayView x = to_view(X, function, "X");
+    const gpuml::ArrayView o = to_view(out, function, "out");
+    std::shared_lock<std::shared_mutex> lock(est->mutex);
+    (estimator.*method)(context, x, o);
+  });
+}
+
+std::string make_build_info() {
+  nlohmann::json info;
+  info["version"] = std::to_string(GPUML_VERSION_MAJOR) + "." + std::to_string(GPUML_VERSION_MINOR) + "." +
+                    std::to_string(GPUML_VERSION_PATCH);
+  info["abi_version"] = GPUML_ABI_VERSION;
+  info["cuda"] = static_cast<bool>(GPUML_WITH_CUDA);
+  if (GPUML_WITH_CUDA)
+    info["cuda_version"] = std::string(GPUML_CUDA_VERSION);
+  else
+    info["cuda_version"] = nullptr;
+  info["cuda_architectures"] = std::string(GPUML_CUDA_ARCHITECTURES);
+  info["nccl"] = static_cast<bool>(GPUML_WITH_NCCL);
+  info["mpi"] = static_cast<bool>(GPUML_WITH_MPI);
+  info["cuda_devices"] = gpuml::cuda_device_count();
+  return info.dump();
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* gpuml_last_error(void) {
+  return last_error_fallback != nullptr ? last_error_fallback : last_error.c_str();
+}
+
+void gpuml_version(int* major, int* minor, int* patch) {
+  if (major != nullptr) *major = GPUML_VERSION_MAJOR;
+  if (minor != nullptr) *minor = GPUML_VERSION_MINOR;
+  if (patch != nullptr) *patch = GPUML_VERSION_PATCH;
+}
+
+int32_t gpuml_abi_version(void) { return GPUML_ABI_VERSION; }
+
+const char* gpuml_build_info(void) {
+  const char* result = "{}";  // still a JSON object should building the real one fail
+  guarded("gpuml_build_info", [&] {
+    static const std::string info = make_build_info();
+    result = info.c_str();
+  });
+  return result;
+}
+
+gpuml_status_t gpuml_context_create(const char* device, gpuml_context_t* out) {
+  const char* function = "gpuml_context_create";
+  return guarded(function, [&] {
+    require_arg(out, function, "out");
+    *out = nullptr;
+    const std::string name = device != nullptr ? device : "auto";
+    gpuml::Context context = [&] {
+      try {
+        return gpuml::Context::from_string(name);
+      } catch (const gpuml::Error& e) {
+        // Name the argument and its value whatever the core's message says.
+        gpuml::throw_error(e.code(), std::string(function) + ": device \"" + name + "\": " + e.what());
+      }
+    }();
+    *out = new gpuml_context_s{std::move(context)};
+  });
+}
+
+gpuml_status_t gpuml_context_free(gpuml_context_t ctx) {
+  return guarded("gpuml_context_free", [&] { delete ctx; });
+}
+
+gpuml_status_t gpuml_context_device(gpuml_context_t ctx, int32_t* device_type, int32_t* device_id) {
+  const char* function = "gpuml_context_device";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    require_arg(device_type, function, "device_type");
+    require_arg(device_id, function, "device_id");
+    const gpuml::Device device = context.device();
+    *device_type = static_cast<int32_t>(device.type);
+    *device_id = device.id;
+  });
+}
+
+gpuml_status_t gpuml_context_synchronize(gpuml_context_t ctx) {
+  const char* function = "gpuml_context_synchronize";
+  return guarded(function, [&] { context_of(ctx, function).synchronize(); });
+}
+
+gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out) {
+  const char* function = "gpuml_estimator_create";
+  return guarded(function, [&] {
+    require_arg(out, function, "out");
+    *out = nullptr;
+    require_arg(kind, function, "kind");
+    require_arg(params_json, function, "params_json");
+    auto handle = std::make_unique<gpuml_estimator_s>();
+    handle->impl = gpuml::make_estimator(kind, params_json);
+    if (!handle->impl) gpuml::throw_error(ErrorCode::internal, std::string(function) + ": no estimator was made");
+    *out = handle.release();
+  });
+}
+
+gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est) {
+  return guarded("gpuml_estimator_free", [&] {
+    if (est == nullptr) return;
+    // Waits for calls already inside; calls that start after free are the caller's bug.
+    { std::unique_lock<std::shared_mutex> lock(est->mutex); }
+    delete est;
+  });
+}
+
+gpuml_status_t gpuml_estimator_get_params(gpuml_estimator_t est, const char** json) {
+  const char* function = "gpuml_estimator_get_params";
+  return guarded(function, [&] {
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    require_arg(json, function, "json");
+    std::unique_lock<std::shared_mutex> lock(est->mutex);  // rewrites est->params_json
+    est->params_json = estimator.get_params_json();
+    *json = est->params_json.c_str();
+  });
+}
+
+gpuml_status_t gpuml_estimator_fit(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X,
+                                   const gpuml_array_t* y, const gpuml_array_t* sample_weight) {
+  const char* function = "gpuml_estimator_fit";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    const gpuml::ArrayView x = to_view(X, function, "X");
+    gpuml::ArrayView y_view, weight_view;
+    if (y != nullptr) y_view = to_view(y, function, "y");
+    if (sample_weight != nullptr) weight_view = to_view(sample_weight, function, "sample_weight");
+    std::unique_lock<std::shared_mutex> lock(est->mutex);
+    estimator.fit(context, x, y != nullptr ? &y_view : nullptr, sample_weight != nullptr ? &weight_view : nullptr);
+  });
+}
+
+gpuml_status_t gpuml_estimator_output_shape(gpuml_estimator_t est, const char* method, int64_t n_rows, int32_t* dtype,
+                                            int32_t* ndim, int64_t shape[2]) {
+  const char* function = "gpuml_estimator_output_shape";
+  return guarded(function, [&] {
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    require_method(method, function);
+    if (n_rows < 0) invalid(std::string(function) + ": n_rows is " + std::to_string(n_rows) + ": expected >= 0");
+    require_arg(dtype, function, "dtype");
+    require_arg(ndim, function, "ndim");
+    require_arg(shape, function, "shape");
+    std::shared_lock<std::shared_mutex> lock(est->mutex);
+    write_spec(estimator.output_spec(method, n_rows), dtype, ndim, shape);
+  });
+}
+
+gpuml_status_t gpuml_estimator_predict(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X,
+                                       gpuml_array_t* out) {
+  return apply("gpuml_estimator_predict", &gpuml::Estimator::predict, ctx, est, X, out);
+}
+
+gpuml_status_t gpuml_estimator_transform(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X,
+                                         gpuml_array_t* out) {
+  return apply("gpuml_estimator_transform", &gpuml::Estimator::transform, ctx, est, X, out);
+}
+
+gpuml_status_t gpuml_estimator_predict_proba(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X,
+                                             gpuml_array_t* out) {
+  return apply("gpuml_estimator_predict_proba", &gpuml::Estimator::predict_proba, ctx, est, X, out);
+}
+
+gpuml_status_t gpuml_estimator_attribute_shape(gpuml_estimator_t est, const char* name, int32_t* dtype, int32_t* ndim,
+                                               int64_t shape[2]) {
+  const char* function = "gpuml_estimator_attribute_shape";
+  return guarded(function, [&] {
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    require_arg(name, function, "name");
+    require_arg(dtype, function, "dtype");
+    require_arg(ndim, function, "ndim");
+    require_arg(shape, function, "shape");
+    std::shared_lock<std::shared_mutex> lock(est->mutex);
+    write_spec(fitted_attribute(estimator, name, function).spec(), dtype, ndim, shape);
+  });
+}
+
+gpuml_status_t gpuml_estimator_get_attribute(gpuml_context_t ctx, gpuml_estimator_t est, const char* name,
+                                             gpuml_array_t* out) {
+  const char* function = "gpuml_estimator_get_attribute";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    require_arg(name, function, "name");
+    const gpuml::ArrayView o = to_view(out, function, "out");
+    std::shared_lock<std::shared_mutex> lock(est->mutex);
+    const gpuml::HostArray& attribute = fitted_attribute(estimator, name, function);
+    // write_output reads its source from the context's memory: copy the host attribute there first.
+    const gpuml::detail::Staged source = gpuml::detail::stage_host(context, attribute);
+    gpuml::detail::write_output(context, source.view, o, name);
+  });
+}
+
+gpuml_status_t gpuml_estimator_serialized_size(gpuml_estimator_t est, uint64_t* size) {
+  const char* function = "gpuml_estimator_serialized_size";
+  return guarded(function, [&] {
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    require_arg(size, function, "size");
+    std::shared_lock<std::shared_mutex> lock(est->mutex);
+    *size = gpuml::serialize(estimator).size();
+  });
+}
+
+gpuml_status_t gpuml_estimator_serialize(gpuml_estimator_t est, void* buffer, uint64_t size) {
+  const char* function = "gpuml_estimator_serialize";
+  return guarded(function, [&] {
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    require_arg(buffer, function, "buffer");
+    std::vector<uint8_t> bytes;
+    {
+      std::shared_lock<std::shared_mutex> lock(est->mutex);
+      bytes = gpuml::serialize(estimator);
+    }
+    if (size < bytes.size())
+      invalid(std::string(function) + ": buffer size " + std::to_string(size) + " is smaller than the serialized size " +
+              std::to_string(bytes.size()) + " (ask gpuml_estimator_serialized_size)");
+    std::memcpy(buffer, bytes.data(), bytes.size());
+  });
+}
+
+gpuml_status_t gpuml_estimator_deserialize(const void* buffer, uint64_t size, gpuml_estimator_t* out) {
+  const char* function = "gpuml_estimator_deserialize";
+  return guarded(function, [&] {
+    require_arg(out, function, "out");
+    *out = nullptr;
+    require_arg(buffer, function, "buffer");
+    if (size > std::numeric_limits<std::size_t>::max())
+      invalid(std::string(function) + ": size " + std::to_string(size) + " does not fit in memory");
+    auto handle = std::make_unique<gpuml_estimator_s>();
+    handle->impl = gpuml::deserialize(buffer, static_cast<std::size_t>(size));
+    if (!handle->impl) gpuml::throw_error(ErrorCode::internal, std::string(function) + ": no estimator was made");
+    *out = handle.release();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,61 @@
+/* gpuml's stable C ABI: the one binary interface promised across versions.
+ * Every function returns a status (GPUML_OK is 0); on failure gpuml_last_error() says what
+ * was wrong. No C++ exception crosses this boundary. Arrays are DLPack-shaped descriptors;
+ * outputs are allocated by the caller (ask gpuml_estimator_output_shape for the size). */
+#ifndef GPUML_GPUML_H
+#define GPUML_GPUML_H
+
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define GPUML_C_API __declspec(dllexport)
+#else
+#define GPUML_C_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpuml_context_s*   gpuml_context_t;
+typedef struct gpuml_estimator_s* gpuml_estimator_t;
+typedef enum { GPUML_OK = 0, GPUML_ERROR_INVALID_ARGUMENT = 1, GPUML_ERROR_NOT_FITTED = 2,
+               GPUML_ERROR_OUT_OF_MEMORY = 3, GPUML_ERROR_CUDA = 4, GPUML_ERROR_UNSUPPORTED = 5,
+               GPUML_ERROR_IO = 6, GPUML_ERROR_INTERNAL = 7 } gpuml_status_t;
+typedef enum { GPUML_FLOAT32 = 0, GPUML_FLOAT64 = 1, GPUML_INT32 = 2, GPUML_INT64 = 3 } gpuml_dtype_t;
+enum { GPUML_DEVICE_CPU = 1, GPUML_DEVICE_CUDA = 2 };      /* DLPack's kDLCPU / kDLCUDA */
+typedef struct { void* data; int32_t dtype; int32_t device_type; int32_t device_id;
+                 int32_t ndim; int64_t shape[2]; int64_t strides[2]; /* in elements */ } gpuml_array_t;
+
+#define GPUML_ABI_VERSION 1
+
+GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-local, never NULL */
+GPUML_C_API void           gpuml_version(int* major, int* minor, int* patch);
+GPUML_C_API int32_t        gpuml_abi_version(void);
+GPUML_C_API const char*    gpuml_build_info(void);                 /* JSON: cuda, nccl, mpi, architectures */
+GPUML_C_API gpuml_status_t gpuml_context_create(const char* device, gpuml_context_t* out); /* "auto","cpu","cuda","cuda:N" */
+GPUML_C_API gpuml_status_t gpuml_context_free(gpuml_context_t ctx);
+GPUML_C_API gpuml_status_t gpuml_context_device(gpuml_context_t ctx, int32_t* device_type, int32_t* device_id);
+GPUML_C_API gpuml_status_t gpuml_context_synchronize(gpuml_context_t ctx);
+GPUML_C_API gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out);
+GPUML_C_API gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est);
+GPUML_C_API gpuml_status_t gpuml_estimator_get_params(gpuml_estimator_t est, const char** json); /* valid until next call on est */
+GPUML_C_API gpuml_status_t gpuml_estimator_fit(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X,
+                                               const gpuml_array_t* y /* or NULL */, const gpuml_array_t* sample_weight /* or NULL */);
+GPUML_C_API gpuml_status_t gpuml_estimator_output_shape(gpuml_estimator_t est, const char* method, int64_t n_rows,
+                                                        int32_t* dtype, int32_t* ndim, int64_t shape[2]);
+GPUML_C_API gpuml_status_t gpuml_estimator_predict(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);
+GPUML_C_API gpuml_status_t gpuml_estimator_transform(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);
+GPUML_C_API gpuml_status_t gpuml_estimator_predict_proba(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);
+GPUML_C_API gpuml_status_t gpuml_estimator_attribute_shape(gpuml_estimator_t est, const char* name,
+                                                           int32_t* dtype, int32_t* ndim, int64_t shape[2]);
+GPUML_C_API gpuml_status_t gpuml_estimator_get_attribute(gpuml_context_t ctx, gpuml_estimator_t est, const char* name, gpuml_array_t* out);
+GPUML_C_API gpuml_status_t gpuml_estimator_serialized_size(gpuml_estimator_t est, uint64_t* size);
+GPUML_C_API gpuml_status_t gpuml_estimator_serialize(gpuml_estimator_t est, void* buffer, uint64_t size);
+GPUML_C_API gpuml_status_t gpuml_estimator_deserialize(const void* buffer, uint64_t size, gpuml_estimator_t* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUML_GPUML_H */

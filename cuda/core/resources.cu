@@ -1,0 +1,134 @@
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "core/device_ops.hpp"
+#include "cuda/core/resources.cuh"
+
+namespace gpuml::cuda {
+
+void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  cudaGetLastError();  // clear a sticky-free error so the context stays usable
+  const ErrorCode code = err == cudaErrorMemoryAllocation ? ErrorCode::out_of_memory : ErrorCode::cuda;
+  throw Error(code, std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ") in " +
+                        call + " at " + file + ":" + std::to_string(line));
+}
+
+void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line) {
+  const ErrorCode code = st == CUBLAS_STATUS_ALLOC_FAILED ? ErrorCode::out_of_memory : ErrorCode::cuda;
+  throw Error(code, std::string("cuBLAS error ") + cublasGetStatusName(st) + " in " + call + " at " + file + ":" +
+                        std::to_string(line));
+}
+
+Resources::Resources(int device_id) : device(device_id) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  if (device_id >= count)
+    throw Error(count == 0 ? ErrorCode::unsupported : ErrorCode::invalid_argument,
+                "CUDA device " + std::to_string(device_id) + " requested but " + std::to_string(count) +
+                    " CUDA device(s) are visible");
+  GPUML_CUDA_CHECK(cudaSetDevice(device));
+  // A blocking stream: it waits for work the caller queued on the legacy default stream (CuPy
+  // and PyTorch arrays produced there are complete before gpuml reads them).
+  GPUML_CUDA_CHECK(cudaStreamCreate(&stream));
+  cudaDeviceProp prop{};
+  GPUML_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  sm_count = prop.multiProcessorCount;
+  l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+}
+
+Resources::~Resources() {
+  cudaSetDevice(device);
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream) {
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+  }
+}
+
+void Resources::activate() const { GPUML_CUDA_CHECK(cudaSetDevice(device)); }
+
+cublasHandle_t Resources::cublas() {
+  std::call_once(cublas_once_, [this] {
+    activate();
+    GPUML_CUBLAS_CHECK(cublasCreate(&cublas_));
+    GPUML_CUBLAS_CHECK(cublasSetStream(cublas_, stream));
+    // Exact float32: no TF32 or other reduced-precision shortcuts.
+    GPUML_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH));
+  });
+  return cublas_;
+}
+
+Resources& activate(const Context& ctx) {
+  Resources& res = ctx.cuda_resources();
+  res.activate();
+  return res;
+}
+
+namespace {
+// One stream-ordered pool per device, shared by every context on it, kept for the process.
+cudaMemPool_t pool_for(int device) {
+  static std::mutex mutex;
+  static std::map<int, cudaMemPool_t> pools;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = pools.find(device);
+  if (it != pools.end()) return it->second;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  cudaMemPool_t pool;
+  GPUML_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+  // Keep freed memory cached for reuse instead of returning it to the driver at every sync.
+  uint64_t threshold = UINT64_MAX;
+  GPUML_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  pools.emplace(device, pool);
+  return pool;
+}
+}  // namespace
+
+}  // namespace gpuml::cuda
+
+namespace gpuml::detail {
+
+int cuda_device_count_impl() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::shared_ptr<cuda::Resources> create_cuda_resources(int device_id) {
+  return std::make_shared<cuda::Resources>(device_id);
+}
+
+void* device_allocate(cuda::Resources& res, std::size_t bytes) {
+  res.activate();
+  void* p = nullptr;
+  cudaError_t err = cudaMallocFromPoolAsync(&p, bytes, cuda::pool_for(res.device), res.stream);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(err == cudaErrorMemoryAllocation ? ErrorCode::out_of_memory : ErrorCode::cuda,
+                "could not allocate " + std::to_string(bytes) + " bytes on cuda:" + std::to_string(res.device) + ": " +
+                    cudaGetErrorString(err));
+  }
+  return p;
+}
+
+void device_free(cuda::Resources& res, void* ptr) noexcept {
+  cudaSetDevice(res.device);
+  cudaFreeAsync(ptr, res.stream);
+}
+
+void device_synchronize(cuda::Resources& res) {
+  res.activate();
+  GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+}
+
+}  // namespace gpuml::detail

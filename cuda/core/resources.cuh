@@ -1,0 +1,66 @@
+#pragma once
+// The CUDA side of a Context: the device, its stream, and library handles created on first use.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <string>
+
+#include "gpuml/core/context.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::cuda {
+
+[[noreturn]] void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line);
+[[noreturn]] void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line);
+
+}  // namespace gpuml::cuda
+
+// Every CUDA runtime call goes through this; out-of-memory becomes ErrorCode::out_of_memory.
+#define GPUML_CUDA_CHECK(call)                                                          \
+  do {                                                                                  \
+    cudaError_t gpuml_err_ = (call);                                                    \
+    if (gpuml_err_ != cudaSuccess) ::gpuml::cuda::throw_cuda_error(gpuml_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+// After every kernel launch.
+#define GPUML_CUDA_CHECK_LAUNCH() GPUML_CUDA_CHECK(cudaGetLastError())
+#define GPUML_CUBLAS_CHECK(call)                                                        \
+  do {                                                                                  \
+    cublasStatus_t gpuml_st_ = (call);                                                  \
+    if (gpuml_st_ != CUBLAS_STATUS_SUCCESS) ::gpuml::cuda::throw_cublas_error(gpuml_st_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+namespace gpuml::cuda {
+
+struct Resources {
+  explicit Resources(int device_id);
+  ~Resources();
+  Resources(const Resources&) = delete;
+  Resources& operator=(const Resources&) = delete;
+
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  int sm_count = 0;
+  std::size_t l2_bytes = 0;
+
+  // Created on first use, bound to `stream`.
+  cublasHandle_t cublas();
+
+  // Makes this context's device current for the calling thread.
+  void activate() const;
+
+ private:
+  std::once_flag cublas_once_;
+  cublasHandle_t cublas_ = nullptr;
+};
+
+// Makes ctx's device current and returns its resources: the first line of every CUDA backend entry.
+Resources& activate(const Context& ctx);
+
+inline unsigned grid_for(int64_t n, int block, int64_t max_blocks = 65535LL * 32) {
+  int64_t g = (n + block - 1) / block;
+  if (g < 1) g = 1;
+  return static_cast<unsigned>(g < max_blocks ? g : max_blocks);
+}
+
+}  // namespace gpuml::cuda

@@ -1,0 +1,57 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuml/core/estimator.hpp"
+
+namespace gpuml {
+
+// scikit-learn's KMeans parameters, same names and defaults.
+struct KMeansParams {
+  int64_t n_clusters = 8;
+  std::string init = "k-means++";   // "k-means++", "random", or "array" (then init_array is used)
+  std::vector<double> init_array;   // n_clusters x n_features, row-major, when init == "array"
+  int n_init = 0;                   // 0 means "auto": 1 for k-means++ and arrays, 10 for random
+  int max_iter = 300;
+  double tol = 1e-4;                // relative: multiplied by the mean per-feature variance of X
+  std::optional<uint64_t> random_state;  // unset: the context's seed
+};
+
+// Lloyd's k-means with k-means++ seeding, as scikit-learn's KMeans(algorithm="lloyd").
+class GPUML_API KMeans final : public Estimator {
+ public:
+  explicit KMeans(KMeansParams params = {});
+  const KMeansParams& params() const { return params_; }
+
+  const char* kind() const override { return "kmeans"; }
+  std::string get_params_json() const override;
+
+  KMeans& fit(Context& ctx, const ArrayView& X, const ArrayView* sample_weight = nullptr);
+  void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  bool fitted() const override { return !centers_.empty(); }
+
+  ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
+  void predict(Context& ctx, const ArrayView& X, const ArrayView& labels) const override;      // n
+  void transform(Context& ctx, const ArrayView& X, const ArrayView& distances) const override; // n x k
+  double score(Context& ctx, const ArrayView& X, const ArrayView* sample_weight = nullptr) const;  // -inertia
+  void fit_predict(Context& ctx, const ArrayView& X, const ArrayView& labels, const ArrayView* sample_weight = nullptr);
+
+  // Fitted attributes, on the host.
+  const HostArray& cluster_centers() const;  // k x d, the dtype of X
+  const HostArray& labels() const;           // n, int32
+  double inertia() const;
+  int64_t n_iter() const;
+  int64_t n_features_in() const;
+
+  std::vector<std::string> attribute_names() const override;
+  const HostArray& attribute(const std::string& name) const override;
+  void restore(std::map<std::string, HostArray> attributes) override;
+
+ private:
+  KMeansParams params_;
+  HostArray centers_, labels_, inertia_, n_iter_, n_features_in_;
+};
+
+}  // namespace gpuml

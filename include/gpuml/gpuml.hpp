@@ -1,0 +1,8 @@
+#pragma once
+// The whole C++ API.
+#include "gpuml/cluster/kmeans.hpp"
+#include "gpuml/core/array.hpp"
+#include "gpuml/core/context.hpp"
+#include "gpuml/core/dtype.hpp"
+#include "gpuml/core/error.hpp"
+#include "gpuml/core/estimator.hpp"

@@ -1,0 +1,64 @@
+#pragma once
+// The primitives a KMeans backend provides. The algorithm itself (n_init restarts, k-means++
+// seeding, Lloyd iterations, convergence, empty-cluster relocation) is written once, in
+// src/cluster/kmeans.cpp, on top of these; src/cluster/kmeans_cpu.cpp and
+// cuda/cluster/kmeans.cu implement them.
+//
+// Pointers named X, weights, labels, dist2 and closest are in the backend's memory (host for
+// the CPU, the device for CUDA), contiguous and row-major. Pointers with a `_host` suffix are
+// host memory. X is n x d; centers are k x d.
+#include <cstdint>
+#include <memory>
+
+#include "gpuml/core/context.hpp"
+
+namespace gpuml::detail {
+
+template <typename T>
+class KMeansBackend {
+ public:
+  virtual ~KMeansBackend() = default;
+
+  // Mean over features of the (unweighted, population) variance of each column of X.
+  virtual double mean_column_variance(const T* X, int64_t n, int64_t d) = 0;
+
+  // For every row: index of the nearest center (lowest index on ties) into labels and its
+  // squared distance into dist2. Returns how many labels differ from what `labels` held before
+  // (when count_changes is false the old labels are not read and 0 is returned).
+  virtual int64_t assign(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k,
+                         int32_t* labels, T* dist2, bool count_changes) = 0;
+
+  // Per-cluster weighted sums of rows (k x d) and weights (k), accumulated in double.
+  virtual void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d,
+                          int64_t k, double* sums_host, double* weight_sums_host) = 0;
+
+  // sum_i weights[i] * values[i] (values may be dist2), in double.
+  virtual double weighted_sum(const T* weights, const T* values, int64_t n) = 0;
+
+  // Indices of the m rows with the largest dist2, largest first (ties: lower index first).
+  virtual void largest(const T* dist2, int64_t n, int64_t m, int64_t* idx_host) = 0;
+
+  // Copies rows idx_host[0..m) of X into out_host (m x d).
+  virtual void gather_rows(const T* X, int64_t n, int64_t d, const int64_t* idx_host, int64_t m, T* out_host) = 0;
+
+  // Inverse-CDF sampling: for each threshold t in thresholds_host[0..m), the first i with
+  // cumsum(weights * values)[i] > t (values == nullptr means all ones), clipped to n - 1.
+  virtual void search_cumsum(const T* weights, const T* values, int64_t n, const double* thresholds_host,
+                             int64_t m, int64_t* idx_host) = 0;
+
+  // k-means++ step: for each of m candidate rows, the potential
+  // sum_i weights[i] * min(closest[i], |X_i - candidate|^2), into potentials_host.
+  virtual void candidate_potentials(const T* X, const T* weights, const T* closest, int64_t n, int64_t d,
+                                    const T* candidates_host, int64_t m, double* potentials_host) = 0;
+
+  // closest[i] = min(closest[i], |X_i - center|^2); with `reset`, closest[i] = |X_i - center|^2.
+  virtual void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) = 0;
+
+  // Euclidean (not squared) distances to every center: out is n x k in the backend's memory.
+  virtual void distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, T* out) = 0;
+};
+
+template <typename T> std::unique_ptr<KMeansBackend<T>> make_kmeans_cpu_backend(const Context& ctx);
+template <typename T> std::unique_ptr<KMeansBackend<T>> make_kmeans_cuda_backend(const Context& ctx);
+
+}  // namespace gpuml::detail

@@ -1,0 +1,140 @@
+#include "gpuml/core/array.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/device_ops.hpp"
+#include "gpuml/core/context.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml {
+
+std::string device_name(Device device) {
+  return device.is_cuda() ? "cuda:" + std::to_string(device.id) : "cpu";
+}
+
+bool ArrayView::is_contiguous() const {
+  if (ndim == 0) return true;
+  if (ndim == 1) return shape[0] <= 1 || strides[0] == 1;
+  bool rows_ok = shape[0] <= 1 || strides[0] == shape[1];
+  bool cols_ok = shape[1] <= 1 || strides[1] == 1;
+  return rows_ok && cols_ok;
+}
+
+ArrayView make_view(void* data, DType dtype, Device device, int64_t rows, int64_t cols) {
+  ArrayView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.device = device;
+  v.ndim = 2;
+  v.shape[0] = rows;
+  v.shape[1] = cols;
+  v.strides[0] = cols;
+  v.strides[1] = 1;
+  return v;
+}
+
+ArrayView make_view(void* data, DType dtype, Device device, int64_t length) {
+  ArrayView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.device = device;
+  v.ndim = 1;
+  v.shape[0] = length;
+  v.strides[0] = 1;
+  return v;
+}
+
+ArrayView make_scalar_view(void* data, DType dtype, Device device) {
+  ArrayView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.device = device;
+  v.ndim = 0;
+  return v;
+}
+
+// ---- Buffer --------------------------------------------------------------------------------
+
+Buffer::Buffer(Context& ctx, std::size_t bytes) : bytes_(bytes), device_(ctx.device()) {
+  if (bytes == 0) return;
+  if (device_.is_cuda()) {
+    owner_ = ctx.keepalive();
+    data_ = detail::device_allocate(ctx.cuda_resources(), bytes);
+  } else {
+    *this = Buffer::host(bytes);
+  }
+}
+
+Buffer Buffer::host(std::size_t bytes) {
+  Buffer b;
+  b.bytes_ = bytes;
+  if (bytes == 0) return b;
+  constexpr std::size_t kAlign = 64;  // a cache line; also enough for any SIMD load
+  std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  b.data_ = std::aligned_alloc(kAlign, rounded);
+  if (!b.data_) throw_error(ErrorCode::out_of_memory, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
+  return b;
+}
+
+Buffer::~Buffer() { release(); }
+
+Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = other.data_;
+    bytes_ = other.bytes_;
+    device_ = other.device_;
+    owner_ = std::move(other.owner_);
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void Buffer::release() noexcept {
+  if (data_) {
+    if (device_.is_cuda())
+      detail::device_free(*static_cast<cuda::Resources*>(owner_.get()), data_);
+    else
+      std::free(data_);
+  }
+  data_ = nullptr;
+  owner_.reset();
+}
+
+// ---- HostArray -----------------------------------------------------------------------------
+
+HostArray::HostArray(DType dtype, int64_t rows, int64_t cols) {
+  GPUML_EXPECT(rows >= 0 && cols >= 0, "array shape must be non-negative");
+  spec_ = ArraySpec{dtype, 2, {rows, cols}};
+  defined_ = true;
+  buffer_ = Buffer::host(static_cast<std::size_t>(rows * cols) * dtype_size(dtype));
+}
+
+HostArray::HostArray(DType dtype, int64_t length) {
+  GPUML_EXPECT(length >= 0, "array length must be non-negative");
+  spec_ = ArraySpec{dtype, 1, {length, 0}};
+  defined_ = true;
+  buffer_ = Buffer::host(static_cast<std::size_t>(length) * dtype_size(dtype));
+}
+
+HostArray HostArray::scalar(DType dtype) {
+  HostArray a;
+  a.spec_ = ArraySpec{dtype, 0, {0, 0}};
+  a.defined_ = true;
+  a.buffer_ = Buffer::host(dtype_size(dtype));
+  std::memset(a.buffer_.data(), 0, dtype_size(dtype));
+  return a;
+}
+
+ArrayView HostArray::view() const {
+  if (spec_.ndim == 0) return make_scalar_view(buffer_.data(), spec_.dtype, Device{});
+  if (spec_.ndim == 1) return make_view(buffer_.data(), spec_.dtype, Device{}, spec_.shape[0]);
+  return make_view(buffer_.data(), spec_.dtype, Device{}, spec_.shape[0], spec_.shape[1]);
+}
+
+}  // namespace gpuml

@@ -1,0 +1,49 @@
+// The device side of the core and the estimators in a build without CUDA: every entry that
+// would touch a GPU says so with ErrorCode::unsupported. (Not compiled when CUDA is on.)
+#include "cluster/kmeans_backend.hpp"
+#include "core/device_ops.hpp"
+#include "gpuml/core/error.hpp"
+
+#include <cstring>
+
+namespace gpuml::detail {
+
+namespace {
+[[noreturn]] void no_cuda() {
+  throw_error(ErrorCode::unsupported, "gpuml was built without CUDA: only the \"cpu\" device is available");
+}
+}  // namespace
+
+int cuda_device_count_impl() noexcept { return 0; }
+std::shared_ptr<cuda::Resources> create_cuda_resources(int) { no_cuda(); }
+void* device_allocate(cuda::Resources&, std::size_t) { no_cuda(); }
+void device_free(cuda::Resources&, void*) noexcept {}
+void device_synchronize(cuda::Resources&) { no_cuda(); }
+
+void copy_bytes(const Context&, void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
+  if (dst_device.is_cuda() || src_device.is_cuda()) no_cuda();
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void copy_rows(const Context&, void* dst, Device dst_device, const void* src, Device src_device, int64_t rows,
+               std::size_t row_bytes, std::size_t src_pitch) {
+  if (dst_device.is_cuda() || src_device.is_cuda()) no_cuda();
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char*>(dst) + r * row_bytes, static_cast<const char*>(src) + r * src_pitch, row_bytes);
+}
+
+void check_pointer_location(const void*, Device device, const char* what) {
+  if (device.is_cuda())
+    throw_error(ErrorCode::unsupported,
+                std::string(what) + " is in CUDA memory, but gpuml was built without CUDA");
+}
+
+bool convert_dtype_device(const Context&, const void*, DType, void*, DType, int64_t) { no_cuda(); }
+bool all_finite_device(const Context&, const void*, DType, int64_t) { no_cuda(); }
+
+template <typename T>
+std::unique_ptr<KMeansBackend<T>> make_kmeans_cuda_backend(const Context&) { no_cuda(); }
+template std::unique_ptr<KMeansBackend<float>> make_kmeans_cuda_backend<float>(const Context&);
+template std::unique_ptr<KMeansBackend<double>> make_kmeans_cuda_backend<double>(const Context&);
+
+}  // namespace gpuml::detail

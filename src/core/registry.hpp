@@ -1,0 +1,13 @@
+#pragma once
+// The estimator factories behind gpuml::make_estimator, one per kind.
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+#include "gpuml/core/estimator.hpp"
+
+namespace gpuml::detail {
+
+std::unique_ptr<Estimator> kmeans_from_params(const nlohmann::json& params);  // src/cluster/kmeans.cpp
+
+}  // namespace gpuml::detail

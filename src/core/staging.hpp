@@ -1,0 +1,36 @@
+#pragma once
+// Moving caller arrays to where a context computes, and results back to caller arrays.
+#include <string>
+
+#include "gpuml/core/array.hpp"
+#include "gpuml/core/context.hpp"
+
+namespace gpuml::detail {
+
+// A contiguous, row-major copy (or the original, when it already is one) of a caller array in
+// the context's memory and in `dtype`. `view` is what backends read.
+struct Staged {
+  ArrayView view;
+  Buffer owned;  // empty when `view` aliases the caller's memory
+};
+
+// Validates a caller array (pointer location, dtype, ndim, strides that stay in bounds) and
+// stages it. `what` names the argument in error messages ("X", "sample_weight", ...).
+Staged stage(const Context& ctx, const ArrayView& src, DType dtype, const char* what);
+
+// Rejects NaN and infinity, naming the argument.
+void require_finite(const Context& ctx, const ArrayView& staged, const char* what);
+
+// Writes a contiguous result that lives in the context's memory into a caller's output array:
+// any device, any dtype that holds the values. The output must have `src`'s shape.
+void write_output(const Context& ctx, const ArrayView& src, const ArrayView& out, const char* what);
+
+// A view of a host array in the context's memory (copied when the context is a device).
+Staged stage_host(const Context& ctx, const HostArray& host);
+
+// Copies a contiguous array in the context's memory into a new host array.
+HostArray to_host(const Context& ctx, const ArrayView& src);
+
+std::string shape_string(const ArrayView& a);
+
+}  // namespace gpuml::detail
