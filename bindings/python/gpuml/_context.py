@@ -1,0 +1,64 @@
+"""Device strings and gpuml contexts.
+
+A gpuml context (a CPU thread pool, or one CUDA device with its stream and library handles) is
+costly to create and may be used by one thread at a time, so contexts are cached per thread and
+per device string.
+"""
+
+import ctypes
+import re
+import threading
+
+from . import _lib
+
+_DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda|cuda:[0-9]{1,8})$")
+
+
+def check_device(device):
+    """Returns `device` when it is "auto", "cpu", "cuda" or "cuda:N"; raises ValueError otherwise."""
+    if not isinstance(device, str) or not _DEVICE_PATTERN.match(device):
+        raise ValueError(f'device must be "auto", "cpu", "cuda" or "cuda:N", got {device!r}')
+    return device
+
+
+class Context:
+    """Owns one gpuml_context_t."""
+
+    def __init__(self, device):
+        handle = _lib._context_t()
+        _lib.check(_lib.lib.gpuml_context_create(device.encode("ascii"), ctypes.byref(handle)))
+        self.handle = handle
+        self._free = _lib.lib.gpuml_context_free  # kept: module globals may be gone at shutdown
+        device_type, device_id = ctypes.c_int32(), ctypes.c_int32()
+        _lib.check(_lib.lib.gpuml_context_device(handle, ctypes.byref(device_type), ctypes.byref(device_id)))
+        self.is_cuda = device_type.value == _lib.DEVICE_CUDA
+        self.device_id = device_id.value if self.is_cuda else 0
+
+    def synchronize(self):
+        _lib.check(_lib.lib.gpuml_context_synchronize(self.handle))
+
+    def __del__(self):
+        handle = getattr(self, "handle", None)
+        if handle is not None and handle.value:
+            self._free(handle)
+            self.handle = None
+
+
+_per_thread = threading.local()
+
+
+def get_context(device):
+    """The calling thread's context for `device` (created on first use)."""
+    check_device(device)
+    cache = getattr(_per_thread, "contexts", None)
+    if cache is None:
+        cache = _per_thread.contexts = {}
+    context = cache.get(device)
+    if context is None:
+        context = cache[device] = Context(device)
+    return context
+
+
+def cuda_device_count():
+    """Number of CUDA devices gpuml can use (0 when built without CUDA or without a GPU)."""
+    return int(_lib.build_info().get("cuda_devices", 0) or 0)
