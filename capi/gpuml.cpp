@@ -9,6 +9,8 @@
 // - A NULL pointer argument is GPUML_ERROR_INVALID_ARGUMENT naming the argument, except where
 //   the header says "or NULL" (fit's y and sample_weight), context_create's device (NULL means
 //   "auto"), and the two free functions, which accept NULL and do nothing (as free() does).
+//   gpuml_version skips NULL outputs (it has no status to report with); gpuml_build_info
+//   returns "{}" if building its JSON fails.
 // - Output handles (`out`) are set to NULL first, so they are NULL after any failure.
 //
 // Arrays (gpuml_array_t) are checked before the core sees them:
@@ -275,15 +277,7 @@ gpuml_status_t gpuml_context_create(const char* device, gpuml_context_t* out) {
   return guarded(function, [&] {
     require_arg(out, function, "out");
     *out = nullptr;
-    const std::string name = device != nullptr ? device : "auto";
-    gpuml::Context context = [&] {
-      try {
-        return gpuml::Context::from_string(name);
-      } catch (const gpuml::Error& e) {
-        // Name the argument and its value whatever the core's message says.
-        gpuml::throw_error(e.code(), std::string(function) + ": device \"" + name + "\": " + e.what());
-      }
-    }();
+    gpuml::Context context = gpuml::Context::from_string(device != nullptr ? device : "auto");
     *out = new gpuml_context_s{std::move(context)};
   });
 }

@@ -153,7 +153,7 @@ std::unique_ptr<Estimator> deserialize(const void* data, std::size_t size) {
   auto version = header.get<uint32_t>();
   if (version != kFormatVersion)
     Reader::corrupt("format version " + std::to_string(version) + ", this library reads " + std::to_string(kFormatVersion));
-  header.get<uint32_t>();
+  if (header.get<uint32_t>() != 0) Reader::corrupt("unknown flags");
   auto payload_size = header.get<uint64_t>();
   if (payload_size != size - kHeaderBytes - 8) Reader::corrupt("payload size does not match the buffer size");
   const uint8_t* payload = bytes + kHeaderBytes;

@@ -34,7 +34,7 @@ struct ArrayView {
   int64_t rows() const { return ndim >= 1 ? shape[0] : 1; }
   int64_t cols() const { return ndim >= 2 ? shape[1] : 1; }
   int64_t size() const { return rows() * cols(); }
-  bool is_contiguous() const;  // row-major (C order) with no gaps
+  GPUML_API bool is_contiguous() const;  // row-major (C order) with no gaps
   template <typename T> T* as() const { return static_cast<T*>(data); }
 };
 

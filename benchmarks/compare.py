@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""KMeans per-iteration time: gpuml against scikit-learn and a plain PyTorch Lloyd loop.
+
+One run, one data set (Gaussian blobs, float32, the seed printed), one initial-center array
+shared by all three, max_iter iterations with tol=0. Prints a table of per-iteration times,
+the ratios against gpuml, and whether the three inertias agree within 1e-3 (relative).
+
+    GPUML_LIBRARY=build-cuda/libgpuml.so python3 benchmarks/compare.py --case small
+    python3 benchmarks/compare.py --case large --json large.json
+    python3 benchmarks/compare.py --n 20000 --k 16 --d 8     # no GPU needed: gpuml on the CPU
+
+Cases: small = 1M x 64, k=256, 20 iterations (all three); large = 10M x 64, k=1024,
+5 iterations (scikit-learn only with --with-sklearn: it takes minutes). --n/--d/--k/--iters
+override a case. Timing: every implementation is warmed up first (one iteration); gpuml's
+and scikit-learn's whole fits are timed and divided by n_iter_; the PyTorch loop is timed
+between device synchronizations and divided by its iteration count. When PyTorch with CUDA is
+present, gpuml gets X as a CUDA tensor (as PyTorch does), so neither pays for the
+host-to-device copy of X inside the timed region.
+"""
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bindings", "python"))
+
+CASES = {
+    "small": dict(n=1_000_000, d=64, k=256, iters=20),
+    "large": dict(n=10_000_000, d=64, k=1024, iters=5),
+}
+INERTIA_RTOL = 1e-3  # float32 data; the three sum distances in different orders and forms
+
+
+def make_blobs(n, d, k, seed):
+    """k Gaussian blobs (unit variance, centers uniform in [-10, 10]^d), float32, plus k
+    distinct rows of X drawn at random as the shared initial centers."""
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-10.0, 10.0, size=(k, d)).astype(np.float32)
+    X = np.empty((n, d), dtype=np.float32)
+    step = 1 << 20  # in slices, to bound the temporaries of the large case
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        X[s:e] = centers[rng.integers(0, k, e - s)] + rng.standard_normal((e - s, d), dtype=np.float32)
+    init = X[rng.choice(n, size=k, replace=False)].copy()
+    return X, init
+
+
+def load_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    # Exact float32 matrix products, as gpuml and scikit-learn compute.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
+def time_gpuml(X, init, iters, device):
+    from gpuml.cluster import KMeans
+
+    def fit(max_iter):
+        model = KMeans(n_clusters=init.shape[0], init=init, n_init=1, max_iter=max_iter, tol=0, device=device)
+        start = time.perf_counter()
+        model.fit(X)  # synchronous: the fitted attributes are read back to the host
+        return model, time.perf_counter() - start
+
+    fit(1)  # warm-up: library load, context, cuBLAS handle, memory pool
+    model, seconds = fit(iters)
+    return dict(seconds=seconds, n_iter=int(model.n_iter_), inertia=float(model.inertia_))
+
+
+def time_sklearn(X, init, iters):
+    from sklearn.cluster import KMeans
+
+    def fit(max_iter):
+        model = KMeans(n_clusters=init.shape[0], init=init, n_init=1, max_iter=max_iter, tol=0, algorithm="lloyd")
+        start = time.perf_counter()
+        model.fit(X)
+        return model, time.perf_counter() - start
+
+    fit(1)
+    model, seconds = fit(iters)
+    return dict(seconds=seconds, n_iter=int(model.n_iter_), inertia=float(model.inertia_))
+
+
+def torch_lloyd(torch, X, init, iters):
+    """Lloyd's algorithm in plain PyTorch: expanded distances by row chunks (|x|^2 - 2 x.c +
+    |c|^2, argmin), index_add_ for the sums, bincount for the counts; an empty cluster keeps
+    its center. Returns (iterations run, inertia of the final centers)."""
+    n, d = X.shape
+    k = init.shape[0]
+    C = init.clone()
+    x_sq = (X * X).sum(dim=1)
+    labels = torch.empty(n, dtype=torch.int64, device=X.device)
+    best = torch.empty(n, dtype=X.dtype, device=X.device)
+    chunk = max(1, (1 << 28) // k)  # a 1 GiB distance block at most
+
+    def assign():
+        c_sq = (C * C).sum(dim=1)
+        for s in range(0, n, chunk):
+            e = min(n, s + chunk)
+            dist = torch.addmm(c_sq.unsqueeze(0), X[s:e], C.t(), beta=1.0, alpha=-2.0)
+            values, idx = dist.min(dim=1)
+            labels[s:e] = idx
+            best[s:e] = values + x_sq[s:e]
+
+    for _ in range(iters):
+        assign()
+        sums = torch.zeros((k, d), dtype=X.dtype, device=X.device).index_add_(0, labels, X)
+        counts = torch.bincount(labels, minlength=k)
+        nonempty = counts > 0
+        C[nonempty] = (sums[nonempty] / counts[nonempty].unsqueeze(1)).to(X.dtype)
+    assign()
+    return iters, float(best.clamp_min(0).double().sum())
+
+
+def time_torch(torch, X_dev, init, iters):
+    init_dev = torch.from_numpy(init).cuda()
+    torch_lloyd(torch, X_dev, init_dev, 1)  # warm-up
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    n_iter, inertia = torch_lloyd(torch, X_dev, init_dev, iters)
+    torch.cuda.synchronize()
+    return dict(seconds=time.perf_counter() - start, n_iter=n_iter, inertia=inertia)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--case", choices=sorted(CASES), default="small")
+    parser.add_argument("--n", type=int)
+    parser.add_argument("--d", type=int)
+    parser.add_argument("--k", type=int)
+    parser.add_argument("--iters", type=int, help="max_iter (default: the case's)")
+    parser.add_argument("--seed", type=int, help="data seed (default: a fresh one, printed)")
+    parser.add_argument("--device", help='gpuml device (default: "cuda" when gpuml sees a GPU, else "cpu")')
+    parser.add_argument("--with-sklearn", action="store_true", help="also run scikit-learn in the large case")
+    parser.add_argument("--no-sklearn", action="store_true")
+    parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    args = parser.parse_args()
+
+    import gpuml
+
+    config = dict(CASES[args.case])
+    for key in ("n", "d", "k", "iters"):
+        if getattr(args, key) is not None:
+            config[key] = getattr(args, key)
+    n, d, k, iters = config["n"], config["d"], config["k"], config["iters"]
+    seed = args.seed if args.seed is not None else secrets.randbits(32)
+    device = args.device or ("cuda" if gpuml.cuda_device_count() > 0 else "cpu")
+    torch = None if args.no_torch else load_torch()
+    run_sklearn = not args.no_sklearn and (args.case != "large" or args.with_sklearn or args.n is not None)
+
+    print(f"case={args.case} n={n} d={d} k={k} max_iter={iters} tol=0 float32 seed={seed}")
+    print(f"gpuml {gpuml.library_version} from {gpuml.library_path}, device={device}")
+    X, init = make_blobs(n, d, k, seed)
+
+    results = {}
+    X_for_gpuml = X
+    X_dev = None
+    if torch is not None:
+        X_dev = torch.from_numpy(X).cuda()
+        if device.startswith("cuda"):
+            X_for_gpuml = X_dev  # zero-copy device input
+    results["gpuml"] = time_gpuml(X_for_gpuml, init, iters, device)
+    if run_sklearn:
+        import sklearn
+        from threadpoolctl import threadpool_info
+
+        threads = max((p.get("num_threads", 1) for p in threadpool_info()), default=1)
+        print(f"scikit-learn {sklearn.__version__} ({threads} threads)")
+        results["sklearn"] = time_sklearn(X, init, iters)
+    if torch is not None:
+        print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
+        results["torch"] = time_torch(torch, X_dev, init, iters)
+
+    for r in results.values():
+        r["ms_per_iter"] = 1e3 * r["seconds"] / max(1, r["n_iter"])
+    base = results["gpuml"]
+    print()
+    print(f"{'':10} {'n_iter':>6} {'fit s':>9} {'ms/iter':>10} {'inertia':>16} {'ms/iter vs gpuml':>17}")
+    for name, r in results.items():
+        ratio = r["ms_per_iter"] / base["ms_per_iter"]
+        label = "" if name == "gpuml" else f"{ratio:.1f}x slower" if ratio >= 1 else f"{1 / ratio:.1f}x faster"
+        print(f"{name:10} {r['n_iter']:>6} {r['seconds']:>9.3f} {r['ms_per_iter']:>10.2f} {r['inertia']:>16.6g} {label:>17}")
+        r["gpuml_speedup"] = ratio
+
+    inertias = {name: r["inertia"] for name, r in results.items()}
+    ref = base["inertia"]
+    worst = max(abs(v - ref) / abs(ref) for v in inertias.values()) if ref else 0.0
+    agree = worst <= INERTIA_RTOL
+    print()
+    print(
+        f"inertia agreement ({', '.join(inertias)}): max relative difference {worst:.2e} "
+        f"{'<=' if agree else '>'} {INERTIA_RTOL:g}: {'OK' if agree else 'MISMATCH'}"
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(
+                dict(case=args.case, n=n, d=d, k=k, max_iter=iters, seed=seed, device=device, results=results,
+                     inertia_max_rel_diff=worst, inertia_agree=agree),
+                f,
+                indent=2,
+            )
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+// KMeans fit time per Lloyd iteration on CPU and CUDA contexts, float32 Gaussian blobs.
+//
+// Each benchmark iteration is one whole fit (init from an array, n_init = 1, tol = 0); the
+// counters divide by the Lloyd iterations the fits ran:
+//   items_per_second  rows assigned per second (n x Lloyd iterations / time)
+//   FLOP/s            2 n d k per Lloyd iteration (the distance GEMM) / time
+//   time_per_iter     seconds per Lloyd iteration (fit time / n_iter, fixed costs included)
+// CUDA inputs are copied to the device before timing, so host-to-device staging is not timed.
+// Arguments: n, d, k, max_iter.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gpuml/gpuml.hpp"
+
+#if GPUML_BENCH_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+struct Blobs {
+  std::vector<float> X;       // n x d
+  std::vector<double> init;   // k x d: the first k rows, the initial centers of every fit
+};
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+double uniform_open(uint64_t& state) { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; }
+
+// k Gaussian blobs (unit variance, centers uniform in [-10, 10]^d). Every row has its own
+// random stream, so the data do not depend on the thread count. Cached: the large case takes
+// seconds to generate and gigabytes to hold.
+const Blobs& blobs(int64_t n, int64_t d, int64_t k) {
+  static std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<Blobs>> cache;
+  auto& slot = cache[{n, d, k}];
+  if (slot) return *slot;
+  constexpr uint64_t kSeed = 20240611;
+  std::vector<double> centers(k * d);
+  uint64_t state = kSeed;
+  for (double& c : centers) c = -10.0 + 20.0 * uniform_open(state);
+  auto data = std::make_unique<Blobs>();
+  data->X.resize(static_cast<std::size_t>(n * d));
+  float* X = data->X.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t s = kSeed ^ (static_cast<uint64_t>(i) * 0xD1B54A32D192ED03ull);
+    const int64_t blob = static_cast<int64_t>(splitmix64(s) % static_cast<uint64_t>(k));
+    for (int64_t c = 0; c < d; c += 2) {
+      // Box-Muller: two standard normals per pair of uniforms.
+      const double r = std::sqrt(-2.0 * std::log(uniform_open(s)));
+      const double theta = 6.283185307179586 * uniform_open(s);
+      X[i * d + c] = static_cast<float>(centers[blob * d + c] + r * std::cos(theta));
+      if (c + 1 < d) X[i * d + c + 1] = static_cast<float>(centers[blob * d + c + 1] + r * std::sin(theta));
+    }
+  }
+  data->init.assign(data->X.begin(), data->X.begin() + k * d);
+  slot = std::move(data);
+  return *slot;
+}
+
+void fit_per_iteration(benchmark::State& state, bool on_cuda) {
+  const int64_t n = state.range(0), d = state.range(1), k = state.range(2);
+  const int max_iter = static_cast<int>(state.range(3));
+  if (on_cuda && gpuml::cuda_device_count() == 0) {
+    state.SkipWithError(gpuml::built_with_cuda() ? "no CUDA device" : "built without CUDA");
+    return;
+  }
+  try {
+    const Blobs& data = blobs(n, d, k);
+    gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
+    gpuml::ArrayView X = gpuml::host_view(data.X.data(), n, d);
+    gpuml::Buffer device_X;
+#if GPUML_BENCH_WITH_CUDA
+    if (on_cuda) {
+      device_X = gpuml::Buffer(ctx, data.X.size() * sizeof(float));
+      ctx.synchronize();  // the pool allocates on the context's stream
+      if (cudaMemcpy(device_X.data(), data.X.data(), device_X.bytes(), cudaMemcpyHostToDevice) != cudaSuccess) {
+        state.SkipWithError("cudaMemcpy of X to the device failed");
+        return;
+      }
+      X = gpuml::make_view(device_X.data(), gpuml::DType::float32, ctx.device(), n, d);
+    }
+#endif
+    gpuml::KMeansParams params;
+    params.n_clusters = k;
+    params.init = "array";
+    params.init_array = data.init;
+    params.n_init = 1;
+    params.tol = 0.0;
+
+    params.max_iter = 1;  // warm-up: library handles, the memory pool, first-touch pages
+    gpuml::KMeans(params).fit(ctx, X);
+    ctx.synchronize();
+
+    params.max_iter = max_iter;
+    int64_t lloyd_iterations = 0;
+    double inertia = 0.0;
+    for (auto _ : state) {
+      gpuml::KMeans model(params);
+      model.fit(ctx, X);
+      ctx.synchronize();
+      lloyd_iterations += model.n_iter();
+      inertia = model.inertia();
+    }
+    state.SetItemsProcessed(n * lloyd_iterations);
+    state.counters["FLOP/s"] = benchmark::Counter(2.0 * double(n) * double(d) * double(k) * double(lloyd_iterations),
+                                                  benchmark::Counter::kIsRate);
+    state.counters["time_per_iter"] =
+        benchmark::Counter(double(lloyd_iterations), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["n_iter"] = double(lloyd_iterations) / double(state.iterations());
+    state.counters["inertia"] = inertia;
+    state.SetLabel(std::string(on_cuda ? "cuda" : "cpu") + " n=" + std::to_string(n) + " d=" + std::to_string(d) +
+                   " k=" + std::to_string(k));
+  } catch (const gpuml::Error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void BM_KMeansFit_CPU(benchmark::State& state) { fit_per_iteration(state, false); }
+void BM_KMeansFit_CUDA(benchmark::State& state) { fit_per_iteration(state, true); }
+
+}  // namespace
+
+// n, d, k, max_iter. The CPU runs the smaller sizes only (the largest takes minutes per iteration).
+BENCHMARK(BM_KMeansFit_CPU)
+    ->Args({100000, 64, 64, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_KMeansFit_CPU)
+    ->Args({1000000, 64, 256, 5})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_KMeansFit_CUDA)
+    ->Args({100000, 64, 64, 20})
+    ->Args({1000000, 64, 256, 20})
+    ->Args({10000000, 64, 1024, 5})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+BENCHMARK_MAIN();

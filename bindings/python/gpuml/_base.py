@@ -1,0 +1,246 @@
+"""Plumbing every gpuml estimator shares: the C estimator handle, input preparation for host and
+device arrays, calls through the C ABI, fitted attributes, and pickling.
+
+An estimator subclass declares
+- ``_gpuml_kind``: the C ABI's estimator kind ("kmeans", ...);
+- ``_gpuml_attributes``: the fitted attributes to copy into the Python object after fit;
+- ``_gpuml_params(self, X)``: the JSON parameter object for the C ABI (called at fit, when the
+  scikit-learn parameters are final), built from ``get_params()``.
+"""
+
+import ctypes
+import json
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _array, _lib
+from ._context import check_device, get_context
+
+
+class EstimatorHandle:
+    """Owns one gpuml_estimator_t."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self._free = _lib.lib.gpuml_estimator_free  # kept: module globals may be gone at shutdown
+
+    @classmethod
+    def create(cls, kind, params):
+        handle = _lib._estimator_t()
+        text = json.dumps(params, allow_nan=False)
+        _lib.check(_lib.lib.gpuml_estimator_create(kind.encode("ascii"), text.encode("utf-8"), ctypes.byref(handle)))
+        return cls(handle)
+
+    @classmethod
+    def deserialize(cls, data):
+        data = bytes(data)
+        handle = _lib._estimator_t()
+        _lib.check(_lib.lib.gpuml_estimator_deserialize(data, len(data), ctypes.byref(handle)))
+        return cls(handle)
+
+    def serialize(self):
+        size = ctypes.c_uint64()
+        _lib.check(_lib.lib.gpuml_estimator_serialized_size(self.handle, ctypes.byref(size)))
+        buffer = ctypes.create_string_buffer(max(size.value, 1))
+        _lib.check(_lib.lib.gpuml_estimator_serialize(self.handle, buffer, size.value))
+        return buffer.raw[: size.value]
+
+    def get_params(self):
+        text = ctypes.c_char_p()
+        _lib.check(_lib.lib.gpuml_estimator_get_params(self.handle, ctypes.byref(text)))
+        return json.loads(text.value.decode("utf-8"))
+
+    def fit(self, context, X, y=None, sample_weight=None):
+        """X, y, sample_weight: gpuml_array_t descriptors (y and sample_weight may be None)."""
+        _lib.check(
+            _lib.lib.gpuml_estimator_fit(
+                context.handle,
+                self.handle,
+                ctypes.byref(X),
+                ctypes.byref(y) if y is not None else None,
+                ctypes.byref(sample_weight) if sample_weight is not None else None,
+            )
+        )
+
+    def output_shape(self, method, n_rows):
+        """(gpuml dtype code, shape tuple) of `method`'s output for n_rows rows."""
+        dtype, ndim, shape = ctypes.c_int32(), ctypes.c_int32(), _lib._i64x2()
+        _lib.check(
+            _lib.lib.gpuml_estimator_output_shape(
+                self.handle, method.encode("ascii"), n_rows, ctypes.byref(dtype), ctypes.byref(ndim), shape
+            )
+        )
+        return dtype.value, tuple(shape[i] for i in range(ndim.value))
+
+    def apply(self, method, context, X, out):
+        """Runs predict / transform / predict_proba with descriptors X and out."""
+        function = getattr(_lib.lib, f"gpuml_estimator_{method}")
+        _lib.check(function(context.handle, self.handle, ctypes.byref(X), ctypes.byref(out)))
+
+    def attribute(self, context, name):
+        """A fitted attribute as a NumPy array (0-d for scalars)."""
+        dtype, ndim, shape = ctypes.c_int32(), ctypes.c_int32(), _lib._i64x2()
+        encoded = name.encode("ascii")
+        _lib.check(
+            _lib.lib.gpuml_estimator_attribute_shape(
+                self.handle, encoded, ctypes.byref(dtype), ctypes.byref(ndim), shape
+            )
+        )
+        value = np.empty(tuple(shape[i] for i in range(ndim.value)), dtype=_array.numpy_dtype(dtype.value))
+        out, keepalive = _array.descriptor(value)
+        _lib.check(_lib.lib.gpuml_estimator_get_attribute(context.handle, self.handle, encoded, ctypes.byref(out)))
+        del keepalive
+        return value
+
+    def __del__(self):
+        handle = getattr(self, "handle", None)
+        if handle is not None and handle.value:
+            self._free(handle)
+            self.handle = None
+
+
+def _python_scalar(value):
+    """0-d arrays become Python numbers, as scikit-learn's scalar attributes are."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    return value
+
+
+class GpumlEstimator(BaseEstimator):
+    """Base class of gpuml's scikit-learn estimators (see the module docstring)."""
+
+    _gpuml_kind = None
+    _gpuml_attributes = ()
+
+    def _gpuml_params(self, X):
+        raise NotImplementedError
+
+    # -- devices and inputs ---------------------------------------------------------------
+    def _context_for(self, kind):
+        """The context computing on an input of ArrayKind `kind` with this estimator's device."""
+        device = check_device(self.device)
+        if device == "auto" and kind.is_device:
+            device = f"cuda:{kind.device_id}"  # compute where the data already lives
+        return get_context(device)
+
+    def _prepare_X(self, X, *, reset, dtype=(np.float64, np.float32)):
+        """Validates X and returns (X ready for the C ABI, its ArrayKind).
+
+        Host inputs go through scikit-learn's validate_data (which also records or checks
+        n_features_in_ and feature_names_in_). Device inputs are checked here without leaving
+        the device; the C++ side checks their values for NaN and infinity.
+        """
+        kind = _array.ArrayKind.of(X)
+        if not kind.is_device:
+            X = validate_data(
+                self, _array.ArrayKind.host_input(X), reset=reset, dtype=list(dtype), order="C", accept_sparse=False
+            )
+            return X, kind
+        X = self._check_device_array(X, dtype=dtype, name="X")
+        n_features = X.shape[1]
+        if reset:
+            self.n_features_in_ = n_features
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        elif n_features != self.n_features_in_:
+            raise ValueError(
+                f"X has {n_features} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        return X, kind
+
+    @staticmethod
+    def _check_device_array(X, *, dtype, name, ndim=2):
+        """Shape and dtype checks of a CUDA array, converting (on the device) like check_array."""
+        shape = tuple(X.shape)
+        if len(shape) != ndim:
+            if ndim == 2:
+                raise ValueError(
+                    f"Expected 2D array, got {len(shape)}D array instead: {name} has shape {shape}. "
+                    "Reshape your data either using array.reshape(-1, 1) if your data has a single "
+                    "feature or array.reshape(1, -1) if it contains a single sample."
+                )
+            raise ValueError(f"{name} must have {ndim} dimension(s), got shape {shape}")
+        if shape[0] < 1:
+            raise ValueError(f"Found array with 0 sample(s) (shape={shape}) while a minimum of 1 is required.")
+        if ndim == 2 and shape[1] < 1:
+            raise ValueError(f"Found array with 0 feature(s) (shape={shape}) while a minimum of 1 is required.")
+        current = _array.device_dtype(X)
+        wanted = [np.dtype(d) for d in dtype]
+        if current.kind == "c":
+            raise ValueError(f"Complex data not supported: {name} has dtype {current}")
+        if current.kind not in "biuf":
+            raise ValueError(f"{name} has dtype {current}; expected a numeric array")
+        target = current if current in wanted else wanted[0]
+        if target != current or not _array.device_is_c_contiguous(X):
+            X = _array.device_astype(X, target)
+        return X
+
+    # -- calls through the C ABI -----------------------------------------------------------
+    def _gpuml_fit(self, X, kind, sample_weight=None, y=None):
+        """Creates a fresh C estimator from the current parameters, fits it, and copies the
+        fitted attributes into this object. X (and y, sample_weight) are prepared arrays."""
+        context = self._context_for(kind)
+        handle = EstimatorHandle.create(self._gpuml_kind, self._gpuml_params(X))
+        keep = []
+        X_desc, k = _array.descriptor(X, kind.device_id)
+        keep.append(k)
+        y_desc = w_desc = None
+        if y is not None:
+            y_desc, k = _array.descriptor(y, kind.device_id)
+            keep.append(k)
+        if sample_weight is not None:
+            w_desc, k = _array.descriptor(sample_weight, _array.ArrayKind.of(sample_weight).device_id)
+            keep.append(k)
+        kind.synchronize()
+        handle.fit(context, X_desc, y_desc, w_desc)
+        self._gpuml_handle = handle
+        self._read_fitted_attributes()
+        return self
+
+    def _read_fitted_attributes(self):
+        context = get_context("cpu")  # attributes live on the host; reading needs no device
+        for name in self._gpuml_attributes:
+            setattr(self, name, _python_scalar(self._gpuml_handle.attribute(context, name)))
+
+    def _gpuml_apply(self, method, X, kind, dtype=None):
+        """Runs `method` of the fitted C estimator on prepared X; the output has X's array type
+        and device, and the C ABI's default dtype unless `dtype` is given."""
+        handle = self._fitted_handle()
+        default_dtype, shape = handle.output_shape(method, X.shape[0])
+        out = kind.empty(shape, dtype if dtype is not None else _array.numpy_dtype(default_dtype))
+        X_desc, keep_X = _array.descriptor(X, kind.device_id)
+        out_desc, keep_out = _array.descriptor(out, kind.device_id)
+        kind.synchronize()
+        handle.apply(method, self._context_for(kind), X_desc, out_desc)
+        del keep_X, keep_out
+        return kind.wrap(out)
+
+    def _fitted_handle(self):
+        check_is_fitted(self)
+        handle = getattr(self, "_gpuml_handle", None)
+        if handle is None:
+            raise RuntimeError(f"{type(self).__name__} has fitted attributes but no gpuml model; refit it")
+        return handle
+
+    # -- pickling --------------------------------------------------------------------------
+    def __getstate__(self):
+        # The C model is the fitted state: save its bytes, and rebuild the Python copies of its
+        # attributes from it when unpickling.
+        state = dict(super().__getstate__())
+        handle = state.pop("_gpuml_handle", None)
+        if handle is not None:
+            state["_gpuml_model"] = handle.serialize()
+            for name in self._gpuml_attributes:
+                state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        model = state.pop("_gpuml_model", None)
+        super().__setstate__(state)
+        if model is not None:
+            self._gpuml_handle = EstimatorHandle.deserialize(model)
+            self._read_fitted_attributes()

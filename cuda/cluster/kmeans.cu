@@ -1,0 +1,967 @@
+// The CUDA backend of KMeans: the primitives of src/cluster/kmeans_backend.hpp on the device.
+//
+// Lloyd's iteration is assign + accumulate:
+//  - assign never materializes the n x k distance matrix. Rows go in tiles sized to stay in L2:
+//    cuBLAS computes G = X_tile * C^T (exact FP32/FP64, the handle is in pedantic math mode), then
+//    one kernel (a warp per row) takes argmin_j |c_j|^2 - 2 G_ij, the row norm, and counts
+//    changed labels.
+//  - accumulate is deterministic: rows are sorted by label (stable radix sort), every cluster's
+//    rows are cut into fixed chunks summed in double in a fixed order, and the chunks of each
+//    cluster are then added in order. No float atomics anywhere.
+// Reductions (weighted_sum, variances, potentials) use a grid whose size depends on n only and
+// fixed-order trees, so the same input gives bit-identical results on every run.
+#include <cub/device/device_radix_sort.cuh>
+#include <cuda_pipeline_primitives.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cluster/kmeans_backend.hpp"
+#include "cuda/core/resources.cuh"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kBlock = 256;  // every 1-d kernel here; the block reductions assume it
+constexpr int kWarpsPerBlock = kBlock / kWarp;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---- small device helpers ------------------------------------------------------------------
+
+// 16-byte vector loads of G and the center norms (buffers this file allocates and pads).
+template <typename T>
+struct Vec16 {
+  static constexpr int width = 16 / sizeof(T);
+  __device__ static void load(const T* p, T (&v)[width]) {
+    if constexpr (std::is_same_v<T, float>) {
+      const float4 q = *reinterpret_cast<const float4*>(p);
+      v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+    } else {
+      const double2 q = *reinterpret_cast<const double2*>(p);
+      v[0] = q.x; v[1] = q.y;
+    }
+  }
+};
+
+// Butterfly sum: every lane ends with the same bits (a + b == b + a), whatever lane reads it.
+template <typename V>
+__device__ __forceinline__ V warp_sum(V v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
+  return v;
+}
+
+// |row|^2 summed per lane over columns lane, lane + 32, ..., then across the warp.
+template <typename T>
+__device__ __forceinline__ T warp_sqnorm(const T* __restrict__ row, int64_t d, int lane) {
+  T s = 0;
+  for (int64_t c = lane; c < d; c += kWarp) s += row[c] * row[c];
+  return warp_sum(s);
+}
+
+// Fixed-order tree sum over a block of kBlock threads; the result is valid in thread 0.
+__device__ double block_sum(double v, double* shared /* kBlock */) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int width = kBlock / 2; width > 0; width /= 2) {
+    if (static_cast<int>(threadIdx.x) < width) shared[threadIdx.x] += shared[threadIdx.x + width];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+__device__ __forceinline__ int64_t global_thread() { return blockIdx.x * int64_t(blockDim.x) + threadIdx.x; }
+__device__ __forceinline__ int64_t grid_threads() { return int64_t(gridDim.x) * blockDim.x; }
+__device__ __forceinline__ int64_t global_warp() { return global_thread() / kWarp; }
+__device__ __forceinline__ int64_t grid_warps() { return grid_threads() / kWarp; }
+
+template <typename T>
+__device__ __forceinline__ T min_value(T a, T b) { return b < a ? b : a; }
+
+// One row of X spread over a warp for repeated distance computations: rows of up to
+// kRegCols * 32 columns are kept in registers, longer ones are re-read (from L1). Both paths
+// add the same terms in the same order, so a distance does not depend on the path.
+constexpr int kRegCols = 4;
+template <typename T>
+struct WarpRow {
+  const T* row;
+  int64_t d;
+  int lane;
+  T regs[kRegCols];
+
+  __device__ WarpRow(const T* row_, int64_t d_, int lane_) : row(row_), d(d_), lane(lane_) {
+    if (d <= kRegCols * kWarp) {
+#pragma unroll
+      for (int e = 0; e < kRegCols; ++e) {
+        const int64_t c = lane + int64_t(e) * kWarp;
+        regs[e] = c < d ? row[c] : T(0);
+      }
+    }
+  }
+
+  // |row - center|^2, the same value in every lane.
+  __device__ T sqdist(const T* __restrict__ center) const {
+    T s = 0;
+    if (d <= kRegCols * kWarp) {
+#pragma unroll
+      for (int e = 0; e < kRegCols; ++e) {
+        const int64_t c = lane + int64_t(e) * kWarp;
+        if (c < d) {
+          const T diff = regs[e] - center[c];
+          s += diff * diff;
+        }
+      }
+    } else {
+      for (int64_t c = lane; c < d; c += kWarp) {
+        const T diff = row[c] - center[c];
+        s += diff * diff;
+      }
+    }
+    return warp_sum(s);
+  }
+};
+
+// ---- kernels -----------------------------------------------------------------------------
+
+// out[r] = |X_r|^2 for rows of a rows x d matrix (a warp per row). Padding entries
+// out[rows..padded) are zeroed so that vector loads of `out` read defined memory.
+template <typename T>
+__global__ void row_sqnorms_kernel(const T* __restrict__ X, int64_t rows, int64_t d, int64_t padded, T* __restrict__ out) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = global_warp(); r < padded; r += grid_warps()) {
+    if (r >= rows) {
+      if (lane == 0) out[r] = T(0);
+      continue;
+    }
+    const T s = warp_sqnorm(X + r * d, d, lane);
+    if (lane == 0) out[r] = s;
+  }
+}
+
+// The assign epilogue for one tile of rows [row0, row0 + rows): G is rows x k (leading
+// dimension ldg, a multiple of the vector width) holding X_tile * C^T. A warp per row finds
+// argmin_j (|c_j|^2 - 2 G_ij) (lowest j on ties), adds |x|^2, writes label and dist2, and
+// counts rows whose label changed.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) argmin_tile_kernel(const T* __restrict__ G, int64_t ldg, const T* __restrict__ center_sqnorms,
+                                                             int64_t k, const T* __restrict__ X, int64_t d, int64_t row0, int64_t rows,
+                                                             int32_t* __restrict__ labels, T* __restrict__ dist2, bool count_changes,
+                                                             unsigned long long* __restrict__ changes) {
+  using V = Vec16<T>;
+  constexpr int W = V::width;
+  __shared__ unsigned long long warp_changes[kWarpsPerBlock];
+  const int lane = threadIdx.x % kWarp;
+  unsigned long long my_changes = 0;
+  for (int64_t r = global_warp(); r < rows; r += grid_warps()) {
+    const T* g = G + r * ldg;
+    T best = INFINITY;
+    int best_j = INT_MAX;  // k < 2^31 (checked before the GEMM)
+    // Each lane visits its columns in increasing j, so a strict < keeps the lowest j.
+#pragma unroll 4
+    for (int j0 = lane * W; j0 < k; j0 += kWarp * W) {
+      T gv[W], cv[W];
+      V::load(g + j0, gv);
+      V::load(center_sqnorms + j0, cv);
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        const T v = cv[e] - T(2) * gv[e];
+        if (j0 + e < k && v < best) {
+          best = v;
+          best_j = j0 + e;
+        }
+      }
+    }
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      const T other = __shfl_xor_sync(kFullMask, best, offset);
+      const int other_j = __shfl_xor_sync(kFullMask, best_j, offset);
+      if (other < best || (other == best && other_j < best_j)) {
+        best = other;
+        best_j = other_j;
+      }
+    }
+    const int64_t i = row0 + r;
+    const T x_sqnorm = warp_sqnorm(X + i * d, d, lane);
+    if (lane == 0) {
+      const int32_t label = best_j < k ? best_j : 0;  // no finite candidate (overflow): 0
+      if (count_changes && labels[i] != label) ++my_changes;
+      labels[i] = label;
+      const T d2 = x_sqnorm + best;
+      dist2[i] = d2 > T(0) ? d2 : T(0);  // rounding can push an exact 0 below zero
+    }
+  }
+  if (count_changes) {
+    if (lane == 0) warp_changes[threadIdx.x / kWarp] = my_changes;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned long long total = 0;
+      for (int w = 0; w < kWarpsPerBlock; ++w) total += warp_changes[w];
+      if (total) atomicAdd(changes, total);  // integer: exact in any order
+    }
+  }
+}
+
+// ---- the fused float32 assign: distances and argmin without writing G ----------------------
+//
+// A block owns kTileRows rows of X and walks all centers in tiles of kTileCenters; for each
+// pair of tiles it computes the kTileRows x kTileCenters dot products like an SGEMM (shared
+// memory tiles of depth kDepth, double buffered through registers, an 8 x 8 register tile per
+// thread, plain FP32 FMA), then folds |c_j|^2 - 2 x.c_j into a running (min, argmin) per row.
+// Nothing but labels and dist2 reaches memory. Rows, centers and features past the ends are
+// zero-filled in shared memory and skipped in the epilogue.
+namespace fused {
+constexpr int kTileRows = 128;
+constexpr int kTileCenters = 128;  // == kTileRows: one loader serves both tiles
+constexpr int kDepth = 16;
+constexpr int kThreads = 256;      // a 16 x 16 grid of threads, each with an 8 x 8 register tile
+constexpr int kPad = 4;            // keeps float4 alignment; tile stores are at most 2-way bank conflicts
+constexpr int kPerThread = kTileRows * kDepth / kThreads;  // 8 elements per thread and tile
+static_assert(kTileRows == kTileCenters && kPerThread == 8, "the loader and the 8 x 8 register tile assume these");
+
+using Tile = float[kDepth][kTileRows + kPad];  // transposed: feature-major
+
+// Starts asynchronous copies (cp.async, no registers held) of the kTileRows x kDepth tile at
+// (row0, col0) of a row-major rows x cols matrix into S, transposed; zeros outside the matrix.
+// Thread t copies feature (t % 16) of rows (t / 16) + 16 i, i < 8.
+__device__ __forceinline__ void issue_tile(Tile& S, const float* __restrict__ M, int64_t rows, int64_t cols, int64_t row0,
+                                           int64_t col0) {
+  const int c = threadIdx.x % kDepth, r = threadIdx.x / kDepth;
+  const int64_t col = col0 + c;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int64_t row = row0 + r + 16 * i;
+    float* dst = &S[c][r + 16 * i];
+    if (row < rows && col < cols)
+      __pipeline_memcpy_async(dst, M + row * cols + col, sizeof(float));
+    else
+      *dst = 0.0f;
+  }
+}
+
+// The i-th of a thread's 8 rows (or columns) inside a tile: two groups of 4, 64 apart, so that
+// the float4 reads of a warp are broadcasts (rows) or contiguous (columns).
+__device__ __forceinline__ int tile_index(int t, int i) { return (i < 4 ? 0 : 64) + t * 4 + (i & 3); }
+
+__device__ __forceinline__ void load4(const float* p, float* out) {
+  const float4 q = *reinterpret_cast<const float4*>(p);
+  out[0] = q.x; out[1] = q.y; out[2] = q.z; out[3] = q.w;
+}
+}  // namespace fused
+
+__global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
+    const float* __restrict__ X, int64_t n, int64_t d, const float* __restrict__ C, int64_t k, const float* __restrict__ center_sqnorms,
+    const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2, bool count_changes,
+    unsigned long long* __restrict__ changes) {
+  using namespace fused;
+  __shared__ __align__(16) Tile As[2];
+  __shared__ __align__(16) Tile Bs[2];
+  __shared__ unsigned int block_changes;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;  // tx: the 16 lanes of a half-warp
+  if (threadIdx.x == 0) block_changes = 0;
+  __syncthreads();
+  unsigned int my_changes = 0;
+
+  for (int64_t row0 = int64_t(blockIdx.x) * kTileRows; row0 < n; row0 += int64_t(gridDim.x) * kTileRows) {
+    float best[8];
+    int best_j[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      best[i] = INFINITY;
+      best_j[i] = INT_MAX;
+    }
+    for (int64_t c0 = 0; c0 < k; c0 += kTileCenters) {
+      float acc[8][8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+      // Double buffering: the copy of the next depth slice runs while this one is multiplied.
+      // A buffer is refilled only after the barrier that ends the step which last read it.
+      issue_tile(As[0], X, n, d, row0, 0);
+      issue_tile(Bs[0], C, k, d, c0, 0);
+      __pipeline_commit();
+      int buf = 0;
+      for (int64_t k0 = 0; k0 < d; k0 += kDepth) {
+        if (k0 + kDepth < d) {
+          issue_tile(As[buf ^ 1], X, n, d, row0, k0 + kDepth);
+          issue_tile(Bs[buf ^ 1], C, k, d, c0, k0 + kDepth);
+          __pipeline_commit();
+          __pipeline_wait_prior(1);  // this step's copies are done, the next step's may still run
+        } else {
+          __pipeline_wait_prior(0);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < kDepth; ++kk) {
+          float a[8], b[8];
+          load4(&As[buf][kk][ty * 4], a);
+          load4(&As[buf][kk][64 + ty * 4], a + 4);
+          load4(&Bs[buf][kk][tx * 4], b);
+          load4(&Bs[buf][kk][64 + tx * 4], b + 4);
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+        buf ^= 1;
+      }
+      // Columns in increasing j (within the thread, then tile after tile): strict < keeps the lowest.
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int64_t cj = c0 + tile_index(tx, j);
+        if (cj < k) {
+          const float cn = center_sqnorms[cj];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            const float v = fmaf(-2.0f, acc[i][j], cn);
+            if (v < best[i]) {
+              best[i] = v;
+              best_j[i] = static_cast<int>(cj);
+            }
+          }
+        }
+      }
+    }
+    // The 16 threads of a half-warp share rows: combine them (lowest j on ties).
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      for (int offset = 8; offset > 0; offset /= 2) {
+        const float other = __shfl_xor_sync(kFullMask, best[i], offset);
+        const int other_j = __shfl_xor_sync(kFullMask, best_j[i], offset);
+        if (other < best[i] || (other == best[i] && other_j < best_j[i])) {
+          best[i] = other;
+          best_j[i] = other_j;
+        }
+      }
+    }
+    if (tx == 0) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int64_t row = row0 + tile_index(ty, i);
+        if (row < n) {
+          const int32_t label = best_j[i] < k ? best_j[i] : 0;  // no finite candidate (overflow): 0
+          if (count_changes && labels[row] != label) ++my_changes;
+          labels[row] = label;
+          const float d2 = row_sqnorms[row] + best[i];
+          dist2[row] = d2 > 0.0f ? d2 : 0.0f;  // rounding can push an exact 0 below zero
+        }
+      }
+    }
+  }
+  if (count_changes) {
+    if (my_changes) atomicAdd(&block_changes, my_changes);
+    __syncthreads();
+    if (threadIdx.x == 0 && block_changes) atomicAdd(changes, static_cast<unsigned long long>(block_changes));  // integers: exact
+  }
+}
+
+// The transform epilogue, in place on a tile: out_ij = sqrt(max(0, |x_i|^2 + |c_j|^2 - 2 G_ij)).
+template <typename T>
+__global__ void distances_tile_kernel(T* __restrict__ G, int64_t k, const T* __restrict__ center_sqnorms, const T* __restrict__ X,
+                                      int64_t d, int64_t row0, int64_t rows) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = global_warp(); r < rows; r += grid_warps()) {
+    const T x_sqnorm = warp_sqnorm(X + (row0 + r) * d, d, lane);
+    T* g = G + r * k;
+    for (int64_t j = lane; j < k; j += kWarp) {
+      const T d2 = x_sqnorm + (center_sqnorms[j] - T(2) * g[j]);  // as assign adds them
+      g[j] = sqrt(d2 > T(0) ? d2 : T(0));
+    }
+  }
+}
+
+__global__ void iota_kernel(int64_t* __restrict__ out, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = i;
+}
+
+// offsets[j] = first position of label j in the sorted labels, for j = 0..k (offsets[k] = n).
+__global__ void segment_offsets_kernel(const int32_t* __restrict__ sorted, int64_t n, int64_t k, int64_t* __restrict__ offsets) {
+  for (int64_t j = global_thread(); j <= k; j += grid_threads()) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (sorted[mid] < j) lo = mid + 1; else hi = mid;
+    }
+    offsets[j] = lo;
+  }
+}
+
+// Column sums over chunks of rows, a block of (32 columns) x (8 row lanes) per (chunk, slab of
+// 32 columns). Rows of a chunk are positions [begin, end) of `order` (nullptr: the identity).
+// Column c < d adds w_row * X[row, c] (weights == nullptr: w = 1), or (X[row, c] - center[c])^2
+// when center != nullptr. With with_weights, column d of the output holds the sum of w_row.
+// One value per (chunk, column) goes to partials[chunk * ncols + column], ncols = d (+ 1).
+// Chunks are explicit (chunk_begin/chunk_end) or uniform: [c * chunk_rows, min(n, (c + 1) * chunk_rows)).
+// Every sum runs in a fixed order (rows ascending per lane, then lanes ascending).
+constexpr int kSlabCols = 32;
+constexpr int kRowLanes = 8;
+constexpr int kRowsInFlight = 4;  // independent row loads per lane before their first use
+template <typename T>
+__global__ void __launch_bounds__(kSlabCols * kRowLanes) chunk_column_sums_kernel(
+    const T* __restrict__ X, int64_t d, const int64_t* __restrict__ order, const T* __restrict__ weights,
+    const double* __restrict__ center, const int64_t* __restrict__ chunk_begin, const int64_t* __restrict__ chunk_end,
+    int64_t chunk_rows, int64_t n, int64_t n_chunks, bool with_weights, double* __restrict__ partials) {
+  __shared__ double lane_sums[kRowLanes][kSlabCols];
+  __shared__ double lane_weights[kRowLanes];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t n_slabs = (d + kSlabCols - 1) / kSlabCols;
+  const int64_t ncols = d + (with_weights ? 1 : 0);
+  // Block-uniform loops: every thread reaches the same barriers.
+  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+    const int64_t begin = chunk_begin ? chunk_begin[chunk] : chunk * chunk_rows;
+    const int64_t end = chunk_end ? chunk_end[chunk] : (begin + chunk_rows < n ? begin + chunk_rows : n);
+    for (int64_t slab = blockIdx.y; slab < n_slabs; slab += gridDim.y) {
+      const int64_t col = slab * kSlabCols + tx;
+      const bool in_range = col < d;
+      const double shift = (center && in_range) ? center[col] : 0.0;
+      double acc = 0.0, acc_w = 0.0;
+      auto add = [&](double x, double w) {
+        if (center) {
+          const double dev = x - shift;
+          acc += dev * dev;
+        } else {
+          acc += w * x;
+        }
+        acc_w += w;
+      };
+      int64_t p = begin + ty;
+      for (; p + (kRowsInFlight - 1) * kRowLanes < end; p += kRowsInFlight * kRowLanes) {
+        int64_t rows[kRowsInFlight];
+        double x[kRowsInFlight], w[kRowsInFlight];
+#pragma unroll
+        for (int u = 0; u < kRowsInFlight; ++u) rows[u] = order ? order[p + u * kRowLanes] : p + u * kRowLanes;
+#pragma unroll
+        for (int u = 0; u < kRowsInFlight; ++u) {
+          w[u] = weights ? static_cast<double>(weights[rows[u]]) : 1.0;
+          x[u] = in_range ? static_cast<double>(X[rows[u] * d + col]) : 0.0;
+        }
+#pragma unroll
+        for (int u = 0; u < kRowsInFlight; ++u) add(x[u], w[u]);
+      }
+      for (; p < end; p += kRowLanes) {
+        const int64_t row = order ? order[p] : p;
+        add(in_range ? static_cast<double>(X[row * d + col]) : 0.0, weights ? static_cast<double>(weights[row]) : 1.0);
+      }
+      lane_sums[ty][tx] = acc;
+      if (tx == 0) lane_weights[ty] = acc_w;
+      __syncthreads();
+      if (ty == 0 && in_range) {
+        double total = lane_sums[0][tx];
+        for (int y = 1; y < kRowLanes; ++y) total += lane_sums[y][tx];
+        partials[chunk * ncols + col] = total;
+      }
+      if (with_weights && slab == 0 && ty == 0 && tx == 0) {
+        double total = lane_weights[0];
+        for (int y = 1; y < kRowLanes; ++y) total += lane_weights[y];
+        partials[chunk * ncols + d] = total;
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// out[g * ncols + c] = (sum over chunks of group g, in order, of partials[chunk * ncols + c]) / divisor.
+// Group g owns chunks [group_start[g], group_start[g + 1]); group_start == nullptr: one group of all chunks.
+__global__ void reduce_chunk_groups_kernel(const double* __restrict__ partials, int64_t ncols, const int64_t* __restrict__ group_start,
+                                           int64_t n_groups, int64_t n_chunks, double divisor, double* __restrict__ out) {
+  for (int64_t t = global_thread(); t < n_groups * ncols; t += grid_threads()) {
+    const int64_t g = t / ncols, c = t % ncols;
+    const int64_t first = group_start ? group_start[g] : 0;
+    const int64_t last = group_start ? group_start[g + 1] : n_chunks;
+    double s = 0.0;
+    for (int64_t chunk = first; chunk < last; ++chunk) s += partials[chunk * ncols + c];
+    out[t] = s / divisor;
+  }
+}
+
+// Per-block partial sums of w_i * v_i (nullptr: ones) over a grid-stride loop.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) weighted_sum_partials_kernel(const T* __restrict__ w, const T* __restrict__ v, int64_t n,
+                                                                       double* __restrict__ partials) {
+  __shared__ double shared[kBlock];
+  double acc = 0.0;
+  for (int64_t i = global_thread(); i < n; i += grid_threads())
+    acc += (w ? static_cast<double>(w[i]) : 1.0) * (v ? static_cast<double>(v[i]) : 1.0);
+  const double total = block_sum(acc, shared);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+// Sums of w_i * v_i over consecutive chunks of chunk_len elements (a block per chunk).
+template <typename T>
+__global__ void __launch_bounds__(kBlock) chunk_totals_kernel(const T* __restrict__ w, const T* __restrict__ v, int64_t n,
+                                                              int64_t chunk_len, int64_t n_chunks, double* __restrict__ totals) {
+  __shared__ double shared[kBlock];
+  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+    const int64_t begin = chunk * chunk_len;
+    const int64_t end = begin + chunk_len < n ? begin + chunk_len : n;
+    double acc = 0.0;
+    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock)
+      acc += (w ? static_cast<double>(w[i]) : 1.0) * (v ? static_cast<double>(v[i]) : 1.0);
+    const double total = block_sum(acc, shared);
+    if (threadIdx.x == 0) totals[chunk] = total;
+    __syncthreads();  // `shared` is reused by the next chunk
+  }
+}
+
+// For query q: the first i >= start[q] at which base[q] + sum_{start..i} w*v exceeds
+// threshold[q]; n - 1 when none does. Sequential per query (the chunk was found on the host).
+template <typename T>
+__global__ void scan_search_kernel(const T* __restrict__ w, const T* __restrict__ v, int64_t n, const int64_t* __restrict__ start,
+                                   const double* __restrict__ base, const double* __restrict__ threshold, int64_t m,
+                                   int64_t* __restrict__ result) {
+  for (int64_t q = global_thread(); q < m; q += grid_threads()) {
+    double run = base[q];
+    const double t = threshold[q];
+    int64_t found = n - 1;
+    for (int64_t i = start[q]; i < n; ++i) {
+      run += (w ? static_cast<double>(w[i]) : 1.0) * (v ? static_cast<double>(v[i]) : 1.0);
+      if (run > t) {
+        found = i;
+        break;
+      }
+    }
+    result[q] = found;
+  }
+}
+
+// k-means++ potentials of m candidates in one pass over X: per block, for every candidate q,
+// sum_i w_i * min(closest_i, |X_i - cand_q|^2) in double (a warp per row, fixed-order sums
+// over the block's warps) into partials[block * m + q].
+template <typename T>
+__global__ void __launch_bounds__(kBlock) candidate_potentials_kernel(const T* __restrict__ X, const T* __restrict__ weights,
+                                                                      const T* __restrict__ closest, int64_t n, int64_t d,
+                                                                      const T* __restrict__ candidates, int64_t m,
+                                                                      double* __restrict__ partials) {
+  extern __shared__ double warp_potentials[];  // [kWarpsPerBlock][m]
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  for (int64_t t = threadIdx.x; t < kWarpsPerBlock * m; t += kBlock) warp_potentials[t] = 0.0;
+  __syncthreads();
+  for (int64_t i = global_warp(); i < n; i += grid_warps()) {
+    const WarpRow<T> row(X + i * d, d, lane);
+    const double w = weights ? static_cast<double>(weights[i]) : 1.0;
+    const T c = closest[i];
+    for (int64_t q = 0; q < m; ++q) {
+      const T dist = row.sqdist(candidates + q * d);
+      if (lane == 0) warp_potentials[warp * m + q] += w * static_cast<double>(min_value(c, dist));
+    }
+  }
+  __syncthreads();
+  for (int64_t q = threadIdx.x; q < m; q += kBlock) {
+    double s = 0.0;
+    for (int w = 0; w < kWarpsPerBlock; ++w) s += warp_potentials[w * m + q];
+    partials[blockIdx.x * m + q] = s;
+  }
+}
+
+// closest_i = min(closest_i, |X_i - center|^2), or = |X_i - center|^2 with reset.
+template <typename T>
+__global__ void update_closest_kernel(const T* __restrict__ X, int64_t n, int64_t d, const T* __restrict__ center,
+                                      T* __restrict__ closest, bool reset) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t i = global_warp(); i < n; i += grid_warps()) {
+    const WarpRow<T> row(X + i * d, d, lane);
+    const T dist = row.sqdist(center);
+    if (lane == 0) closest[i] = reset ? dist : min_value(closest[i], dist);
+  }
+}
+
+template <typename T>
+__global__ void gather_rows_kernel(const T* __restrict__ X, int64_t d, const int64_t* __restrict__ idx, int64_t m, T* __restrict__ out) {
+  for (int64_t t = global_thread(); t < m * d; t += grid_threads()) out[t] = X[idx[t / d] * d + t % d];
+}
+
+// ---- host side ---------------------------------------------------------------------------
+
+// Grids for grid-stride kernels: at most this many blocks, so launches stay far below 2^31 - 1.
+constexpr int64_t kMaxBlocks = 65535LL * 32;
+
+unsigned blocks_for_threads(int64_t threads) { return cuda::grid_for(threads, kBlock, kMaxBlocks); }
+unsigned blocks_for_warps(int64_t warps) { return cuda::grid_for(warps, kWarpsPerBlock, kMaxBlocks); }
+
+// Grid sizes of the deterministic reductions depend on n only (never on the device), so
+// results are the same on every GPU.
+constexpr int64_t kReduceBlocks = 1024;
+constexpr int64_t kPotentialBlocks = 4096;
+// Rows per accumulate / variance chunk: at least kMinChunkRows, and about kTargetChunks chunks.
+constexpr int64_t kMinChunkRows = 512;
+constexpr int64_t kTargetChunks = 4096;
+// Elements per chunk of the k-means++ cumulative sum.
+constexpr int64_t kCumsumChunk = 1024;
+// G tiles are sized to about half the L2 and at most this many bytes.
+constexpr std::size_t kMaxTileBytes = std::size_t(512) << 20;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int checked_int(int64_t v, const char* what) {
+  if (v > INT_MAX)
+    throw_error(ErrorCode::unsupported, std::string("KMeans on CUDA: ") + what + " = " + std::to_string(v) +
+                                            " exceeds the cuBLAS limit of 2^31 - 1");
+  return static_cast<int>(v);
+}
+
+// Rows per G tile: G (rows x ldg) should stay in L2 between the GEMM that writes it and the
+// kernel that reads it. GPUML_KMEANS_TILE_ROWS overrides (for tuning).
+int64_t tile_rows_for(const cuda::Resources& res, int64_t n, int64_t ldg, std::size_t elem_bytes) {
+  const int64_t row_bytes = ldg * static_cast<int64_t>(elem_bytes);
+  int64_t rows = static_cast<int64_t>(res.l2_bytes / 2) / row_bytes;
+  if (const char* env = std::getenv("GPUML_KMEANS_TILE_ROWS")) {
+    const long long v = std::atoll(env);
+    if (v > 0) rows = v;
+  } else {
+    rows = std::max<int64_t>(rows, 1024);
+  }
+  rows = std::min<int64_t>(rows, std::max<int64_t>(1, static_cast<int64_t>(kMaxTileBytes) / row_bytes));
+  rows = std::min<int64_t>(rows, n);
+  rows = std::min<int64_t>(rows, INT_MAX);
+  return std::max<int64_t>(rows, 1);
+}
+
+template <typename T>
+void launch_row_sqnorms(cuda::Resources& res, const T* rows_ptr, int64_t rows, int64_t d, int64_t padded, T* out) {
+  row_sqnorms_kernel<T><<<blocks_for_warps(padded), kBlock, 0, res.stream>>>(rows_ptr, rows, d, padded, out);
+  GPUML_CUDA_CHECK_LAUNCH();
+}
+
+// G (rows x k, row-major, leading dimension ldg) = X_rows (rows x d) * C^T, C k x d. In
+// cuBLAS's column-major terms: G^T (k x rows) = C^T-as-stored (k x d) * X^T-as-stored (d x rows).
+template <typename T>
+void gemm_rows_by_centers(cuda::Resources& res, const T* X_rows, int64_t rows, int64_t d, const T* C, int64_t k, T* G,
+                                 int64_t ldg) {
+  const int m_ = checked_int(k, "n_clusters"), n_ = checked_int(rows, "tile rows"), k_ = checked_int(d, "n_features");
+  const int ld_x = checked_int(d, "n_features"), ld_g = checked_int(ldg, "n_clusters");
+  const T one = 1, zero = 0;
+  cublasHandle_t handle = res.cublas();  // pedantic math mode: exact FP32/FP64, no TF32
+  if constexpr (std::is_same_v<T, float>) {
+    GPUML_CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m_, n_, k_, &one, C, ld_x, X_rows, ld_x, &zero, G, ld_g));
+  } else {
+    GPUML_CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m_, n_, k_, &one, C, ld_x, X_rows, ld_x, &zero, G, ld_g));
+  }
+}
+
+// assign through cuBLAS: G = X_tile * C^T on row tiles sized to stay in L2, then the argmin
+// kernel. `centers` is on the device; `changes` is a zeroed device counter.
+template <typename T>
+void assign_gemm(Context& ctx, cuda::Resources& res, const T* X, int64_t n, int64_t d, const T* centers, int64_t k, int32_t* labels,
+                 T* dist2, bool count_changes, unsigned long long* changes) {
+  const int64_t ldg = ceil_div(k, Vec16<T>::width) * Vec16<T>::width;
+  Buffer center_sqnorms(ctx, ldg * sizeof(T));
+  launch_row_sqnorms(res, centers, k, d, ldg, center_sqnorms.as<T>());
+  const int64_t tile = tile_rows_for(res, n, ldg, sizeof(T));
+  Buffer G(ctx, tile * ldg * sizeof(T));
+  // Vector loads read the padding columns [k, ldg) too (their values are ignored): define them.
+  if (ldg != k) GPUML_CUDA_CHECK(cudaMemsetAsync(G.data(), 0, G.bytes(), res.stream));
+  for (int64_t row0 = 0; row0 < n; row0 += tile) {
+    const int64_t rows = std::min(tile, n - row0);
+    gemm_rows_by_centers(res, X + row0 * d, rows, d, centers, k, G.as<T>(), ldg);
+    argmin_tile_kernel<T><<<blocks_for_warps(rows), kBlock, 0, res.stream>>>(G.as<T>(), ldg, center_sqnorms.as<T>(), k, X, d, row0, rows,
+                                                                             labels, dist2, count_changes, changes);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// assign for float32 through the fused kernel.
+void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n, int64_t d, const float* centers, int64_t k,
+                  int32_t* labels, float* dist2, bool count_changes, unsigned long long* changes) {
+  checked_int(k, "n_clusters");  // labels and the kernel's column indices are int
+  Buffer center_sqnorms(ctx, k * sizeof(float)), row_sqnorms(ctx, n * sizeof(float));
+  launch_row_sqnorms(res, centers, k, d, k, center_sqnorms.as<float>());
+  launch_row_sqnorms(res, X, n, d, n, row_sqnorms.as<float>());
+  const unsigned blocks = static_cast<unsigned>(std::min(ceil_div(n, fused::kTileRows), kMaxBlocks));
+  fused_argmin_kernel<<<blocks, fused::kThreads, 0, res.stream>>>(X, n, d, centers, k, center_sqnorms.as<float>(),
+                                                                   row_sqnorms.as<float>(), labels, dist2, count_changes, changes);
+  GPUML_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+class CudaKMeansBackend final : public KMeansBackend<T> {
+ public:
+  explicit CudaKMeansBackend(const Context& ctx) : ctx_(ctx) {}
+
+  double mean_column_variance(const T* X, int64_t n, int64_t d) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
+    const int64_t n_chunks = ceil_div(n, chunk_rows);
+    Buffer partials = device(n_chunks * d * sizeof(double));
+    Buffer means = device(d * sizeof(double));
+    Buffer variances = device(d * sizeof(double));
+    // Pass 1: column means; pass 2: mean squared deviations from them.
+    for (int pass = 0; pass < 2; ++pass) {
+      launch_chunk_sums(res, X, d, nullptr, nullptr, pass == 0 ? nullptr : means.as<double>(), nullptr, nullptr, chunk_rows, n,
+                        n_chunks, false, partials.as<double>());
+      reduce_chunk_groups_kernel<<<blocks_for_threads(d), kBlock, 0, res.stream>>>(
+          partials.as<double>(), d, nullptr, 1, n_chunks, static_cast<double>(n), (pass == 0 ? means : variances).as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    std::vector<double> host(d);
+    copy_to_host(res, host.data(), variances.data(), d * sizeof(double));
+    double total = 0.0;
+    for (double v : host) total += v;
+    return total / static_cast<double>(d);
+  }
+
+  int64_t assign(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, int32_t* labels, T* dist2,
+                 bool count_changes) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer centers = to_device(res, centers_host, k * d);
+    Buffer changes = device(sizeof(unsigned long long));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(changes.data(), 0, sizeof(unsigned long long), res.stream));
+    // float32: the fused kernel (exact FP32 FMA on the SIMT units, no distance matrix). float64:
+    // cuBLAS DGEMM (FP64 tensor cores are exact IEEE FMA) on L2-sized tiles + the argmin kernel.
+    if constexpr (std::is_same_v<T, float>)
+      assign_fused(ctx_, res, X, n, d, centers.as<float>(), k, labels, dist2, count_changes, changes.as<unsigned long long>());
+    else
+      assign_gemm(ctx_, res, X, n, d, centers.as<T>(), k, labels, dist2, count_changes, changes.as<unsigned long long>());
+    if (!count_changes) return 0;
+    unsigned long long host_changes = 0;
+    copy_to_host(res, &host_changes, changes.data(), sizeof(host_changes));
+    return static_cast<int64_t>(host_changes);
+  }
+
+  void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d, int64_t k, double* sums_host,
+                  double* weight_sums_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    // 1. Row indices sorted by label (stable: ascending indices within a cluster).
+    Buffer sorted_labels = device(n * sizeof(int32_t));
+    Buffer order_in = device(n * sizeof(int64_t));
+    Buffer order = device(n * sizeof(int64_t));
+    iota_kernel<<<blocks_for_threads(n), kBlock, 0, res.stream>>>(order_in.as<int64_t>(), n);
+    GPUML_CUDA_CHECK_LAUNCH();
+    int key_bits = 1;
+    while (key_bits < 31 && (int64_t(1) << key_bits) < k) ++key_bits;  // labels are in [0, k)
+    std::size_t temp_bytes = 0;
+    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, labels, sorted_labels.as<int32_t>(), order_in.as<int64_t>(),
+                                                     order.as<int64_t>(), n, 0, key_bits, res.stream));
+    Buffer temp = device(temp_bytes);
+    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, labels, sorted_labels.as<int32_t>(),
+                                                     order_in.as<int64_t>(), order.as<int64_t>(), n, 0, key_bits, res.stream));
+
+    // 2. Where each cluster's rows start, then fixed chunks per cluster (planned on the host: k is small).
+    Buffer offsets = device((k + 1) * sizeof(int64_t));
+    segment_offsets_kernel<<<blocks_for_threads(k + 1), kBlock, 0, res.stream>>>(sorted_labels.as<int32_t>(), n, k,
+                                                                                  offsets.as<int64_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::vector<int64_t> host_offsets(k + 1);
+    copy_to_host(res, host_offsets.data(), offsets.data(), (k + 1) * sizeof(int64_t));
+    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
+    std::vector<int64_t> group_start(k + 1), begins, ends;
+    for (int64_t j = 0; j < k; ++j) {
+      group_start[j] = static_cast<int64_t>(begins.size());
+      for (int64_t b = host_offsets[j]; b < host_offsets[j + 1]; b += chunk_rows) {
+        begins.push_back(b);
+        ends.push_back(std::min(b + chunk_rows, host_offsets[j + 1]));
+      }
+    }
+    const int64_t n_chunks = static_cast<int64_t>(begins.size());
+    group_start[k] = n_chunks;
+    const int64_t ncols = d + 1;  // the weight is the last column
+    std::vector<double> result(k * ncols, 0.0);
+    if (n_chunks > 0) {
+      std::vector<int64_t> chunk_bounds = begins;  // begins, then ends
+      chunk_bounds.insert(chunk_bounds.end(), ends.begin(), ends.end());
+      Buffer bounds = to_device(res, chunk_bounds.data(), 2 * n_chunks);
+      Buffer groups = to_device(res, group_start.data(), k + 1);
+      Buffer partials = device(n_chunks * ncols * sizeof(double));
+      Buffer sums = device(k * ncols * sizeof(double));
+      // 3. Chunk sums in fixed order, then each cluster's chunks in order.
+      launch_chunk_sums(res, X, d, order.as<int64_t>(), weights, nullptr, bounds.as<int64_t>(), bounds.as<int64_t>() + n_chunks,
+                        chunk_rows, n, n_chunks, true, partials.as<double>());
+      reduce_chunk_groups_kernel<<<blocks_for_threads(k * ncols), kBlock, 0, res.stream>>>(
+          partials.as<double>(), ncols, groups.as<int64_t>(), k, n_chunks, 1.0, sums.as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      copy_to_host(res, result.data(), sums.data(), k * ncols * sizeof(double));
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      std::copy(result.begin() + j * ncols, result.begin() + j * ncols + d, sums_host + j * d);
+      weight_sums_host[j] = result[j * ncols + d];
+    }
+  }
+
+  double weighted_sum(const T* weights, const T* values, int64_t n) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int64_t blocks = std::min(kReduceBlocks, std::max<int64_t>(1, ceil_div(n, kBlock)));
+    Buffer partials = device(blocks * sizeof(double));
+    Buffer total = device(sizeof(double));
+    weighted_sum_partials_kernel<T><<<static_cast<unsigned>(blocks), kBlock, 0, res.stream>>>(weights, values, n,
+                                                                                             partials.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    reduce_chunk_groups_kernel<<<1, kBlock, 0, res.stream>>>(partials.as<double>(), 1, nullptr, 1, blocks, 1.0, total.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    double host = 0.0;
+    copy_to_host(res, &host, total.data(), sizeof(double));
+    return host;
+  }
+
+  void largest(const T* dist2, int64_t n, int64_t m, int64_t* idx_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    m = std::min(m, n);
+    if (m <= 0) return;
+    // A stable descending radix sort of (dist2, index): ties keep ascending indices.
+    Buffer keys = device(n * sizeof(T));
+    Buffer order_in = device(n * sizeof(int64_t));
+    Buffer order = device(n * sizeof(int64_t));
+    iota_kernel<<<blocks_for_threads(n), kBlock, 0, res.stream>>>(order_in.as<int64_t>(), n);
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::size_t temp_bytes = 0;
+    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp_bytes, dist2, keys.as<T>(), order_in.as<int64_t>(),
+                                                               order.as<int64_t>(), n, 0, int(sizeof(T) * 8), res.stream));
+    Buffer temp = device(temp_bytes);
+    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(temp.data(), temp_bytes, dist2, keys.as<T>(), order_in.as<int64_t>(),
+                                                               order.as<int64_t>(), n, 0, int(sizeof(T) * 8), res.stream));
+    copy_to_host(res, idx_host, order.data(), m * sizeof(int64_t));
+  }
+
+  void gather_rows(const T* X, int64_t n, int64_t d, const int64_t* idx_host, int64_t m, T* out_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0 || d <= 0) return;
+    for (int64_t r = 0; r < m; ++r)
+      if (idx_host[r] < 0 || idx_host[r] >= n)
+        throw_error(ErrorCode::internal, "KMeans gather_rows: row index " + std::to_string(idx_host[r]) + " outside [0, " +
+                                             std::to_string(n) + ")");
+    Buffer idx = to_device(res, idx_host, m);
+    Buffer out = device(m * d * sizeof(T));
+    gather_rows_kernel<T><<<blocks_for_threads(m * d), kBlock, 0, res.stream>>>(X, d, idx.as<int64_t>(), m, out.as<T>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    copy_to_host(res, out_host, out.data(), m * d * sizeof(T));
+  }
+
+  void search_cumsum(const T* weights, const T* values, int64_t n, const double* thresholds_host, int64_t m,
+                     int64_t* idx_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0) return;
+    // Chunk totals on the device, their prefix sums and the chunk of each threshold on the
+    // host, then a sequential scan inside that chunk on the device.
+    const int64_t n_chunks = ceil_div(n, kCumsumChunk);
+    Buffer totals = device(n_chunks * sizeof(double));
+    chunk_totals_kernel<T><<<static_cast<unsigned>(std::min(n_chunks, kMaxBlocks)), kBlock, 0, res.stream>>>(
+        weights, values, n, kCumsumChunk, n_chunks, totals.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::vector<double> prefix(n_chunks + 1, 0.0);
+    copy_to_host(res, prefix.data() + 1, totals.data(), n_chunks * sizeof(double));
+    for (int64_t c = 0; c < n_chunks; ++c) prefix[c + 1] += prefix[c];
+
+    std::vector<int64_t> starts, query_of;
+    std::vector<double> bases, thresholds;
+    for (int64_t q = 0; q < m; ++q) {
+      const double t = thresholds_host[q];
+      // First chunk whose end prefix exceeds t.
+      const auto it = std::upper_bound(prefix.begin() + 1, prefix.end(), t);
+      if (it == prefix.end()) {
+        idx_host[q] = n - 1;  // t >= the total: clipped
+        continue;
+      }
+      const int64_t chunk = static_cast<int64_t>(it - prefix.begin()) - 1;
+      starts.push_back(chunk * kCumsumChunk);
+      bases.push_back(prefix[chunk]);
+      thresholds.push_back(t);
+      query_of.push_back(q);
+    }
+    const int64_t n_queries = static_cast<int64_t>(starts.size());
+    if (n_queries == 0) return;
+    Buffer d_starts = to_device(res, starts.data(), n_queries);
+    Buffer d_bases = to_device(res, bases.data(), n_queries);
+    Buffer d_thresholds = to_device(res, thresholds.data(), n_queries);
+    Buffer d_found = device(n_queries * sizeof(int64_t));
+    scan_search_kernel<T><<<blocks_for_threads(n_queries), kBlock, 0, res.stream>>>(
+        weights, values, n, d_starts.as<int64_t>(), d_bases.as<double>(), d_thresholds.as<double>(), n_queries, d_found.as<int64_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::vector<int64_t> found(n_queries);
+    copy_to_host(res, found.data(), d_found.data(), n_queries * sizeof(int64_t));
+    for (int64_t i = 0; i < n_queries; ++i) idx_host[query_of[i]] = found[i];
+  }
+
+  void candidate_potentials(const T* X, const T* weights, const T* closest, int64_t n, int64_t d, const T* candidates_host, int64_t m,
+                            double* potentials_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0) return;
+    const int64_t blocks = std::min(kPotentialBlocks, std::max<int64_t>(1, ceil_div(n, kWarpsPerBlock)));
+    Buffer candidates = to_device(res, candidates_host, m * d);
+    // Candidates go in batches so that the per-warp accumulators fit in shared memory.
+    constexpr int64_t kBatch = 256;  // 8 warps x 256 doubles = 16 KiB
+    Buffer partials = device(blocks * std::min(m, kBatch) * sizeof(double));
+    Buffer potentials = device(m * sizeof(double));
+    for (int64_t q0 = 0; q0 < m; q0 += kBatch) {
+      const int64_t mb = std::min(kBatch, m - q0);
+      const std::size_t shared_bytes = kWarpsPerBlock * mb * sizeof(double);
+      candidate_potentials_kernel<T><<<static_cast<unsigned>(blocks), kBlock, shared_bytes, res.stream>>>(
+          X, weights, closest, n, d, candidates.as<T>() + q0 * d, mb, partials.as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      reduce_chunk_groups_kernel<<<blocks_for_threads(mb), kBlock, 0, res.stream>>>(partials.as<double>(), mb, nullptr, 1, blocks, 1.0,
+                                                                                    potentials.as<double>() + q0);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    copy_to_host(res, potentials_host, potentials.data(), m * sizeof(double));
+  }
+
+  void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer center = to_device(res, center_host, d);
+    update_closest_kernel<T><<<blocks_for_warps(n), kBlock, 0, res.stream>>>(X, n, d, center.as<T>(), closest, reset);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  void distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, T* out) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer centers = to_device(res, centers_host, k * d);
+    Buffer center_sqnorms = device(k * sizeof(T));
+    launch_row_sqnorms(res, centers.as<T>(), k, d, k, center_sqnorms.as<T>());
+    // GEMM straight into the output, a tile at a time so that the epilogue re-reads it from L2.
+    const int64_t tile = tile_rows_for(res, n, k, sizeof(T));
+    for (int64_t row0 = 0; row0 < n; row0 += tile) {
+      const int64_t rows = std::min(tile, n - row0);
+      T* G = out + row0 * k;
+      gemm_rows_by_centers(res, X + row0 * d, rows, d, centers.as<T>(), k, G, k);
+      distances_tile_kernel<T><<<blocks_for_warps(rows), kBlock, 0, res.stream>>>(G, k, center_sqnorms.as<T>(), X, d, row0, rows);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+  }
+
+ private:
+  static int64_t round_up(int64_t v, int64_t multiple) { return ceil_div(v, multiple) * multiple; }
+
+  Buffer device(std::size_t bytes) { return Buffer(ctx_, bytes); }
+
+  template <typename U>
+  Buffer to_device(cuda::Resources& res, const U* host, int64_t count) {
+    Buffer b = device(count * sizeof(U));
+    if (count > 0) GPUML_CUDA_CHECK(cudaMemcpyAsync(b.data(), host, count * sizeof(U), cudaMemcpyHostToDevice, res.stream));
+    return b;
+  }
+
+  static void copy_to_host(cuda::Resources& res, void* host, const void* dev, std::size_t bytes) {
+    if (bytes == 0) return;
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, res.stream));
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+  }
+
+  static void launch_chunk_sums(cuda::Resources& res, const T* X, int64_t d, const int64_t* order, const T* weights,
+                                const double* center, const int64_t* chunk_begin, const int64_t* chunk_end, int64_t chunk_rows,
+                                int64_t n, int64_t n_chunks, bool with_weights, double* partials) {
+    const int64_t n_slabs = ceil_div(d, kSlabCols);
+    const dim3 grid(static_cast<unsigned>(std::min(n_chunks, int64_t(INT_MAX))), static_cast<unsigned>(std::min<int64_t>(n_slabs, 65535)));
+    const dim3 block(kSlabCols, kRowLanes);
+    chunk_column_sums_kernel<T><<<grid, block, 0, res.stream>>>(X, d, order, weights, center, chunk_begin, chunk_end, chunk_rows, n,
+                                                                n_chunks, with_weights, partials);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  Context ctx_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<KMeansBackend<T>> make_kmeans_cuda_backend(const Context& ctx) {
+  return std::make_unique<CudaKMeansBackend<T>>(ctx);
+}
+
+template std::unique_ptr<KMeansBackend<float>> make_kmeans_cuda_backend<float>(const Context&);
+template std::unique_ptr<KMeansBackend<double>> make_kmeans_cuda_backend<double>(const Context&);
+
+}  // namespace gpuml::detail

@@ -1,0 +1,564 @@
+// KMeans: validation, the dispatch to a backend, and the whole algorithm (n_init restarts,
+// k-means++ seeding, Lloyd iterations, empty-cluster relocation), written once on top of the
+// KMeansBackend<T> primitives. It follows scikit-learn's KMeans(algorithm="lloyd").
+#include "gpuml/cluster/kmeans.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "cluster/kmeans_backend.hpp"
+#include "core/device_ops.hpp"
+#include "core/params.hpp"
+#include "core/random.hpp"
+#include "core/registry.hpp"
+#include "core/staging.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml {
+
+namespace {
+
+const char* const kAttributeNames[] = {"cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_"};
+
+void validate_params(const KMeansParams& p) {
+  GPUML_EXPECT(p.n_clusters >= 1, "KMeans: n_clusters must be >= 1, got " + std::to_string(p.n_clusters));
+  GPUML_EXPECT(p.init == "k-means++" || p.init == "random" || p.init == "array",
+               "KMeans: init must be \"k-means++\", \"random\" or \"array\", got \"" + p.init + "\"");
+  if (p.init == "array") {
+    GPUML_EXPECT(!p.init_array.empty(), "KMeans: init is \"array\" but init_array is empty");
+    GPUML_EXPECT(p.init_array.size() % static_cast<std::size_t>(p.n_clusters) == 0,
+                 "KMeans: init_array has " + std::to_string(p.init_array.size()) +
+                     " values, not a multiple of n_clusters=" + std::to_string(p.n_clusters));
+    for (double v : p.init_array) GPUML_EXPECT(std::isfinite(v), "KMeans: init_array contains NaN or infinity");
+  } else {
+    GPUML_EXPECT(p.init_array.empty(), "KMeans: init_array is set but init is \"" + p.init + "\", not \"array\"");
+  }
+  GPUML_EXPECT(p.n_init >= 0, "KMeans: n_init must be >= 1 (or 0 for \"auto\"), got " + std::to_string(p.n_init));
+  GPUML_EXPECT(p.max_iter >= 1, "KMeans: max_iter must be >= 1, got " + std::to_string(p.max_iter));
+  GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0, "KMeans: tol must be a finite number >= 0, got " + std::to_string(p.tol));
+}
+
+// The single dispatch point between the backends.
+template <typename T>
+std::unique_ptr<detail::KMeansBackend<T>> make_backend(const Context& ctx) {
+  return ctx.is_cuda() ? detail::make_kmeans_cuda_backend<T>(ctx) : detail::make_kmeans_cpu_backend<T>(ctx);
+}
+
+// Calls f(T{}) with T = float for float32 and double otherwise.
+template <typename F>
+decltype(auto) with_float_type(DType dtype, F&& f) {
+  if (dtype == DType::float32) return f(float{});
+  return f(double{});
+}
+
+// X's float dtype: float32 stays float32, everything else (float64, int32, int64) is float64.
+DType float_dtype_for(DType dtype) { return dtype == DType::float32 ? DType::float32 : DType::float64; }
+
+void check_matrix_shape(const ArrayView& X) {
+  GPUML_EXPECT(X.ndim == 2, "X must be a 2-d array (n_samples, n_features), got " + std::to_string(X.ndim) + " dimension(s)");
+  GPUML_EXPECT(X.shape[0] >= 1, "X must have at least 1 sample, got shape " + detail::shape_string(X));
+  GPUML_EXPECT(X.shape[1] >= 1, "X must have at least 1 feature, got shape " + detail::shape_string(X));
+}
+
+// Sample weights in the backend's memory, with a host copy for the host-side steps.
+template <typename T>
+struct Weights {
+  detail::Staged staged;  // what backends read
+  HostArray host_copy;    // owns the ones, or the copy of device weights
+  const T* host = nullptr;
+  double total = 0.0;
+  const T* device() const { return staged.view.as<const T>(); }
+};
+
+template <typename T>
+Weights<T> prepare_weights(Context& ctx, const ArrayView* sample_weight, int64_t n) {
+  Weights<T> w;
+  HostArray& host_copy = w.host_copy;
+  detail::Staged& staged = w.staged;
+  if (sample_weight == nullptr) {
+    host_copy = HostArray(dtype_of<T>::value, n);
+    std::fill(host_copy.as<T>(), host_copy.as<T>() + n, T(1));
+    staged = detail::stage_host(ctx, host_copy);
+    w.host = host_copy.as<T>();
+    w.total = static_cast<double>(n);
+    return w;
+  }
+  const ArrayView& sw = *sample_weight;
+  GPUML_EXPECT(sw.ndim == 1, "sample_weight must be a 1-d array, got " + std::to_string(sw.ndim) + " dimension(s)");
+  GPUML_EXPECT(sw.shape[0] == n, "sample_weight has " + std::to_string(sw.shape[0]) + " entries but X has " +
+                                     std::to_string(n) + " samples");
+  staged = detail::stage(ctx, sw, dtype_of<T>::value, "sample_weight");
+  detail::require_finite(ctx, staged.view, "sample_weight");
+  if (staged.view.device.is_cuda()) {
+    host_copy = detail::to_host(ctx, staged.view);
+    w.host = host_copy.as<T>();
+  } else {
+    w.host = staged.view.as<const T>();
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    GPUML_EXPECT(w.host[i] >= 0, "sample_weight must be non-negative, got " + std::to_string(static_cast<double>(w.host[i])) +
+                                     " at index " + std::to_string(i));
+    w.total += static_cast<double>(w.host[i]);
+  }
+  GPUML_EXPECT(w.total > 0, "sample_weight must have a positive sum");
+  return w;
+}
+
+template <typename T>
+std::vector<T> host_centers_as(const HostArray& centers) {
+  const int64_t count = centers.spec().shape[0] * centers.spec().shape[1];
+  std::vector<T> out(static_cast<std::size_t>(count));
+  if (centers.dtype() == DType::float32)
+    std::copy(centers.as<const float>(), centers.as<const float>() + count, out.begin());
+  else
+    std::copy(centers.as<const double>(), centers.as<const double>() + count, out.begin());
+  return out;
+}
+
+// One fit: the data, the weights and a backend, and the algorithm on top of them.
+template <typename T>
+class Fitter {
+ public:
+  struct Run {
+    std::vector<T> centers;
+    double inertia = 0.0;
+    int64_t n_iter = 0;
+  };
+
+  Fitter(Context& ctx, const KMeansParams& params, const T* X, int64_t n, int64_t d, const Weights<T>& weights)
+      : ctx_(ctx), params_(params), backend_(make_backend<T>(ctx)), X_(X), n_(n), d_(d), k_(params.n_clusters),
+        weights_(weights) {}
+
+  // Runs n_init restarts and keeps the one with the lowest inertia (the first on ties).
+  // Labels of the kept run are left in `labels`.
+  Run fit(Buffer& labels) {
+    const double tol_abs = params_.tol * backend_->mean_column_variance(X_, n_, d_);
+    int n_runs = params_.n_init;
+    if (params_.init == "array") n_runs = 1;  // a given init is deterministic: one run is enough
+    else if (n_runs == 0) n_runs = params_.init == "random" ? 10 : 1;
+
+    Buffer run_labels(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
+    Buffer dist2(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
+    detail::Random runs(params_.random_state.value_or(ctx_.seed()));
+    Run best;
+    for (int r = 0; r < n_runs; ++r) {
+      detail::Random rng(runs.next());
+      Run run = lloyd(initial_centers(rng), run_labels.as<int32_t>(), dist2.as<T>(), tol_abs);
+      if (r == 0 || run.inertia < best.inertia) {
+        best = std::move(run);
+        std::swap(labels, run_labels);
+      }
+    }
+    return best;
+  }
+
+  // Lloyd iterations from `centers`, as scikit-learn's _kmeans_single_lloyd.
+  Run lloyd(std::vector<T> centers, int32_t* labels, T* dist2, double tol_abs) {
+    const int64_t kd = k_ * d_;
+    std::vector<double> sums(static_cast<std::size_t>(kd)), weight_sums(static_cast<std::size_t>(k_));
+    std::vector<T> next(static_cast<std::size_t>(kd));
+    bool strict_convergence = false;
+    double shift = 0.0;
+    int64_t iter = 0;
+    while (iter < params_.max_iter) {
+      // The first assignment has no previous labels to compare with: it always "changes".
+      const int64_t changed = backend_->assign(X_, n_, d_, centers.data(), k_, labels, dist2, iter > 0);
+      std::fill(sums.begin(), sums.end(), 0.0);
+      std::fill(weight_sums.begin(), weight_sums.end(), 0.0);
+      backend_->accumulate(X_, weights_.device(), labels, n_, d_, k_, sums.data(), weight_sums.data());
+      relocate_empty_clusters(labels, dist2, sums, weight_sums);
+      shift = 0.0;
+      for (int64_t c = 0; c < k_; ++c) {
+        // A cluster that still weighs nothing keeps its (zero-weight) sum, as scikit-learn does.
+        const double scale = weight_sums[c] > 0 ? 1.0 / weight_sums[c] : 1.0;
+        for (int64_t j = 0; j < d_; ++j) {
+          next[c * d_ + j] = static_cast<T>(sums[c * d_ + j] * scale);
+          const double move = static_cast<double>(next[c * d_ + j]) - static_cast<double>(centers[c * d_ + j]);
+          shift += move * move;
+        }
+      }
+      centers.swap(next);
+      ++iter;
+      if (iter > 1 && changed == 0) {
+        strict_convergence = true;
+        break;
+      }
+      if (shift <= tol_abs) break;
+    }
+    // Labels and dist2 must belong to the final centers. After a strict convergence they do,
+    // unless a relocation moved a center in that last iteration.
+    if (!strict_convergence || shift != 0.0) backend_->assign(X_, n_, d_, centers.data(), k_, labels, dist2, false);
+    Run run;
+    run.inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
+    run.centers = std::move(centers);
+    run.n_iter = iter;
+    return run;
+  }
+
+ private:
+  std::vector<T> initial_centers(detail::Random& rng) {
+    std::vector<T> centers(static_cast<std::size_t>(k_ * d_));
+    if (params_.init == "array") {
+      std::copy(params_.init_array.begin(), params_.init_array.end(), centers.begin());
+    } else if (params_.init == "random") {
+      const std::vector<int64_t> rows = rng.sample_without_replacement(n_, k_);
+      backend_->gather_rows(X_, n_, d_, rows.data(), k_, centers.data());
+    } else {
+      kmeans_plusplus(rng, centers);
+    }
+    return centers;
+  }
+
+  // Greedy k-means++, as scikit-learn's _kmeans_plusplus: each new center is the best of
+  // 2 + floor(ln k) candidates drawn with probability proportional to weight * distance^2.
+  void kmeans_plusplus(detail::Random& rng, std::vector<T>& centers) {
+    const int64_t trials = 2 + static_cast<int64_t>(std::floor(std::log(static_cast<double>(k_))));
+    Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
+    T* closest = closest_buffer.as<T>();
+    const T* w = weights_.device();
+
+    int64_t first = 0;
+    const double threshold = rng.uniform() * weights_.total;
+    backend_->search_cumsum(w, nullptr, n_, &threshold, 1, &first);
+    backend_->gather_rows(X_, n_, d_, &first, 1, centers.data());
+    backend_->update_closest(X_, n_, d_, centers.data(), closest, /*reset=*/true);
+    double potential = backend_->weighted_sum(w, closest, n_);
+
+    std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
+    std::vector<int64_t> candidates(static_cast<std::size_t>(trials));
+    std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
+    for (int64_t c = 1; c < k_; ++c) {
+      for (auto& t : thresholds) t = rng.uniform() * potential;
+      backend_->search_cumsum(w, closest, n_, thresholds.data(), trials, candidates.data());
+      backend_->gather_rows(X_, n_, d_, candidates.data(), trials, candidate_rows.data());
+      backend_->candidate_potentials(X_, w, closest, n_, d_, candidate_rows.data(), trials, potentials.data());
+      const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
+      std::copy_n(candidate_rows.begin() + best * d_, d_, centers.begin() + c * d_);
+      backend_->update_closest(X_, n_, d_, centers.data() + c * d_, closest, /*reset=*/false);
+      potential = potentials[best];
+    }
+  }
+
+  // Gives every cluster of zero weight the row farthest from its center (the j-th empty
+  // cluster gets the j-th farthest row), moving that row's weight out of its own cluster,
+  // as scikit-learn's _relocate_empty_clusters_dense. Labels are left as they are.
+  void relocate_empty_clusters(const int32_t* labels, const T* dist2, std::vector<double>& sums,
+                               std::vector<double>& weight_sums) {
+    std::vector<int64_t> empty;
+    for (int64_t c = 0; c < k_; ++c)
+      if (weight_sums[c] == 0) empty.push_back(c);
+    if (empty.empty()) return;
+    const int64_t m = std::min<int64_t>(static_cast<int64_t>(empty.size()), n_);
+    std::vector<int64_t> far(static_cast<std::size_t>(m));
+    std::vector<T> rows(static_cast<std::size_t>(m * d_));
+    backend_->largest(dist2, n_, m, far.data());
+    backend_->gather_rows(X_, n_, d_, far.data(), m, rows.data());
+    for (int64_t e = 0; e < m; ++e) {
+      const int64_t row = far[e], to = empty[e];
+      int32_t from = 0;
+      detail::copy_bytes(ctx_, &from, Device{}, labels + row, ctx_.device(), sizeof(int32_t));
+      const double w = static_cast<double>(weights_.host[row]);
+      for (int64_t j = 0; j < d_; ++j) {
+        const double contribution = static_cast<double>(rows[e * d_ + j]) * w;
+        sums[from * d_ + j] -= contribution;
+        sums[to * d_ + j] = contribution;
+      }
+      weight_sums[to] = w;
+      weight_sums[from] -= w;
+    }
+  }
+
+  Context& ctx_;
+  const KMeansParams& params_;
+  std::unique_ptr<detail::KMeansBackend<T>> backend_;
+  const T* X_;
+  int64_t n_, d_, k_;
+  const Weights<T>& weights_;
+};
+
+HostArray scalar_f64(double v) {
+  HostArray a = HostArray::scalar(DType::float64);
+  *a.as<double>() = v;
+  return a;
+}
+HostArray scalar_i64(int64_t v) {
+  HostArray a = HostArray::scalar(DType::int64);
+  *a.as<int64_t>() = v;
+  return a;
+}
+
+}  // namespace
+
+KMeans::KMeans(KMeansParams params) : params_(std::move(params)) { validate_params(params_); }
+
+KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_weight) {
+  check_matrix_shape(X);
+  const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_clusters;
+  GPUML_EXPECT(n >= k, "KMeans: n_samples=" + std::to_string(n) + " should be >= n_clusters=" + std::to_string(k));
+  if (params_.init == "array")
+    GPUML_EXPECT(static_cast<int64_t>(params_.init_array.size()) == k * d,
+                 "KMeans: init_array has shape (" + std::to_string(k) + ", " +
+                     std::to_string(params_.init_array.size() / static_cast<std::size_t>(k)) +
+                     ") but it must be (n_clusters, n_features) = (" + std::to_string(k) + ", " + std::to_string(d) + ")");
+  const DType dtype = float_dtype_for(X.dtype);
+  detail::Staged staged = detail::stage(ctx, X, dtype, "X");
+  detail::require_finite(ctx, staged.view, "X");
+
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const Weights<T> weights = prepare_weights<T>(ctx, sample_weight, n);
+    Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
+    Fitter<T> fitter(ctx, params_, staged.view.as<const T>(), n, d, weights);
+    typename Fitter<T>::Run best = fitter.fit(labels);
+
+    // Replace the fitted state only once everything has succeeded.
+    HostArray centers(dtype, k, d);
+    std::copy(best.centers.begin(), best.centers.end(), centers.as<T>());
+    labels_ = detail::to_host(ctx, make_view(labels.data(), DType::int32, ctx.device(), n));
+    centers_ = std::move(centers);
+    inertia_ = scalar_f64(best.inertia);
+    n_iter_ = scalar_i64(best.n_iter);
+    n_features_in_ = scalar_i64(d);
+  });
+  return *this;
+}
+
+void KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView*, const ArrayView* sample_weight) {
+  fit(ctx, X, sample_weight);  // y is ignored, as in scikit-learn
+}
+
+namespace {
+
+// X for predict/transform/score: checked against the fitted width and staged in its float dtype.
+detail::Staged stage_for_inference(Context& ctx, const ArrayView& X, int64_t n_features) {
+  check_matrix_shape(X);
+  GPUML_EXPECT(X.shape[1] == n_features, "X has " + std::to_string(X.shape[1]) +
+                                             " features, but KMeans was fitted with " + std::to_string(n_features) +
+                                             " features");
+  detail::Staged staged = detail::stage(ctx, X, float_dtype_for(X.dtype), "X");
+  detail::require_finite(ctx, staged.view, "X");
+  return staged;
+}
+
+}  // namespace
+
+ArraySpec KMeans::output_spec(const std::string& method, int64_t n_rows) const {
+  GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
+  if (method == "predict") return ArraySpec{DType::int32, 1, {n_rows, 0}};
+  if (method == "transform") {
+    require_fitted();
+    return ArraySpec{centers_.dtype(), 2, {n_rows, params_.n_clusters}};
+  }
+  return Estimator::output_spec(method, n_rows);
+}
+
+void KMeans::predict(Context& ctx, const ArrayView& X, const ArrayView& labels) const {
+  require_fitted();
+  detail::Staged staged = stage_for_inference(ctx, X, n_features_in());
+  const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_clusters;
+  with_float_type(staged.view.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const std::vector<T> centers = host_centers_as<T>(centers_);
+    Buffer out(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
+    Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
+    make_backend<T>(ctx)->assign(staged.view.as<const T>(), n, d, centers.data(), k, out.as<int32_t>(), dist2.as<T>(), false);
+    detail::write_output(ctx, make_view(out.data(), DType::int32, ctx.device(), n), labels, "labels");
+  });
+}
+
+void KMeans::transform(Context& ctx, const ArrayView& X, const ArrayView& distances) const {
+  require_fitted();
+  detail::Staged staged = stage_for_inference(ctx, X, n_features_in());
+  const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_clusters;
+  with_float_type(staged.view.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const std::vector<T> centers = host_centers_as<T>(centers_);
+    Buffer out(ctx, static_cast<std::size_t>(n * k) * sizeof(T));
+    make_backend<T>(ctx)->distances(staged.view.as<const T>(), n, d, centers.data(), k, out.as<T>());
+    detail::write_output(ctx, make_view(out.data(), dtype_of<T>::value, ctx.device(), n, k), distances, "distances");
+  });
+}
+
+double KMeans::score(Context& ctx, const ArrayView& X, const ArrayView* sample_weight) const {
+  require_fitted();
+  detail::Staged staged = stage_for_inference(ctx, X, n_features_in());
+  const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_clusters;
+  return with_float_type(staged.view.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const Weights<T> weights = prepare_weights<T>(ctx, sample_weight, n);
+    const std::vector<T> centers = host_centers_as<T>(centers_);
+    Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
+    Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
+    auto backend = make_backend<T>(ctx);
+    backend->assign(staged.view.as<const T>(), n, d, centers.data(), k, labels.as<int32_t>(), dist2.as<T>(), false);
+    return -backend->weighted_sum(weights.device(), dist2.as<const T>(), n);
+  });
+}
+
+void KMeans::fit_predict(Context& ctx, const ArrayView& X, const ArrayView& labels, const ArrayView* sample_weight) {
+  fit(ctx, X, sample_weight);
+  detail::Staged staged = detail::stage_host(ctx, labels_);
+  detail::write_output(ctx, staged.view, labels, "labels");
+}
+
+const HostArray& KMeans::cluster_centers() const {
+  require_fitted();
+  return centers_;
+}
+const HostArray& KMeans::labels() const {
+  require_fitted();
+  return labels_;
+}
+double KMeans::inertia() const {
+  require_fitted();
+  return *inertia_.as<const double>();
+}
+int64_t KMeans::n_iter() const {
+  require_fitted();
+  return *n_iter_.as<const int64_t>();
+}
+int64_t KMeans::n_features_in() const {
+  require_fitted();
+  return *n_features_in_.as<const int64_t>();
+}
+
+std::vector<std::string> KMeans::attribute_names() const {
+  return std::vector<std::string>(std::begin(kAttributeNames), std::end(kAttributeNames));
+}
+
+const HostArray& KMeans::attribute(const std::string& name) const {
+  if (name == "cluster_centers_") return cluster_centers();
+  if (name == "labels_") return labels();
+  if (name == "inertia_" || name == "n_iter_" || name == "n_features_in_") {
+    require_fitted();
+    return name == "inertia_" ? inertia_ : name == "n_iter_" ? n_iter_ : n_features_in_;
+  }
+  throw_error(ErrorCode::invalid_argument, "kmeans has no attribute '" + name +
+                                               "' (known: cluster_centers_, labels_, inertia_, n_iter_, n_features_in_)");
+}
+
+void KMeans::restore(std::map<std::string, HostArray> attributes) {
+  const std::string where = "kmeans model: ";
+  for (const auto& entry : attributes)
+    GPUML_EXPECT(std::find(std::begin(kAttributeNames), std::end(kAttributeNames), entry.first) != std::end(kAttributeNames),
+                 where + "unknown attribute '" + entry.first + "'");
+  for (const char* name : kAttributeNames)
+    GPUML_EXPECT(attributes.count(name) && !attributes.at(name).empty(), where + "attribute '" + name + "' is missing");
+
+  auto is_shape = [](const HostArray& a, DType dtype, int32_t ndim) { return a.dtype() == dtype && a.spec().ndim == ndim; };
+  const HostArray& centers = attributes.at("cluster_centers_");
+  const int64_t k = params_.n_clusters;
+  GPUML_EXPECT(is_floating(centers.dtype()) && centers.spec().ndim == 2 && centers.spec().shape[0] == k &&
+                   centers.spec().shape[1] >= 1,
+               where + "cluster_centers_ must be a float32/float64 array of shape (n_clusters=" + std::to_string(k) +
+                   ", n_features)");
+  const int64_t d = centers.spec().shape[1];
+  with_float_type(centers.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* c = centers.as<const T>();
+    GPUML_EXPECT(std::all_of(c, c + k * d, [](T v) { return std::isfinite(v); }),
+                 where + "cluster_centers_ contains NaN or infinity");
+  });
+
+  const HostArray& n_features = attributes.at("n_features_in_");
+  GPUML_EXPECT(is_shape(n_features, DType::int64, 0) && *n_features.as<const int64_t>() == d,
+               where + "n_features_in_ must be an int64 scalar equal to the width of cluster_centers_");
+
+  const HostArray& labels = attributes.at("labels_");
+  GPUML_EXPECT(is_shape(labels, DType::int32, 1) && labels.spec().shape[0] >= k,
+               where + "labels_ must be an int32 vector with at least n_clusters entries");
+  const int32_t* l = labels.as<const int32_t>();
+  GPUML_EXPECT(std::all_of(l, l + labels.spec().shape[0], [k](int32_t v) { return v >= 0 && v < k; }),
+               where + "labels_ has values outside [0, n_clusters)");
+
+  const HostArray& inertia = attributes.at("inertia_");
+  GPUML_EXPECT(is_shape(inertia, DType::float64, 0) && std::isfinite(*inertia.as<const double>()) &&
+                   *inertia.as<const double>() >= 0,
+               where + "inertia_ must be a finite, non-negative float64 scalar");
+  const HostArray& n_iter = attributes.at("n_iter_");
+  GPUML_EXPECT(is_shape(n_iter, DType::int64, 0) && *n_iter.as<const int64_t>() >= 1,
+               where + "n_iter_ must be a positive int64 scalar");
+
+  centers_ = std::move(attributes.at("cluster_centers_"));
+  labels_ = std::move(attributes.at("labels_"));
+  inertia_ = std::move(attributes.at("inertia_"));
+  n_iter_ = std::move(attributes.at("n_iter_"));
+  n_features_in_ = std::move(attributes.at("n_features_in_"));
+}
+
+// ---- parameters as JSON ----------------------------------------------------------------------
+
+std::string KMeans::get_params_json() const {
+  nlohmann::json j;
+  j["n_clusters"] = params_.n_clusters;
+  if (params_.init == "array") {
+    const std::size_t k = static_cast<std::size_t>(params_.n_clusters), d = params_.init_array.size() / k;
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t c = 0; c < k; ++c)
+      rows.push_back(std::vector<double>(params_.init_array.begin() + c * d, params_.init_array.begin() + (c + 1) * d));
+    j["init"] = std::move(rows);
+  } else {
+    j["init"] = params_.init;
+  }
+  j["n_init"] = params_.n_init == 0 ? nlohmann::json("auto") : nlohmann::json(params_.n_init);
+  j["max_iter"] = params_.max_iter;
+  j["tol"] = params_.tol;
+  j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
+  return j.dump();
+}
+
+namespace detail {
+
+std::unique_ptr<Estimator> kmeans_from_params(const nlohmann::json& params) {
+  ParamReader reader(params, "kmeans");
+  KMeansParams p;
+  p.n_clusters = reader.get_int("n_clusters", p.n_clusters);
+  if (reader.has("init")) {
+    const nlohmann::json& init = reader.raw("init");
+    if (init.is_string()) {
+      p.init = init.get<std::string>();
+      if (p.init != "k-means++" && p.init != "random") reader.fail("init", "\"k-means++\", \"random\" or a list of rows");
+    } else if (init.is_array() && !init.empty()) {
+      p.init = "array";
+      const std::size_t width = init[0].is_array() ? init[0].size() : 0;
+      for (const auto& row : init) {
+        if (!row.is_array() || row.size() != width || width == 0)
+          reader.fail("init", "a non-empty list of rows of equal, non-zero length");
+        for (const auto& v : row) {
+          if (!v.is_number() || v.is_boolean()) reader.fail("init", "a list of rows of numbers");
+          p.init_array.push_back(v.get<double>());
+        }
+      }
+      GPUML_EXPECT(static_cast<int64_t>(init.size()) == p.n_clusters,
+                   "kmeans parameter 'init' has " + std::to_string(init.size()) + " rows but n_clusters is " +
+                       std::to_string(p.n_clusters));
+    } else {
+      reader.fail("init", "\"k-means++\", \"random\" or a list of rows");
+    }
+  }
+  if (reader.has("n_init")) {
+    const nlohmann::json& n_init = reader.raw("n_init");
+    if (n_init.is_string()) {
+      if (n_init.get<std::string>() != "auto") reader.fail("n_init", "\"auto\" or an integer >= 1");
+      p.n_init = 0;
+    } else {
+      const int64_t v = reader.get_int("n_init", 0);
+      if (v < 1 || v > std::numeric_limits<int>::max()) reader.fail("n_init", "\"auto\" or an integer >= 1");
+      p.n_init = static_cast<int>(v);
+    }
+  }
+  const int64_t max_iter = reader.get_int("max_iter", p.max_iter);
+  if (max_iter < 1 || max_iter > std::numeric_limits<int>::max()) reader.fail("max_iter", "an integer >= 1");
+  p.max_iter = static_cast<int>(max_iter);
+  p.tol = reader.get_double("tol", p.tol);
+  p.random_state = reader.get_seed("random_state");
+  reader.finish();
+  return std::make_unique<KMeans>(std::move(p));
+}
+
+}  // namespace detail
+
+}  // namespace gpuml

@@ -1,0 +1,316 @@
+// The CPU backend of KMeans: every primitive of KMeansBackend<T> with OpenMP threads.
+//
+// Determinism: rows are split into a fixed number of contiguous blocks (a function of the row
+// count and the context's thread count only) and per-block partial sums are combined in block
+// order, so a result depends on the thread count but never on scheduling. Squared distances
+// are summed feature by feature in index order, in T, the same way in every primitive.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "cluster/kmeans_backend.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+
+namespace {
+
+// Contiguous row blocks, at most one per thread and none smaller than min_rows (except when
+// there are fewer rows than that), optionally capped so that per-block scratch stays bounded.
+class RowBlocks {
+ public:
+  RowBlocks(int64_t n, int threads, int64_t min_rows, int64_t max_blocks = 1 << 20) : n_(n) {
+    int64_t by_size = std::max<int64_t>(1, n / std::max<int64_t>(1, min_rows));
+    count_ = static_cast<int>(std::max<int64_t>(1, std::min({static_cast<int64_t>(threads), by_size, max_blocks})));
+  }
+  int count() const { return count_; }
+  int64_t begin(int b) const { return n_ * b / count_; }
+  int64_t end(int b) const { return n_ * (b + 1) / count_; }
+
+ private:
+  int64_t n_;
+  int count_;
+};
+
+// |a - b|^2 summed in feature order (no reassociation, so every primitive agrees bit for bit).
+template <typename T>
+inline T squared_distance(const T* a, const T* b, int64_t d) {
+  T sum = 0;
+  for (int64_t j = 0; j < d; ++j) {
+    const T diff = a[j] - b[j];
+    sum += diff * diff;
+  }
+  return sum;
+}
+
+// Centers stored tile by tile and transposed (feature-major inside a tile), so that the
+// distances from one row to all centers of a tile vectorize across centers while each
+// distance is still summed in feature order.
+template <typename T>
+class CenterTiles {
+ public:
+  static constexpr int64_t kWidth = 16;
+
+  CenterTiles(const T* centers, int64_t k, int64_t d) : k_(k), d_(d), n_tiles_((k + kWidth - 1) / kWidth) {
+    data_.assign(static_cast<std::size_t>(n_tiles_ * d * kWidth), T(0));
+    for (int64_t c = 0; c < k; ++c)
+      for (int64_t j = 0; j < d; ++j) data_[((c / kWidth) * d + j) * kWidth + c % kWidth] = centers[c * d + j];
+  }
+  int64_t tiles() const { return n_tiles_; }
+  int64_t first(int64_t t) const { return t * kWidth; }
+  int64_t width(int64_t t) const { return std::min(kWidth, k_ - t * kWidth); }
+
+  // acc[c] = |x - center(first(t) + c)|^2 for c < kWidth (entries past width(t) are padding).
+  void distances(const T* x, int64_t t, T* acc) const {
+    const T* tile = data_.data() + t * d_ * kWidth;
+    for (int64_t c = 0; c < kWidth; ++c) acc[c] = T(0);
+    for (int64_t j = 0; j < d_; ++j) {
+      const T xj = x[j];
+      const T* column = tile + j * kWidth;
+#pragma omp simd
+      for (int64_t c = 0; c < kWidth; ++c) {
+        const T diff = xj - column[c];
+        acc[c] += diff * diff;
+      }
+    }
+  }
+
+ private:
+  int64_t k_, d_, n_tiles_;
+  std::vector<T> data_;
+};
+
+// Rows per tile: the tile's rows are reused for every center tile while they are in cache.
+constexpr int64_t kRowTile = 128;
+
+template <typename T>
+class KMeansCpuBackend final : public KMeansBackend<T> {
+ public:
+  explicit KMeansCpuBackend(const Context& ctx) : threads_(std::max(1, ctx.n_threads())) {}
+
+  double mean_column_variance(const T* X, int64_t n, int64_t d) override {
+    const RowBlocks blocks(n, threads_, 1024, max_blocks_for(d));
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * d));
+    std::vector<double> mean(static_cast<std::size_t>(d), 0.0), spread(static_cast<std::size_t>(d), 0.0);
+    // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
+    for (int pass = 0; pass < 2; ++pass) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+      for (int b = 0; b < blocks.count(); ++b) {
+        double* acc = partial.data() + static_cast<int64_t>(b) * d;
+        std::fill(acc, acc + d, 0.0);
+        for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i)
+          for (int64_t j = 0; j < d; ++j) {
+            const double v = static_cast<double>(X[i * d + j]) - (pass == 0 ? 0.0 : mean[j]);
+            acc[j] += pass == 0 ? v : v * v;
+          }
+      }
+      std::vector<double>& total = pass == 0 ? mean : spread;
+      for (int b = 0; b < blocks.count(); ++b)
+        for (int64_t j = 0; j < d; ++j) total[j] += partial[b * d + j];
+      for (int64_t j = 0; j < d; ++j) total[j] /= static_cast<double>(n);
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j < d; ++j) sum += spread[j];
+    return sum / static_cast<double>(d);
+  }
+
+  int64_t assign(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, int32_t* labels, T* dist2,
+                 bool count_changes) override {
+    const CenterTiles<T> tiles(centers_host, k, d);
+    const int64_t n_row_tiles = (n + kRowTile - 1) / kRowTile;
+    int64_t changes = 0;
+#pragma omp parallel for num_threads(threads_) schedule(static) reduction(+ : changes)
+    for (int64_t rt = 0; rt < n_row_tiles; ++rt) {
+      const int64_t row0 = rt * kRowTile, rows = std::min(kRowTile, n - row0);
+      T best[kRowTile];
+      int32_t best_label[kRowTile];
+      T acc[CenterTiles<T>::kWidth];
+      for (int64_t t = 0; t < tiles.tiles(); ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          tiles.distances(X + (row0 + r) * d, t, acc);
+          int64_t c = 0;
+          if (t == 0) {
+            best[r] = acc[0];
+            best_label[r] = 0;
+            c = 1;
+          }
+          // Strict comparison in increasing center order: the lowest index wins ties.
+          for (; c < tiles.width(t); ++c)
+            if (acc[c] < best[r]) {
+              best[r] = acc[c];
+              best_label[r] = static_cast<int32_t>(tiles.first(t) + c);
+            }
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        if (count_changes && labels[row0 + r] != best_label[r]) ++changes;
+        labels[row0 + r] = best_label[r];
+        dist2[row0 + r] = best[r];
+      }
+    }
+    return changes;
+  }
+
+  void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d, int64_t k,
+                  double* sums_host, double* weight_sums_host) override {
+    const int64_t stride = k * d + k;  // one block's sums, then its weights
+    const RowBlocks blocks(n, threads_, 4096, max_blocks_for(stride));
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * stride));
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      double* sums = partial.data() + b * stride;
+      double* wsums = sums + k * d;
+      std::fill(sums, sums + stride, 0.0);
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+        const int64_t c = labels[i];
+        const double w = static_cast<double>(weights[i]);
+        double* row_sum = sums + c * d;
+        const T* x = X + i * d;
+        for (int64_t j = 0; j < d; ++j) row_sum[j] += static_cast<double>(x[j]) * w;
+        wsums[c] += w;
+      }
+    }
+    std::fill(sums_host, sums_host + k * d, 0.0);
+    std::fill(weight_sums_host, weight_sums_host + k, 0.0);
+    for (int b = 0; b < blocks.count(); ++b) {
+      const double* sums = partial.data() + b * stride;
+      for (int64_t e = 0; e < k * d; ++e) sums_host[e] += sums[e];
+      for (int64_t c = 0; c < k; ++c) weight_sums_host[c] += sums[k * d + c];
+    }
+  }
+
+  double weighted_sum(const T* weights, const T* values, int64_t n) override {
+    const RowBlocks blocks(n, threads_, 16384);
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count()), 0.0);
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      double acc = 0.0;
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i)
+        acc += static_cast<double>(weights[i]) * (values ? static_cast<double>(values[i]) : 1.0);
+      partial[b] = acc;
+    }
+    return std::accumulate(partial.begin(), partial.end(), 0.0);
+  }
+
+  void largest(const T* dist2, int64_t n, int64_t m, int64_t* idx_host) override {
+    m = std::min(m, n);
+    if (m <= 0) return;
+    // "a before b" when a is farther, or as far with a lower index.
+    auto before = [dist2](int64_t a, int64_t b) { return dist2[a] > dist2[b] || (dist2[a] == dist2[b] && a < b); };
+    // A heap of the m best rows seen so far whose top is the worst of them: O(n log m), O(m) memory.
+    std::vector<int64_t> heap;
+    heap.reserve(static_cast<std::size_t>(m));
+    for (int64_t i = 0; i < n; ++i) {
+      if (static_cast<int64_t>(heap.size()) < m) {
+        heap.push_back(i);
+        std::push_heap(heap.begin(), heap.end(), before);
+      } else if (before(i, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), before);
+        heap.back() = i;
+        std::push_heap(heap.begin(), heap.end(), before);
+      }
+    }
+    std::sort(heap.begin(), heap.end(), before);
+    std::copy(heap.begin(), heap.end(), idx_host);
+  }
+
+  void gather_rows(const T* X, int64_t n, int64_t d, const int64_t* idx_host, int64_t m, T* out_host) override {
+    for (int64_t r = 0; r < m; ++r) {
+      if (idx_host[r] < 0 || idx_host[r] >= n) throw_error(ErrorCode::internal, "kmeans gather_rows: row index out of range");
+      std::memcpy(out_host + r * d, X + idx_host[r] * d, static_cast<std::size_t>(d) * sizeof(T));
+    }
+  }
+
+  void search_cumsum(const T* weights, const T* values, int64_t n, const double* thresholds_host, int64_t m,
+                     int64_t* idx_host) override {
+    // One sequential pass over the running sum, answering the thresholds in increasing order.
+    std::vector<int64_t> order(static_cast<std::size_t>(m));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [thresholds_host](int64_t a, int64_t b) { return thresholds_host[a] < thresholds_host[b]; });
+    double cumsum = 0.0;  // sum of the terms before row i
+    int64_t i = 0;
+    for (int64_t q : order) {
+      const double threshold = thresholds_host[q];
+      while (i < n) {
+        const double next = cumsum + static_cast<double>(weights[i]) * (values ? static_cast<double>(values[i]) : 1.0);
+        if (next > threshold) break;
+        cumsum = next;
+        ++i;
+      }
+      idx_host[q] = std::min(i, n - 1);
+    }
+  }
+
+  void candidate_potentials(const T* X, const T* weights, const T* closest, int64_t n, int64_t d,
+                            const T* candidates_host, int64_t m, double* potentials_host) override {
+    const CenterTiles<T> tiles(candidates_host, m, d);
+    const RowBlocks blocks(n, threads_, 1024);
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * m), 0.0);
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      double* acc_pot = partial.data() + static_cast<int64_t>(b) * m;
+      T acc[CenterTiles<T>::kWidth];
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+        const double w = static_cast<double>(weights[i]);
+        for (int64_t t = 0; t < tiles.tiles(); ++t) {
+          tiles.distances(X + i * d, t, acc);
+          for (int64_t c = 0; c < tiles.width(t); ++c)
+            acc_pot[tiles.first(t) + c] += w * static_cast<double>(std::min(closest[i], acc[c]));
+        }
+      }
+    }
+    std::fill(potentials_host, potentials_host + m, 0.0);
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t c = 0; c < m; ++c) potentials_host[c] += partial[b * m + c];
+  }
+
+  void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) override {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const T dist = squared_distance(X + i * d, center_host, d);
+      closest[i] = reset ? dist : std::min(closest[i], dist);
+    }
+  }
+
+  void distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, T* out) override {
+    const CenterTiles<T> tiles(centers_host, k, d);
+    const int64_t n_row_tiles = (n + kRowTile - 1) / kRowTile;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t rt = 0; rt < n_row_tiles; ++rt) {
+      const int64_t row0 = rt * kRowTile, rows = std::min(kRowTile, n - row0);
+      T acc[CenterTiles<T>::kWidth];
+      for (int64_t t = 0; t < tiles.tiles(); ++t)
+        for (int64_t r = 0; r < rows; ++r) {
+          tiles.distances(X + (row0 + r) * d, t, acc);
+          T* row_out = out + (row0 + r) * k + tiles.first(t);
+          for (int64_t c = 0; c < tiles.width(t); ++c) row_out[c] = std::sqrt(acc[c]);
+        }
+    }
+  }
+
+ private:
+  // Caps the number of blocks so that per-block scratch of `per_block` doubles stays under 256 MiB.
+  static int64_t max_blocks_for(int64_t per_block) {
+    constexpr int64_t kScratchDoubles = (int64_t{256} << 20) / 8;
+    return std::max<int64_t>(1, kScratchDoubles / std::max<int64_t>(1, per_block));
+  }
+
+  int threads_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<KMeansBackend<T>> make_kmeans_cpu_backend(const Context& ctx) {
+  return std::make_unique<KMeansCpuBackend<T>>(ctx);
+}
+
+template std::unique_ptr<KMeansBackend<float>> make_kmeans_cpu_backend<float>(const Context&);
+template std::unique_ptr<KMeansBackend<double>> make_kmeans_cpu_backend<double>(const Context&);
+
+}  // namespace gpuml::detail

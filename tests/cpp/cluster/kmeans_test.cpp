@@ -1,0 +1,1126 @@
+// KMeans: the CPU backend against an independent reference written here, the error paths,
+// and the CUDA backend against the CPU backend (skipped without a GPU).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using test::Blobs;
+using test::make_blobs;
+using test::uniform_int;
+using test::uniform_real;
+
+// ---- an independent reference: scikit-learn's Lloyd, plain loops in double -----------------
+
+struct Reference {
+  std::vector<double> centers;
+  std::vector<int32_t> labels;
+  double inertia = 0;
+  int64_t n_iter = 0;
+};
+
+double sq_dist(const double* a, const double* b, int64_t d) {
+  double s = 0;
+  for (int64_t j = 0; j < d; ++j) s += (a[j] - b[j]) * (a[j] - b[j]);
+  return s;
+}
+
+// Nearest center of every row (lowest index on ties) and its squared distance.
+void reference_assign(const std::vector<double>& X, int64_t n, int64_t d, const std::vector<double>& centers, int64_t k,
+                      std::vector<int32_t>& labels, std::vector<double>& dist) {
+  labels.assign(n, 0);
+  dist.assign(n, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < k; ++c) {
+      double s = sq_dist(&X[i * d], &centers[c * d], d);
+      if (s < best) {
+        best = s;
+        labels[i] = static_cast<int32_t>(c);
+      }
+    }
+    dist[i] = best;
+  }
+}
+
+Reference reference_lloyd(const std::vector<double>& X, int64_t n, int64_t d, const std::vector<double>& w,
+                          std::vector<double> centers, int64_t k, int max_iter, double tol_abs) {
+  std::vector<int32_t> labels, old_labels(n, -1);
+  std::vector<double> dist;
+  bool strict = false;
+  int64_t iterations = 0;
+  for (int it = 0; it < max_iter; ++it) {
+    reference_assign(X, n, d, centers, k, labels, dist);
+    std::vector<double> sums(k * d, 0.0), weight(k, 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < d; ++j) sums[labels[i] * d + j] += X[i * d + j] * w[i];
+      weight[labels[i]] += w[i];
+    }
+    // Empty clusters take the farthest rows (farthest first, lower index first on ties).
+    std::vector<int64_t> empty;
+    for (int64_t c = 0; c < k; ++c)
+      if (weight[c] == 0) empty.push_back(c);
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return dist[a] > dist[b]; });
+    for (std::size_t e = 0; e < empty.size(); ++e) {
+      const int64_t r = order[e], to = empty[e], from = labels[r];
+      for (int64_t j = 0; j < d; ++j) {
+        sums[from * d + j] -= X[r * d + j] * w[r];
+        sums[to * d + j] = X[r * d + j] * w[r];
+      }
+      weight[to] = w[r];
+      weight[from] -= w[r];
+    }
+    double shift = 0;
+    for (int64_t c = 0; c < k; ++c)
+      for (int64_t j = 0; j < d; ++j) {
+        const double next = weight[c] > 0 ? sums[c * d + j] / weight[c] : sums[c * d + j];
+        shift += (next - centers[c * d + j]) * (next - centers[c * d + j]);
+        centers[c * d + j] = next;
+      }
+    iterations = it + 1;
+    if (labels == old_labels) {
+      strict = true;
+      break;
+    }
+    if (shift <= tol_abs) break;
+    old_labels = labels;
+  }
+  if (!strict) reference_assign(X, n, d, centers, k, labels, dist);
+  Reference ref;
+  for (int64_t i = 0; i < n; ++i) ref.inertia += w[i] * sq_dist(&X[i * d], &centers[labels[i] * d], d);
+  ref.centers = std::move(centers);
+  ref.labels = std::move(labels);
+  ref.n_iter = iterations;
+  return ref;
+}
+
+double reference_mean_variance(const std::vector<double>& X, int64_t n, int64_t d) {
+  double total = 0;
+  for (int64_t j = 0; j < d; ++j) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += X[i * d + j];
+    mean /= n;
+    for (int64_t i = 0; i < n; ++i) var += (X[i * d + j] - mean) * (X[i * d + j] - mean);
+    total += var / n;
+  }
+  return total / d;
+}
+
+// Relative gap between the nearest and second-nearest center of every row: rows with a tiny
+// gap may legitimately get either label when two implementations round differently.
+std::vector<double> nearest_gaps(const std::vector<double>& X, int64_t n, int64_t d, const std::vector<double>& centers,
+                                 int64_t k) {
+  std::vector<double> gaps(n, std::numeric_limits<double>::infinity());
+  for (int64_t i = 0; i < n; ++i) {
+    double first = std::numeric_limits<double>::infinity(), second = first;
+    for (int64_t c = 0; c < k; ++c) {
+      double s = sq_dist(&X[i * d], &centers[c * d], d);
+      if (s < first) {
+        second = first;
+        first = s;
+      } else if (s < second) {
+        second = s;
+      }
+    }
+    if (k > 1) gaps[i] = (second - first) / std::max(second, 1e-300);
+  }
+  return gaps;
+}
+
+// ---- helpers around the estimator ------------------------------------------------------------
+
+struct Fitted {
+  std::vector<double> centers;
+  std::vector<int32_t> labels;
+  double inertia = 0;
+  int64_t n_iter = 0;
+  DType centers_dtype = DType::float64;
+};
+
+Fitted summarize(const KMeans& km) {
+  Fitted f;
+  const HostArray& c = km.cluster_centers();
+  const int64_t count = c.spec().shape[0] * c.spec().shape[1];
+  f.centers_dtype = c.dtype();
+  if (c.dtype() == DType::float32)
+    f.centers.assign(c.as<float>(), c.as<float>() + count);
+  else
+    f.centers.assign(c.as<double>(), c.as<double>() + count);
+  const HostArray& l = km.labels();
+  f.labels.assign(l.as<int32_t>(), l.as<int32_t>() + l.spec().shape[0]);
+  f.inertia = km.inertia();
+  f.n_iter = km.n_iter();
+  return f;
+}
+
+template <typename T>
+Fitted fit(Context& ctx, const KMeansParams& params, const std::vector<T>& X, int64_t n, int64_t d,
+           const std::vector<T>* weights = nullptr) {
+  KMeans km(params);
+  ArrayView w;
+  if (weights) w = host_view(weights->data(), n);
+  km.fit(ctx, host_view(X.data(), n, d), weights ? &w : nullptr);
+  return summarize(km);
+}
+
+KMeansParams array_init(const std::vector<double>& init, int64_t k, int max_iter, double tol) {
+  KMeansParams p;
+  p.n_clusters = k;
+  p.init = "array";
+  p.init_array = init;
+  p.max_iter = max_iter;
+  p.tol = tol;
+  return p;
+}
+
+// k distinct random rows of X.
+std::vector<double> random_rows(std::mt19937_64& rng, const std::vector<double>& X, int64_t n, int64_t d, int64_t k) {
+  std::vector<int64_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::shuffle(idx.begin(), idx.end(), rng);
+  std::vector<double> out;
+  for (int64_t c = 0; c < k; ++c) out.insert(out.end(), &X[idx[c] * d], &X[idx[c] * d] + d);
+  return out;
+}
+
+// The first row of each blob (rows i % k == c): an init next to every true center.
+std::vector<double> one_row_per_blob(const Blobs& b) {
+  return std::vector<double>(b.X.begin(), b.X.begin() + b.k * b.d);
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// |got - want| <= rel * max(1, max|want|) elementwise: centers are compared at the data's scale.
+void expect_near_scaled(const std::vector<double>& got, const std::vector<double>& want, double rel, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const double tol = rel * std::max(1.0, max_abs(want));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol) << what << " element " << i;
+}
+
+void expect_rel_near(double got, double want, double rel, const char* what) {
+  EXPECT_NEAR(got, want, rel * std::max(std::fabs(want), 1e-300)) << what;
+}
+
+// Labels equal, except rows whose two nearest centers are within `tie_gap` (relative).
+void expect_labels_match(const std::vector<int32_t>& got, const std::vector<int32_t>& want, const std::vector<double>& gaps,
+                         double tie_gap) {
+  ASSERT_EQ(got.size(), want.size());
+  int64_t mismatches = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && gaps[i] > tie_gap) {
+      if (++mismatches <= 5) ADD_FAILURE() << "row " << i << ": label " << got[i] << " vs " << want[i] << ", gap " << gaps[i];
+    }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// True when `labels` and `truth` partition the rows identically (a bijection between labels).
+bool same_partition(const std::vector<int32_t>& labels, const std::vector<int32_t>& truth) {
+  std::map<int32_t, int32_t> forward, backward;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    auto f = forward.emplace(labels[i], truth[i]).first;
+    auto b = backward.emplace(truth[i], labels[i]).first;
+    if (f->second != truth[i] || b->second != labels[i]) return false;
+  }
+  return true;
+}
+
+std::vector<double> random_weights(std::mt19937_64& rng, int64_t n) {
+  std::vector<double> w(n);
+  for (auto& v : w) v = uniform_real(rng, 0.1, 3.0);
+  return w;
+}
+
+// ---- CPU: against the reference ----------------------------------------------------------
+
+TEST(KMeansCpu, LloydMatchesReferenceFloat64) {
+  GPUML_FRESH_RNG(rng);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int64_t n = uniform_int(rng, 50, 1500), d = uniform_int(rng, 1, 12), k = uniform_int(rng, 1, 9);
+    // Overlapping blobs, with more or fewer blobs than clusters: real decision boundaries.
+    Blobs b = make_blobs(rng, n, d, uniform_int(rng, 1, 8), uniform_real(rng, 0.5, 3.0), 5.0);
+    const bool weighted = trial % 2 == 1;
+    std::vector<double> w = weighted ? random_weights(rng, n) : std::vector<double>(n, 1.0);
+    const std::vector<double> init = random_rows(rng, b.X, n, d, k);
+    for (int max_iter = 1; max_iter <= 5; ++max_iter) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " d=" + std::to_string(d) + " k=" + std::to_string(k) +
+                   " max_iter=" + std::to_string(max_iter) + (weighted ? " weighted" : ""));
+      const Reference ref = reference_lloyd(b.X, n, d, w, init, k, max_iter, 0.0);
+      for (int threads : {1, 3}) {
+        Context ctx = Context::cpu(threads);
+        Fitted got = fit(ctx, array_init(init, k, max_iter, 0.0), b.X, n, d, weighted ? &w : nullptr);
+        // Only the summation order differs from the reference (double sums of double data).
+        expect_near_scaled(got.centers, ref.centers, 1e-11, "centers");
+        // A label flip would need two centers within ~1e-15 relative: not in random data.
+        EXPECT_EQ(got.labels, ref.labels);
+        expect_rel_near(got.inertia, ref.inertia, 1e-11, "inertia");
+        EXPECT_EQ(got.n_iter, ref.n_iter);
+        EXPECT_EQ(got.centers_dtype, DType::float64);
+      }
+    }
+  }
+}
+
+TEST(KMeansCpu, ConvergesLikeReferenceWithTolerance) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 300, 3000), d = uniform_int(rng, 2, 6), k = uniform_int(rng, 2, 6);
+  Blobs b = make_blobs(rng, n, d, k + 1, 1.5, 6.0);
+  const std::vector<double> init = random_rows(rng, b.X, n, d, k);
+  const double tol = 1e-4;
+  const std::vector<double> ones(n, 1.0);
+  const Reference ref = reference_lloyd(b.X, n, d, ones, init, k, 300, tol * reference_mean_variance(b.X, n, d));
+  Context ctx = Context::cpu(2);
+  Fitted got = fit(ctx, array_init(init, k, 300, tol), b.X, n, d);
+  expect_near_scaled(got.centers, ref.centers, 1e-10, "centers");
+  EXPECT_EQ(got.labels, ref.labels);
+  expect_rel_near(got.inertia, ref.inertia, 1e-10, "inertia");
+  EXPECT_EQ(got.n_iter, ref.n_iter);
+  EXPECT_LT(got.n_iter, 300);
+}
+
+TEST(KMeansCpu, Float32MatchesReference) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 200, 2000), d = uniform_int(rng, 2, 10), k = uniform_int(rng, 2, 7);
+  // Well separated: no row is near a boundary, so float32 rounding cannot move a label.
+  Blobs b = make_blobs(rng, n, d, k, 0.3, 20.0, 6.0);
+  const std::vector<double> init = one_row_per_blob(b);
+  const std::vector<double> w = random_weights(rng, n);
+  const std::vector<float> Xf = test::cast_vector<float>(b.X), wf = test::cast_vector<float>(w);
+  // The reference runs on the float32 values, widened: only arithmetic precision differs.
+  const std::vector<double> Xd = test::cast_vector<double>(Xf), wd = test::cast_vector<double>(wf);
+  for (int max_iter : {1, 3, 300}) {
+    const Reference ref = reference_lloyd(Xd, n, d, wd, init, k, max_iter, 0.0);
+    Context ctx = Context::cpu(2);
+    Fitted got = fit(ctx, array_init(init, k, max_iter, 0.0), Xf, n, d, &wf);
+    EXPECT_EQ(got.centers_dtype, DType::float32);
+    // float32 centers of data up to ~20 in magnitude: a few ulps of the data scale.
+    expect_near_scaled(got.centers, ref.centers, 1e-5, "centers");
+    EXPECT_EQ(got.labels, ref.labels);
+    // float32 squared distances summed in double: ~1e-6 relative per term.
+    expect_rel_near(got.inertia, ref.inertia, 1e-4, "inertia");
+  }
+}
+
+TEST(KMeansCpu, SteelPlatesMatchesReference) {
+  const std::string path = test::datasets_dir() + "/steel-plates-faults/steel_plates_faults.csv";
+  test::Table table;
+  try {
+    table = test::read_csv(path);
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "data set not available: " << e.what();
+  }
+  GPUML_FRESH_RNG(rng);
+  // The 27 measurements (the last 7 columns are the one-hot fault labels), standardized.
+  const int64_t n = table.rows, d = static_cast<int64_t>(table.columns.size()) - 7;
+  ASSERT_EQ(table.column_index("Pastry_Fault"), d);
+  std::vector<double> X(n * d);
+  for (int64_t j = 0; j < d; ++j) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += table.values[i * table.columns.size() + j];
+    mean /= n;
+    for (int64_t i = 0; i < n; ++i) var += std::pow(table.values[i * table.columns.size() + j] - mean, 2);
+    const double sd = std::sqrt(var / n);
+    for (int64_t i = 0; i < n; ++i) X[i * d + j] = (table.values[i * table.columns.size() + j] - mean) / (sd > 0 ? sd : 1);
+  }
+  const int64_t k = 7;
+  const std::vector<double> init = random_rows(rng, X, n, d, k);
+  const std::vector<double> ones(n, 1.0);
+  const Reference ref = reference_lloyd(X, n, d, ones, init, k, 300, 1e-4 * reference_mean_variance(X, n, d));
+  Context ctx = Context::cpu(2);
+  Fitted got = fit(ctx, array_init(init, k, 300, 1e-4), X, n, d);
+  expect_near_scaled(got.centers, ref.centers, 1e-9, "centers");
+  EXPECT_EQ(got.labels, ref.labels);
+  expect_rel_near(got.inertia, ref.inertia, 1e-10, "inertia");
+  EXPECT_EQ(got.n_iter, ref.n_iter);
+}
+
+TEST(KMeansCpu, RecoversWellSeparatedBlobs) {
+  GPUML_FRESH_RNG(rng);
+  for (const char* init : {"k-means++", "random"}) {
+    SCOPED_TRACE(init);
+    // Random init seeds every blob with probability k!/k^k per run, so it is checked with k = 2
+    // (30 runs that all miss a blob: probability 2^-30); k-means++ finds far blobs reliably.
+    const bool random_init = std::string(init) == "random";
+    const int64_t k = random_init ? 2 : uniform_int(rng, 2, 8), d = uniform_int(rng, 2, 8),
+                  n = k * uniform_int(rng, 20, 200);
+    // Blob centers at least 20 apart, noise 0.5: 40 standard deviations between blobs.
+    Blobs b = make_blobs(rng, n, d, k, 0.5, 50.0, 20.0);
+    KMeansParams p;
+    p.n_clusters = k;
+    p.init = init;
+    p.random_state = rng();
+    p.n_init = random_init ? 30 : 3;
+    Context ctx = Context::cpu(2);
+    Fitted got = fit(ctx, p, b.X, n, d);
+    EXPECT_TRUE(same_partition(got.labels, b.labels));
+    // Each fitted center is the mean of its blob's rows; the true center is within noise of it.
+    for (int64_t c = 0; c < k; ++c) {
+      const int32_t found = got.labels[c];  // row c belongs to blob c
+      for (int64_t j = 0; j < d; ++j) EXPECT_NEAR(got.centers[found * d + j], b.centers[c * d + j], 0.5);
+    }
+  }
+}
+
+TEST(KMeansCpu, Float32AgreesWithFloat64) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 500, 3000), d = uniform_int(rng, 2, 16), k = uniform_int(rng, 2, 10);
+  Blobs b = make_blobs(rng, n, d, k, 1.0, 30.0, 10.0);
+  // Both fits see the same (float32-representable) values.
+  const std::vector<float> Xf = test::cast_vector<float>(b.X);
+  const std::vector<double> Xd = test::cast_vector<double>(Xf);
+  const KMeansParams p = array_init(one_row_per_blob(b), k, 300, 1e-4);
+  Context ctx = Context::cpu(2);
+  Fitted f32 = fit(ctx, p, Xf, n, d), f64 = fit(ctx, p, Xd, n, d);
+  EXPECT_EQ(f32.centers_dtype, DType::float32);
+  EXPECT_EQ(f64.centers_dtype, DType::float64);
+  expect_near_scaled(f32.centers, f64.centers, 1e-5, "centers");  // float32 rounding at the data's scale
+  expect_labels_match(f32.labels, f64.labels, nearest_gaps(Xd, n, d, f64.centers, k), 1e-4);
+  expect_rel_near(f32.inertia, f64.inertia, 1e-4, "inertia");  // float32 distances: ~1e-6 relative each
+}
+
+TEST(KMeansCpu, IntegerWeightsEqualRepeatedRows) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 100, 800), d = uniform_int(rng, 1, 8), k = uniform_int(rng, 2, 6);
+  Blobs b = make_blobs(rng, n, d, k, 2.0, 4.0);
+  std::vector<double> w(n), repeated;
+  std::vector<int64_t> source;  // repeated row -> original row
+  for (int64_t i = 0; i < n; ++i) {
+    w[i] = static_cast<double>(uniform_int(rng, 1, 4));
+    for (int r = 0; r < w[i]; ++r) {
+      repeated.insert(repeated.end(), &b.X[i * d], &b.X[i * d] + d);
+      source.push_back(i);
+    }
+  }
+  const int64_t m = static_cast<int64_t>(source.size());
+  for (int max_iter : {1, 4, 300}) {
+    // tol = 0: the tolerance scales with the unweighted variance, which repeating rows changes.
+    const KMeansParams p = array_init(one_row_per_blob(b), k, max_iter, 0.0);
+    Context ctx = Context::cpu(2);
+    Fitted weighted = fit(ctx, p, b.X, n, d, &w), expanded = fit(ctx, p, repeated, m, d);
+    expect_near_scaled(weighted.centers, expanded.centers, 1e-11, "centers");  // summation order only
+    expect_rel_near(weighted.inertia, expanded.inertia, 1e-11, "inertia");
+    EXPECT_EQ(weighted.n_iter, expanded.n_iter);
+    for (int64_t r = 0; r < m; ++r) ASSERT_EQ(expanded.labels[r], weighted.labels[source[r]]) << "repeated row " << r;
+  }
+}
+
+TEST(KMeansCpu, EmptyClustersAreRelocated) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 50, 600), d = uniform_int(rng, 1, 6), k = uniform_int(rng, 3, 7);
+  Blobs b = make_blobs(rng, n, d, 3, 1.0, 5.0);
+  const std::vector<double> w = random_weights(rng, n);
+  // Case 1: two centers far from all data. Case 2: every center at the same far point, so all
+  // rows tie and go to cluster 0, and k - 1 clusters start empty.
+  std::vector<double> some_far = random_rows(rng, b.X, n, d, k);
+  for (int64_t j = 0; j < d; ++j) {
+    some_far[1 * d + j] = 1e6;
+    some_far[(k - 1) * d + j] = -1e6;
+  }
+  std::vector<double> all_far(k * d, 1e5);
+  for (const std::vector<double>* init : {&some_far, &all_far}) {
+    for (int max_iter : {1, 2, 5}) {
+      SCOPED_TRACE((init == &some_far ? "two far centers" : "all centers equal and far") +
+                   std::string(" max_iter=") + std::to_string(max_iter));
+      const Reference ref = reference_lloyd(b.X, n, d, w, *init, k, max_iter, 0.0);
+      Context ctx = Context::cpu(2);
+      Fitted got = fit(ctx, array_init(*init, k, max_iter, 0.0), b.X, n, d, &w);
+      for (double c : got.centers) ASSERT_TRUE(std::isfinite(c));
+      // k distinct centers: relocated centers sit on distinct rows of continuous random data.
+      std::set<std::vector<double>> distinct;
+      for (int64_t c = 0; c < k; ++c) distinct.emplace(got.centers.begin() + c * d, got.centers.begin() + (c + 1) * d);
+      EXPECT_EQ(static_cast<int64_t>(distinct.size()), k);
+      expect_near_scaled(got.centers, ref.centers, 1e-10, "centers");
+      EXPECT_EQ(got.labels, ref.labels);
+      expect_rel_near(got.inertia, ref.inertia, 1e-10, "inertia");
+      EXPECT_EQ(got.n_iter, ref.n_iter);
+    }
+  }
+}
+
+TEST(KMeansCpu, SameRandomStateIsBitIdentical) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 200, 2000), d = uniform_int(rng, 1, 8), k = uniform_int(rng, 1, 12);
+  Blobs b = make_blobs(rng, n, d, 5, 2.0, 5.0);
+  const std::vector<double> w = random_weights(rng, n);
+  for (const char* init : {"k-means++", "random"}) {
+    SCOPED_TRACE(init);
+    KMeansParams p;
+    p.n_clusters = k;
+    p.init = init;
+    p.random_state = rng();
+    Context a = Context::cpu(2), c = Context::cpu(2);
+    Fitted first = fit(a, p, b.X, n, d, &w), second = fit(c, p, b.X, n, d, &w);
+    ASSERT_EQ(first.centers.size(), second.centers.size());
+    EXPECT_EQ(std::memcmp(first.centers.data(), second.centers.data(), first.centers.size() * sizeof(double)), 0);
+    EXPECT_EQ(first.labels, second.labels);
+    EXPECT_EQ(first.inertia, second.inertia);
+    // Unset random_state: the context's seed decides.
+    p.random_state.reset();
+    a.set_seed(rng());
+    c.set_seed(a.seed());
+    first = fit(a, p, b.X, n, d, &w);
+    second = fit(c, p, b.X, n, d, &w);
+    EXPECT_EQ(std::memcmp(first.centers.data(), second.centers.data(), first.centers.size() * sizeof(double)), 0);
+    EXPECT_EQ(first.labels, second.labels);
+  }
+}
+
+TEST(KMeansCpu, KMeansPlusPlusPicksDistinctRowsFirst) {
+  GPUML_FRESH_RNG(rng);
+  // With max_iter = 1 and k = n every cluster keeps exactly the row it was seeded with (each
+  // seed row is at distance 0 from its own center), so the centers are the seeds themselves:
+  // k-means++ must have picked k distinct rows (a picked row has zero probability after).
+  const int64_t n = uniform_int(rng, 5, 40), d = uniform_int(rng, 1, 5);
+  Blobs b = make_blobs(rng, n, d, 3, 1.0, 5.0);
+  KMeansParams p;
+  p.n_clusters = n;
+  p.max_iter = 1;
+  p.random_state = rng();
+  Context ctx = Context::cpu(1);
+  Fitted got = fit(ctx, p, b.X, n, d);
+  std::set<std::vector<double>> rows, centers;
+  for (int64_t i = 0; i < n; ++i) rows.emplace(b.X.begin() + i * d, b.X.begin() + (i + 1) * d);
+  for (int64_t c = 0; c < n; ++c) centers.emplace(got.centers.begin() + c * d, got.centers.begin() + (c + 1) * d);
+  EXPECT_EQ(centers, rows);
+  EXPECT_EQ(got.inertia, 0.0);
+}
+
+// The host random stream documented in src/core/random.hpp (mt19937_64, 53-bit uniforms),
+// rewritten here so that the seeding can be checked choice by choice.
+class ReferenceRandom {
+ public:
+  explicit ReferenceRandom(uint64_t seed) : engine_(seed) {}
+  double uniform() { return static_cast<double>(engine_() >> 11) * (1.0 / 9007199254740992.0); }
+  uint64_t next() { return engine_(); }
+  std::vector<int64_t> sample_without_replacement(int64_t n, int64_t m) {
+    std::vector<int64_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    for (int64_t i = 0; i < m; ++i) {
+      const uint64_t span = static_cast<uint64_t>(n - i);
+      std::swap(perm[i], perm[i + static_cast<int64_t>(static_cast<uint64_t>(uniform() * span) % span)]);
+    }
+    perm.resize(m);
+    return perm;
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+// First i with cumsum(terms)[i] > t, clipped to n - 1 (numpy's searchsorted, then clip).
+int64_t search_cumsum(const std::vector<double>& terms, double t) {
+  double cumsum = 0;
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    cumsum += terms[i];
+    if (cumsum > t) return static_cast<int64_t>(i);
+  }
+  return static_cast<int64_t>(terms.size()) - 1;
+}
+
+// scikit-learn's greedy k-means++ (_kmeans_plusplus) on the reference stream.
+std::vector<double> reference_kmeans_plusplus(ReferenceRandom& rng, const std::vector<double>& X, int64_t n, int64_t d,
+                                              const std::vector<double>& w, int64_t k) {
+  const int64_t trials = 2 + static_cast<int64_t>(std::log(static_cast<double>(k)));
+  std::vector<double> centers;
+  const int64_t first = search_cumsum(w, rng.uniform() * std::accumulate(w.begin(), w.end(), 0.0));
+  centers.insert(centers.end(), &X[first * d], &X[first * d] + d);
+  std::vector<double> closest(n), terms(n);
+  double potential = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    closest[i] = sq_dist(&X[i * d], &X[first * d], d);
+    potential += w[i] * closest[i];
+  }
+  for (int64_t c = 1; c < k; ++c) {
+    for (int64_t i = 0; i < n; ++i) terms[i] = w[i] * closest[i];
+    int64_t best = -1;
+    double best_potential = 0;
+    std::vector<double> thresholds(trials);
+    for (auto& t : thresholds) t = rng.uniform() * potential;
+    for (int64_t t = 0; t < trials; ++t) {
+      const int64_t candidate = search_cumsum(terms, thresholds[t]);
+      double pot = 0;
+      for (int64_t i = 0; i < n; ++i) pot += w[i] * std::min(closest[i], sq_dist(&X[i * d], &X[candidate * d], d));
+      if (best < 0 || pot < best_potential) {
+        best = candidate;
+        best_potential = pot;
+      }
+    }
+    centers.insert(centers.end(), &X[best * d], &X[best * d] + d);
+    for (int64_t i = 0; i < n; ++i) closest[i] = std::min(closest[i], sq_dist(&X[i * d], &X[best * d], d));
+    potential = best_potential;
+  }
+  return centers;
+}
+
+TEST(KMeansCpu, SeedingFollowsTheDocumentedRandomStream) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 50, 800), d = uniform_int(rng, 1, 6), k = uniform_int(rng, 1, 12);
+  Blobs b = make_blobs(rng, n, d, uniform_int(rng, 1, 8), 1.5, 5.0);
+  const std::vector<double> w = random_weights(rng, n);
+  for (const char* init : {"k-means++", "random"}) {
+    for (int n_init : {1, 3}) {
+      for (int max_iter : {1, 3}) {
+        SCOPED_TRACE(std::string(init) + " n_init=" + std::to_string(n_init) + " max_iter=" + std::to_string(max_iter));
+        KMeansParams p;
+        p.n_clusters = k;
+        p.init = init;
+        p.n_init = n_init;
+        p.max_iter = max_iter;
+        p.tol = 0;
+        p.random_state = rng() >> 1;
+        // Every run seeds its own stream from the next number of the random_state stream.
+        ReferenceRandom runs(*p.random_state);
+        Reference best;
+        for (int r = 0; r < n_init; ++r) {
+          ReferenceRandom run(runs.next());
+          std::vector<double> seeds;
+          if (std::string(init) == "random") {
+            for (int64_t row : run.sample_without_replacement(n, k)) seeds.insert(seeds.end(), &b.X[row * d], &b.X[row * d] + d);
+          } else {
+            seeds = reference_kmeans_plusplus(run, b.X, n, d, w, k);
+          }
+          Reference ref = reference_lloyd(b.X, n, d, w, seeds, k, max_iter, 0.0);
+          if (r == 0 || ref.inertia < best.inertia) best = ref;
+        }
+        // One thread: the backend then sums the k-means++ potentials in the reference's order,
+        // so near-equal candidates are ranked the same way.
+        Context ctx = Context::cpu(1);
+        Fitted got = fit(ctx, p, b.X, n, d, &w);
+        expect_near_scaled(got.centers, best.centers, 1e-11, "centers");
+        EXPECT_EQ(got.labels, best.labels);
+        expect_rel_near(got.inertia, best.inertia, 1e-11, "inertia");
+      }
+    }
+  }
+}
+
+TEST(KMeansCpu, NInitKeepsTheBestRun) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 300, 1500), d = uniform_int(rng, 2, 5), k = uniform_int(rng, 4, 10);
+  Blobs b = make_blobs(rng, n, d, k + 2, 1.0, 6.0);
+  KMeansParams p;
+  p.n_clusters = k;
+  p.init = "random";
+  p.random_state = rng();
+  // Run r draws its seed from the same sequence whatever n_init is, so n_init = m runs the
+  // first m runs of n_init = m + 1: the kept inertia can only go down as m grows.
+  Context ctx = Context::cpu(2);
+  double previous = std::numeric_limits<double>::infinity();
+  for (int m = 1; m <= 8; ++m) {
+    p.n_init = m;
+    KMeans km(p);
+    km.fit(ctx, host_view(b.X.data(), n, d));
+    EXPECT_LE(km.inertia(), previous) << "n_init=" << m;
+    previous = km.inertia();
+    // The kept labels belong to the kept centers.
+    EXPECT_NEAR(-km.score(ctx, host_view(b.X.data(), n, d)), km.inertia(), 1e-12 * km.inertia());
+  }
+  // "auto" is 10 runs for random init: at least as good as 8.
+  p.n_init = 0;
+  KMeans km(p);
+  km.fit(ctx, host_view(b.X.data(), n, d));
+  EXPECT_LE(km.inertia(), previous);
+}
+
+TEST(KMeansCpu, PredictTransformScoreAgreeWithFit) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 100, 1000), d = uniform_int(rng, 1, 10), k = uniform_int(rng, 1, 9);
+  Blobs b = make_blobs(rng, n, d, 4, 2.0, 5.0);
+  const std::vector<double> w = random_weights(rng, n);
+  KMeansParams p;
+  p.n_clusters = k;
+  p.random_state = rng();
+  Context ctx = Context::cpu(3);
+  KMeans km(p);
+  ArrayView wv = host_view(w.data(), n);
+  km.fit(ctx, host_view(b.X.data(), n, d), &wv);
+  const Fitted f = summarize(km);
+
+  // predict on the training rows gives labels_, in int32 and int64 outputs.
+  std::vector<int32_t> labels32(n, -7);
+  std::vector<int64_t> labels64(n, -7);
+  km.predict(ctx, host_view(b.X.data(), n, d), host_view(labels32.data(), n));
+  km.predict(ctx, host_view(b.X.data(), n, d), host_view(labels64.data(), n));
+  EXPECT_EQ(labels32, f.labels);
+  EXPECT_EQ(std::vector<int32_t>(labels64.begin(), labels64.end()), f.labels);
+
+  // New rows: transform against plain distances, predict = argmin of them.
+  const int64_t m = uniform_int(rng, 1, 300);
+  Blobs fresh = make_blobs(rng, m, d, 4, 3.0, 6.0);
+  std::vector<double> dist(m * k, -1.0);
+  std::vector<int32_t> predicted(m, -1);
+  km.transform(ctx, host_view(fresh.X.data(), m, d), host_view(dist.data(), m, k));
+  km.predict(ctx, host_view(fresh.X.data(), m, d), host_view(predicted.data(), m));
+  std::vector<int32_t> want_labels;
+  std::vector<double> want_dist2;
+  reference_assign(fresh.X, m, d, f.centers, k, want_labels, want_dist2);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t c = 0; c < k; ++c) {
+      const double want = std::sqrt(sq_dist(&fresh.X[i * d], &f.centers[c * d], d));
+      ASSERT_NEAR(dist[i * k + c], want, 1e-12 * std::max(want, 1.0));  // double rounding only
+    }
+  }
+  EXPECT_EQ(predicted, want_labels);
+
+  // score = -(weighted inertia), on the training rows equal to -inertia_.
+  EXPECT_NEAR(km.score(ctx, host_view(b.X.data(), n, d), &wv), -f.inertia, 1e-12 * f.inertia);
+  double want_score = 0;
+  for (int64_t i = 0; i < m; ++i) want_score -= want_dist2[i];
+  EXPECT_NEAR(km.score(ctx, host_view(fresh.X.data(), m, d)), want_score, 1e-12 * std::fabs(want_score) + 1e-300);
+
+  // fit_predict gives the labels of the fit.
+  KMeans again(p);
+  std::vector<int64_t> fp(n, -1);
+  again.fit_predict(ctx, host_view(b.X.data(), n, d), host_view(fp.data(), n), &wv);
+  EXPECT_EQ(std::vector<int32_t>(fp.begin(), fp.end()), f.labels);
+
+  // float32 input to a float64 model: computed in float32, written to the caller's float32.
+  const std::vector<float> fresh32 = test::cast_vector<float>(fresh.X);
+  std::vector<float> dist32(m * k);
+  km.transform(ctx, host_view(fresh32.data(), m, d), host_view(dist32.data(), m, k));
+  for (int64_t e = 0; e < m * k; ++e) ASSERT_NEAR(dist32[e], dist[e], 1e-4 * std::max(dist[e], 1.0));  // float32 rounding
+
+  // The shapes the C ABI asks for.
+  ArraySpec ps = km.output_spec("predict", m), ts = km.output_spec("transform", m);
+  EXPECT_EQ(ps.dtype, DType::int32);
+  EXPECT_EQ(ps.ndim, 1);
+  EXPECT_EQ(ps.shape[0], m);
+  EXPECT_EQ(ts.dtype, DType::float64);
+  EXPECT_EQ(ts.ndim, 2);
+  EXPECT_EQ(ts.shape[0], m);
+  EXPECT_EQ(ts.shape[1], k);
+  GPUML_EXPECT_ERROR(km.output_spec("predict_proba", m), ErrorCode::unsupported);
+}
+
+TEST(KMeansCpu, AttributesHaveScikitLearnNamesAndShapes) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 20, 200), d = uniform_int(rng, 1, 6), k = uniform_int(rng, 1, 5);
+  Blobs b = make_blobs(rng, n, d, 3, 1.0, 3.0);
+  std::vector<float> X = test::cast_vector<float>(b.X);
+  KMeansParams p;
+  p.n_clusters = k;
+  KMeans km(p);
+  EXPECT_FALSE(km.fitted());
+  Context ctx = Context::cpu();
+  km.fit(ctx, host_view(X.data(), n, d));
+  EXPECT_TRUE(km.fitted());
+  EXPECT_EQ(km.attribute_names(),
+            (std::vector<std::string>{"cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_"}));
+  const HostArray& centers = km.attribute("cluster_centers_");
+  EXPECT_EQ(centers.dtype(), DType::float32);
+  EXPECT_EQ(centers.spec().ndim, 2);
+  EXPECT_EQ(centers.spec().shape[0], k);
+  EXPECT_EQ(centers.spec().shape[1], d);
+  const HostArray& labels = km.attribute("labels_");
+  EXPECT_EQ(labels.dtype(), DType::int32);
+  EXPECT_EQ(labels.spec().ndim, 1);
+  EXPECT_EQ(labels.spec().shape[0], n);
+  for (const char* name : {"inertia_", "n_iter_", "n_features_in_"}) EXPECT_EQ(km.attribute(name).spec().ndim, 0) << name;
+  EXPECT_EQ(km.attribute("inertia_").dtype(), DType::float64);
+  EXPECT_EQ(km.attribute("n_iter_").dtype(), DType::int64);
+  EXPECT_EQ(*km.attribute("n_features_in_").as<int64_t>(), d);
+  EXPECT_GE(km.n_iter(), 1);
+  EXPECT_LE(km.n_iter(), p.max_iter);
+  EXPECT_GE(km.inertia(), 0.0);
+  GPUML_EXPECT_ERROR(km.attribute("coef_"), ErrorCode::invalid_argument);
+}
+
+TEST(KMeansCpu, RefitReplacesStateAndFailedFitKeepsIt) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 100, d = 3;
+  Blobs b = make_blobs(rng, n, d, 3, 1.0, 5.0);
+  KMeansParams p;
+  p.n_clusters = 3;
+  p.random_state = rng();
+  KMeans km(p);
+  Context ctx = Context::cpu(2);
+  km.fit(ctx, host_view(b.X.data(), n, d));
+  const Fitted before = summarize(km);
+  std::vector<double> bad = b.X;
+  bad[5] = std::nan("");
+  GPUML_EXPECT_ERROR(km.fit(ctx, host_view(bad.data(), n, d)), ErrorCode::invalid_argument);
+  const Fitted after = summarize(km);
+  EXPECT_EQ(after.centers, before.centers);
+  EXPECT_EQ(after.labels, before.labels);
+  // A refit on other data with another width replaces everything.
+  Blobs wide = make_blobs(rng, 50, 5, 3, 1.0, 5.0);
+  km.fit(ctx, host_view(wide.X.data(), 50, 5));
+  EXPECT_EQ(km.n_features_in(), 5);
+  EXPECT_EQ(km.labels().spec().shape[0], 50);
+}
+
+// ---- errors -----------------------------------------------------------------------------------
+
+class KMeansErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::mt19937_64 rng(test::fresh_seed());
+    blobs = make_blobs(rng, n, d, 3, 1.0, 5.0);
+    params.n_clusters = 3;
+  }
+  ArrayView X() { return host_view(blobs.X.data(), n, d); }
+  KMeans fitted() {
+    KMeans km(params);
+    km.fit(ctx, X());
+    return km;
+  }
+  const int64_t n = 40, d = 4;
+  Blobs blobs;
+  KMeansParams params;
+  Context ctx = Context::cpu(2);
+};
+
+TEST_F(KMeansErrors, NonFiniteX) {
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+    std::vector<double> x = blobs.X;
+    x[x.size() / 2] = bad;
+    KMeans km(params);
+    GPUML_EXPECT_ERROR(km.fit(ctx, host_view(x.data(), n, d)), ErrorCode::invalid_argument);
+    std::vector<float> xf = test::cast_vector<float>(x);
+    GPUML_EXPECT_ERROR(km.fit(ctx, host_view(xf.data(), n, d)), ErrorCode::invalid_argument);
+    KMeans good = fitted();
+    std::vector<int32_t> labels(n);
+    GPUML_EXPECT_ERROR(good.predict(ctx, host_view(x.data(), n, d), host_view(labels.data(), n)), ErrorCode::invalid_argument);
+  }
+}
+
+TEST_F(KMeansErrors, EmptyOrMisshapenX) {
+  KMeans km(params);
+  GPUML_EXPECT_ERROR(km.fit(ctx, host_view(blobs.X.data(), 0, d)), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(km.fit(ctx, host_view(blobs.X.data(), n, 0)), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(km.fit(ctx, host_view(blobs.X.data(), n * d)), ErrorCode::invalid_argument);  // 1-d
+  ArrayView negative = X();
+  negative.strides[0] = -d;
+  GPUML_EXPECT_ERROR(km.fit(ctx, negative), ErrorCode::invalid_argument);
+  ArrayView null_data = X();
+  null_data.data = nullptr;
+  GPUML_EXPECT_ERROR(km.fit(ctx, null_data), ErrorCode::invalid_argument);
+  EXPECT_FALSE(km.fitted());
+}
+
+TEST_F(KMeansErrors, MoreClustersThanSamples) {
+  params.n_clusters = n + 1;
+  KMeans km(params);
+  try {
+    km.fit(ctx, X());
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(std::to_string(n)), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(n + 1)), std::string::npos) << msg;
+  }
+}
+
+TEST_F(KMeansErrors, WrongDtype) {
+  KMeans km(params);
+  ArrayView bad = X();
+  bad.dtype = static_cast<DType>(9);
+  GPUML_EXPECT_ERROR(km.fit(ctx, bad), ErrorCode::invalid_argument);
+  KMeans good = fitted();
+  std::vector<int32_t> int_out(n * 3);
+  // Distances cannot be written into integers.
+  GPUML_EXPECT_ERROR(good.transform(ctx, X(), host_view(int_out.data(), n, 3)), ErrorCode::invalid_argument);
+}
+
+TEST_F(KMeansErrors, WrongWidthOrOutputShapeAtPredict) {
+  KMeans km = fitted();
+  std::vector<double> wide(n * (d + 1), 1.0);
+  std::vector<int32_t> labels(n);
+  try {
+    km.predict(ctx, host_view(wide.data(), n, d + 1), host_view(labels.data(), n));
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(std::to_string(d)), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(d + 1)), std::string::npos) << msg;
+  }
+  std::vector<double> dist(n * 3);
+  GPUML_EXPECT_ERROR(km.transform(ctx, host_view(wide.data(), n, d + 1), host_view(dist.data(), n, 3)),
+                     ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(km.score(ctx, host_view(wide.data(), n, d + 1)), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(km.predict(ctx, X(), host_view(labels.data(), n - 1)), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(km.transform(ctx, X(), host_view(dist.data(), n, 2)), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(km.predict(ctx, host_view(blobs.X.data(), 0, d), host_view(labels.data(), 0)),
+                     ErrorCode::invalid_argument);
+}
+
+TEST_F(KMeansErrors, NotFitted) {
+  KMeans km(params);
+  std::vector<int32_t> labels(n);
+  std::vector<double> dist(n * 3);
+  GPUML_EXPECT_ERROR(km.predict(ctx, X(), host_view(labels.data(), n)), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(km.transform(ctx, X(), host_view(dist.data(), n, 3)), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(km.score(ctx, X()), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(km.cluster_centers(), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(km.inertia(), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(km.attribute("labels_"), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(km.output_spec("transform", n), ErrorCode::not_fitted);
+}
+
+TEST_F(KMeansErrors, BadSampleWeight) {
+  KMeans km(params);
+  auto expect_rejected = [&](std::vector<double> w, int64_t length) {
+    ArrayView v = host_view(w.data(), length);
+    GPUML_EXPECT_ERROR(km.fit(ctx, X(), &v), ErrorCode::invalid_argument);
+  };
+  std::vector<double> w(n, 1.0);
+  expect_rejected(w, n - 1);  // wrong length
+  w[3] = -0.5;
+  expect_rejected(w, n);  // negative
+  w[3] = std::nan("");
+  expect_rejected(w, n);
+  w[3] = std::numeric_limits<double>::infinity();
+  expect_rejected(w, n);
+  expect_rejected(std::vector<double>(n, 0.0), n);  // zero sum
+  std::vector<double> two_d(n, 1.0);
+  ArrayView v2 = host_view(two_d.data(), n, 1);
+  GPUML_EXPECT_ERROR(km.fit(ctx, X(), &v2), ErrorCode::invalid_argument);
+  EXPECT_FALSE(km.fitted());
+  // score validates its weights the same way.
+  KMeans good = fitted();
+  std::vector<double> negative(n, -1.0);
+  ArrayView nv = host_view(negative.data(), n);
+  GPUML_EXPECT_ERROR(good.score(ctx, X(), &nv), ErrorCode::invalid_argument);
+}
+
+TEST_F(KMeansErrors, BadParams) {
+  auto expect_rejected = [](KMeansParams p) { GPUML_EXPECT_ERROR(KMeans{p}, ErrorCode::invalid_argument); };
+  KMeansParams p;
+  p.n_clusters = 0;
+  expect_rejected(p);
+  p = {};
+  p.max_iter = 0;
+  expect_rejected(p);
+  p = {};
+  p.tol = -1e-3;
+  expect_rejected(p);
+  p.tol = std::nan("");
+  expect_rejected(p);
+  p = {};
+  p.n_init = -1;
+  expect_rejected(p);
+  p = {};
+  p.init = "kmeans++";
+  expect_rejected(p);
+  p = {};
+  p.init_array = {1.0, 2.0};  // given without init = "array"
+  expect_rejected(p);
+  p = {};
+  p.init = "array";  // without values
+  expect_rejected(p);
+  p.n_clusters = 3;
+  p.init_array = {1, 2, 3, 4};  // not a multiple of n_clusters
+  expect_rejected(p);
+  p.init_array = {1, 2, std::nan(""), 4, 5, 6};
+  expect_rejected(p);
+  // A valid array whose width does not match X is caught at fit.
+  p.init_array = {1, 2, 3, 4, 5, 6};  // 3 x 2, X has 4 features
+  KMeans km(p);
+  GPUML_EXPECT_ERROR(km.fit(ctx, X()), ErrorCode::invalid_argument);
+}
+
+TEST(KMeansJson, ParamsRoundTrip) {
+  auto est = make_estimator("kmeans", R"({"n_clusters": 2, "init": [[1, 2.5], [-3, 4]], "n_init": 3,
+                                          "max_iter": 17, "tol": 0.25, "random_state": 12345})");
+  ASSERT_EQ(std::string(est->kind()), "kmeans");
+  const auto& km = dynamic_cast<const KMeans&>(*est);
+  EXPECT_EQ(km.params().n_clusters, 2);
+  EXPECT_EQ(km.params().init, "array");
+  EXPECT_EQ(km.params().init_array, (std::vector<double>{1, 2.5, -3, 4}));
+  EXPECT_EQ(km.params().n_init, 3);
+  EXPECT_EQ(km.params().max_iter, 17);
+  EXPECT_EQ(km.params().tol, 0.25);
+  ASSERT_TRUE(km.params().random_state.has_value());
+  EXPECT_EQ(*km.params().random_state, 12345u);
+  // get_params_json feeds make_estimator back to the same parameters.
+  auto again = make_estimator("kmeans", est->get_params_json());
+  EXPECT_EQ(again->get_params_json(), est->get_params_json());
+
+  auto defaults = make_estimator("kmeans", "");
+  const auto& d = dynamic_cast<const KMeans&>(*defaults);
+  EXPECT_EQ(d.params().n_clusters, 8);
+  EXPECT_EQ(d.params().init, "k-means++");
+  EXPECT_EQ(d.params().n_init, 0);
+  EXPECT_FALSE(d.params().random_state.has_value());
+  auto back = make_estimator("kmeans", defaults->get_params_json());
+  EXPECT_EQ(back->get_params_json(), defaults->get_params_json());
+  auto random = make_estimator("kmeans", R"({"init": "random", "n_init": "auto", "random_state": null})");
+  EXPECT_EQ(dynamic_cast<const KMeans&>(*random).params().init, "random");
+}
+
+TEST(KMeansJson, BadJsonIsRejected) {
+  for (const char* bad : {
+           "{", "[1, 2]", "3", R"({"n_cluster": 3})", R"({"n_clusters": "3"})", R"({"n_clusters": 2.5})",
+           R"({"n_clusters": 0})", R"({"init": 5})", R"({"init": "kmeans"})", R"({"init": "array"})",
+           R"({"init": []})", R"({"n_clusters": 2, "init": [[1, 2], [3]]})", R"({"n_clusters": 2, "init": [[1, "a"], [3, 4]]})",
+           R"({"n_clusters": 2, "init": [1, 2]})", R"({"n_clusters": 3, "init": [[1, 2], [3, 4]]})",
+           R"({"n_init": "many"})", R"({"n_init": 0})", R"({"n_init": -2})", R"({"max_iter": 0})",
+           R"({"max_iter": 1e12})", R"({"tol": "small"})", R"({"tol": -1})", R"({"random_state": -1})",
+           R"({"random_state": "seed"})", R"({"n_clusters": 3, "extra": true})"}) {
+    GPUML_EXPECT_ERROR(make_estimator("kmeans", bad), ErrorCode::invalid_argument);
+  }
+  GPUML_EXPECT_ERROR(make_estimator("kmeanz", "{}"), ErrorCode::invalid_argument);
+  const auto kinds = estimator_kinds();
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "kmeans"), kinds.end());
+}
+
+// ---- CUDA against the CPU ---------------------------------------------------------------------
+
+// Fits the same inputs and parameters on the CPU and on the GPU.
+template <typename T>
+std::pair<Fitted, Fitted> fit_both(Context& gpu, const KMeansParams& p, const std::vector<T>& X, int64_t n, int64_t d,
+                                   const std::vector<T>* w = nullptr) {
+  Context cpu = Context::cpu();
+  Fitted on_cpu = fit(cpu, p, X, n, d, w);
+  Fitted on_gpu = fit(gpu, p, X, n, d, w);
+  return {on_cpu, on_gpu};
+}
+
+TEST(KMeansGpu, MatchesCpuFloat64) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 1000, 20000), d = uniform_int(rng, 1, 40), k = uniform_int(rng, 1, 40);
+  Blobs b = make_blobs(rng, n, d, uniform_int(rng, 2, 20), 2.0, 5.0);
+  const std::vector<double> w = random_weights(rng, n);
+  const KMeansParams p = array_init(random_rows(rng, b.X, n, d, k), k, 100, 1e-4);
+  auto [cpu, gpu_fit] = fit_both(gpu, p, b.X, n, d, &w);
+  expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-9, "centers");  // float64: summation order and distance formula
+  expect_labels_match(gpu_fit.labels, cpu.labels, nearest_gaps(b.X, n, d, cpu.centers, k), 1e-9);
+  expect_rel_near(gpu_fit.inertia, cpu.inertia, 1e-6, "inertia");
+  EXPECT_EQ(gpu_fit.n_iter, cpu.n_iter);
+}
+
+TEST(KMeansGpu, MatchesCpuFloat32) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 1000, 20000), d = uniform_int(rng, 2, 40), k = uniform_int(rng, 2, 30);
+  // Well separated, seeded next to every blob: float32 rounding cannot move a row between clusters.
+  Blobs b = make_blobs(rng, n, d, k, 1.0, 200.0, 15.0);
+  const std::vector<float> X = test::cast_vector<float>(b.X), w = test::cast_vector<float>(random_weights(rng, n));
+  const KMeansParams p = array_init(one_row_per_blob(b), k, 100, 1e-4);
+  auto [cpu, gpu_fit] = fit_both(gpu, p, X, n, d, &w);
+  expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-4, "centers");  // float32
+  expect_labels_match(gpu_fit.labels, cpu.labels, nearest_gaps(b.X, n, d, cpu.centers, k), 1e-4);
+  expect_rel_near(gpu_fit.inertia, cpu.inertia, 1e-4, "inertia");  // float32 distances
+}
+
+TEST(KMeansGpu, EmptyClusterRelocationMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 500, 5000), d = uniform_int(rng, 1, 8), k = uniform_int(rng, 3, 12);
+  Blobs b = make_blobs(rng, n, d, 4, 1.0, 5.0);
+  std::vector<double> init = random_rows(rng, b.X, n, d, k);
+  for (int64_t j = 0; j < d; ++j) init[j] = init[(k - 1) * d + j] = 1e4;  // two far (and equal) centers
+  for (int max_iter : {1, 3, 50}) {
+    auto [cpu, gpu_fit] = fit_both(gpu, array_init(init, k, max_iter, 0.0), b.X, n, d);
+    for (double c : gpu_fit.centers) ASSERT_TRUE(std::isfinite(c));
+    expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-9, "centers");
+    expect_labels_match(gpu_fit.labels, cpu.labels, nearest_gaps(b.X, n, d, cpu.centers, k), 1e-9);
+    expect_rel_near(gpu_fit.inertia, cpu.inertia, 1e-6, "inertia");
+  }
+}
+
+TEST(KMeansGpu, KMeansPlusPlusMakesTheSameChoices) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 1000, 20000), d = uniform_int(rng, 1, 20), k = uniform_int(rng, 1, 32);
+  Blobs b = make_blobs(rng, n, d, 10, 1.5, 8.0);
+  const std::vector<double> w = random_weights(rng, n);
+  for (const char* init : {"k-means++", "random"}) {
+    SCOPED_TRACE(init);
+    KMeansParams p;
+    p.n_clusters = k;
+    p.init = init;
+    p.random_state = rng();
+    p.max_iter = 1;  // the centers after one step still show which rows were picked
+    auto [cpu, gpu_fit] = fit_both(gpu, p, b.X, n, d, &w);
+    expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-9, "centers");
+    p.max_iter = 300;
+    auto [cpu_full, gpu_full] = fit_both(gpu, p, b.X, n, d, &w);
+    expect_near_scaled(gpu_full.centers, cpu_full.centers, 1e-9, "centers");
+    expect_rel_near(gpu_full.inertia, cpu_full.inertia, 1e-6, "inertia");
+  }
+}
+
+TEST(KMeansGpu, PredictTransformScoreAgreeWithCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 1000, 10000), d = uniform_int(rng, 1, 30), k = uniform_int(rng, 1, 20);
+  Blobs b = make_blobs(rng, n, d, 6, 2.0, 6.0);
+  KMeansParams p;
+  p.n_clusters = k;
+  p.random_state = rng();
+  Context cpu = Context::cpu();
+  KMeans km(p);
+  km.fit(cpu, host_view(b.X.data(), n, d));
+  const Fitted f = summarize(km);
+  const std::vector<double> gaps = nearest_gaps(b.X, n, d, f.centers, k);
+  double max_sq_norm = max_abs(f.centers) * max_abs(f.centers) * d;
+  for (int64_t e = 0; e < n * d; ++e) max_sq_norm = std::max(max_sq_norm, b.X[e] * b.X[e] * d);
+
+  for (bool single : {false, true}) {
+    SCOPED_TRACE(single ? "float32" : "float64");
+    const std::vector<float> Xf = test::cast_vector<float>(b.X);
+    const ArrayView X = single ? host_view(Xf.data(), n, d) : host_view(b.X.data(), n, d);
+    std::vector<int32_t> on_cpu(n), on_gpu(n);
+    km.predict(cpu, X, host_view(on_cpu.data(), n));
+    km.predict(gpu, X, host_view(on_gpu.data(), n));
+    expect_labels_match(on_gpu, on_cpu, gaps, single ? 1e-4 : 1e-9);
+    std::vector<double> dist_cpu(n * k), dist_gpu(n * k);
+    km.transform(cpu, X, host_view(dist_cpu.data(), n, k));
+    km.transform(gpu, X, host_view(dist_gpu.data(), n, k));
+    // Squared distances may be computed as |x|^2 - 2 x.c + |c|^2 on the GPU, whose rounding error
+    // scales with the norms, not with the distance: compare squared values at the norms' scale.
+    const double eps = single ? 1e-5 : 1e-12;
+    for (int64_t e = 0; e < n * k; ++e)
+      ASSERT_NEAR(dist_gpu[e] * dist_gpu[e], dist_cpu[e] * dist_cpu[e], eps * max_sq_norm) << "element " << e;
+    expect_rel_near(km.score(gpu, X), km.score(cpu, X), single ? 1e-4 : 1e-9, "score");
+  }
+}
+
+TEST(KMeansGpu, LargeProblemUsesManyTiles) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 200000, d = 32, k = 64;
+  Blobs b = make_blobs(rng, n, d, k, 1.0, 50.0, 15.0);
+  {
+    // float64 from random rows: clusters split and merge, real boundaries; float64 rounding
+    // is far below any gap the data has.
+    const KMeansParams p = array_init(random_rows(rng, b.X, n, d, k), k, 20, 0.0);
+    auto [cpu, gpu_fit] = fit_both(gpu, p, b.X, n, d);
+    expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-9, "centers");
+    expect_labels_match(gpu_fit.labels, cpu.labels, nearest_gaps(b.X, n, d, cpu.centers, k), 1e-9);
+    expect_rel_near(gpu_fit.inertia, cpu.inertia, 1e-6, "inertia");
+    EXPECT_EQ(gpu_fit.n_iter, cpu.n_iter);
+  }
+  {
+    // float32, seeded next to every blob so that no row sits near a boundary.
+    const std::vector<float> X = test::cast_vector<float>(b.X);
+    const KMeansParams p = array_init(one_row_per_blob(b), k, 50, 1e-4);
+    auto [cpu, gpu_fit] = fit_both(gpu, p, X, n, d);
+    expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-4, "centers");
+    expect_labels_match(gpu_fit.labels, cpu.labels, nearest_gaps(b.X, n, d, cpu.centers, k), 1e-4);
+    expect_rel_near(gpu_fit.inertia, cpu.inertia, 1e-4, "inertia");
+  }
+}
+
+}  // namespace
+}  // namespace gpuml

@@ -1,0 +1,552 @@
+"""gpuml.cluster.KMeans against scikit-learn, on every available device.
+
+Every test draws fresh random data or a fresh random choice of initial centers (the seed is
+printed; GPUML_TEST_SEED replays it). Tolerances are written beside each assertion.
+"""
+
+import copy
+import pickle
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.cluster import KMeans as SkKMeans
+from sklearn.datasets import load_digits, load_iris, make_blobs
+from sklearn.exceptions import NotFittedError
+from sklearn.preprocessing import StandardScaler
+
+from conftest import CUDA_DEVICE_COUNT, DEVICES, cuda_or_skip
+
+from gpuml._base import EstimatorHandle
+from gpuml._context import get_context
+from gpuml.cluster import KMeans
+
+# ---- data -----------------------------------------------------------------------------------
+
+N_CLUSTERS = {"iris": 3, "digits": 10, "steel_plates": 7}
+
+
+def load_dataset(name):
+    """(X float64, n_clusters) for a named real data set."""
+    if name == "iris":
+        return load_iris().data.astype(np.float64), N_CLUSTERS[name]
+    if name == "digits":
+        return load_digits().data.astype(np.float64), N_CLUSTERS[name]
+    from steel_plates import load_steel_plates
+
+    try:
+        X, _, _ = load_steel_plates()
+    except FileNotFoundError as e:
+        pytest.skip(f"steel plates data set missing: {e}")
+    return StandardScaler().fit_transform(X), N_CLUSTERS[name]
+
+
+def random_blobs(rng, n_samples=600, n_features=5, n_clusters=4, dtype=np.float64):
+    X, _ = make_blobs(
+        n_samples=n_samples,
+        n_features=n_features,
+        centers=n_clusters,
+        cluster_std=rng.uniform(0.5, 2.0),
+        random_state=int(rng.integers(2**31)),
+    )
+    return X.astype(dtype)
+
+
+def random_init(X, n_clusters, rng):
+    """n_clusters distinct rows of X, chosen at random: the same start for both libraries.
+
+    Draws again while some sample is exactly equidistant from two of the chosen rows (digits
+    are small integers, so this happens): scikit-learn centers X before computing distances,
+    and its rounding then decides such ties arbitrarily, while gpuml takes the lowest index.
+    """
+    for _ in range(1000):
+        init = X[rng.choice(X.shape[0], n_clusters, replace=False)]
+        squared = ((X[:, None, :] - init[None, :, :]) ** 2).sum(axis=2)
+        nearest = squared.min(axis=1, keepdims=True)
+        if len(np.unique(init, axis=0)) == n_clusters and np.all((squared == nearest).sum(axis=1) == 1):
+            return init.copy()
+    raise AssertionError("could not draw initial centers without exact distance ties")
+
+
+def relative(a, b):
+    return abs(a - b) / abs(b)
+
+
+DATASETS = ["iris", "digits", "steel_plates"]
+
+# ---- parity with scikit-learn ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_same_init_matches_sklearn(dataset, device, rng):
+    X, k = load_dataset(dataset)
+    init = random_init(X, k, rng)
+    ours = KMeans(k, init=init, n_init=1, device=device).fit(X)
+    ref = SkKMeans(k, init=init, n_init=1, algorithm="lloyd").fit(X)
+
+    # Same start, same Lloyd steps: only the order of float64 sums differs.
+    assert relative(ours.inertia_, ref.inertia_) <= 1e-4  # the brief's bound; typically ~1e-15
+    assert_array_equal(ours.labels_, ref.labels_)  # exact: no float64 near-ties on these sets
+    scale = np.abs(X).max()
+    assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=1e-7, atol=1e-10 * scale)  # mean order only
+    assert ours.n_iter_ == ref.n_iter_  # same labels each step, same tol test
+    assert ours.cluster_centers_.dtype == np.float64
+    assert ours.labels_.dtype == np.int32
+    assert ours.n_features_in_ == X.shape[1]
+    # Distances and predictions on the fitted centers.
+    assert_allclose(ours.transform(X), ref.transform(X), rtol=1e-9, atol=1e-9 * scale)  # sqrt of float64 sums
+    assert_array_equal(ours.predict(X), ref.predict(X))
+    assert_allclose(ours.score(X), ref.score(X), rtol=1e-9)  # same centers; distances squared back
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_kmeans_plus_plus_close_to_sklearn_best_of_10(dataset, device, seed):
+    X, k = load_dataset(dataset)
+    ours = KMeans(k, n_init=10, random_state=seed, device=device).fit(X)
+    ref = SkKMeans(k, n_init=10, random_state=seed).fit(X)
+    # Different random streams reach different local minima; best-of-10 keeps them close.
+    assert ours.inertia_ <= 1.05 * ref.inertia_
+    assert len(np.unique(ours.labels_)) == k  # no empty cluster
+
+
+def test_random_init_runs(device, rng, seed):
+    X = random_blobs(rng)
+    ours = KMeans(4, init="random", random_state=seed, device=device).fit(X)
+    ref = SkKMeans(4, init="random", n_init=10, random_state=seed).fit(X)
+    assert ours.inertia_ <= 1.05 * ref.inertia_  # "auto" means 10 runs for init="random", as in sklearn
+
+
+@pytest.mark.parametrize("dataset", ["iris", "steel_plates"])
+def test_float32_keeps_float32(dataset, device, rng):
+    X64, k = load_dataset(dataset)
+    X = X64.astype(np.float32)
+    init = random_init(X, k, rng)
+    ours = KMeans(k, init=init, n_init=1, device=device).fit(X)
+    ref = SkKMeans(k, init=init, n_init=1, algorithm="lloyd").fit(X)
+    assert ours.cluster_centers_.dtype == np.float32
+    assert ours.transform(X).dtype == np.float32
+    assert ours.fit_transform(X).dtype == np.float32
+    assert ours.predict(X).dtype == np.int32
+    # float32 sums over ~2,000 rows carry ~1e-5 relative error; a rare near-tie label flip moves
+    # the inertia by far less than 1e-3.
+    assert relative(ours.inertia_, ref.inertia_) <= 1e-3
+    assert np.mean(ours.labels_ == ref.labels_) >= 0.99  # near-ties may flip in float32
+
+
+def test_sample_weight_matches_sklearn(device, rng):
+    X = random_blobs(rng, n_samples=800, n_features=6, n_clusters=5)
+    weights = rng.uniform(0.1, 3.0, size=X.shape[0])
+    init = random_init(X, 5, rng)
+    ours = KMeans(5, init=init, n_init=1, device=device).fit(X, sample_weight=weights)
+    ref = SkKMeans(5, init=init, n_init=1, algorithm="lloyd").fit(X, sample_weight=weights)
+    assert relative(ours.inertia_, ref.inertia_) <= 1e-4  # float64, sum order only
+    assert_array_equal(ours.labels_, ref.labels_)
+    assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=1e-7, atol=1e-9)  # weighted means, order only
+    assert_allclose(ours.score(X, sample_weight=weights), ref.score(X, sample_weight=weights), rtol=1e-9)
+
+
+def test_integer_weights_equal_repeated_rows(device, rng):
+    X = random_blobs(rng, n_samples=300, n_features=4, n_clusters=3)
+    counts = rng.integers(1, 4, size=X.shape[0])
+    init = random_init(X, 3, rng)
+    # tol=0: both fits run to label convergence (tol is scaled by X's variance, which repeating changes).
+    weighted = KMeans(3, init=init, n_init=1, tol=0.0, device=device).fit(X, sample_weight=counts.astype(float))
+    repeated = KMeans(3, init=init, n_init=1, tol=0.0, device=device).fit(np.repeat(X, counts, axis=0))
+    assert_allclose(weighted.cluster_centers_, repeated.cluster_centers_, rtol=1e-9, atol=1e-9)  # same means
+    assert relative(weighted.inertia_, repeated.inertia_) <= 1e-9  # same sum, other order
+    assert_array_equal(np.repeat(weighted.labels_, counts), repeated.labels_)
+
+
+def test_unit_weights_equal_no_weights(device, rng, seed):
+    X = random_blobs(rng)
+    plain = KMeans(4, random_state=seed, device=device).fit(X)
+    ones = KMeans(4, random_state=seed, device=device).fit(X, sample_weight=np.ones(X.shape[0]))
+    assert_array_equal(plain.labels_, ones.labels_)  # weight 1 is no weight
+    assert_allclose(plain.cluster_centers_, ones.cluster_centers_, rtol=1e-12, atol=1e-12)
+
+
+# ---- the estimator's own behaviour ------------------------------------------------------
+
+
+def test_fit_predict_transform_agree(device, rng, seed):
+    X = random_blobs(rng)
+    model = KMeans(4, random_state=seed, device=device)
+    labels = model.fit_predict(X)
+    assert_array_equal(labels, model.labels_)
+    assert_array_equal(model.predict(X), model.labels_)  # labels_ come from the final centers
+    distances = model.transform(X)
+    assert distances.shape == (X.shape[0], 4)
+    assert_array_equal(distances.argmin(axis=1), model.labels_)
+    direct = np.sqrt(((X[:, None, :] - model.cluster_centers_[None, :, :]) ** 2).sum(axis=2))
+    assert_allclose(distances, direct, rtol=1e-9, atol=1e-9)  # float64 distances, other formula
+    assert_allclose(model.fit_transform(X), distances, rtol=1e-12, atol=1e-12)  # same seed, same model
+    # score is -inertia on the training data.
+    assert_allclose(model.score(X), -model.inertia_, rtol=1e-9)  # squared sqrt, float64
+    inertia = ((X - model.cluster_centers_[model.labels_]) ** 2).sum()
+    assert_allclose(model.inertia_, inertia, rtol=1e-9)
+
+
+def test_same_seed_same_model(device, rng, seed):
+    X = random_blobs(rng)
+    a = KMeans(4, n_init=3, random_state=seed, device=device).fit(X)
+    b = KMeans(4, n_init=3, random_state=seed, device=device).fit(X)
+    assert_array_equal(a.labels_, b.labels_)
+    assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-12)  # GPU sums may reorder
+
+
+def test_random_state_none_draws_from_numpy_global_rng(rng):
+    X = random_blobs(rng)
+    global_seed = int(rng.integers(2**31))
+    np.random.seed(global_seed)
+    a = KMeans(4, init="random", n_init=1, device="cpu").fit(X)
+    np.random.seed(global_seed)
+    b = KMeans(4, init="random", n_init=1, device="cpu").fit(X)
+    assert_array_equal(a.cluster_centers_, b.cluster_centers_)  # the same global draw, the same seed
+    # A RandomState is drawn from the same way: equal states give equal models.
+    c = KMeans(4, init="random", n_init=1, random_state=np.random.RandomState(global_seed), device="cpu").fit(X)
+    d = KMeans(4, init="random", n_init=1, random_state=np.random.RandomState(global_seed), device="cpu").fit(X)
+    assert_array_equal(c.cluster_centers_, d.cluster_centers_)
+    assert a.random_state is None  # fit does not change parameters
+
+
+def test_explicit_n_init_with_init_array_warns(rng):
+    X = random_blobs(rng)
+    init = random_init(X, 4, rng)
+    with pytest.warns(RuntimeWarning, match="Explicit initial center position passed"):
+        KMeans(4, init=init, n_init=5, device="cpu").fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        KMeans(4, init=init, device="cpu").fit(X)  # n_init="auto": one run, no warning
+        KMeans(4, init=init.tolist(), n_init=1, device="cpu").fit(X)  # a nested list is an array too
+
+
+def test_non_contiguous_inputs(device, rng):
+    X = random_blobs(rng, n_features=8)
+    init = random_init(X, 4, rng)
+    reference = KMeans(4, init=init[:, ::2], n_init=1, device=device).fit(np.ascontiguousarray(X[:, ::2]))
+    strided = KMeans(4, init=init[:, ::2], n_init=1, device=device).fit(X[:, ::2])
+    fortran = KMeans(4, init=init[:, ::2], n_init=1, device=device).fit(np.asfortranarray(X[:, ::2]))
+    for model in (strided, fortran):
+        assert_array_equal(model.labels_, reference.labels_)
+        assert_allclose(model.cluster_centers_, reference.cluster_centers_, rtol=1e-12)  # same values
+    assert_array_equal(reference.predict(X[::3, ::2]), reference.predict(np.ascontiguousarray(X[::3, ::2])))
+
+
+def test_integer_and_list_inputs_become_float64(device, rng):
+    X = rng.integers(-20, 20, size=(200, 3))
+    model = KMeans(3, random_state=1, device=device).fit(X)
+    assert model.cluster_centers_.dtype == np.float64
+    assert_array_equal(model.predict(X.tolist()), model.labels_)
+
+
+def test_feature_names_out(rng):
+    X = random_blobs(rng)
+    model = KMeans(4, random_state=0, device="cpu").fit(X)
+    assert list(model.get_feature_names_out()) == [f"kmeans{i}" for i in range(4)]
+
+
+def test_feature_names_in_from_dataframe(rng):
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    X = random_blobs(rng, n_features=3)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    model = KMeans(4, random_state=0, device="cpu").fit(frame)
+    assert list(model.feature_names_in_) == ["a", "b", "c"]
+    refit = model.fit(X)
+    assert not hasattr(refit, "feature_names_in_")  # a NumPy refit forgets the names
+
+
+def test_threads_predict_concurrently(device, rng, seed):
+    # Each thread gets its own gpuml context; a fitted model is shared read-only.
+    X = random_blobs(rng, n_samples=2000)
+    model = KMeans(4, random_state=seed, device=device).fit(X)
+    expected = model.predict(X)
+    results, errors = [None] * 4, []
+
+    def work(i):
+        try:
+            for _ in range(5):
+                results[i] = model.predict(X)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for result in results:
+        assert_array_equal(result, expected)
+
+
+# ---- pickling ---------------------------------------------------------------------------
+
+
+def test_pickle_round_trip(device, rng, seed):
+    X = random_blobs(rng, dtype=np.float32)
+    model = KMeans(4, random_state=seed, device=device).fit(X)
+    restored = pickle.loads(pickle.dumps(model))
+    assert_array_equal(restored.predict(X), model.predict(X))
+    assert_array_equal(restored.transform(X), model.transform(X))  # the same centers, bit for bit
+    assert_array_equal(restored.cluster_centers_, model.cluster_centers_)
+    assert restored.cluster_centers_.dtype == np.float32
+    assert_array_equal(restored.labels_, model.labels_)
+    assert restored.inertia_ == model.inertia_ and restored.n_iter_ == model.n_iter_
+    assert restored.get_params() == model.get_params()
+    assert "_gpuml_model" not in vars(restored)
+    # deepcopy goes through the same state; clone gives an unfitted copy.
+    assert_array_equal(copy.deepcopy(model).predict(X), model.predict(X))
+    with pytest.raises(NotFittedError):
+        clone(model).predict(X)
+
+
+def test_pickle_unfitted():
+    restored = pickle.loads(pickle.dumps(KMeans(5, device="cpu")))
+    assert restored.get_params()["n_clusters"] == 5
+    with pytest.raises(NotFittedError):
+        restored.predict(np.ones((2, 2)))
+
+
+# ---- errors -----------------------------------------------------------------------------
+
+
+def test_not_fitted_errors():
+    X = np.ones((4, 2))
+    for method in ("predict", "transform", "score"):
+        with pytest.raises(NotFittedError):
+            getattr(KMeans(2, device="cpu"), method)(X)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input(device, rng, bad):
+    X = random_blobs(rng)
+    X_bad = X.copy()
+    X_bad[rng.integers(X.shape[0]), rng.integers(X.shape[1])] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        KMeans(3, device=device).fit(X_bad)
+    model = KMeans(3, random_state=0, device=device).fit(X)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        model.predict(X_bad)
+    weights = np.ones(X.shape[0])
+    weights[0] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        KMeans(3, device=device).fit(X, sample_weight=weights)
+
+
+def test_bad_inputs(device, rng):
+    X = random_blobs(rng, n_features=3)
+    with pytest.raises(ValueError, match="0 sample"):
+        KMeans(2, device=device).fit(np.empty((0, 3)))
+    with pytest.raises(ValueError, match="0 feature"):
+        KMeans(2, device=device).fit(np.empty((5, 0)))
+    with pytest.raises(ValueError, match="2D array"):
+        KMeans(2, device=device).fit(X[:, 0])
+    with pytest.raises(ValueError, match=r"n_samples=5 should be >= n_clusters=6"):
+        KMeans(6, device=device).fit(X[:5])
+    with pytest.raises(ValueError, match="[Cc]omplex"):
+        KMeans(2, device=device).fit(X + 1j)
+    with pytest.raises(ValueError, match="shape of the initial centers"):
+        KMeans(3, init=X[:2], device=device).fit(X)  # too few rows
+    with pytest.raises(ValueError, match="shape of the initial centers"):
+        KMeans(3, init=X[:3, :2], device=device).fit(X)  # too few columns
+    with pytest.raises(ValueError, match="sample_weight"):
+        KMeans(2, device=device).fit(X, sample_weight=np.ones(X.shape[0] + 1))
+    model = KMeans(3, random_state=0, device=device).fit(X)
+    with pytest.raises(ValueError, match="X has 2 features, but KMeans is expecting 3 features"):
+        model.predict(X[:, :2])
+    with pytest.raises(ValueError, match="X has 4 features"):
+        model.transform(np.hstack([X, X[:, :1]]))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_clusters": 0}, "n_clusters"),
+        ({"n_clusters": 2.5}, "n_clusters"),
+        ({"n_init": 0}, "n_init"),
+        ({"n_init": "many"}, "n_init"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"tol": -1.0}, "tol"),
+        ({"init": "kmeans"}, "init"),
+        ({"init": lambda X, k, random_state: X[:k]}, "callable"),
+        ({"random_state": -1}, "[Ss]eed"),
+    ],
+)
+def test_bad_parameters(params, match, rng):
+    X = random_blobs(rng)
+    model = KMeans(**params)  # constructing never validates, as in scikit-learn
+    with pytest.raises(ValueError, match=match):
+        model.set_params(device="cpu").fit(X)
+
+
+@pytest.mark.parametrize("device_string", ["gpu", "CUDA", "cuda:", "cuda:-1", "cuda:x", "", "cpu0", 0])
+def test_unknown_device_string(device_string, rng):
+    with pytest.raises(ValueError, match="device"):
+        KMeans(2, device=device_string).fit(random_blobs(rng))
+
+
+def test_cuda_request_without_cuda_device(rng):
+    if CUDA_DEVICE_COUNT > 0:
+        pytest.skip("a CUDA device is present")
+    with pytest.raises((NotImplementedError, RuntimeError), match="CUDA|cuda"):
+        KMeans(2, device="cuda").fit(random_blobs(rng))
+
+
+def test_c_abi_errors_map_to_python_exceptions(rng):
+    """_lib.check turns each status into its exception with gpuml_last_error()'s text."""
+    with pytest.raises(ValueError, match="n_clusterz"):
+        EstimatorHandle.create("kmeans", {"n_clusterz": 3})
+    with pytest.raises(ValueError, match="no_such_estimator"):
+        EstimatorHandle.create("no_such_estimator", {})
+    handle = EstimatorHandle.create("kmeans", {"n_clusters": 2})
+    context = get_context("cpu")
+    with pytest.raises(NotFittedError, match="cluster_centers_"):
+        handle.attribute(context, "cluster_centers_")
+    with pytest.raises(OSError, match="model bytes"):
+        EstimatorHandle.deserialize(b"certainly not a gpuml model")
+    X = random_blobs(rng)
+    fitted = KMeans(2, random_state=0, device="cpu").fit(X)._gpuml_handle
+    with pytest.raises(NotImplementedError, match="predict_proba"):
+        from gpuml import _array
+
+        X_desc, _keep = _array.descriptor(X)
+        out_desc, _keep_out = _array.descriptor(np.empty((X.shape[0], 2)))
+        fitted.apply("predict_proba", context, X_desc, out_desc)
+    assert fitted.get_params()["n_clusters"] == 2
+
+
+# ---- other array libraries ------------------------------------------------------------------
+
+
+def _numpy_reference(X, seed, device):
+    model = KMeans(4, random_state=seed, device=device).fit(X)
+    return model, model.predict(X), model.transform(X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_torch_cpu_tensors(device, rng, seed, dtype):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    X = random_blobs(rng, dtype=dtype)
+    reference, labels, distances = _numpy_reference(X, seed, device)
+    X_t = torch.from_numpy(X)
+    model = KMeans(4, random_state=seed, device=device).fit(X_t)
+    assert_array_equal(model.labels_, reference.labels_)  # fitted attributes are NumPy
+    for result, expected in ((model.predict(X_t), labels), (model.transform(X_t), distances),
+                             (model.fit_predict(X_t), labels), (model.fit_transform(X_t), distances)):
+        assert isinstance(result, torch.Tensor) and result.device.type == "cpu"
+        assert result.numpy().dtype == expected.dtype
+        assert_allclose(result.numpy(), expected, rtol=1e-12)  # same seed, same device, same model
+    assert_allclose(model.score(X_t), reference.score(X), rtol=1e-12)
+
+
+def _torch_cuda():
+    try:
+        import torch
+    except ImportError:
+        cuda_or_skip("PyTorch is not installed")
+    if CUDA_DEVICE_COUNT == 0 or not torch.cuda.is_available():
+        cuda_or_skip("no CUDA device")
+    return torch
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        cuda_or_skip("CuPy is not installed")
+    if CUDA_DEVICE_COUNT == 0:
+        cuda_or_skip("no CUDA device")
+    return cupy
+
+
+# CUDA inputs: computing on the GPU ("auto" picks the input's device) or on the CPU (staged).
+CUDA_INPUT_DEVICES = ["auto", "cuda", "cpu"]
+
+
+@pytest.mark.parametrize("device", CUDA_INPUT_DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_torch_cuda_tensors(device, rng, seed, dtype):
+    torch = _torch_cuda()
+    X = random_blobs(rng, dtype=dtype)
+    compute = "cpu" if device == "cpu" else "cuda"
+    reference, labels, distances = _numpy_reference(X, seed, compute)
+    X_t = torch.from_numpy(X).cuda()
+    model = KMeans(4, random_state=seed, device=device).fit(X_t)
+    assert isinstance(model.cluster_centers_, np.ndarray)
+    assert_array_equal(model.labels_, reference.labels_)  # same seed, same backend
+    rtol = 1e-5 if dtype == np.float32 else 1e-12  # GPU reductions may reorder float sums between runs
+    assert_allclose(model.cluster_centers_, reference.cluster_centers_, rtol=rtol, atol=rtol)
+    for result, expected in ((model.predict(X_t), labels), (model.transform(X_t), distances),
+                             (model.fit_predict(X_t), labels), (model.fit_transform(X_t), distances)):
+        assert isinstance(result, torch.Tensor) and result.is_cuda and result.device == X_t.device
+        host = result.cpu().numpy()
+        assert host.dtype == expected.dtype
+        assert_allclose(host, expected, rtol=rtol, atol=rtol)
+    # Weights on the device too.
+    weights = torch.from_numpy(rng.uniform(0.5, 2.0, X.shape[0]).astype(dtype)).cuda()
+    weighted = KMeans(4, init=reference.cluster_centers_, n_init=1, device=device).fit(X_t, sample_weight=weights)
+    host_weighted = KMeans(4, init=reference.cluster_centers_, n_init=1, device=compute).fit(
+        X, sample_weight=weights.cpu().numpy())
+    assert_array_equal(weighted.labels_, host_weighted.labels_)
+
+
+@pytest.mark.parametrize("device", CUDA_INPUT_DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cupy_arrays(device, rng, seed, dtype):
+    cupy = _cupy()
+    X = random_blobs(rng, dtype=dtype)
+    compute = "cpu" if device == "cpu" else "cuda"
+    reference, labels, distances = _numpy_reference(X, seed, compute)
+    X_c = cupy.asarray(X)
+    model = KMeans(4, random_state=seed, device=device).fit(X_c)
+    assert_array_equal(model.labels_, reference.labels_)  # same seed, same backend
+    rtol = 1e-5 if dtype == np.float32 else 1e-12  # GPU reductions may reorder float sums between runs
+    for result, expected in ((model.predict(X_c), labels), (model.transform(X_c), distances),
+                             (model.fit_predict(X_c), labels), (model.fit_transform(X_c), distances)):
+        assert isinstance(result, cupy.ndarray)
+        assert result.dtype == expected.dtype
+        assert_allclose(result.get(), expected, rtol=rtol, atol=rtol)
+    assert_allclose(model.score(X_c), reference.score(X), rtol=rtol)
+    # A non-contiguous device array is copied to a contiguous one first.
+    assert_array_equal(model.predict(cupy.asfortranarray(X_c)).get(), labels)
+
+
+def test_cuda_inputs_bad_values():
+    cupy = _cupy()
+    X = cupy.ones((10, 2))
+    X[3, 1] = cupy.nan
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        KMeans(2, device="cuda").fit(X)  # checked by the C++ side, on the device
+    with pytest.raises(ValueError, match="[Cc]omplex"):
+        KMeans(2, device="cuda").fit(cupy.ones((10, 2), dtype=cupy.complex64))
+    with pytest.raises(ValueError, match="2D array"):
+        KMeans(2, device="cuda").fit(cupy.ones(10))
+    model = KMeans(2, random_state=0, device="cuda").fit(cupy.random.rand(20, 3))
+    with pytest.raises(ValueError, match="X has 2 features"):
+        model.predict(cupy.ones((4, 2)))
+
+
+# ---- GPU against the CPU backend ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cuda_matches_cpu_backend(rng, dtype):
+    if "cuda" not in DEVICES:
+        cuda_or_skip("no CUDA device")
+    X = random_blobs(rng, n_samples=5000, n_features=12, n_clusters=6, dtype=dtype)
+    init = random_init(X, 6, rng)
+    weights = rng.uniform(0.5, 2.0, X.shape[0]).astype(dtype)
+    cpu = KMeans(6, init=init, n_init=1, device="cpu").fit(X, sample_weight=weights)
+    gpu = KMeans(6, init=init, n_init=1, device="cuda").fit(X, sample_weight=weights)
+    if dtype == np.float64:
+        assert_array_equal(gpu.labels_, cpu.labels_)  # float64: no near-ties on continuous random data
+        assert_allclose(gpu.cluster_centers_, cpu.cluster_centers_, rtol=1e-9, atol=1e-9)  # sum order only
+        assert relative(gpu.inertia_, cpu.inertia_) <= 1e-9
+    else:
+        assert np.mean(gpu.labels_ == cpu.labels_) >= 0.999  # float32 near-ties may flip
+        assert_allclose(gpu.cluster_centers_, cpu.cluster_centers_, rtol=1e-3, atol=1e-3)  # float32 sums
+        assert relative(gpu.inertia_, cpu.inertia_) <= 1e-4
+    assert_allclose(gpu.transform(X), cpu.transform(X), rtol=1e-3 if dtype == np.float32 else 1e-9, atol=1e-6)
