@@ -231,13 +231,15 @@ using Tile = float[kDepth][kTileRows + kPad];  // transposed: feature-major
 __device__ __forceinline__ void issue_tile(Tile& S, const float* __restrict__ M, int64_t rows, int64_t cols, int64_t row0,
                                            int64_t col0) {
   const int c = threadIdx.x % kDepth, r = threadIdx.x / kDepth;
-  const int64_t col = col0 + c;
+  const bool col_ok = col0 + c < cols;
+  const int64_t rows_left = rows - row0 - r;  // copy row r + 16 i while 16 i < rows_left
+  const float* src = M + (row0 + r) * cols + col0 + c;
+  const int64_t stride = 16 * cols;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
-    const int64_t row = row0 + r + 16 * i;
     float* dst = &S[c][r + 16 * i];
-    if (row < rows && col < cols)
-      __pipeline_memcpy_async(dst, M + row * cols + col, sizeof(float));
+    if (col_ok && 16 * i < rows_left)
+      __pipeline_memcpy_async(dst, src + i * stride, sizeof(float));
     else
       *dst = 0.0f;
   }

@@ -53,34 +53,47 @@ inline T squared_distance(const T* a, const T* b, int64_t d) {
 template <typename T>
 class CenterTiles {
  public:
-  static constexpr int64_t kWidth = 16;
+  static constexpr int64_t kMaxWidth = 16;
 
-  CenterTiles(const T* centers, int64_t k, int64_t d) : k_(k), d_(d), n_tiles_((k + kWidth - 1) / kWidth) {
-    data_.assign(static_cast<std::size_t>(n_tiles_ * d * kWidth), T(0));
+  // Tiles are kMaxWidth centers wide, or narrower (a multiple of 4) when there are few centers.
+  CenterTiles(const T* centers, int64_t k, int64_t d)
+      : k_(k), d_(d), width_(std::min(kMaxWidth, (k + 3) / 4 * 4)), n_tiles_((k + width_ - 1) / width_) {
+    data_.assign(static_cast<std::size_t>(n_tiles_ * d * width_), T(0));
     for (int64_t c = 0; c < k; ++c)
-      for (int64_t j = 0; j < d; ++j) data_[((c / kWidth) * d + j) * kWidth + c % kWidth] = centers[c * d + j];
+      for (int64_t j = 0; j < d; ++j) data_[((c / width_) * d + j) * width_ + c % width_] = centers[c * d + j];
   }
   int64_t tiles() const { return n_tiles_; }
-  int64_t first(int64_t t) const { return t * kWidth; }
-  int64_t width(int64_t t) const { return std::min(kWidth, k_ - t * kWidth); }
+  int64_t first(int64_t t) const { return t * width_; }
+  int64_t width(int64_t t) const { return std::min(width_, k_ - t * width_); }
 
-  // acc[c] = |x - center(first(t) + c)|^2 for c < kWidth (entries past width(t) are padding).
+  // acc[c] = |x - center(first(t) + c)|^2 for c < width(t); acc holds kMaxWidth entries.
   void distances(const T* x, int64_t t, T* acc) const {
-    const T* tile = data_.data() + t * d_ * kWidth;
-    for (int64_t c = 0; c < kWidth; ++c) acc[c] = T(0);
+    const T* tile = data_.data() + t * d_ * width_;
+    // A compile-time lane count lets the compiler keep acc in registers.
+    switch (width_) {
+      case 4: return tile_distances<4>(x, tile, acc);
+      case 8: return tile_distances<8>(x, tile, acc);
+      case 12: return tile_distances<12>(x, tile, acc);
+      default: return tile_distances<kMaxWidth>(x, tile, acc);
+    }
+  }
+
+ private:
+  template <int64_t W>
+  void tile_distances(const T* x, const T* tile, T* acc) const {
+    for (int64_t c = 0; c < W; ++c) acc[c] = T(0);
     for (int64_t j = 0; j < d_; ++j) {
       const T xj = x[j];
-      const T* column = tile + j * kWidth;
+      const T* column = tile + j * W;
 #pragma omp simd
-      for (int64_t c = 0; c < kWidth; ++c) {
+      for (int64_t c = 0; c < W; ++c) {
         const T diff = xj - column[c];
         acc[c] += diff * diff;
       }
     }
   }
 
- private:
-  int64_t k_, d_, n_tiles_;
+  int64_t k_, d_, width_, n_tiles_;
   std::vector<T> data_;
 };
 
@@ -128,7 +141,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
       const int64_t row0 = rt * kRowTile, rows = std::min(kRowTile, n - row0);
       T best[kRowTile];
       int32_t best_label[kRowTile];
-      T acc[CenterTiles<T>::kWidth];
+      T acc[CenterTiles<T>::kMaxWidth];
       for (int64_t t = 0; t < tiles.tiles(); ++t) {
         for (int64_t r = 0; r < rows; ++r) {
           tiles.distances(X + (row0 + r) * d, t, acc);
@@ -254,7 +267,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int b = 0; b < blocks.count(); ++b) {
       double* acc_pot = partial.data() + static_cast<int64_t>(b) * m;
-      T acc[CenterTiles<T>::kWidth];
+      T acc[CenterTiles<T>::kMaxWidth];
       for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
         const double w = static_cast<double>(weights[i]);
         for (int64_t t = 0; t < tiles.tiles(); ++t) {
@@ -270,10 +283,29 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
   }
 
   void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) override {
+    // Groups of rows at once: independent sums hide the latency of each row's ordered sum.
+    constexpr int64_t kGroup = 8;
+    const int64_t n_groups = (n + kGroup - 1) / kGroup;
 #pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const T dist = squared_distance(X + i * d, center_host, d);
-      closest[i] = reset ? dist : std::min(closest[i], dist);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      const int64_t row0 = g * kGroup;
+      if (row0 + kGroup > n) {
+        for (int64_t i = row0; i < n; ++i) {
+          const T dist = squared_distance(X + i * d, center_host, d);
+          closest[i] = reset ? dist : std::min(closest[i], dist);
+        }
+        continue;
+      }
+      T acc[kGroup] = {};
+      const T* rows = X + row0 * d;
+      for (int64_t j = 0; j < d; ++j) {
+        const T cj = center_host[j];
+        for (int64_t r = 0; r < kGroup; ++r) {
+          const T diff = rows[r * d + j] - cj;
+          acc[r] += diff * diff;
+        }
+      }
+      for (int64_t r = 0; r < kGroup; ++r) closest[row0 + r] = reset ? acc[r] : std::min(closest[row0 + r], acc[r]);
     }
   }
 
@@ -283,7 +315,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t rt = 0; rt < n_row_tiles; ++rt) {
       const int64_t row0 = rt * kRowTile, rows = std::min(kRowTile, n - row0);
-      T acc[CenterTiles<T>::kWidth];
+      T acc[CenterTiles<T>::kMaxWidth];
       for (int64_t t = 0; t < tiles.tiles(); ++t)
         for (int64_t r = 0; r < rows; ++r) {
           tiles.distances(X + (row0 + r) * d, t, acc);
