@@ -94,8 +94,9 @@ def time_sklearn(X, init, iters):
 
 def torch_lloyd(torch, X, init, iters):
     """Lloyd's algorithm in plain PyTorch: expanded distances by row chunks (|x|^2 - 2 x.c +
-    |c|^2, argmin), index_add_ for the sums, bincount for the counts; an empty cluster keeps
-    its center. Returns (iterations run, inertia of the final centers)."""
+    |c|^2, argmin), index_add_ for the sums, bincount for the counts, and scikit-learn's
+    relocation of empty clusters (the farthest rows become their centers). Returns
+    (iterations run, inertia of the final centers)."""
     n, d = X.shape
     k = init.shape[0]
     C = init.clone()
@@ -116,9 +117,16 @@ def torch_lloyd(torch, X, init, iters):
     for _ in range(iters):
         assign()
         sums = torch.zeros((k, d), dtype=X.dtype, device=X.device).index_add_(0, labels, X)
-        counts = torch.bincount(labels, minlength=k)
+        counts = torch.bincount(labels, minlength=k).to(X.dtype)
+        empty = (counts == 0).nonzero().flatten()
+        if empty.numel() > 0:
+            far = torch.topk(best, empty.numel()).indices
+            sums.index_add_(0, labels[far], -X[far])
+            counts.index_add_(0, labels[far], -torch.ones_like(far, dtype=X.dtype))
+            sums[empty] = X[far]
+            counts[empty] = 1
         nonempty = counts > 0
-        C[nonempty] = (sums[nonempty] / counts[nonempty].unsqueeze(1)).to(X.dtype)
+        C[nonempty] = sums[nonempty] / counts[nonempty].unsqueeze(1)
     assign()
     return iters, float(best.clamp_min(0).double().sum())
 

@@ -224,6 +224,9 @@ constexpr int kPerThread = kTileRows * kDepth / kThreads;  // 8 elements per thr
 static_assert(kTileRows == kTileCenters && kPerThread == 8, "the loader and the 8 x 8 register tile assume these");
 
 using Tile = float[kDepth][kTileRows + kPad];  // transposed: feature-major
+// Dynamic shared memory: A and B tiles (double buffered), then each thread's running best value
+// and index for its 8 rows (kept out of registers during the multiply: 2 blocks fit per SM).
+constexpr std::size_t kSharedBytes = 4 * sizeof(Tile) + 8 * kThreads * (sizeof(float) + sizeof(int));
 
 // Starts asynchronous copies (cp.async, no registers held) of the kTileRows x kDepth tile at
 // (row0, col0) of a row-major rows x cols matrix into S, transposed; zeros outside the matrix.
@@ -260,8 +263,11 @@ __global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
     const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2, bool count_changes,
     unsigned long long* __restrict__ changes) {
   using namespace fused;
-  __shared__ __align__(16) Tile As[2];
-  __shared__ __align__(16) Tile Bs[2];
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  Tile* As = reinterpret_cast<Tile*>(shared_bytes);  // [2]
+  Tile* Bs = As + 2;                                 // [2]
+  float* best_value = reinterpret_cast<float*>(Bs + 2);     // [8][kThreads]
+  int* best_index = reinterpret_cast<int*>(best_value + 8 * kThreads);  // [8][kThreads]
   __shared__ unsigned int block_changes;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;  // tx: the 16 lanes of a half-warp
   if (threadIdx.x == 0) block_changes = 0;
@@ -269,12 +275,10 @@ __global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
   unsigned int my_changes = 0;
 
   for (int64_t row0 = int64_t(blockIdx.x) * kTileRows; row0 < n; row0 += int64_t(gridDim.x) * kTileRows) {
-    float best[8];
-    int best_j[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      best[i] = INFINITY;
-      best_j[i] = INT_MAX;
+    for (int i = 0; i < 8; ++i) {  // only this thread touches its slots: no barrier needed
+      best_value[i * kThreads + threadIdx.x] = INFINITY;
+      best_index[i * kThreads + threadIdx.x] = INT_MAX;
     }
     for (int64_t c0 = 0; c0 < k; c0 += kTileCenters) {
       float acc[8][8];
@@ -314,6 +318,13 @@ __global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
         buf ^= 1;
       }
       // Columns in increasing j (within the thread, then tile after tile): strict < keeps the lowest.
+      float best[8];
+      int best_j[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        best[i] = best_value[i * kThreads + threadIdx.x];
+        best_j[i] = best_index[i * kThreads + threadIdx.x];
+      }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int64_t cj = c0 + tile_index(tx, j);
@@ -329,6 +340,18 @@ __global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
           }
         }
       }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        best_value[i * kThreads + threadIdx.x] = best[i];
+        best_index[i * kThreads + threadIdx.x] = best_j[i];
+      }
+    }
+    float best[8];
+    int best_j[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      best[i] = best_value[i * kThreads + threadIdx.x];
+      best_j[i] = best_index[i * kThreads + threadIdx.x];
     }
     // The 16 threads of a half-warp share rows: combine them (lowest j on ties).
 #pragma unroll
@@ -675,7 +698,10 @@ void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n,
   launch_row_sqnorms(res, centers, k, d, k, center_sqnorms.as<float>());
   launch_row_sqnorms(res, X, n, d, n, row_sqnorms.as<float>());
   const unsigned blocks = static_cast<unsigned>(std::min(ceil_div(n, fused::kTileRows), kMaxBlocks));
-  fused_argmin_kernel<<<blocks, fused::kThreads, 0, res.stream>>>(X, n, d, centers, k, center_sqnorms.as<float>(),
+  // Over 48 KiB of dynamic shared memory needs an opt-in (per device; cheap to repeat).
+  GPUML_CUDA_CHECK(cudaFuncSetAttribute(fused_argmin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(fused::kSharedBytes)));
+  fused_argmin_kernel<<<blocks, fused::kThreads, fused::kSharedBytes, res.stream>>>(X, n, d, centers, k, center_sqnorms.as<float>(),
                                                                    row_sqnorms.as<float>(), labels, dist2, count_changes, changes);
   GPUML_CUDA_CHECK_LAUNCH();
 }

@@ -111,7 +111,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     std::vector<double> mean(static_cast<std::size_t>(d), 0.0), spread(static_cast<std::size_t>(d), 0.0);
     // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
     for (int pass = 0; pass < 2; ++pass) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
       for (int b = 0; b < blocks.count(); ++b) {
         double* acc = partial.data() + static_cast<int64_t>(b) * d;
         std::fill(acc, acc + d, 0.0);
@@ -136,7 +136,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     const CenterTiles<T> tiles(centers_host, k, d);
     const int64_t n_row_tiles = (n + kRowTile - 1) / kRowTile;
     int64_t changes = 0;
-#pragma omp parallel for num_threads(threads_) schedule(static) reduction(+ : changes)
+#pragma omp parallel for num_threads(threads_for(n * d * k)) schedule(static) reduction(+ : changes)
     for (int64_t rt = 0; rt < n_row_tiles; ++rt) {
       const int64_t row0 = rt * kRowTile, rows = std::min(kRowTile, n - row0);
       T best[kRowTile];
@@ -173,7 +173,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     const int64_t stride = k * d + k;  // one block's sums, then its weights
     const RowBlocks blocks(n, threads_, 4096, max_blocks_for(stride));
     std::vector<double> partial(static_cast<std::size_t>(blocks.count() * stride));
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
     for (int b = 0; b < blocks.count(); ++b) {
       double* sums = partial.data() + b * stride;
       double* wsums = sums + k * d;
@@ -199,7 +199,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
   double weighted_sum(const T* weights, const T* values, int64_t n) override {
     const RowBlocks blocks(n, threads_, 16384);
     std::vector<double> partial(static_cast<std::size_t>(blocks.count()), 0.0);
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(threads_for(n)) schedule(static)
     for (int b = 0; b < blocks.count(); ++b) {
       double acc = 0.0;
       for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i)
@@ -264,7 +264,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     const CenterTiles<T> tiles(candidates_host, m, d);
     const RowBlocks blocks(n, threads_, 1024);
     std::vector<double> partial(static_cast<std::size_t>(blocks.count() * m), 0.0);
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(threads_for(n * d * m)) schedule(static)
     for (int b = 0; b < blocks.count(); ++b) {
       double* acc_pot = partial.data() + static_cast<int64_t>(b) * m;
       T acc[CenterTiles<T>::kMaxWidth];
@@ -286,7 +286,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     // Groups of rows at once: independent sums hide the latency of each row's ordered sum.
     constexpr int64_t kGroup = 8;
     const int64_t n_groups = (n + kGroup - 1) / kGroup;
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
     for (int64_t g = 0; g < n_groups; ++g) {
       const int64_t row0 = g * kGroup;
       if (row0 + kGroup > n) {
@@ -312,7 +312,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
   void distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, T* out) override {
     const CenterTiles<T> tiles(centers_host, k, d);
     const int64_t n_row_tiles = (n + kRowTile - 1) / kRowTile;
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(threads_for(n * d * k)) schedule(static)
     for (int64_t rt = 0; rt < n_row_tiles; ++rt) {
       const int64_t row0 = rt * kRowTile, rows = std::min(kRowTile, n - row0);
       T acc[CenterTiles<T>::kMaxWidth];
@@ -324,6 +324,10 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
         }
     }
   }
+
+  // Small problems run on one thread: waking a team (and its spinning) costs more than the work,
+  // and on a busy machine spinning threads starve everything else.
+  int threads_for(int64_t work) const { return work < (int64_t{1} << 17) ? 1 : threads_; }
 
  private:
   // Caps the number of blocks so that per-block scratch of `per_block` doubles stays under 256 MiB.
