@@ -1,22 +1,21 @@
 // The CUDA backend of KMeans: the primitives of src/cluster/kmeans_backend.hpp on the device.
+// Design notes and measurements: benchmarks/NOTES.md.
 //
 // Lloyd's iteration is assign + accumulate:
-//  - assign never materializes the n x k distance matrix. Rows go in tiles sized to stay in L2:
-//    cuBLAS computes G = X_tile * C^T (exact FP32/FP64, the handle is in pedantic math mode), then
-//    one kernel (a warp per row) takes argmin_j |c_j|^2 - 2 G_ij, the row norm, and counts
-//    changed labels.
+//  - assign never materializes the n x k distance matrix. float32: one fused kernel computes
+//    x.c like an SGEMM (exact FP32 FMA, register tiles) and keeps a running argmin of
+//    |c_j|^2 - 2 x.c_j per row. float64: cuBLAS DGEMM (pedantic math: exact) on row tiles sized
+//    to stay in L2, then an argmin kernel (a warp per row). Both count changed labels.
 //  - accumulate is deterministic: rows are sorted by label (stable radix sort), every cluster's
 //    rows are cut into fixed chunks summed in double in a fixed order, and the chunks of each
 //    cluster are then added in order. No float atomics anywhere.
 // Reductions (weighted_sum, variances, potentials) use a grid whose size depends on n only and
-// fixed-order trees, so the same input gives bit-identical results on every run.
+// fixed-order trees, so the same input gives bit-identical results on every run and device.
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_pipeline_primitives.h>
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
-#include <numeric>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -426,6 +425,15 @@ __global__ void segment_offsets_kernel(const int32_t* __restrict__ sorted, int64
 // Every sum runs in a fixed order (rows ascending per lane, then lanes ascending).
 constexpr int kSlabCols = 32;
 constexpr int kRowLanes = 8;
+__device__ __forceinline__ void add_term(double& acc, double& acc_w, double x, double w, double shift, bool squares) {
+  if (squares) {
+    const double dev = x - shift;
+    acc += dev * dev;
+  } else {
+    acc += w * x;
+  }
+  acc_w += w;
+}
 constexpr int kRowsInFlight = 4;  // independent row loads per lane before their first use
 template <typename T>
 __global__ void __launch_bounds__(kSlabCols * kRowLanes) chunk_column_sums_kernel(
@@ -446,15 +454,7 @@ __global__ void __launch_bounds__(kSlabCols * kRowLanes) chunk_column_sums_kerne
       const bool in_range = col < d;
       const double shift = (center && in_range) ? center[col] : 0.0;
       double acc = 0.0, acc_w = 0.0;
-      auto add = [&](double x, double w) {
-        if (center) {
-          const double dev = x - shift;
-          acc += dev * dev;
-        } else {
-          acc += w * x;
-        }
-        acc_w += w;
-      };
+      const bool squares = center != nullptr;
       int64_t p = begin + ty;
       for (; p + (kRowsInFlight - 1) * kRowLanes < end; p += kRowsInFlight * kRowLanes) {
         int64_t rows[kRowsInFlight];
@@ -467,11 +467,12 @@ __global__ void __launch_bounds__(kSlabCols * kRowLanes) chunk_column_sums_kerne
           x[u] = in_range ? static_cast<double>(X[rows[u] * d + col]) : 0.0;
         }
 #pragma unroll
-        for (int u = 0; u < kRowsInFlight; ++u) add(x[u], w[u]);
+        for (int u = 0; u < kRowsInFlight; ++u) add_term(acc, acc_w, x[u], w[u], shift, squares);
       }
       for (; p < end; p += kRowLanes) {
         const int64_t row = order ? order[p] : p;
-        add(in_range ? static_cast<double>(X[row * d + col]) : 0.0, weights ? static_cast<double>(weights[row]) : 1.0);
+        add_term(acc, acc_w, in_range ? static_cast<double>(X[row * d + col]) : 0.0,
+                 weights ? static_cast<double>(weights[row]) : 1.0, shift, squares);
       }
       lane_sums[ty][tx] = acc;
       if (tx == 0) lane_weights[ty] = acc_w;
@@ -631,19 +632,12 @@ int checked_int(int64_t v, const char* what) {
 }
 
 // Rows per G tile: G (rows x ldg) should stay in L2 between the GEMM that writes it and the
-// kernel that reads it. GPUML_KMEANS_TILE_ROWS overrides (for tuning).
+// kernel that reads it (measured on an H100: half the L2 beats 2048 rows by 1.4x).
 int64_t tile_rows_for(const cuda::Resources& res, int64_t n, int64_t ldg, std::size_t elem_bytes) {
   const int64_t row_bytes = ldg * static_cast<int64_t>(elem_bytes);
-  int64_t rows = static_cast<int64_t>(res.l2_bytes / 2) / row_bytes;
-  if (const char* env = std::getenv("GPUML_KMEANS_TILE_ROWS")) {
-    const long long v = std::atoll(env);
-    if (v > 0) rows = v;
-  } else {
-    rows = std::max<int64_t>(rows, 1024);
-  }
+  int64_t rows = std::max<int64_t>(static_cast<int64_t>(res.l2_bytes / 2) / row_bytes, 1024);
   rows = std::min<int64_t>(rows, std::max<int64_t>(1, static_cast<int64_t>(kMaxTileBytes) / row_bytes));
-  rows = std::min<int64_t>(rows, n);
-  rows = std::min<int64_t>(rows, INT_MAX);
+  rows = std::min<int64_t>(rows, std::min<int64_t>(n, INT_MAX));
   return std::max<int64_t>(rows, 1);
 }
 
