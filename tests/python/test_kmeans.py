@@ -548,5 +548,13 @@ def test_cuda_matches_cpu_backend(rng, dtype):
     else:
         assert np.mean(gpu.labels_ == cpu.labels_) >= 0.999  # float32 near-ties may flip
         assert_allclose(gpu.cluster_centers_, cpu.cluster_centers_, rtol=1e-3, atol=1e-3)  # float32 sums
-        assert relative(gpu.inertia_, cpu.inertia_) <= 1e-4
-    assert_allclose(gpu.transform(X), cpu.transform(X), rtol=1e-3 if dtype == np.float32 else 1e-9, atol=1e-6)
+        # The GPU computes |x|^2 + |c|^2 - 2 x.c, the CPU sums squared differences: float32 rounding
+        # moves the centers a little each iteration (up to 1.2e-4 relative inertia seen on an H200).
+        assert relative(gpu.inertia_, cpu.inertia_) <= 5e-4
+    # transform on both backends from the SAME centers: only the distance formula's rounding differs,
+    # which is relative to the squared norms, not to the (possibly small) distances.
+    same_centers = copy.deepcopy(gpu).set_params(device="cpu")
+    scale = float(np.max(np.sum(X.astype(np.float64) ** 2, axis=1)) + np.max(np.sum(gpu.cluster_centers_ ** 2, axis=1)))
+    eps = 1e-5 if dtype == np.float32 else 1e-12  # ~100 float32 / ~5000 float64 roundings of the norms
+    assert_allclose(gpu.transform(X).astype(np.float64) ** 2, same_centers.transform(X).astype(np.float64) ** 2,
+                    rtol=0, atol=eps * scale)
