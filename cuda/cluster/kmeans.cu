@@ -597,6 +597,13 @@ __global__ void update_closest_kernel(const T* __restrict__ X, int64_t n, int64_
   }
 }
 
+// out[t] = X[t] - means[t % d] over the n * d elements, in double, rounded to T. out may be X.
+template <typename T>
+__global__ void subtract_columns_kernel(const T* X, int64_t count, int64_t d, const double* __restrict__ means, T* out) {
+  for (int64_t t = global_thread(); t < count; t += grid_threads())
+    out[t] = static_cast<T>(static_cast<double>(X[t]) - means[t % d]);
+}
+
 template <typename T>
 __global__ void gather_rows_kernel(const T* __restrict__ X, int64_t d, const int64_t* __restrict__ idx, int64_t m, T* __restrict__ out) {
   for (int64_t t = global_thread(); t < m * d; t += grid_threads()) out[t] = X[idx[t / d] * d + t % d];
@@ -705,21 +712,36 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
  public:
   explicit CudaKMeansBackend(const Context& ctx) : ctx_(ctx) {}
 
+  void column_means(const T* X, int64_t n, int64_t d, double* means_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer means = device(d * sizeof(double));
+    launch_column_means(res, X, n, d, means.as<double>());
+    copy_to_host(res, means_host, means.data(), d * sizeof(double));
+  }
+
+  void subtract_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0 || d <= 0) return;
+    Buffer means = to_device(res, means_host, d);
+    subtract_columns_kernel<T><<<blocks_for_threads(n * d), kBlock, 0, res.stream>>>(X, n * d, d, means.as<double>(), out);
+    GPUML_CUDA_CHECK_LAUNCH();
+    // `means` is freed (stream-ordered) when this returns; callers read `out` on the same stream.
+  }
+
   double mean_column_variance(const T* X, int64_t n, int64_t d) override {
     cuda::Resources& res = cuda::activate(ctx_);
-    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
+    const int64_t chunk_rows = chunk_rows_for(n);
     const int64_t n_chunks = ceil_div(n, chunk_rows);
-    Buffer partials = device(n_chunks * d * sizeof(double));
     Buffer means = device(d * sizeof(double));
+    Buffer partials = device(n_chunks * d * sizeof(double));
     Buffer variances = device(d * sizeof(double));
     // Pass 1: column means; pass 2: mean squared deviations from them.
-    for (int pass = 0; pass < 2; ++pass) {
-      launch_chunk_sums(res, X, d, nullptr, nullptr, pass == 0 ? nullptr : means.as<double>(), nullptr, nullptr, chunk_rows, n,
-                        n_chunks, false, partials.as<double>());
-      reduce_chunk_groups_kernel<<<blocks_for_threads(d), kBlock, 0, res.stream>>>(
-          partials.as<double>(), d, nullptr, 1, n_chunks, static_cast<double>(n), (pass == 0 ? means : variances).as<double>());
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
+    launch_column_means(res, X, n, d, means.as<double>());
+    launch_chunk_sums(res, X, d, nullptr, nullptr, means.as<double>(), nullptr, nullptr, chunk_rows, n, n_chunks, false,
+                      partials.as<double>());
+    reduce_chunk_groups_kernel<<<blocks_for_threads(d), kBlock, 0, res.stream>>>(partials.as<double>(), d, nullptr, 1, n_chunks,
+                                                                                 static_cast<double>(n), variances.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
     std::vector<double> host(d);
     copy_to_host(res, host.data(), variances.data(), d * sizeof(double));
     double total = 0.0;
@@ -770,7 +792,7 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK_LAUNCH();
     std::vector<int64_t> host_offsets(k + 1);
     copy_to_host(res, host_offsets.data(), offsets.data(), (k + 1) * sizeof(int64_t));
-    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
+    const int64_t chunk_rows = chunk_rows_for(n);
     std::vector<int64_t> group_start(k + 1), begins, ends;
     for (int64_t j = 0; j < k; ++j) {
       group_start[j] = static_cast<int64_t>(begins.size());
@@ -960,6 +982,20 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     if (bytes == 0) return;
     GPUML_CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, res.stream));
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+  }
+
+  static int64_t chunk_rows_for(int64_t n) { return std::max(kMinChunkRows, ceil_div(n, kTargetChunks)); }
+
+  // Column means of X into the device array means (d doubles): fixed chunks of rows summed in
+  // a fixed order, then the chunks in order (deterministic).
+  void launch_column_means(cuda::Resources& res, const T* X, int64_t n, int64_t d, double* means) {
+    const int64_t chunk_rows = chunk_rows_for(n);
+    const int64_t n_chunks = ceil_div(n, chunk_rows);
+    Buffer partials = device(n_chunks * d * sizeof(double));
+    launch_chunk_sums(res, X, d, nullptr, nullptr, nullptr, nullptr, nullptr, chunk_rows, n, n_chunks, false, partials.as<double>());
+    reduce_chunk_groups_kernel<<<blocks_for_threads(d), kBlock, 0, res.stream>>>(partials.as<double>(), d, nullptr, 1, n_chunks,
+                                                                                 static_cast<double>(n), means);
+    GPUML_CUDA_CHECK_LAUNCH();
   }
 
   static void launch_chunk_sums(cuda::Resources& res, const T* X, int64_t d, const int64_t* order, const T* weights,

@@ -119,22 +119,46 @@ std::vector<T> host_centers_as(const HostArray& centers) {
 }
 
 // One fit: the data, the weights and a backend, and the algorithm on top of them.
+//
+// As scikit-learn's KMeans.fit, the algorithm runs on X minus its column means, and the means
+// are added back to the final centers. The GPU computes squared distances as
+// |x|^2 + |c|^2 - 2 x.c, whose rounding error is about eps * |x|^2: on data far from the origin
+// relative to its spread (float32 values ~1e3 spread ~10, say) that error is larger than the
+// distances themselves. Centering makes |x| the size of the data's spread around its mean.
+// Labels and inertia come from the centered fit (the same distances, up to rounding), as in
+// scikit-learn.
 template <typename T>
 class Fitter {
  public:
   struct Run {
-    std::vector<T> centers;
+    std::vector<T> centers;  // in X's original coordinates once fit() returns
     double inertia = 0.0;
     int64_t n_iter = 0;
   };
 
-  Fitter(Context& ctx, const KMeansParams& params, const T* X, int64_t n, int64_t d, const Weights<T>& weights)
-      : ctx_(ctx), params_(params), backend_(make_backend<T>(ctx)), X_(X), n_(n), d_(d), k_(params.n_clusters),
-        weights_(weights) {}
+  // X is the staged input; it is centered in place when staging made a private copy of it.
+  Fitter(Context& ctx, const KMeansParams& params, detail::Staged& X, int64_t n, int64_t d, const Weights<T>& weights)
+      : ctx_(ctx), params_(params), backend_(make_backend<T>(ctx)), n_(n), d_(d), k_(params.n_clusters), weights_(weights),
+        means_(static_cast<std::size_t>(d)) {
+    const T* original = X.view.as<const T>();
+    backend_->column_means(original, n_, d_, means_.data());
+    T* centered = nullptr;
+    if (X.owned.data() != nullptr && X.owned.data() == X.view.data) {
+      centered = X.owned.as<T>();  // our own copy (converted or moved): no second copy needed
+    } else {
+      // The caller's memory is read-only to us: the centered copy doubles X's memory (on the
+      // device for CUDA) for the duration of the fit.
+      centered_copy_ = Buffer(ctx, static_cast<std::size_t>(n_ * d_) * sizeof(T));
+      centered = centered_copy_.as<T>();
+    }
+    backend_->subtract_columns(original, n_, d_, means_.data(), centered);
+    X_ = centered;
+  }
 
   // Runs n_init restarts and keeps the one with the lowest inertia (the first on ties).
   // Labels of the kept run are left in `labels`.
   Run fit(Buffer& labels) {
+    // The variance does not change with centering: computed on the centered rows.
     const double tol_abs = params_.tol * backend_->mean_column_variance(X_, n_, d_);
     int n_runs = params_.n_init;
     if (params_.init == "array") n_runs = 1;  // a given init is deterministic: one run is enough
@@ -152,6 +176,11 @@ class Fitter {
         std::swap(labels, run_labels);
       }
     }
+    for (int64_t c = 0; c < k_; ++c)
+      for (int64_t j = 0; j < d_; ++j) {
+        T& v = best.centers[c * d_ + j];
+        v = static_cast<T>(static_cast<double>(v) + means_[j]);
+      }
     return best;
   }
 
@@ -202,7 +231,9 @@ class Fitter {
   std::vector<T> initial_centers(detail::Random& rng) {
     std::vector<T> centers(static_cast<std::size_t>(k_ * d_));
     if (params_.init == "array") {
-      std::copy(params_.init_array.begin(), params_.init_array.end(), centers.begin());
+      // Given in X's coordinates: moved to the centered ones. Chosen rows need nothing.
+      for (int64_t c = 0; c < k_; ++c)
+        for (int64_t j = 0; j < d_; ++j) centers[c * d_ + j] = static_cast<T>(params_.init_array[c * d_ + j] - means_[j]);
     } else if (params_.init == "random") {
       const std::vector<int64_t> rows = rng.sample_without_replacement(n_, k_);
       backend_->gather_rows(X_, n_, d_, rows.data(), k_, centers.data());
@@ -274,9 +305,11 @@ class Fitter {
   Context& ctx_;
   const KMeansParams& params_;
   std::unique_ptr<detail::KMeansBackend<T>> backend_;
-  const T* X_;
   int64_t n_, d_, k_;
   const Weights<T>& weights_;
+  std::vector<double> means_;  // X's column means
+  Buffer centered_copy_;       // X - means_, unless X was centered in place
+  const T* X_ = nullptr;       // the centered rows: everything in the fit reads these
 };
 
 HostArray scalar_f64(double v) {
@@ -311,7 +344,7 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
     using T = decltype(tag);
     const Weights<T> weights = prepare_weights<T>(ctx, sample_weight, n);
     Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
-    Fitter<T> fitter(ctx, params_, staged.view.as<const T>(), n, d, weights);
+    Fitter<T> fitter(ctx, params_, staged, n, d, weights);
     typename Fitter<T>::Run best = fitter.fit(labels);
 
     // Replace the fitted state only once everything has succeeded.

@@ -19,6 +19,14 @@ class KMeansBackend {
  public:
   virtual ~KMeansBackend() = default;
 
+  // Unweighted mean of every column of X into means_host (d values), summed in double in a
+  // fixed order (per-block partial sums, then the blocks in order): deterministic.
+  virtual void column_means(const T* X, int64_t n, int64_t d, double* means_host) = 0;
+
+  // out = X - means_host (per column), computed in double and rounded to T. out may be X
+  // (in place) or another n x d array in the backend's memory.
+  virtual void subtract_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) = 0;
+
   // Mean over features of the (unweighted, population) variance of each column of X.
   virtual double mean_column_variance(const T* X, int64_t n, int64_t d) = 0;
 

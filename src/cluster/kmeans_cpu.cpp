@@ -105,29 +105,24 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
  public:
   explicit KMeansCpuBackend(const Context& ctx) : threads_(std::max(1, ctx.n_threads())) {}
 
-  double mean_column_variance(const T* X, int64_t n, int64_t d) override {
-    const RowBlocks blocks(n, threads_, 1024, max_blocks_for(d));
-    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * d));
-    std::vector<double> mean(static_cast<std::size_t>(d), 0.0), spread(static_cast<std::size_t>(d), 0.0);
-    // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
-    for (int pass = 0; pass < 2; ++pass) {
+  void column_means(const T* X, int64_t n, int64_t d, double* means_host) override {
+    column_sums(X, n, d, nullptr, means_host);
+    for (int64_t j = 0; j < d; ++j) means_host[j] /= static_cast<double>(n);
+  }
+
+  void subtract_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) override {
 #pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
-      for (int b = 0; b < blocks.count(); ++b) {
-        double* acc = partial.data() + static_cast<int64_t>(b) * d;
-        std::fill(acc, acc + d, 0.0);
-        for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i)
-          for (int64_t j = 0; j < d; ++j) {
-            const double v = static_cast<double>(X[i * d + j]) - (pass == 0 ? 0.0 : mean[j]);
-            acc[j] += pass == 0 ? v : v * v;
-          }
-      }
-      std::vector<double>& total = pass == 0 ? mean : spread;
-      for (int b = 0; b < blocks.count(); ++b)
-        for (int64_t j = 0; j < d; ++j) total[j] += partial[b * d + j];
-      for (int64_t j = 0; j < d; ++j) total[j] /= static_cast<double>(n);
-    }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) out[i * d + j] = static_cast<T>(static_cast<double>(X[i * d + j]) - means_host[j]);
+  }
+
+  double mean_column_variance(const T* X, int64_t n, int64_t d) override {
+    // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
+    std::vector<double> mean(static_cast<std::size_t>(d)), spread(static_cast<std::size_t>(d));
+    column_means(X, n, d, mean.data());
+    column_sums(X, n, d, mean.data(), spread.data());
     double sum = 0.0;
-    for (int64_t j = 0; j < d; ++j) sum += spread[j];
+    for (int64_t j = 0; j < d; ++j) sum += spread[j] / static_cast<double>(n);
     return sum / static_cast<double>(d);
   }
 
@@ -330,6 +325,31 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
   int threads_for(int64_t work) const { return work < (int64_t{1} << 17) ? 1 : threads_; }
 
  private:
+  // Per column j: sum_i X_ij into out[j], or sum_i (X_ij - center[j])^2 when center is given.
+  // Per-block partial sums in double, then the blocks in order: deterministic.
+  void column_sums(const T* X, int64_t n, int64_t d, const double* center, double* out) const {
+    const RowBlocks blocks(n, threads_, 1024, max_blocks_for(d));
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * d));
+#pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      double* acc = partial.data() + static_cast<int64_t>(b) * d;
+      std::fill(acc, acc + d, 0.0);
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i)
+        for (int64_t j = 0; j < d; ++j) {
+          const double v = static_cast<double>(X[i * d + j]);
+          if (center) {
+            const double dev = v - center[j];
+            acc[j] += dev * dev;
+          } else {
+            acc[j] += v;
+          }
+        }
+    }
+    std::fill(out, out + d, 0.0);
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t j = 0; j < d; ++j) out[j] += partial[b * d + j];
+  }
+
   // Caps the number of blocks so that per-block scratch of `per_block` doubles stays under 256 MiB.
   static int64_t max_blocks_for(int64_t per_block) {
     constexpr int64_t kScratchDoubles = (int64_t{256} << 20) / 8;

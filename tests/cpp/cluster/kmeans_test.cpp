@@ -394,6 +394,42 @@ TEST(KMeansCpu, Float32AgreesWithFloat64) {
   expect_rel_near(f32.inertia, f64.inertia, 1e-4, "inertia");  // float32 distances: ~1e-6 relative each
 }
 
+// "Sensor" data: blobs of spread 1 and centers within +-20, shifted by ~1e4 on every feature,
+// in float32 (whose spacing at 1e4 is ~1e-3), with the float32 values widened to double for
+// the reference. Returns {float32 X, the same values in double}.
+std::pair<std::vector<float>, std::vector<double>> far_from_origin(std::mt19937_64& rng, const Blobs& b) {
+  std::vector<double> offset(b.d);
+  for (auto& o : offset) o = uniform_real(rng, 0.9e4, 1.1e4);  // per feature: a per-column bug shows
+  std::vector<float> Xf(b.X.size());
+  for (std::size_t e = 0; e < Xf.size(); ++e) Xf[e] = static_cast<float>(b.X[e] + offset[e % b.d]);
+  return {Xf, test::cast_vector<double>(Xf)};
+}
+
+TEST(KMeansCpu, Float32FarFromOriginMatchesReference) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 500, 3000), d = uniform_int(rng, 2, 10), k = uniform_int(rng, 2, 8);
+  // Centers at least 8 apart, noise 1: real but rare boundary rows.
+  const Blobs b = make_blobs(rng, n, d, k, 1.0, 20.0, 8.0);
+  const auto [Xf, Xd] = far_from_origin(rng, b);
+  const std::vector<double> init(Xd.begin(), Xd.begin() + k * d);  // one row per blob
+  const std::vector<double> ones(n, 1.0);
+  for (int max_iter : {1, 300}) {
+    SCOPED_TRACE("n=" + std::to_string(n) + " d=" + std::to_string(d) + " k=" + std::to_string(k) +
+                 " max_iter=" + std::to_string(max_iter));
+    const Reference ref = reference_lloyd(Xd, n, d, ones, init, k, max_iter, 0.0);
+    Context ctx = Context::cpu(2);
+    const Fitted got = fit(ctx, array_init(init, k, max_iter, 0.0), Xf, n, d);
+    // Centers near 1e4 in float32: the means are added back and rounded once (half a spacing,
+    // ~5e-4) on top of the centered fit's ~1e-6 error: within one float32 spacing at 1e4 (~1e-3).
+    expect_near_scaled(got.centers, ref.centers, 1e-7, "centers");
+    // Distances of centered float32 rows are good to ~d * 6e-8 relative: only exact ties can move.
+    expect_labels_match(got.labels, ref.labels, nearest_gaps(Xd, n, d, ref.centers, k), 1e-5);
+    // Each squared distance ~1e-6 relative (centered float32), summed in double.
+    expect_rel_near(got.inertia, ref.inertia, 1e-5, "inertia");
+    EXPECT_EQ(got.n_iter, ref.n_iter);
+  }
+}
+
 TEST(KMeansCpu, IntegerWeightsEqualRepeatedRows) {
   GPUML_FRESH_RNG(rng);
   const int64_t n = uniform_int(rng, 100, 800), d = uniform_int(rng, 1, 8), k = uniform_int(rng, 2, 6);
@@ -494,11 +530,18 @@ TEST(KMeansCpu, KMeansPlusPlusPicksDistinctRowsFirst) {
   p.random_state = rng();
   Context ctx = Context::cpu(1);
   Fitted got = fit(ctx, p, b.X, n, d);
-  std::set<std::vector<double>> rows, centers;
-  for (int64_t i = 0; i < n; ++i) rows.emplace(b.X.begin() + i * d, b.X.begin() + (i + 1) * d);
-  for (int64_t c = 0; c < n; ++c) centers.emplace(got.centers.begin() + c * d, got.centers.begin() + (c + 1) * d);
-  EXPECT_EQ(centers, rows);
-  EXPECT_EQ(got.inertia, 0.0);
+  // The fit runs on centered rows and returns (row - mean) + mean, as scikit-learn does: each
+  // center equals its row up to that round trip's rounding (a few ulps of the data's scale).
+  const double tol = 1e-13 * std::max(1.0, max_abs(b.X));
+  std::set<int64_t> matched_rows;
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t i = 0; i < n; ++i) {
+      double farthest = 0;
+      for (int64_t j = 0; j < d; ++j) farthest = std::max(farthest, std::fabs(got.centers[c * d + j] - b.X[i * d + j]));
+      if (farthest <= tol) matched_rows.insert(i);
+    }
+  EXPECT_EQ(static_cast<int64_t>(matched_rows.size()), n);  // every row is some center
+  EXPECT_EQ(got.inertia, 0.0);  // each centered row is its own (centered) center exactly
 }
 
 // The host random stream documented in src/core/random.hpp (mt19937_64, 53-bit uniforms),
@@ -1019,7 +1062,35 @@ TEST(KMeansGpu, MatchesCpuFloat32) {
   auto [cpu, gpu_fit] = fit_both(gpu, p, X, n, d, &w);
   expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-4, "centers");  // float32
   expect_labels_match(gpu_fit.labels, cpu.labels, nearest_gaps(b.X, n, d, cpu.centers, k), 1e-4);
-  expect_rel_near(gpu_fit.inertia, cpu.inertia, 1e-4, "inertia");  // float32 distances
+  // float32: the GPU computes |x|^2 + |c|^2 - 2 x.c, the CPU sums squared differences, and the
+  // rounding moves the centers a little each iteration (1.2e-4 relative seen on an H200).
+  expect_rel_near(gpu_fit.inertia, cpu.inertia, 5e-4, "inertia");
+}
+
+// The precision trap: float32 rows ~1e4 from the origin with spread ~1. Without centering the GPU's
+// |x|^2 + |c|^2 - 2 x.c carries a rounding error of about eps * |x|^2 = 6e-8 * d * 1e8 ~ 6 d per
+// squared distance (more after the GEMM's d additions), while the distances themselves are ~d:
+// the inertia would be off by several times itself and every row whose two nearest centers are
+// within ~6 d of each other could take the wrong label. Centered, |x|^2 ~ d * 20^2 / 3 and the
+// error is ~1e-5 relative.
+TEST(KMeansGpu, Float32FarFromOriginMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 2000, 20000), d = uniform_int(rng, 2, 40), k = uniform_int(rng, 2, 20);
+  const Blobs b = make_blobs(rng, n, d, k, 1.0, 20.0, 8.0);
+  const auto [Xf, Xd] = far_from_origin(rng, b);
+  const std::vector<double> init(Xd.begin(), Xd.begin() + k * d);  // one row per blob
+  for (int max_iter : {1, 100}) {
+    SCOPED_TRACE("n=" + std::to_string(n) + " d=" + std::to_string(d) + " k=" + std::to_string(k) +
+                 " max_iter=" + std::to_string(max_iter));
+    auto [cpu, gpu_fit] = fit_both(gpu, array_init(init, k, max_iter, 1e-4), Xf, n, d);
+    // Centered centers differ by ~1e-5; the final rounding near 1e4 may then land one float32
+    // spacing (~1e-3) apart: two spacings of slack.
+    expect_near_scaled(gpu_fit.centers, cpu.centers, 2e-7, "centers");
+    expect_labels_match(gpu_fit.labels, cpu.labels, nearest_gaps(Xd, n, d, cpu.centers, k), 1e-4);
+    // float32 distances by two formulas, as in MatchesCpuFloat32 (centered norms are smaller here).
+    expect_rel_near(gpu_fit.inertia, cpu.inertia, 5e-4, "inertia");
+  }
 }
 
 TEST(KMeansGpu, EmptyClusterRelocationMatchesCpu) {
