@@ -105,6 +105,10 @@ Table read_csv(const std::string& path) {
   return t;
 }
 
-std::string datasets_dir() { return GPUML_DATASETS_DIR; }
+std::string datasets_dir() {
+  // GPUML_DATASETS overrides the build-time path (the GPU machine has no ../shared beside the checkout).
+  const char* env = std::getenv("GPUML_DATASETS");
+  return env && *env ? env : GPUML_DATASETS_DIR;
+}
 
 }  // namespace gpuml::test

@@ -49,7 +49,7 @@ struct Table {
 };
 // Throws std::runtime_error when the file cannot be read or a cell is not a number.
 Table read_csv(const std::string& path);
-// Where the bundled data sets live (GPUML_DATASETS_DIR).
+// Where the bundled data sets live: $GPUML_DATASETS, else GPUML_DATASETS_DIR (../shared/datasets).
 std::string datasets_dir();
 
 }  // namespace gpuml::test
