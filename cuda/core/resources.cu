@@ -20,6 +20,13 @@ void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, i
                         std::to_string(line));
 }
 
+void throw_cusolver_error(cusolverStatus_t st, const char* call, const char* file, int line) {
+  // cuSOLVER has no status-name function: the number is its cusolverStatus_t value.
+  const ErrorCode code = st == CUSOLVER_STATUS_ALLOC_FAILED ? ErrorCode::out_of_memory : ErrorCode::cuda;
+  throw Error(code, std::string("cuSOLVER error ") + std::to_string(static_cast<int>(st)) + " in " + call + " at " + file + ":" +
+                        std::to_string(line));
+}
+
 Resources::Resources(int device_id) : device(device_id) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -42,11 +49,21 @@ Resources::Resources(int device_id) : device(device_id) {
 
 Resources::~Resources() {
   cudaSetDevice(device);
+  if (cusolver_) cusolverDnDestroy(cusolver_);
   if (cublas_) cublasDestroy(cublas_);
   if (stream) {
     cudaStreamSynchronize(stream);
     cudaStreamDestroy(stream);
   }
+}
+
+cusolverDnHandle_t Resources::cusolver() {
+  std::call_once(cusolver_once_, [this] {
+    activate();
+    GPUML_CUSOLVER_CHECK(cusolverDnCreate(&cusolver_));
+    GPUML_CUSOLVER_CHECK(cusolverDnSetStream(cusolver_, stream));
+  });
+  return cusolver_;
 }
 
 void Resources::activate() const { GPUML_CUDA_CHECK(cudaSetDevice(device)); }

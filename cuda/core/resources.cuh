@@ -2,6 +2,7 @@
 // The CUDA side of a Context: the device, its stream, and library handles created on first use.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cusolverDn.h>
 
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@ namespace gpuml::cuda {
 
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line);
 [[noreturn]] void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line);
+[[noreturn]] void throw_cusolver_error(cusolverStatus_t st, const char* call, const char* file, int line);
 
 }  // namespace gpuml::cuda
 
@@ -28,6 +30,11 @@ namespace gpuml::cuda {
   do {                                                                                  \
     cublasStatus_t gpuml_st_ = (call);                                                  \
     if (gpuml_st_ != CUBLAS_STATUS_SUCCESS) ::gpuml::cuda::throw_cublas_error(gpuml_st_, #call, __FILE__, __LINE__); \
+  } while (0)
+#define GPUML_CUSOLVER_CHECK(call)                                                      \
+  do {                                                                                  \
+    cusolverStatus_t gpuml_st_ = (call);                                                \
+    if (gpuml_st_ != CUSOLVER_STATUS_SUCCESS) ::gpuml::cuda::throw_cusolver_error(gpuml_st_, #call, __FILE__, __LINE__); \
   } while (0)
 
 namespace gpuml::cuda {
@@ -45,6 +52,7 @@ struct Resources {
 
   // Created on first use, bound to `stream`.
   cublasHandle_t cublas();
+  cusolverDnHandle_t cusolver();
 
   // Makes this context's device current for the calling thread.
   void activate() const;
@@ -52,6 +60,8 @@ struct Resources {
  private:
   std::once_flag cublas_once_;
   cublasHandle_t cublas_ = nullptr;
+  std::once_flag cusolver_once_;
+  cusolverDnHandle_t cusolver_ = nullptr;
 };
 
 // Makes ctx's device current and returns its resources: the first line of every CUDA backend entry.

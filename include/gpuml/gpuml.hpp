@@ -6,3 +6,5 @@
 #include "gpuml/core/dtype.hpp"
 #include "gpuml/core/error.hpp"
 #include "gpuml/core/estimator.hpp"
+#include "gpuml/linear_model/linear_regression.hpp"
+#include "gpuml/linear_model/ridge.hpp"

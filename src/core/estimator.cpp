@@ -37,6 +37,8 @@ using Factory = std::function<std::unique_ptr<Estimator>(const nlohmann::json&)>
 const std::vector<std::pair<std::string, Factory>>& factories() {
   static const std::vector<std::pair<std::string, Factory>> table = {
       {"kmeans", detail::kmeans_from_params},
+      {"linear_regression", detail::linear_regression_from_params},
+      {"ridge", detail::ridge_from_params},
   };
   return table;
 }

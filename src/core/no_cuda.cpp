@@ -2,6 +2,7 @@
 // would touch a GPU says so with ErrorCode::unsupported. (Not compiled when CUDA is on.)
 #include "cluster/kmeans_backend.hpp"
 #include "core/device_ops.hpp"
+#include "linear_model/linear_backend.hpp"
 #include "gpuml/core/error.hpp"
 
 #include <cstring>
@@ -45,5 +46,10 @@ template <typename T>
 std::unique_ptr<KMeansBackend<T>> make_kmeans_cuda_backend(const Context&) { no_cuda(); }
 template std::unique_ptr<KMeansBackend<float>> make_kmeans_cuda_backend<float>(const Context&);
 template std::unique_ptr<KMeansBackend<double>> make_kmeans_cuda_backend<double>(const Context&);
+
+template <typename T>
+std::unique_ptr<LinearBackend<T>> make_linear_cuda_backend(const Context&) { no_cuda(); }
+template std::unique_ptr<LinearBackend<float>> make_linear_cuda_backend<float>(const Context&);
+template std::unique_ptr<LinearBackend<double>> make_linear_cuda_backend<double>(const Context&);
 
 }  // namespace gpuml::detail

@@ -9,5 +9,7 @@
 namespace gpuml::detail {
 
 std::unique_ptr<Estimator> kmeans_from_params(const nlohmann::json& params);  // src/cluster/kmeans.cpp
+std::unique_ptr<Estimator> linear_regression_from_params(const nlohmann::json& params);  // src/linear_model/linear_regression.cpp
+std::unique_ptr<Estimator> ridge_from_params(const nlohmann::json& params);  // src/linear_model/ridge.cpp
 
 }  // namespace gpuml::detail

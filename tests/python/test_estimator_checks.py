@@ -5,6 +5,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from conftest import DEVICES
 
 from gpuml.cluster import KMeans
+from gpuml.linear_model import LinearRegression, Ridge
 
 # Checks that cannot pass for a sound reason, with the reason.
 EXPECTED_FAILED_CHECKS = {
@@ -24,6 +25,9 @@ def expected_failed_checks(estimator):
     return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
 
 
-@parametrize_with_checks([KMeans(device=d) for d in DEVICES], expected_failed_checks=expected_failed_checks)
+ESTIMATORS = [make(device=d) for make in (KMeans, LinearRegression, Ridge) for d in DEVICES]
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)

@@ -18,4 +18,24 @@ def build_info():
     return _lib.build_info()
 
 
-__all__ = ["__version__", "build_info", "cuda_device_count", "library_path", "library_version"]
+# Estimators by name, imported on first use (gpuml.LinearRegression is gpuml.linear_model.LinearRegression).
+_LAZY_ESTIMATORS = {"KMeans": "cluster", "LinearRegression": "linear_model", "Ridge": "linear_model"}
+
+
+def __getattr__(name):
+    module = _LAZY_ESTIMATORS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpuml' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
+
+__all__ = [
+    "__version__",
+    "build_info",
+    "cuda_device_count",
+    "library_path",
+    "library_version",
+    *_LAZY_ESTIMATORS,
+]

@@ -6,6 +6,10 @@ An estimator subclass declares
 - ``_gpuml_attributes``: the fitted attributes to copy into the Python object after fit;
 - ``_gpuml_params(self, X)``: the JSON parameter object for the C ABI (called at fit, when the
   scikit-learn parameters are final), built from ``get_params()``.
+
+Supervised estimators prepare X and y together with ``_prepare_X_y`` and weights with
+``_prepare_sample_weight``; y keeps its 1-d or 2-d shape, which the C side mirrors in the shapes of
+its fitted attributes and outputs.
 """
 
 import ctypes
@@ -13,7 +17,8 @@ import json
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils import check_array
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _array, _lib
 from ._context import check_device, get_context
@@ -151,6 +156,67 @@ class GpumlEstimator(BaseEstimator):
             )
         return X, kind
 
+    def _prepare_X_y(self, X, y, *, dtype=(np.float64, np.float32)):
+        """Validates X and a numeric target y (1-d or 2-d) for fit; returns (X, y, ArrayKind of X).
+
+        y gets X's float dtype and lives where X lives (host y of a device X is copied to the device,
+        device y of a host X is copied to the host). Host inputs go through validate_data (which
+        also records n_features_in_ and feature_names_in_, and checks y for NaN and infinity).
+        """
+        kind = _array.ArrayKind.of(X)
+        y_is_device = y is not None and _array.ArrayKind.of(y).is_device
+        if not kind.is_device:
+            y_host = _array.to_numpy(y) if y_is_device else _array.ArrayKind.host_input(y)
+            X, y = validate_data(
+                self,
+                _array.ArrayKind.host_input(X),
+                y_host,
+                reset=True,
+                dtype=list(dtype),
+                order="C",
+                accept_sparse=False,
+                y_numeric=True,
+                multi_output=True,
+            )
+            return X, np.ascontiguousarray(y, dtype=X.dtype), kind
+        if y is None:
+            raise ValueError(
+                f"This {type(self).__name__} estimator requires y to be passed, but the target y is None."
+            )
+        X, kind = self._prepare_X(X, reset=True, dtype=dtype)
+        target = _array.dtype_of(X)
+        if y_is_device:
+            ndim = len(tuple(y.shape))
+            y = self._check_device_array(y, dtype=(target,), name="y", ndim=ndim if ndim in (1, 2) else 2)
+        else:
+            y = check_array(
+                _array.ArrayKind.host_input(y), dtype=target, ensure_2d=False, order="C", input_name="y"
+            )
+            if y.ndim > 2:
+                raise ValueError(f"y must be 1-d or 2-d, got shape {y.shape}")
+            y = kind.from_numpy(y)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]"
+            )
+        return X, y, kind
+
+    def _prepare_sample_weight(self, sample_weight, X, *, ensure_non_negative=False):
+        """None, or the weights as a 1-d array of X's dtype (on the device for device weights)."""
+        if sample_weight is None:
+            return None
+        dtype = _array.dtype_of(X)
+        if _array.ArrayKind.of(sample_weight).is_device:
+            weights = self._check_device_array(sample_weight, dtype=(dtype,), name="sample_weight", ndim=1)
+            if weights.shape[0] != X.shape[0]:
+                raise ValueError(f"sample_weight.shape == {tuple(weights.shape)}, expected ({X.shape[0]},)!")
+            return weights
+        # Host weights (with host or device X): scikit-learn's checks need only X's length.
+        host_X = X if isinstance(X, np.ndarray) else np.empty((X.shape[0], 0), dtype=dtype)
+        return _check_sample_weight(
+            _array.ArrayKind.host_input(sample_weight), host_X, dtype=dtype, ensure_non_negative=ensure_non_negative
+        )
+
     @staticmethod
     def _check_device_array(X, *, dtype, name, ndim=2):
         """Shape and dtype checks of a CUDA array, converting (on the device) like check_array."""
@@ -179,11 +245,12 @@ class GpumlEstimator(BaseEstimator):
         return X
 
     # -- calls through the C ABI -----------------------------------------------------------
-    def _gpuml_fit(self, X, kind, sample_weight=None, y=None):
+    def _gpuml_fit(self, X, kind, sample_weight=None, y=None, params=None):
         """Creates a fresh C estimator from the current parameters, fits it, and copies the
-        fitted attributes into this object. X (and y, sample_weight) are prepared arrays."""
+        fitted attributes into this object. X (and y, sample_weight) are prepared arrays;
+        `params` (the JSON parameters) defaults to ``self._gpuml_params(X)``."""
         context = self._context_for(kind)
-        handle = EstimatorHandle.create(self._gpuml_kind, self._gpuml_params(X))
+        handle = EstimatorHandle.create(self._gpuml_kind, self._gpuml_params(X) if params is None else params)
         keep = []
         X_desc, k = _array.descriptor(X, kind.device_id)
         keep.append(k)

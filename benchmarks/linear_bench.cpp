@@ -1,0 +1,146 @@
+// LinearRegression ("eig" = normal equations, "qr") and Ridge ("cholesky") fit time on CPU and
+// CUDA contexts, float32, y = X w + noise with one target.
+//
+// Each benchmark iteration is one whole fit (means, centering, the Gram matrix or the QR, the
+// small host solve). Counters:
+//   items_per_second  rows fitted per second
+//   FLOP/s            n d^2 (the symmetric Gram product, or the leading term of Householder QR's
+//                     2 n d^2 halved, for a like-for-like rate) / time
+// CUDA inputs are copied to the device before timing, so host-to-device staging is not timed.
+// Arguments: n, d.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuml/gpuml.hpp"
+
+#if GPUML_BENCH_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+struct Problem {
+  std::vector<float> X;  // n x d
+  std::vector<float> y;  // n
+};
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+double uniform_open(uint64_t& state) { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; }
+double normal(uint64_t& state) {
+  return std::sqrt(-2.0 * std::log(uniform_open(state))) * std::cos(6.283185307179586 * uniform_open(state));
+}
+
+// Standard normal features, true coefficients uniform in [-1, 1], intercept 3, noise 0.1.
+// Every row has its own random stream (independent of the thread count). Cached per size.
+const Problem& problem(int64_t n, int64_t d) {
+  static std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Problem>> cache;
+  auto& slot = cache[{n, d}];
+  if (slot) return *slot;
+  constexpr uint64_t kSeed = 20240612;
+  std::vector<double> w(d);
+  uint64_t state = kSeed;
+  for (double& v : w) v = -1.0 + 2.0 * uniform_open(state);
+  auto data = std::make_unique<Problem>();
+  data->X.resize(static_cast<std::size_t>(n * d));
+  data->y.resize(static_cast<std::size_t>(n));
+  float* X = data->X.data();
+  float* y = data->y.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t s = kSeed ^ (static_cast<uint64_t>(i) * 0xD1B54A32D192ED03ull);
+    double target = 3.0;
+    for (int64_t c = 0; c < d; ++c) {
+      const float x = static_cast<float>(normal(s));
+      X[i * d + c] = x;
+      target += w[c] * x;
+    }
+    y[i] = static_cast<float>(target + 0.1 * normal(s));
+  }
+  slot = std::move(data);
+  return *slot;
+}
+
+enum class Model { eig, qr, ridge };
+
+void fit(gpuml::Context& ctx, Model model, const gpuml::ArrayView& X, const gpuml::ArrayView& y) {
+  if (model == Model::ridge) {
+    gpuml::Ridge(gpuml::RidgeParams{}).fit(ctx, X, y);
+  } else {
+    gpuml::LinearRegressionParams params;
+    params.algorithm = model == Model::eig ? "eig" : "qr";
+    gpuml::LinearRegression(params).fit(ctx, X, y);
+  }
+}
+
+void fit_time(benchmark::State& state, Model model, bool on_cuda) {
+  const int64_t n = state.range(0), d = state.range(1);
+  if (on_cuda && gpuml::cuda_device_count() == 0) {
+    state.SkipWithError(gpuml::built_with_cuda() ? "no CUDA device" : "built without CUDA");
+    return;
+  }
+  try {
+    const Problem& data = problem(n, d);
+    gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
+    gpuml::ArrayView X = gpuml::host_view(data.X.data(), n, d);
+    gpuml::ArrayView y = gpuml::host_view(data.y.data(), n);
+    gpuml::Buffer device_X, device_y;
+#if GPUML_BENCH_WITH_CUDA
+    if (on_cuda) {
+      device_X = gpuml::Buffer(ctx, data.X.size() * sizeof(float));
+      device_y = gpuml::Buffer(ctx, data.y.size() * sizeof(float));
+      ctx.synchronize();  // the pool allocates on the context's stream
+      if (cudaMemcpy(device_X.data(), data.X.data(), device_X.bytes(), cudaMemcpyHostToDevice) != cudaSuccess ||
+          cudaMemcpy(device_y.data(), data.y.data(), device_y.bytes(), cudaMemcpyHostToDevice) != cudaSuccess) {
+        state.SkipWithError("cudaMemcpy of X or y to the device failed");
+        return;
+      }
+      X = gpuml::make_view(device_X.data(), gpuml::DType::float32, ctx.device(), n, d);
+      y = gpuml::make_view(device_y.data(), gpuml::DType::float32, ctx.device(), n);
+    }
+#endif
+    fit(ctx, model, X, y);  // warm-up: library handles, the memory pool, first-touch pages
+    ctx.synchronize();
+    for (auto _ : state) {
+      fit(ctx, model, X, y);
+      ctx.synchronize();
+    }
+    state.SetItemsProcessed(n * state.iterations());
+    state.counters["FLOP/s"] =
+        benchmark::Counter(double(n) * double(d) * double(d) * double(state.iterations()), benchmark::Counter::kIsRate);
+    const char* name = model == Model::eig ? "eig" : model == Model::qr ? "qr" : "ridge";
+    state.SetLabel(std::string(on_cuda ? "cuda " : "cpu ") + name + " n=" + std::to_string(n) + " d=" + std::to_string(d));
+  } catch (const gpuml::Error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void BM_LinearRegressionEig_CPU(benchmark::State& state) { fit_time(state, Model::eig, false); }
+void BM_LinearRegressionQR_CPU(benchmark::State& state) { fit_time(state, Model::qr, false); }
+void BM_Ridge_CPU(benchmark::State& state) { fit_time(state, Model::ridge, false); }
+void BM_LinearRegressionEig_CUDA(benchmark::State& state) { fit_time(state, Model::eig, true); }
+void BM_LinearRegressionQR_CUDA(benchmark::State& state) { fit_time(state, Model::qr, true); }
+void BM_Ridge_CUDA(benchmark::State& state) { fit_time(state, Model::ridge, true); }
+
+}  // namespace
+
+// n, d. The CPU runs a smaller size; the CUDA size is the speed target's (OLS 1M x 256 float32).
+BENCHMARK(BM_LinearRegressionEig_CPU)->Args({200000, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LinearRegressionQR_CPU)->Args({200000, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Ridge_CPU)->Args({200000, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LinearRegressionEig_CUDA)->Args({1000000, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LinearRegressionQR_CUDA)->Args({1000000, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Ridge_CUDA)->Args({1000000, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+BENCHMARK_MAIN();

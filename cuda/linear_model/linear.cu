@@ -1,0 +1,524 @@
+// The CUDA backend of the least-squares family: the primitives of
+// src/linear_model/linear_backend.hpp on the device (the algorithms live in src/linear_model).
+//
+// Layouts: every matrix the driver hands over is row-major. cuBLAS and cuSOLVER are
+// column-major, so a row-major n x m matrix A is, as it sits in memory, the column-major m x n
+// matrix A^T. The products below are written in those terms.
+//
+//  - weighted_means: fixed chunks of rows summed per column in double (rows ascending per lane,
+//    then lanes ascending), then the chunks of each column added by a fixed-order tree. No
+//    atomics: the same input gives the same bits on every run and device.
+//  - gram: A is cut into P chunks of L rows; per chunk, cuBLAS forms the chunk's A_p^T A_p and
+//    A_p^T B_p in T (pedantic math: no TF32) as strided-batched GEMMs, and a small kernel adds
+//    the P partial products in double in chunk order. Chunking gives the GEMMs parallelism when
+//    m is small and n large (a 256 x 256 result over a million rows), keeps float32 sums short
+//    (L rows), and is deterministic. A^T A is symmetric: for m > kGramBlock only the blocks on
+//    and above the block diagonal are multiplied (3/4 of the flops at m = 256).
+//  - qr: cuSOLVER geqrf/ormqr need the column-major n x m matrix A, so A is first transposed
+//    into a scratch buffer (and B likewise when t > 1; a single column is the same in both
+//    layouts and is used in place). R is the upper triangle of the factored buffer's first m
+//    rows, Q^T B the first m rows of the ormqr result. The transposed copy costs n * m
+//    elements of scratch; cuSOLVER has no LQ factorization that would factor A^T in place.
+//  - predict: out^T (column-major t x n) = coef (t x d) * X^T, one GEMM onto out pre-filled
+//    with the intercept.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/core/resources.cuh"
+#include "gpuml/core/error.hpp"
+#include "linear_model/linear_backend.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kBlock = 256;     // 1-d kernels; block_sum assumes it
+constexpr int kRowLanes = 8;    // 2-d kernels are kWarp columns x kRowLanes rows
+constexpr int64_t kMaxBlocks = 65535LL * 32;
+
+// weighted_means: rows per chunk at least kMinChunkRows, and about kTargetChunks chunks.
+constexpr int64_t kMinChunkRows = 512;
+constexpr int64_t kTargetChunks = 1024;
+// gram: about kGramChunks chunks of at least kMinGramRows rows, with the partial products
+// (one m x m + m x t per chunk) kept under kGramPartialBytes where m allows.
+constexpr int64_t kGramChunks = 256;
+constexpr int64_t kMinGramRows = 1024;
+constexpr std::size_t kGramPartialBytes = std::size_t(256) << 20;
+// gram: above this many columns the product is formed in blocks of kGramBlock columns, the
+// blocks below the diagonal skipped.
+constexpr int64_t kGramBlock = 128;
+constexpr int64_t kGramBlockedFrom = 192;
+// Transpose tiles.
+constexpr int kTile = 32;
+
+__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int checked_int(int64_t v, const char* what) {
+  if (v > INT_MAX)
+    throw_error(ErrorCode::unsupported, std::string("LinearRegression/Ridge on CUDA: ") + what + " = " + std::to_string(v) +
+                                            " exceeds the cuBLAS/cuSOLVER limit of 2^31 - 1");
+  return static_cast<int>(v);
+}
+
+__device__ __forceinline__ int64_t global_thread() { return blockIdx.x * int64_t(blockDim.x) + threadIdx.x; }
+__device__ __forceinline__ int64_t grid_threads() { return int64_t(gridDim.x) * blockDim.x; }
+
+// Fixed-order tree sum over a block of kBlock threads; the result is valid in thread 0.
+__device__ double block_sum(double v, double* shared /* kBlock */) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int width = kBlock / 2; width > 0; width /= 2) {
+    if (static_cast<int>(threadIdx.x) < width) shared[threadIdx.x] += shared[threadIdx.x + width];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+// ---- kernels -----------------------------------------------------------------------------
+
+// Per chunk of rows [c * chunk_rows, min(n, (c + 1) * chunk_rows)) and column j < m:
+// partials[j * n_chunks + c] = sum_i w_i A_ij, and partials[m * n_chunks + c] = sum_i w_i
+// (w == nullptr: ones). Column-major partials so that the reduction reads them contiguously.
+// Block: kWarp columns (a slab) x kRowLanes row lanes; grid: chunks x slabs (grid-stride).
+template <typename T>
+__global__ void __launch_bounds__(kWarp * kRowLanes) chunk_weighted_sums_kernel(const T* __restrict__ A, int64_t n, int64_t m,
+                                                                               const T* __restrict__ w, int64_t chunk_rows,
+                                                                               int64_t n_chunks, double* __restrict__ partials) {
+  __shared__ double lane_sums[kRowLanes][kWarp];
+  __shared__ double lane_weights[kRowLanes];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t n_slabs = ceil_div(m, kWarp);
+  // Block-uniform loops: every thread reaches the same barriers.
+  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+    const int64_t begin = chunk * chunk_rows;
+    const int64_t end = begin + chunk_rows < n ? begin + chunk_rows : n;
+    for (int64_t slab = blockIdx.y; slab < n_slabs; slab += gridDim.y) {
+      const int64_t col = slab * kWarp + tx;
+      const bool in_range = col < m;
+      double acc = 0.0, acc_w = 0.0;
+#pragma unroll 4
+      for (int64_t row = begin + ty; row < end; row += kRowLanes) {
+        const double wv = w ? static_cast<double>(w[row]) : 1.0;
+        const double x = in_range ? static_cast<double>(A[row * m + col]) : 0.0;
+        acc += wv * x;
+        acc_w += wv;
+      }
+      lane_sums[ty][tx] = acc;
+      if (tx == 0) lane_weights[ty] = acc_w;
+      __syncthreads();
+      if (ty == 0 && in_range) {
+        double total = lane_sums[0][tx];
+        for (int y = 1; y < kRowLanes; ++y) total += lane_sums[y][tx];
+        partials[col * n_chunks + chunk] = total;
+      }
+      if (slab == 0 && ty == 0 && tx == 0) {
+        double total = lane_weights[0];
+        for (int y = 1; y < kRowLanes; ++y) total += lane_weights[y];
+        partials[m * n_chunks + chunk] = total;
+      }
+      __syncthreads();  // lane_sums is reused by the next slab
+    }
+  }
+}
+
+// out[c] = sum over chunks of partials[c * n_chunks + chunk] for c < ncols: a block per column,
+// each thread summing chunks t, t + kBlock, ... in order, then a fixed-order tree.
+__global__ void __launch_bounds__(kBlock) reduce_chunks_kernel(const double* __restrict__ partials, int64_t n_chunks, int64_t ncols,
+                                                               double* __restrict__ out) {
+  __shared__ double shared[kBlock];
+  for (int64_t c = blockIdx.x; c < ncols; c += gridDim.x) {  // block-uniform
+    double acc = 0.0;
+    for (int64_t k = threadIdx.x; k < n_chunks; k += kBlock) acc += partials[c * n_chunks + k];
+    const double total = block_sum(acc, shared);
+    if (threadIdx.x == 0) out[c] = total;
+    __syncthreads();  // `shared` is reused by the next column
+  }
+}
+
+// out_i = sqrt(w_i) * (A_i - means) in double, rounded to T (means/w may be nullptr). out may
+// alias A: every element is read and then written by the same thread, hence no __restrict__.
+template <typename T>
+__global__ void __launch_bounds__(kWarp * kRowLanes) center_scale_kernel(const T* A, int64_t n, int64_t m, const double* __restrict__ means,
+                                                                        const T* __restrict__ w, T* out) {
+  for (int64_t row = int64_t(blockIdx.x) * kRowLanes + threadIdx.y; row < n; row += int64_t(gridDim.x) * kRowLanes) {
+    const double scale = w ? sqrt(static_cast<double>(w[row])) : 1.0;
+    const T* a = A + row * m;
+    T* o = out + row * m;
+    for (int64_t col = threadIdx.x; col < m; col += kWarp) {
+      double v = static_cast<double>(a[col]);
+      if (means) v -= means[col];
+      o[col] = static_cast<T>(scale * v);
+    }
+  }
+}
+
+// Sum of the P partial Gram matrices (each column-major m x m, P = slots, in slot order) into
+// the row-major double m x m `out`, both triangles. Only entries with i <= j are read: the
+// blocked products fill every block on and above the block diagonal, which covers them.
+template <typename T>
+__global__ void reduce_gram_kernel(const T* __restrict__ partials, int64_t slots, int64_t m, double* __restrict__ out) {
+  const int64_t mm = m * m;
+  for (int64_t idx = global_thread(); idx < mm; idx += grid_threads()) {
+    const int64_t i = idx % m, j = idx / m;  // column-major (i, j)
+    if (i > j) continue;
+    double s = 0.0;
+#pragma unroll 8
+    for (int64_t p = 0; p < slots; ++p) s += static_cast<double>(partials[p * mm + idx]);
+    out[i * m + j] = s;
+    out[j * m + i] = s;
+  }
+}
+
+// Sum of the P partial cross products (each column-major m x t) into the row-major double m x t `out`.
+template <typename T>
+__global__ void reduce_cross_kernel(const T* __restrict__ partials, int64_t slots, int64_t m, int64_t t, double* __restrict__ out) {
+  const int64_t mt = m * t;
+  for (int64_t idx = global_thread(); idx < mt; idx += grid_threads()) {
+    const int64_t i = idx % m, c = idx / m;
+    double s = 0.0;
+#pragma unroll 8
+    for (int64_t p = 0; p < slots; ++p) s += static_cast<double>(partials[p * mt + idx]);
+    out[i * t + c] = s;
+  }
+}
+
+// dst (column-major rows x cols, leading dimension rows) = src (row-major rows x cols), through
+// shared-memory tiles so that both the reads and the writes are coalesced. Block: kTile x kRowLanes.
+template <typename T>
+__global__ void __launch_bounds__(kTile * kRowLanes) transpose_kernel(const T* __restrict__ src, int64_t rows, int64_t cols,
+                                                                     T* __restrict__ dst) {
+  __shared__ T tile[kTile][kTile + 1];  // +1: no bank conflicts on the transposed read
+  const int64_t row_tiles = ceil_div(rows, kTile), col_tiles = ceil_div(cols, kTile);
+  for (int64_t rt = blockIdx.y; rt < row_tiles; rt += gridDim.y) {     // block-uniform
+    for (int64_t ct = blockIdx.x; ct < col_tiles; ct += gridDim.x) {   // block-uniform
+      const int64_t r0 = rt * kTile, c0 = ct * kTile;
+      for (int y = threadIdx.y; y < kTile; y += kRowLanes) {
+        const int64_t r = r0 + y, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[y][threadIdx.x] = src[r * cols + c];
+      }
+      __syncthreads();
+      for (int y = threadIdx.y; y < kTile; y += kRowLanes) {
+        const int64_t c = c0 + y, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][y];
+      }
+      __syncthreads();  // the tile is refilled next
+    }
+  }
+}
+
+// out (row-major double rows x cols) = the top `rows` rows of the column-major src (leading
+// dimension ld); with upper_only, entries below the diagonal are 0 (R of a QR factorization).
+template <typename T>
+__global__ void top_rows_kernel(const T* __restrict__ src, int64_t ld, int64_t rows, int64_t cols, bool upper_only,
+                                double* __restrict__ out) {
+  for (int64_t idx = global_thread(); idx < rows * cols; idx += grid_threads()) {
+    const int64_t i = idx / cols, j = idx % cols;
+    out[idx] = (upper_only && j < i) ? 0.0 : static_cast<double>(src[i + j * ld]);
+  }
+}
+
+// out[r * t + c] = intercept[c] (intercept == nullptr: 0).
+template <typename T>
+__global__ void fill_intercept_kernel(T* __restrict__ out, int64_t n, int64_t t, const T* __restrict__ intercept) {
+  for (int64_t idx = global_thread(); idx < n * t; idx += grid_threads()) out[idx] = intercept ? intercept[idx % t] : T(0);
+}
+
+// ---- library wrappers (float / double) ----------------------------------------------------
+
+// C[b] = op(A[b]) op(B[b]) for b < batch (alpha 1, beta as given), column-major.
+template <typename T>
+void gemm_strided_batched(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const T* A,
+                          int lda, long long stride_a, const T* B, int ldb, long long stride_b, T beta, T* C, int ldc,
+                          long long stride_c, int batch) {
+  const T one = 1;
+  if constexpr (std::is_same_v<T, float>) {
+    GPUML_CUBLAS_CHECK(cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, &one, A, lda, stride_a, B, ldb, stride_b, &beta, C, ldc,
+                                                 stride_c, batch));
+  } else {
+    GPUML_CUBLAS_CHECK(cublasDgemmStridedBatched(handle, op_a, op_b, m, n, k, &one, A, lda, stride_a, B, ldb, stride_b, &beta, C, ldc,
+                                                 stride_c, batch));
+  }
+}
+
+template <typename T>
+int geqrf_buffer_size(cusolverDnHandle_t h, int rows, int cols, T* A, int lda) {
+  int lwork = 0;
+  if constexpr (std::is_same_v<T, float>)
+    GPUML_CUSOLVER_CHECK(cusolverDnSgeqrf_bufferSize(h, rows, cols, A, lda, &lwork));
+  else
+    GPUML_CUSOLVER_CHECK(cusolverDnDgeqrf_bufferSize(h, rows, cols, A, lda, &lwork));
+  return lwork;
+}
+
+template <typename T>
+int ormqr_buffer_size(cusolverDnHandle_t h, int rows, int cols, int k, const T* A, int lda, const T* tau, const T* C, int ldc) {
+  int lwork = 0;
+  if constexpr (std::is_same_v<T, float>)
+    GPUML_CUSOLVER_CHECK(cusolverDnSormqr_bufferSize(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, rows, cols, k, A, lda, tau, C, ldc, &lwork));
+  else
+    GPUML_CUSOLVER_CHECK(cusolverDnDormqr_bufferSize(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, rows, cols, k, A, lda, tau, C, ldc, &lwork));
+  return lwork;
+}
+
+template <typename T>
+void geqrf(cusolverDnHandle_t h, int rows, int cols, T* A, int lda, T* tau, T* work, int lwork, int* info) {
+  if constexpr (std::is_same_v<T, float>)
+    GPUML_CUSOLVER_CHECK(cusolverDnSgeqrf(h, rows, cols, A, lda, tau, work, lwork, info));
+  else
+    GPUML_CUSOLVER_CHECK(cusolverDnDgeqrf(h, rows, cols, A, lda, tau, work, lwork, info));
+}
+
+// C = Q^T C, Q from geqrf's reflectors.
+template <typename T>
+void ormqr_qt(cusolverDnHandle_t h, int rows, int cols, int k, const T* A, int lda, const T* tau, T* C, int ldc, T* work, int lwork,
+              int* info) {
+  if constexpr (std::is_same_v<T, float>)
+    GPUML_CUSOLVER_CHECK(cusolverDnSormqr(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, rows, cols, k, A, lda, tau, C, ldc, work, lwork, info));
+  else
+    GPUML_CUSOLVER_CHECK(cusolverDnDormqr(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, rows, cols, k, A, lda, tau, C, ldc, work, lwork, info));
+}
+
+// ---- the backend ---------------------------------------------------------------------------
+
+template <typename T>
+class CudaLinearBackend final : public LinearBackend<T> {
+ public:
+  explicit CudaLinearBackend(const Context& ctx) : ctx_(ctx) {}
+
+  void weighted_means(const T* A, int64_t n, int64_t m, const T* w, double* means_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0) return;
+    if (n <= 0) {
+      std::fill(means_host, means_host + m, 0.0);
+      return;
+    }
+    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
+    const int64_t n_chunks = ceil_div(n, chunk_rows);
+    const int64_t ncols = m + 1;  // the columns, then the weight total
+    Buffer partials = device(ncols * n_chunks * sizeof(double));
+    Buffer sums = device(ncols * sizeof(double));
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(n_chunks, INT_MAX)),
+                    static_cast<unsigned>(std::min<int64_t>(ceil_div(m, kWarp), 65535)));
+    chunk_weighted_sums_kernel<T><<<grid, dim3(kWarp, kRowLanes), 0, res.stream>>>(A, n, m, w, chunk_rows, n_chunks,
+                                                                                    partials.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    reduce_chunks_kernel<<<static_cast<unsigned>(std::min(ncols, kMaxBlocks)), kBlock, 0, res.stream>>>(partials.as<double>(), n_chunks,
+                                                                                                     ncols, sums.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::vector<double> host(ncols);
+    copy_to_host(res, host.data(), sums.data(), ncols * sizeof(double));
+    const double total_weight = w ? host[m] : static_cast<double>(n);
+    for (int64_t j = 0; j < m; ++j) means_host[j] = host[j] / total_weight;
+  }
+
+  void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0 || m <= 0) return;
+    Buffer means;
+    if (means_host) means = to_device(res, means_host, m);
+    center_scale_kernel<T><<<static_cast<unsigned>(std::min(ceil_div(n, kRowLanes), kMaxBlocks)), dim3(kWarp, kRowLanes), 0, res.stream>>>(
+        A, n, m, means_host ? means.as<double>() : nullptr, w, out);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  void gram(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* gram_host, double* cross_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0) return;
+    const bool with_cross = B != nullptr && t > 0 && cross_host != nullptr;
+    if (!with_cross) t = 0;
+    if (n <= 0) {
+      std::fill(gram_host, gram_host + m * m, 0.0);
+      if (with_cross) std::fill(cross_host, cross_host + m * t, 0.0);
+      return;
+    }
+    // Chunks: about kGramChunks, at least kMinGramRows rows each, partials within the budget.
+    const int64_t per_chunk_bytes = (m * m + m * t) * static_cast<int64_t>(sizeof(T));
+    int64_t chunks = std::min(kGramChunks, ceil_div(n, kMinGramRows));
+    chunks = std::max<int64_t>(1, std::min<int64_t>(chunks, static_cast<int64_t>(kGramPartialBytes) / per_chunk_bytes));
+    const int64_t chunk_rows = ceil_div(n, chunks);
+    const int64_t full_chunks = n / chunk_rows;
+    const int64_t rest_rows = n - full_chunks * chunk_rows;
+    const int64_t slots = full_chunks + (rest_rows > 0 ? 1 : 0);
+
+    const int m_ = checked_int(m, "n_features"), t_ = checked_int(std::max<int64_t>(t, 1), "n_targets");
+    const int rows_ = checked_int(chunk_rows, "rows per chunk");
+    checked_int(slots, "chunks");
+    Buffer gram_partials = device(slots * m * m * sizeof(T));
+    Buffer cross_partials;
+    if (with_cross) cross_partials = device(slots * m * t * sizeof(T));
+
+    cublasHandle_t handle = res.cublas();  // pedantic math mode: exact FP32/FP64, no TF32
+    // Column blocks [b * block, min(m, (b + 1) * block)); products only for block pairs I <= J.
+    const int64_t block = m >= kGramBlockedFrom ? kGramBlock : m;
+    const int64_t n_blocks = ceil_div(m, block);
+    // One chunk set: `count` chunks of `rows` rows from row `row0`, into slots from `slot0`.
+    auto multiply = [&](int64_t row0, int rows, int count, int64_t slot0) {
+      const T* M = A + row0 * m;  // chunk p: column-major m x rows (ld m) = A_p^T
+      const long long stride_a = static_cast<long long>(rows) * m;
+      T* G = gram_partials.as<T>() + slot0 * m * m;
+      for (int64_t bi = 0; bi < n_blocks; ++bi) {
+        for (int64_t bj = bi; bj < n_blocks; ++bj) {
+          const int64_t i0 = bi * block, j0 = bj * block;
+          const int mi = static_cast<int>(std::min(block, m - i0)), mj = static_cast<int>(std::min(block, m - j0));
+          // G_p[i0.., j0..] = A_p^T[i0.., :] (A_p^T[j0.., :])^T
+          gemm_strided_batched<T>(handle, CUBLAS_OP_N, CUBLAS_OP_T, mi, mj, rows, M + i0, m_, stride_a, M + j0, m_, stride_a, T(0),
+                                  G + i0 + j0 * m, m_, static_cast<long long>(m) * m, count);
+        }
+      }
+      if (with_cross) {
+        // C_p (column-major m x t) = A_p^T (B_p^T)^T, B_p^T being B's rows as column-major t x rows.
+        gemm_strided_batched<T>(handle, CUBLAS_OP_N, CUBLAS_OP_T, m_, t_, rows, M, m_, stride_a, B + row0 * t, t_,
+                                static_cast<long long>(rows) * t, T(0), cross_partials.as<T>() + slot0 * m * t, m_,
+                                static_cast<long long>(m) * t, count);
+      }
+    };
+    if (full_chunks > 0) multiply(0, rows_, static_cast<int>(full_chunks), 0);
+    if (rest_rows > 0) multiply(full_chunks * chunk_rows, static_cast<int>(rest_rows), 1, full_chunks);
+
+    Buffer gram_out = device(m * m * sizeof(double));
+    reduce_gram_kernel<T><<<blocks_for_threads(m * m), kBlock, 0, res.stream>>>(gram_partials.as<T>(), slots, m, gram_out.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    Buffer cross_out;
+    if (with_cross) {
+      cross_out = device(m * t * sizeof(double));
+      reduce_cross_kernel<T><<<blocks_for_threads(m * t), kBlock, 0, res.stream>>>(cross_partials.as<T>(), slots, m, t,
+                                                                                 cross_out.as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      copy_to_host_async(res, cross_host, cross_out.data(), m * t * sizeof(double));
+    }
+    copy_to_host(res, gram_host, gram_out.data(), m * m * sizeof(double));
+  }
+
+  void qr(T* A, T* B, int64_t n, int64_t m, int64_t t, double* R_host, double* QtB_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0) return;
+    if (n < m)
+      throw_error(ErrorCode::internal, "linear qr: needs n_samples >= n_features, got " + std::to_string(n) + " < " + std::to_string(m));
+    const bool with_b = B != nullptr && t > 0 && QtB_host != nullptr;
+    const int n_ = checked_int(n, "n_samples"), m_ = checked_int(m, "n_features");
+    const int t_ = with_b ? checked_int(t, "n_targets") : 0;
+    cusolverDnHandle_t handle = res.cusolver();
+
+    // Column-major copies: A (n x m, ld n); B (n x t, ld n) unless t == 1 (then B as it is).
+    Buffer A_col = device(n * m * sizeof(T));
+    launch_transpose(res, A, n, m, A_col.as<T>());
+    Buffer B_col;
+    T* QtB = nullptr;
+    if (with_b) {
+      if (t == 1) {
+        QtB = B;
+      } else {
+        B_col = device(n * t * sizeof(T));
+        launch_transpose(res, B, n, t, B_col.as<T>());
+        QtB = B_col.as<T>();
+      }
+    }
+
+    Buffer tau = device(m * sizeof(T));
+    Buffer info = device(sizeof(int));
+    int lwork = geqrf_buffer_size<T>(handle, n_, m_, A_col.as<T>(), n_);
+    if (with_b)
+      lwork = std::max(lwork, ormqr_buffer_size<T>(handle, n_, t_, m_, A_col.as<T>(), n_, tau.as<T>(), QtB, n_));
+    Buffer work = device(std::max(lwork, 1) * sizeof(T));
+
+    geqrf<T>(handle, n_, m_, A_col.as<T>(), n_, tau.as<T>(), work.as<T>(), lwork, info.as<int>());
+    check_info(res, info, "geqrf");
+    if (with_b) {
+      ormqr_qt<T>(handle, n_, t_, m_, A_col.as<T>(), n_, tau.as<T>(), QtB, n_, work.as<T>(), lwork, info.as<int>());
+      check_info(res, info, "ormqr");
+    }
+
+    Buffer R = device(m * m * sizeof(double));
+    top_rows_kernel<T><<<blocks_for_threads(m * m), kBlock, 0, res.stream>>>(A_col.as<T>(), n, m, m, true, R.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    Buffer QtB_out;
+    if (with_b) {
+      QtB_out = device(m * t * sizeof(double));
+      top_rows_kernel<T><<<blocks_for_threads(m * t), kBlock, 0, res.stream>>>(QtB, n, m, t, false, QtB_out.as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      copy_to_host_async(res, QtB_host, QtB_out.data(), m * t * sizeof(double));
+    }
+    copy_to_host(res, R_host, R.data(), m * m * sizeof(double));
+  }
+
+  void predict(const T* X, int64_t n, int64_t d, const T* coef_host, const T* intercept_host, int64_t t, T* out) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0 || t <= 0) return;
+    Buffer intercept;
+    if (intercept_host) intercept = to_device(res, intercept_host, t);
+    fill_intercept_kernel<T><<<blocks_for_threads(n * t), kBlock, 0, res.stream>>>(out, n, t,
+                                                                                 intercept_host ? intercept.as<T>() : nullptr);
+    GPUML_CUDA_CHECK_LAUNCH();
+    if (d > 0) {
+      Buffer coef = to_device(res, coef_host, t * d);
+      const int d_ = checked_int(d, "n_features"), t_ = checked_int(t, "n_targets");
+      cublasHandle_t handle = res.cublas();
+      // out^T (column-major t x rows, ld t) += coef (= (coef memory as column-major d x t)^T) * X_rows^T.
+      constexpr int64_t kMaxRows = int64_t(1) << 30;  // cuBLAS dimensions are int
+      for (int64_t row0 = 0; row0 < n; row0 += kMaxRows) {
+        const int rows = static_cast<int>(std::min(kMaxRows, n - row0));
+        gemm_strided_batched<T>(handle, CUBLAS_OP_T, CUBLAS_OP_N, t_, rows, d_, coef.as<T>(), d_, 0, X + row0 * d, d_, 0, T(1),
+                                out + row0 * t, t_, 0, 1);
+      }
+    }
+    // The caller may read `out` on another stream or the host: finish here, as the other
+    // primitives do when they copy their results back.
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+  }
+
+ private:
+  static unsigned blocks_for_threads(int64_t threads) { return cuda::grid_for(threads, kBlock, kMaxBlocks); }
+
+  Buffer device(std::size_t bytes) { return Buffer(ctx_, bytes); }
+
+  template <typename U>
+  Buffer to_device(cuda::Resources& res, const U* host, int64_t count) {
+    Buffer b = device(count * sizeof(U));
+    if (count > 0) GPUML_CUDA_CHECK(cudaMemcpyAsync(b.data(), host, count * sizeof(U), cudaMemcpyHostToDevice, res.stream));
+    // Pageable host memory: cudaMemcpyAsync returns once the source has been read, so the
+    // caller's host array may go away right after.
+    return b;
+  }
+
+  static void copy_to_host_async(cuda::Resources& res, void* host, const void* dev, std::size_t bytes) {
+    if (bytes > 0) GPUML_CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, res.stream));
+  }
+
+  static void copy_to_host(cuda::Resources& res, void* host, const void* dev, std::size_t bytes) {
+    copy_to_host_async(res, host, dev, bytes);
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+  }
+
+  // cuSOLVER reports bad arguments through devInfo (negative: the position of the bad one).
+  static void check_info(cuda::Resources& res, const Buffer& info, const char* routine) {
+    int host = 0;
+    copy_to_host(res, &host, info.data(), sizeof(int));
+    if (host != 0)
+      throw Error(ErrorCode::cuda, std::string("cuSOLVER ") + routine + " failed with devInfo = " + std::to_string(host));
+  }
+
+  static void launch_transpose(cuda::Resources& res, const T* src, int64_t rows, int64_t cols, T* dst) {
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(ceil_div(cols, kTile), 65535)),
+                    static_cast<unsigned>(std::min<int64_t>(ceil_div(rows, kTile), 65535)));
+    transpose_kernel<T><<<grid, dim3(kTile, kRowLanes), 0, res.stream>>>(src, rows, cols, dst);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  Context ctx_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<LinearBackend<T>> make_linear_cuda_backend(const Context& ctx) {
+  return std::make_unique<CudaLinearBackend<T>>(ctx);
+}
+
+template std::unique_ptr<LinearBackend<float>> make_linear_cuda_backend<float>(const Context&);
+template std::unique_ptr<LinearBackend<double>> make_linear_cuda_backend<double>(const Context&);
+
+}  // namespace gpuml::detail

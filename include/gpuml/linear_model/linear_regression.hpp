@@ -1,0 +1,51 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "gpuml/core/estimator.hpp"
+
+namespace gpuml {
+
+// scikit-learn's LinearRegression parameters, plus the choice of solver.
+struct LinearRegressionParams {
+  bool fit_intercept = true;
+  // "auto": normal equations ("eig"), falling back to "svd" when X is rank deficient or badly
+  // conditioned; "eig": normal equations, eigen-decomposed; "qr": Householder QR;
+  // "svd": SVD of R from the QR (the minimum-norm solution, as scikit-learn's lstsq).
+  std::string algorithm = "auto";
+};
+
+// Ordinary least squares, as scikit-learn's LinearRegression (sample weights included).
+class GPUML_API LinearRegression final : public Estimator {
+ public:
+  explicit LinearRegression(LinearRegressionParams params = {});
+  const LinearRegressionParams& params() const { return params_; }
+
+  const char* kind() const override { return "linear_regression"; }
+  std::string get_params_json() const override;
+
+  // y is (n,) or (n, n_targets); sample_weight (n,) or null.
+  LinearRegression& fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight = nullptr);
+  void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  bool fitted() const override { return !coef_.empty(); }
+
+  ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
+  void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const override;  // (n,) or (n, t)
+
+  // Fitted attributes, on the host, in X's float dtype (rank and n_features_in are int64).
+  const HostArray& coef() const;              // (d,) when y was 1-d, else (t, d)
+  const HostArray& intercept() const;         // 0-d when y was 1-d, else (t,)
+  const HostArray& singular_values() const;   // (min(n, d),), descending, of the centered weighted X
+  int64_t rank() const;
+  int64_t n_features_in() const;
+
+  std::vector<std::string> attribute_names() const override;
+  const HostArray& attribute(const std::string& name) const override;
+  void restore(std::map<std::string, HostArray> attributes) override;
+
+ private:
+  LinearRegressionParams params_;
+  HostArray coef_, intercept_, singular_values_, rank_, n_features_in_;
+};
+
+}  // namespace gpuml

@@ -1,0 +1,441 @@
+// The least-squares driver: everything but the heavy primitives, written once for every backend.
+//
+// With weights w and fit_intercept, the problem is that of scikit-learn: x̄ = Σ w x / Σ w,
+// ȳ likewise, A = √w (X − x̄), B = √w (y − ȳ); coef minimizes |A b − B|² (+ alpha |b|²) and
+// intercept = ȳ − x̄·coef. A and B are working copies in the backend's memory; only the small
+// m x m and m x t results come to the host, where Eigen solves them in double.
+//
+// Parallel Eigen products are off in every translation unit of the library that uses Eigen: the
+// host solves are small, the CPU backend threads its own loops, and all units must agree.
+#define EIGEN_DONT_PARALLELIZE
+#include "linear_model/least_squares.hpp"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/staging.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+
+template <typename T>
+std::unique_ptr<LinearBackend<T>> make_linear_backend(const Context& ctx) {
+  return ctx.is_cuda() ? make_linear_cuda_backend<T>(ctx) : make_linear_cpu_backend<T>(ctx);
+}
+template std::unique_ptr<LinearBackend<float>> make_linear_backend<float>(const Context&);
+template std::unique_ptr<LinearBackend<double>> make_linear_backend<double>(const Context&);
+
+namespace {
+
+using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Vector = Eigen::VectorXd;
+
+template <typename F>
+decltype(auto) with_float_type(DType dtype, F&& f) {
+  if (dtype == DType::float32) return f(float{});
+  return f(double{});
+}
+
+DType float_dtype_for(DType dtype) { return dtype == DType::float32 ? DType::float32 : DType::float64; }
+
+void check_matrix_shape(const ArrayView& X) {
+  GPUML_EXPECT(X.ndim == 2, "X must be a 2-d array (n_samples, n_features), got " + std::to_string(X.ndim) + " dimension(s)");
+  GPUML_EXPECT(X.shape[0] >= 1, "X must have at least 1 sample, got shape " + shape_string(X));
+  GPUML_EXPECT(X.shape[1] >= 1, "X must have at least 1 feature, got shape " + shape_string(X));
+}
+
+HostArray scalar_i64(int64_t v) {
+  HostArray a = HostArray::scalar(DType::int64);
+  *a.as<int64_t>() = v;
+  return a;
+}
+
+std::string rank_deficient(const LeastSquaresRequest& r, const char* algorithm, int64_t rank, int64_t d) {
+  return std::string(r.estimator) + ": X is rank deficient (rank " + std::to_string(rank) + " < " + std::to_string(d) +
+         " features, after centering when fit_intercept) and algorithm=\"" + algorithm +
+         "\" needs full rank: use algorithm=\"svd\" (the minimum-norm solution)";
+}
+
+// The solution on the host: coef (t x d), the numerical rank and the singular values of A
+// (descending, min(n, d) of them).
+struct HostSolution {
+  Matrix coef;
+  int64_t rank = 0;
+  std::vector<double> singular_values;
+};
+
+// Solves from an eigen-decomposition of G = AᵀA: coef_k = V diag(f(λ)) Vᵀ C_k with
+// f = 1 / (λ + alpha_k), and with alpha_k = 0, f = 0 below the rank cutoff (pseudo-inverse).
+Matrix spectral_solve(const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>& es, const Matrix& C,
+                      const std::vector<double>& alpha, double lambda_cutoff) {
+  const Eigen::MatrixXd& V = es.eigenvectors();
+  const Vector lambda = es.eigenvalues().cwiseMax(0.0);
+  const Eigen::MatrixXd VtC = V.transpose() * C;  // d x t
+  Matrix coef(C.cols(), C.rows());
+  for (Eigen::Index k = 0; k < C.cols(); ++k) {
+    const double a = alpha.empty() ? 0.0 : alpha[alpha.size() == 1 ? 0 : k];
+    Vector scaled = VtC.col(k);
+    for (Eigen::Index i = 0; i < scaled.size(); ++i)
+      scaled[i] = (a > 0 || lambda[i] > lambda_cutoff) ? scaled[i] / (lambda[i] + a) : 0.0;
+    coef.row(k) = (V * scaled).transpose();
+  }
+  return coef;
+}
+
+// Solves from the SVD of R (A = Q R = Q U S Vᵀ): coef_k = V diag(g(s)) Uᵀ QᵀB_k with
+// g = s / (s² + alpha_k), and with alpha_k = 0, g = 1/s above the cutoff and 0 below.
+Matrix svd_solve(const Eigen::JacobiSVD<Eigen::MatrixXd>& svd, const Matrix& QtB, const std::vector<double>& alpha,
+                 double s_cutoff) {
+  const Vector& s = svd.singularValues();
+  const Eigen::MatrixXd UtB = svd.matrixU().transpose() * QtB;
+  Matrix coef(QtB.cols(), QtB.rows());
+  for (Eigen::Index k = 0; k < QtB.cols(); ++k) {
+    const double a = alpha.empty() ? 0.0 : alpha[alpha.size() == 1 ? 0 : k];
+    Vector scaled = UtB.col(k);
+    for (Eigen::Index i = 0; i < s.size(); ++i)
+      scaled[i] = (a > 0 || s[i] > s_cutoff) ? scaled[i] * s[i] / (s[i] * s[i] + a) : 0.0;
+    coef.row(k) = (svd.matrixV() * scaled).transpose();
+  }
+  return coef;
+}
+
+template <typename T>
+class LeastSquares {
+ public:
+  LeastSquares(Context& ctx, const LeastSquaresRequest& request, int64_t n, int64_t d, int64_t t)
+      : ctx_(ctx), request_(request), backend_(make_linear_backend<T>(ctx)), n_(n), d_(d), t_(t),
+        // scikit-learn's lstsq cutoff: singular values below eps * max(n, d) * s_max are zero.
+        rcond_(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n, d))) {}
+
+  // Centers and weights X and y into the working copies A and B.
+  void prepare(const T* X, const T* y, const T* w) {
+    x_mean_.assign(static_cast<std::size_t>(d_), 0.0);
+    y_mean_.assign(static_cast<std::size_t>(t_), 0.0);
+    if (request_.fit_intercept) {
+      backend_->weighted_means(X, n_, d_, w, x_mean_.data());
+      backend_->weighted_means(y, n_, t_, w, y_mean_.data());
+    }
+    A_ = Buffer(ctx_, static_cast<std::size_t>(n_ * d_) * sizeof(T));
+    B_ = Buffer(ctx_, static_cast<std::size_t>(n_ * t_) * sizeof(T));
+    const double* xm = request_.fit_intercept ? x_mean_.data() : nullptr;
+    const double* ym = request_.fit_intercept ? y_mean_.data() : nullptr;
+    backend_->center_scale(X, n_, d_, xm, w, A_.as<T>());
+    backend_->center_scale(y, n_, t_, ym, w, B_.as<T>());
+  }
+
+  HostSolution solve() {
+    switch (request_.solver) {
+      case LeastSquaresSolver::auto_eig: return by_eig(true);
+      case LeastSquaresSolver::eig: return by_eig(false);
+      case LeastSquaresSolver::qr: return by_qr();
+      case LeastSquaresSolver::svd:
+      case LeastSquaresSolver::ridge_svd: return by_svd();
+      case LeastSquaresSolver::cholesky: return by_cholesky();
+    }
+    throw_error(ErrorCode::internal, "unknown least-squares solver");
+  }
+
+  // intercept_k = ȳ_k − x̄·coef_k (0 without intercept).
+  std::vector<double> intercept(const Matrix& coef) const {
+    std::vector<double> out(static_cast<std::size_t>(t_), 0.0);
+    if (!request_.fit_intercept) return out;
+    for (int64_t k = 0; k < t_; ++k) {
+      double dot = 0.0;
+      for (int64_t j = 0; j < d_; ++j) dot += x_mean_[j] * coef(k, j);
+      out[k] = y_mean_[k] - dot;
+    }
+    return out;
+  }
+
+ private:
+  void compute_gram() {
+    if (!G_.empty()) return;
+    G_.assign(static_cast<std::size_t>(d_ * d_), 0.0);
+    C_.assign(static_cast<std::size_t>(d_ * t_), 0.0);
+    backend_->gram(A_.as<const T>(), B_.as<const T>(), n_, d_, t_, G_.data(), C_.data());
+  }
+  Eigen::MatrixXd gram_matrix() const { return Eigen::Map<const Matrix>(G_.data(), d_, d_); }
+  Matrix cross_matrix() const { return Eigen::Map<const Matrix>(C_.data(), d_, t_); }
+
+  // Singular values of A from G's eigenvalues (ascending): descending square roots, min(n, d).
+  std::vector<double> singular_values_from(const Vector& lambda) const {
+    std::vector<double> s;
+    for (Eigen::Index i = lambda.size() - 1; i >= 0 && static_cast<int64_t>(s.size()) < std::min(n_, d_); --i)
+      s.push_back(std::sqrt(std::max(lambda[i], 0.0)));
+    return s;
+  }
+
+  // Numerical rank: singular values above cutoff * s_max count.
+  static int64_t rank_of(const std::vector<double>& s, double cutoff) {
+    if (s.empty() || s.front() <= 0) return 0;
+    return std::count_if(s.begin(), s.end(), [&](double v) { return v > cutoff * s.front(); });
+  }
+  // The cutoff on s = sqrt(λ) when the singular values come from G = AᵀA: G's eigenvalues are
+  // only known to about eps * λ_max, so the lstsq cutoff rcond applies to λ, i.e. sqrt(rcond) on s.
+  double gram_cutoff() const { return std::sqrt(rcond_); }
+
+  HostSolution by_eig(bool fall_back) {
+    compute_gram();
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(gram_matrix());
+    GPUML_EXPECT(es.info() == Eigen::Success, std::string(request_.estimator) + ": the eigen-decomposition of XᵀX failed");
+    HostSolution sol;
+    sol.singular_values = singular_values_from(es.eigenvalues());
+    sol.rank = rank_of(sol.singular_values, gram_cutoff());
+    const double s_max = sol.singular_values.empty() ? 0.0 : sol.singular_values.front();
+    const double s_min = static_cast<int64_t>(sol.singular_values.size()) == d_ ? sol.singular_values.back() : 0.0;
+    // Squaring the condition number loses digits: "auto" leaves the normal equations when the
+    // smallest singular value is below sqrt(eps) times the largest.
+    const bool ill_conditioned = s_min <= std::sqrt(std::numeric_limits<T>::epsilon()) * s_max;
+    if (fall_back && (sol.rank < d_ || ill_conditioned)) return by_svd();
+    if (sol.rank < d_) throw_error(ErrorCode::invalid_argument, rank_deficient(request_, "eig", sol.rank, d_));
+    sol.coef = spectral_solve(es, cross_matrix(), {}, 0.0);
+    return sol;
+  }
+
+  // QR of the working copies (n >= d): R and QᵀB on the host. A and B are overwritten.
+  void compute_qr(Eigen::MatrixXd& R, Matrix& QtB) {
+    Matrix R_rows(d_, d_), QtB_rows(d_, t_);
+    backend_->qr(A_.as<T>(), B_.as<T>(), n_, d_, t_, R_rows.data(), QtB_rows.data());
+    R = R_rows.triangularView<Eigen::Upper>();
+    QtB = QtB_rows;
+  }
+
+  HostSolution by_qr() {
+    if (n_ < d_)
+      throw_error(ErrorCode::invalid_argument,
+                  rank_deficient(request_, "qr", n_, d_) + " (X has fewer samples than features)");
+    Eigen::MatrixXd R;
+    Matrix QtB;
+    compute_qr(R, QtB);
+    HostSolution sol;
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd(R);
+    const Vector& s = svd.singularValues();
+    sol.singular_values.assign(s.data(), s.data() + s.size());
+    const double diag_max = R.diagonal().cwiseAbs().maxCoeff();
+    sol.rank = (R.diagonal().cwiseAbs().array() > rcond_ * diag_max).count();
+    if (diag_max <= 0) sol.rank = 0;
+    if (sol.rank < d_) throw_error(ErrorCode::invalid_argument, rank_deficient(request_, "qr", sol.rank, d_));
+    sol.coef = R.triangularView<Eigen::Upper>().solve(QtB).transpose();
+    return sol;
+  }
+
+  HostSolution by_svd() {
+    HostSolution sol;
+    if (n_ < d_) {
+      // Fewer rows than features: R would not be square. The pseudo-inverse of the Gram matrix
+      // gives the same minimum-norm solution (with cutoff on λ = s²).
+      compute_gram();
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(gram_matrix());
+      GPUML_EXPECT(es.info() == Eigen::Success, std::string(request_.estimator) + ": the eigen-decomposition of XᵀX failed");
+      sol.singular_values = singular_values_from(es.eigenvalues());
+      sol.rank = rank_of(sol.singular_values, gram_cutoff());
+      const double s_cut = sol.singular_values.empty() ? 0.0 : gram_cutoff() * sol.singular_values.front();
+      sol.coef = spectral_solve(es, cross_matrix(), request_.alpha, s_cut * s_cut);
+      return sol;
+    }
+    Eigen::MatrixXd R;
+    Matrix QtB;
+    compute_qr(R, QtB);
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd(R, Eigen::ComputeFullU | Eigen::ComputeFullV);
+    const Vector& s = svd.singularValues();
+    sol.singular_values.assign(s.data(), s.data() + s.size());
+    sol.rank = rank_of(sol.singular_values, rcond_);
+    const double s_cut = sol.singular_values.empty() ? 0.0 : rcond_ * sol.singular_values.front();
+    sol.coef = svd_solve(svd, QtB, request_.alpha, s_cut);
+    return sol;
+  }
+
+  HostSolution by_cholesky() {
+    compute_gram();
+    const Eigen::MatrixXd G = gram_matrix();
+    const Matrix C = cross_matrix();
+    HostSolution sol;
+    sol.coef.resize(t_, d_);
+    sol.rank = d_;
+    const double diag_max = G.diagonal().maxCoeff();
+    for (int64_t k = 0; k < t_; ++k) {
+      const std::size_t ai = request_.alpha.size() == 1 ? 0 : static_cast<std::size_t>(k);
+      const double a = request_.alpha[ai];
+      if (k > 0 && request_.alpha[ai] == request_.alpha[request_.alpha.size() == 1 ? 0 : k - 1]) {
+        sol.coef.row(k) = llt_.solve(C.col(k)).transpose();  // same alpha: same factorization
+        continue;
+      }
+      Eigen::MatrixXd M = G;
+      M.diagonal().array() += a;
+      llt_.compute(M);
+      // A numerically singular matrix can factor with tiny pivots: those count as failures.
+      const double pivot_min = llt_.info() == Eigen::Success ? llt_.matrixLLT().diagonal().minCoeff() : 0.0;
+      if (llt_.info() != Eigen::Success || !(pivot_min * pivot_min > rcond_ * (diag_max + a)))
+        throw_error(ErrorCode::invalid_argument,
+                    std::string(request_.estimator) + ": solver=\"cholesky\" failed: XᵀX + alpha I is not positive " +
+                        "definite (alpha=" + std::to_string(a) +
+                        "; alpha=0 needs X of full column rank): use solver=\"svd\" or a larger alpha");
+      sol.coef.row(k) = llt_.solve(C.col(k)).transpose();
+    }
+    return sol;
+  }
+
+  Context& ctx_;
+  const LeastSquaresRequest& request_;
+  std::unique_ptr<LinearBackend<T>> backend_;
+  int64_t n_, d_, t_;
+  double rcond_;
+  std::vector<double> x_mean_, y_mean_;
+  Buffer A_, B_;                  // the centered, weighted working copies
+  std::vector<double> G_, C_;     // AᵀA and AᵀB once computed
+  Eigen::LLT<Eigen::MatrixXd> llt_;
+};
+
+// Sample weights staged in T, checked (finite, non-negative, positive sum).
+detail::Staged stage_weights(Context& ctx, const ArrayView& sw, DType dtype, int64_t n) {
+  GPUML_EXPECT(sw.ndim == 1, "sample_weight must be a 1-d array, got " + std::to_string(sw.ndim) + " dimension(s)");
+  GPUML_EXPECT(sw.shape[0] == n, "sample_weight has " + std::to_string(sw.shape[0]) + " entries but X has " +
+                                     std::to_string(n) + " samples");
+  detail::Staged staged = detail::stage(ctx, sw, dtype, "sample_weight");
+  detail::require_finite(ctx, staged.view, "sample_weight");
+  HostArray copy;
+  if (staged.view.device.is_cuda()) copy = detail::to_host(ctx, staged.view);
+  const void* host = staged.view.device.is_cuda() ? copy.as<const void>() : staged.view.data;
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* w = static_cast<const T*>(host);
+    double total = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      GPUML_EXPECT(w[i] >= 0, "sample_weight must be non-negative, got " + std::to_string(static_cast<double>(w[i])) +
+                                  " at index " + std::to_string(i));
+      total += static_cast<double>(w[i]);
+    }
+    GPUML_EXPECT(total > 0, "sample_weight must have a positive sum");
+  });
+  return staged;
+}
+
+}  // namespace
+
+LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
+                            const LeastSquaresRequest& request) {
+  check_matrix_shape(X);
+  const int64_t n = X.shape[0], d = X.shape[1];
+  GPUML_EXPECT(y.ndim == 1 || y.ndim == 2,
+               "y must be a 1-d (n_samples,) or 2-d (n_samples, n_targets) array, got " + std::to_string(y.ndim) +
+                   " dimension(s)");
+  GPUML_EXPECT(y.shape[0] == n, "y has " + std::to_string(y.shape[0]) + " samples but X has " + std::to_string(n));
+  const bool y_is_1d = y.ndim == 1;
+  const int64_t t = y_is_1d ? 1 : y.shape[1];
+  GPUML_EXPECT(t >= 1, "y must have at least 1 target column, got shape " + shape_string(y));
+  if (!request.alpha.empty())
+    GPUML_EXPECT(request.alpha.size() == 1 || static_cast<int64_t>(request.alpha.size()) == t,
+                 std::string(request.estimator) + ": alpha has " + std::to_string(request.alpha.size()) +
+                     " values but y has " + std::to_string(t) + " target(s): give one alpha or one per target");
+
+  const DType dtype = float_dtype_for(X.dtype);
+  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
+  detail::require_finite(ctx, Xs.view, "X");
+  detail::Staged ys = detail::stage(ctx, y, dtype, "y");
+  detail::require_finite(ctx, ys.view, "y");
+  detail::Staged ws;
+  if (sample_weight) ws = stage_weights(ctx, *sample_weight, dtype, n);
+
+  return with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    LeastSquares<T> ls(ctx, request, n, d, t);
+    ls.prepare(Xs.view.as<const T>(), ys.view.as<const T>(), sample_weight ? ws.view.as<const T>() : nullptr);
+    const HostSolution sol = ls.solve();
+    const std::vector<double> intercept = ls.intercept(sol.coef);
+
+    LinearFit fit;
+    fit.coef = y_is_1d ? HostArray(dtype, d) : HostArray(dtype, t, d);
+    fit.intercept = y_is_1d ? HostArray::scalar(dtype) : HostArray(dtype, t);
+    for (int64_t k = 0; k < t; ++k) {
+      for (int64_t j = 0; j < d; ++j) fit.coef.as<T>()[k * d + j] = static_cast<T>(sol.coef(k, j));
+      fit.intercept.as<T>()[k] = static_cast<T>(intercept[k]);
+    }
+    fit.singular_values = HostArray(dtype, static_cast<int64_t>(sol.singular_values.size()));
+    std::copy(sol.singular_values.begin(), sol.singular_values.end(), fit.singular_values.as<T>());
+    fit.rank = scalar_i64(sol.rank);
+    fit.n_features_in = scalar_i64(d);
+    return fit;
+  });
+}
+
+ArraySpec linear_output_spec(const HostArray& coef, int64_t n_rows) {
+  GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
+  if (coef.spec().ndim == 1) return ArraySpec{coef.dtype(), 1, {n_rows, 0}};
+  return ArraySpec{coef.dtype(), 2, {n_rows, coef.spec().shape[0]}};
+}
+
+void linear_predict(Context& ctx, const ArrayView& X, const HostArray& coef, const HostArray& intercept,
+                    const ArrayView& out, const char* estimator) {
+  check_matrix_shape(X);
+  const bool one_target = coef.spec().ndim == 1;
+  const int64_t d = one_target ? coef.spec().shape[0] : coef.spec().shape[1];
+  const int64_t t = one_target ? 1 : coef.spec().shape[0];
+  GPUML_EXPECT(X.shape[1] == d, "X has " + std::to_string(X.shape[1]) + " features, but " + estimator +
+                                    " was fitted with " + std::to_string(d) + " features");
+  const int64_t n = X.shape[0];
+  detail::Staged staged = detail::stage(ctx, X, coef.dtype(), "X");
+  detail::require_finite(ctx, staged.view, "X");
+  with_float_type(coef.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Buffer result(ctx, static_cast<std::size_t>(n * t) * sizeof(T));
+    make_linear_backend<T>(ctx)->predict(staged.view.as<const T>(), n, d, coef.as<const T>(), intercept.as<const T>(), t,
+                                         result.as<T>());
+    const ArrayView view = one_target ? make_view(result.data(), coef.dtype(), ctx.device(), n)
+                                      : make_view(result.data(), coef.dtype(), ctx.device(), n, t);
+    detail::write_output(ctx, view, out, "predictions");
+  });
+}
+
+void check_linear_attributes(const std::map<std::string, HostArray>& attributes, const std::vector<std::string>& names,
+                             const std::string& kind) {
+  const std::string where = kind + " model: ";
+  for (const auto& entry : attributes)
+    GPUML_EXPECT(std::find(names.begin(), names.end(), entry.first) != names.end(),
+                 where + "unknown attribute '" + entry.first + "'");
+  for (const std::string& name : names)
+    GPUML_EXPECT(attributes.count(name) && !attributes.at(name).empty(), where + "attribute '" + name + "' is missing");
+
+  auto all_finite = [](const HostArray& a) {
+    return with_float_type(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = a.as<const T>();
+      const int64_t count = a.bytes() / sizeof(T);
+      return std::all_of(p, p + count, [](T v) { return std::isfinite(v); });
+    });
+  };
+  const HostArray& coef = attributes.at("coef_");
+  const ArraySpec& cs = coef.spec();
+  GPUML_EXPECT(is_floating(coef.dtype()) && (cs.ndim == 1 || cs.ndim == 2) && cs.shape[0] >= 1 &&
+                   (cs.ndim == 1 || cs.shape[1] >= 1),
+               where + "coef_ must be a float32/float64 array of shape (n_features,) or (n_targets, n_features)");
+  GPUML_EXPECT(all_finite(coef), where + "coef_ contains NaN or infinity");
+  const int64_t d = cs.ndim == 1 ? cs.shape[0] : cs.shape[1];
+
+  const HostArray& intercept = attributes.at("intercept_");
+  const bool intercept_ok = intercept.dtype() == coef.dtype() &&
+                            (cs.ndim == 1 ? intercept.spec().ndim == 0
+                                          : intercept.spec().ndim == 1 && intercept.spec().shape[0] == cs.shape[0]);
+  GPUML_EXPECT(intercept_ok, where + "intercept_ must have coef_'s dtype and be 0-d (coef_ 1-d) or (n_targets,)");
+  GPUML_EXPECT(all_finite(intercept), where + "intercept_ contains NaN or infinity");
+
+  const HostArray& n_features = attributes.at("n_features_in_");
+  GPUML_EXPECT(n_features.dtype() == DType::int64 && n_features.spec().ndim == 0 && *n_features.as<const int64_t>() == d,
+               where + "n_features_in_ must be an int64 scalar equal to the width of coef_");
+
+  if (attributes.count("rank_")) {
+    const HostArray& rank = attributes.at("rank_");
+    GPUML_EXPECT(rank.dtype() == DType::int64 && rank.spec().ndim == 0 && *rank.as<const int64_t>() >= 0 &&
+                     *rank.as<const int64_t>() <= d,
+                 where + "rank_ must be an int64 scalar in [0, n_features]");
+  }
+  if (attributes.count("singular_values_")) {
+    const HostArray& s = attributes.at("singular_values_");
+    GPUML_EXPECT(s.dtype() == coef.dtype() && s.spec().ndim == 1 && s.spec().shape[0] <= d && all_finite(s),
+                 where + "singular_values_ must be a finite 1-d array of coef_'s dtype with at most n_features values");
+  }
+}
+
+}  // namespace gpuml::detail

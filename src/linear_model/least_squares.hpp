@@ -1,0 +1,60 @@
+#pragma once
+// The least-squares driver shared by LinearRegression and Ridge: validation and staging of
+// X / y / sample_weight, centering and weighting through the backend primitives, the choice of
+// solver, and the small dense solves on the host (Eigen). Written once for every backend.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpuml/core/array.hpp"
+#include "gpuml/core/context.hpp"
+#include "linear_model/linear_backend.hpp"
+
+namespace gpuml::detail {
+
+// The single dispatch point between the linear-model backends.
+template <typename T>
+std::unique_ptr<LinearBackend<T>> make_linear_backend(const Context& ctx);
+
+enum class LeastSquaresSolver {
+  auto_eig,   // LinearRegression "auto": eig, falling back to svd when rank deficient or badly conditioned
+  eig,        // normal equations, eigen-decomposed; rank deficiency is an error
+  qr,         // Householder QR, triangular solve; rank deficiency is an error
+  svd,        // SVD of R (n >= d) or pseudo-inverse of the Gram matrix (n < d): minimum norm
+  cholesky,   // Ridge: (G + alpha I) by Cholesky; not positive definite is an error
+  ridge_svd,  // Ridge: V diag(s / (s^2 + alpha)) U^T
+};
+
+struct LeastSquaresRequest {
+  const char* estimator = "";  // "LinearRegression" or "Ridge", for messages
+  LeastSquaresSolver solver = LeastSquaresSolver::auto_eig;
+  bool fit_intercept = true;
+  std::vector<double> alpha;   // Ridge: one value or one per target; empty: no penalty
+};
+
+// A fitted linear model as host arrays in X's float dtype (rank and n_features_in: int64).
+struct LinearFit {
+  HostArray coef;             // (d,) when y was 1-d, else (t, d)
+  HostArray intercept;        // 0-d when y was 1-d, else (t,)
+  HostArray singular_values;  // (min(n, d),) descending, of the centered weighted X
+  HostArray rank;             // 0-d
+  HostArray n_features_in;    // 0-d
+};
+
+LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
+                            const LeastSquaresRequest& request);
+
+// What predict returns: (n,) or (n, t) in coef's dtype.
+ArraySpec linear_output_spec(const HostArray& coef, int64_t n_rows);
+
+// out = X coef^T + intercept, X checked against coef's width.
+void linear_predict(Context& ctx, const ArrayView& X, const HostArray& coef, const HostArray& intercept,
+                    const ArrayView& out, const char* estimator);
+
+// Checks restored coef_ / intercept_ / n_features_in_ (and rank_ / singular_values_ when
+// present in `names`); unknown or missing names are errors. `kind` prefixes messages.
+void check_linear_attributes(const std::map<std::string, HostArray>& attributes, const std::vector<std::string>& names,
+                             const std::string& kind);
+
+}  // namespace gpuml::detail

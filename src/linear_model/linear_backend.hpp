@@ -1,0 +1,47 @@
+#pragma once
+// The primitives a backend provides for the least-squares family (LinearRegression, Ridge, and
+// later the Gram-matrix form of Lasso/ElasticNet). The algorithms — centering for the intercept,
+// sample weights, the choice of solver, rank handling, the small dense solves on the host — live
+// once in src/linear_model/*.cpp; src/linear_model/linear_cpu.cpp and cuda/linear_model/linear.cu
+// implement only these.
+//
+// Pointers without a `_host` suffix are in the backend's memory (host for the CPU, the device for
+// CUDA), contiguous and row-major. `_host` pointers are host memory. Small results (m x m, m x t)
+// come back to the host in double.
+#include <cstdint>
+#include <memory>
+
+#include "gpuml/core/context.hpp"
+
+namespace gpuml::detail {
+
+template <typename T>
+class LinearBackend {
+ public:
+  virtual ~LinearBackend() = default;
+
+  // Weighted column means of A (n x m): sum_i w_i A_ij / sum_i w_i, accumulated in double in a
+  // fixed order. w == nullptr means all ones.
+  virtual void weighted_means(const T* A, int64_t n, int64_t m, const T* w, double* means_host) = 0;
+
+  // out_i = sqrt(w_i) * (A_i - means), rounded to T (means_host == nullptr: no centering;
+  // w == nullptr: no scaling). `out` may alias A.
+  virtual void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out) = 0;
+
+  // gram_host = A^T A (m x m, both triangles) and cross_host = A^T B (m x t), row-major double.
+  // Products are formed in T with exact arithmetic (no TF32).
+  virtual void gram(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* gram_host, double* cross_host) = 0;
+
+  // Thin Householder QR of A (n x m, n >= m): R_host = R (m x m, upper triangular, row-major)
+  // and QtB_host = Q^T B (m x t). A and B may be overwritten.
+  virtual void qr(T* A, T* B, int64_t n, int64_t m, int64_t t, double* R_host, double* QtB_host) = 0;
+
+  // out = X coef^T + intercept: X is n x d, coef_host t x d, intercept_host t (or nullptr), out n x t.
+  virtual void predict(const T* X, int64_t n, int64_t d, const T* coef_host, const T* intercept_host, int64_t t,
+                       T* out) = 0;
+};
+
+template <typename T> std::unique_ptr<LinearBackend<T>> make_linear_cpu_backend(const Context& ctx);
+template <typename T> std::unique_ptr<LinearBackend<T>> make_linear_cuda_backend(const Context& ctx);
+
+}  // namespace gpuml::detail

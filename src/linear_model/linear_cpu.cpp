@@ -1,0 +1,162 @@
+// The CPU backend of the least-squares family: LinearBackend<T> with OpenMP threads and Eigen.
+//
+// Determinism: rows are split into a fixed number of contiguous blocks (a function of the row
+// count and the context's thread count only); per-block partial results are combined in block
+// order, so results never depend on scheduling.
+#define EIGEN_DONT_PARALLELIZE  // this file threads its own loops (and see least_squares.cpp)
+#include <omp.h>
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "gpuml/core/error.hpp"
+#include "linear_model/linear_backend.hpp"
+
+namespace gpuml::detail {
+
+namespace {
+
+// Contiguous row blocks, at most one per thread and none smaller than min_rows (unless n is).
+class RowBlocks {
+ public:
+  RowBlocks(int64_t n, int threads, int64_t min_rows) : n_(n) {
+    const int64_t by_size = std::max<int64_t>(1, n / std::max<int64_t>(1, min_rows));
+    count_ = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, by_size)));
+  }
+  int count() const { return count_; }
+  int64_t begin(int b) const { return n_ * b / count_; }
+  int64_t end(int b) const { return n_ * (b + 1) / count_; }
+
+ private:
+  int64_t n_;
+  int count_;
+};
+
+template <typename T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using ColMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+using DoubleMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic>;
+
+// Rows per chunk of the Gram product: each chunk's product is formed in T (a fast GEMM), and the
+// chunks are summed in double, so float32 sums never run over more than this many rows.
+constexpr int64_t kGramChunk = 512;
+
+template <typename T>
+class LinearCpuBackend final : public LinearBackend<T> {
+ public:
+  explicit LinearCpuBackend(const Context& ctx) : threads_(std::max(1, ctx.n_threads())) {}
+
+  void weighted_means(const T* A, int64_t n, int64_t m, const T* w, double* means_host) override {
+    const RowBlocks blocks(n, threads_, 1024);
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * (m + 1)), 0.0);
+#pragma omp parallel for num_threads(threads_for(n * m)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      double* acc = partial.data() + static_cast<int64_t>(b) * (m + 1);
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+        const double wi = w ? static_cast<double>(w[i]) : 1.0;
+        const T* row = A + i * m;
+        for (int64_t j = 0; j < m; ++j) acc[j] += wi * static_cast<double>(row[j]);
+        acc[m] += wi;
+      }
+    }
+    std::vector<double> total(static_cast<std::size_t>(m + 1), 0.0);
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t j = 0; j <= m; ++j) total[j] += partial[b * (m + 1) + j];
+    for (int64_t j = 0; j < m; ++j) means_host[j] = total[m] > 0 ? total[j] / total[m] : 0.0;
+  }
+
+  void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out) override {
+#pragma omp parallel for num_threads(threads_for(n * m)) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const double scale = w ? std::sqrt(static_cast<double>(w[i])) : 1.0;
+      for (int64_t j = 0; j < m; ++j) {
+        const double v = static_cast<double>(A[i * m + j]) - (means_host ? means_host[j] : 0.0);
+        out[i * m + j] = static_cast<T>(v * scale);
+      }
+    }
+  }
+
+  void gram(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* gram_host, double* cross_host) override {
+    const RowBlocks blocks(n, threads_, kGramChunk);
+    const int64_t stride = m * m + m * t;
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * stride), 0.0);
+#pragma omp parallel for num_threads(threads_for(n * m * m)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      Eigen::Map<DoubleMatrix> G(partial.data() + b * stride, m, m);
+      Eigen::Map<DoubleMatrix> C(partial.data() + b * stride + m * m, m, t);
+      ColMatrix<T> Gc(m, m), Cc(m, t);
+      for (int64_t i0 = blocks.begin(b); i0 < blocks.end(b); i0 += kGramChunk) {
+        const int64_t rows = std::min(kGramChunk, blocks.end(b) - i0);
+        Eigen::Map<const RowMatrix<T>> Ac(A + i0 * m, rows, m);
+        Eigen::Map<const RowMatrix<T>> Bc(B + i0 * t, rows, t);
+        // Only the lower triangle (a symmetric rank-k update: half the work of a full product).
+        Gc.setZero();
+        Gc.template selfadjointView<Eigen::Lower>().rankUpdate(Ac.transpose());
+        Cc.noalias() = Ac.transpose() * Bc;
+        G.template triangularView<Eigen::Lower>() += Gc.template cast<double>();
+        C += Cc.template cast<double>();
+      }
+    }
+    Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> G_out(gram_host, m, m);
+    Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> C_out(cross_host, m, t);
+    DoubleMatrix G_sum = DoubleMatrix::Zero(m, m);
+    C_out.setZero();
+    for (int b = 0; b < blocks.count(); ++b) {
+      G_sum += Eigen::Map<DoubleMatrix>(partial.data() + b * stride, m, m);
+      C_out += Eigen::Map<DoubleMatrix>(partial.data() + b * stride + m * m, m, t);
+    }
+    G_out = G_sum.selfadjointView<Eigen::Lower>();
+  }
+
+  void qr(T* A, T* B, int64_t n, int64_t m, int64_t t, double* R_host, double* QtB_host) override {
+    if (n < m) throw_error(ErrorCode::internal, "linear qr: needs n >= m");
+    // Householder QR in T on a column-major copy (Eigen's blocked algorithm, one thread).
+    Eigen::HouseholderQR<ColMatrix<T>> qr(Eigen::Map<const RowMatrix<T>>(A, n, m));
+    ColMatrix<T> QtB = Eigen::Map<const RowMatrix<T>>(B, n, t);
+    QtB.applyOnTheLeft(qr.householderQ().adjoint());
+    const ColMatrix<T>& packed = qr.matrixQR();
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < m; ++j) R_host[i * m + j] = j >= i ? static_cast<double>(packed(i, j)) : 0.0;
+      for (int64_t k = 0; k < t; ++k) QtB_host[i * t + k] = static_cast<double>(QtB(i, k));
+    }
+  }
+
+  void predict(const T* X, int64_t n, int64_t d, const T* coef_host, const T* intercept_host, int64_t t,
+               T* out) override {
+    Eigen::Map<const RowMatrix<T>> coef(coef_host, t, d);
+    const RowBlocks blocks(n, threads_, 1024);
+#pragma omp parallel for num_threads(threads_for(n * d * t)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      const int64_t rows = blocks.end(b) - blocks.begin(b);
+      Eigen::Map<const RowMatrix<T>> Xb(X + blocks.begin(b) * d, rows, d);
+      Eigen::Map<RowMatrix<T>> Ob(out + blocks.begin(b) * t, rows, t);
+      Ob.noalias() = Xb * coef.transpose();
+      if (intercept_host)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t k = 0; k < t; ++k) Ob(i, k) += intercept_host[k];
+    }
+  }
+
+ private:
+  // Small problems run on one thread: waking a team (and its spinning) costs more than the work,
+  // and on a busy machine spinning threads starve everything else.
+  int threads_for(int64_t work) const { return work < (int64_t{1} << 17) ? 1 : threads_; }
+
+  int threads_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<LinearBackend<T>> make_linear_cpu_backend(const Context& ctx) {
+  return std::make_unique<LinearCpuBackend<T>>(ctx);
+}
+
+template std::unique_ptr<LinearBackend<float>> make_linear_cpu_backend<float>(const Context&);
+template std::unique_ptr<LinearBackend<double>> make_linear_cpu_backend<double>(const Context&);
+
+}  // namespace gpuml::detail

@@ -1,0 +1,133 @@
+// LinearRegression: parameters, fitted attributes and the calls into the least-squares driver.
+#include "gpuml/linear_model/linear_regression.hpp"
+
+#include <algorithm>
+
+#include "core/params.hpp"
+#include "core/registry.hpp"
+#include "gpuml/core/error.hpp"
+#include "linear_model/least_squares.hpp"
+
+namespace gpuml {
+
+namespace {
+
+const std::vector<std::string> kAttributeNames = {"coef_", "intercept_", "singular_values_", "rank_", "n_features_in_"};
+
+detail::LeastSquaresSolver solver_for(const std::string& algorithm) {
+  if (algorithm == "auto") return detail::LeastSquaresSolver::auto_eig;
+  if (algorithm == "eig") return detail::LeastSquaresSolver::eig;
+  if (algorithm == "qr") return detail::LeastSquaresSolver::qr;
+  if (algorithm == "svd") return detail::LeastSquaresSolver::svd;
+  throw_error(ErrorCode::invalid_argument,
+              "LinearRegression: algorithm must be \"auto\", \"eig\", \"qr\" or \"svd\", got \"" + algorithm + "\"");
+}
+
+}  // namespace
+
+LinearRegression::LinearRegression(LinearRegressionParams params) : params_(std::move(params)) {
+  solver_for(params_.algorithm);  // validates
+}
+
+LinearRegression& LinearRegression::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
+                                        const ArrayView* sample_weight) {
+  detail::LeastSquaresRequest request;
+  request.estimator = "LinearRegression";
+  request.solver = solver_for(params_.algorithm);
+  request.fit_intercept = params_.fit_intercept;
+  detail::LinearFit fit = detail::fit_least_squares(ctx, X, y, sample_weight, request);
+  // Replace the fitted state only once everything has succeeded.
+  coef_ = std::move(fit.coef);
+  intercept_ = std::move(fit.intercept);
+  singular_values_ = std::move(fit.singular_values);
+  rank_ = std::move(fit.rank);
+  n_features_in_ = std::move(fit.n_features_in);
+  return *this;
+}
+
+void LinearRegression::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {
+  GPUML_EXPECT(y != nullptr, "LinearRegression.fit needs y");
+  fit(ctx, X, *y, sample_weight);
+}
+
+ArraySpec LinearRegression::output_spec(const std::string& method, int64_t n_rows) const {
+  if (method == "predict") {
+    require_fitted();
+    return detail::linear_output_spec(coef_, n_rows);
+  }
+  return Estimator::output_spec(method, n_rows);
+}
+
+void LinearRegression::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  require_fitted();
+  detail::linear_predict(ctx, X, coef_, intercept_, out, "LinearRegression");
+}
+
+const HostArray& LinearRegression::coef() const {
+  require_fitted();
+  return coef_;
+}
+const HostArray& LinearRegression::intercept() const {
+  require_fitted();
+  return intercept_;
+}
+const HostArray& LinearRegression::singular_values() const {
+  require_fitted();
+  return singular_values_;
+}
+int64_t LinearRegression::rank() const {
+  require_fitted();
+  return *rank_.as<const int64_t>();
+}
+int64_t LinearRegression::n_features_in() const {
+  require_fitted();
+  return *n_features_in_.as<const int64_t>();
+}
+
+std::vector<std::string> LinearRegression::attribute_names() const { return kAttributeNames; }
+
+const HostArray& LinearRegression::attribute(const std::string& name) const {
+  if (std::find(kAttributeNames.begin(), kAttributeNames.end(), name) == kAttributeNames.end())
+    throw_error(ErrorCode::invalid_argument,
+                "linear_regression has no attribute '" + name +
+                    "' (known: coef_, intercept_, singular_values_, rank_, n_features_in_)");
+  require_fitted();
+  if (name == "coef_") return coef_;
+  if (name == "intercept_") return intercept_;
+  if (name == "singular_values_") return singular_values_;
+  if (name == "rank_") return rank_;
+  return n_features_in_;
+}
+
+void LinearRegression::restore(std::map<std::string, HostArray> attributes) {
+  detail::check_linear_attributes(attributes, kAttributeNames, kind());
+  coef_ = std::move(attributes.at("coef_"));
+  intercept_ = std::move(attributes.at("intercept_"));
+  singular_values_ = std::move(attributes.at("singular_values_"));
+  rank_ = std::move(attributes.at("rank_"));
+  n_features_in_ = std::move(attributes.at("n_features_in_"));
+}
+
+std::string LinearRegression::get_params_json() const {
+  nlohmann::json j;
+  j["fit_intercept"] = params_.fit_intercept;
+  j["algorithm"] = params_.algorithm;
+  return j.dump();
+}
+
+namespace detail {
+
+std::unique_ptr<Estimator> linear_regression_from_params(const nlohmann::json& params) {
+  ParamReader reader(params, "linear_regression");
+  LinearRegressionParams p;
+  p.fit_intercept = reader.get_bool("fit_intercept", p.fit_intercept);
+  p.algorithm = reader.get_string("algorithm", p.algorithm);
+  if (p.algorithm != "auto" && p.algorithm != "eig" && p.algorithm != "qr" && p.algorithm != "svd")
+    reader.fail("algorithm", "\"auto\", \"eig\", \"qr\" or \"svd\"");
+  reader.finish();
+  return std::make_unique<LinearRegression>(std::move(p));
+}
+
+}  // namespace detail
+
+}  // namespace gpuml

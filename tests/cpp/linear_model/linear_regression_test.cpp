@@ -1,0 +1,353 @@
+// LinearRegression: the CPU backend against an independent reference (linear_reference.hpp),
+// the error paths, serialization, and the CUDA backend against the CPU backend (skipped
+// without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "linear_model/linear_reference.hpp"
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using test::make_regression;
+using test::max_rel_diff;
+using test::reference_fit;
+using test::Regression;
+using test::to_doubles;
+using test::uniform_int;
+
+template <typename T>
+struct Fitted {
+  std::vector<T> X, Y, w;
+};
+
+// Fits on r in T (1-d y when t == 1 and one_d_y).
+template <typename T>
+LinearRegression fit_lr(Context& ctx, const Regression& r, const std::string& algorithm, bool fit_intercept = true,
+                        bool one_d_y = false) {
+  std::vector<T> X(r.X.begin(), r.X.end()), Y(r.Y.begin(), r.Y.end()), w(r.w.begin(), r.w.end());
+  LinearRegression lr({fit_intercept, algorithm});
+  const ArrayView y = one_d_y ? host_view(Y.data(), r.n) : host_view(Y.data(), r.n, r.t);
+  const ArrayView wv = host_view(w.data(), r.n);
+  lr.fit(ctx, host_view(X.data(), r.n, r.d), y, r.w.empty() ? nullptr : &wv);
+  return lr;
+}
+
+TEST(LinearRegression, AllAlgorithmsMatchTheReferenceFloat64) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  for (int trial = 0; trial < 3; ++trial) {
+    const int64_t n = uniform_int(rng, 40, 400), d = uniform_int(rng, 1, 12), t = uniform_int(rng, 1, 3);
+    Regression r = make_regression(rng, n, d, t);
+    if (trial == 1) {  // weighted
+      r.w.resize(n);
+      for (auto& v : r.w) v = test::uniform_real(rng, 0.1, 3.0);
+    }
+    for (bool fit_intercept : {true, false}) {
+      const test::ReferenceFit ref = reference_fit(r, fit_intercept);
+      for (const char* algorithm : {"auto", "eig", "qr", "svd"}) {
+        SCOPED_TRACE(std::string(algorithm) + " n=" + std::to_string(n) + " d=" + std::to_string(d) +
+                     " t=" + std::to_string(t) + " intercept=" + std::to_string(fit_intercept));
+        LinearRegression lr = fit_lr<double>(ctx, r, algorithm, fit_intercept);
+        // Well-conditioned (cond(X) < ~20) in double: every route is accurate to ~1e-12.
+        EXPECT_LT(max_rel_diff(to_doubles(lr.coef()), ref.coef), 1e-9);
+        EXPECT_LT(max_rel_diff(to_doubles(lr.intercept()), ref.intercept), 1e-9);
+        EXPECT_EQ(lr.rank(), d);
+        EXPECT_EQ(lr.n_features_in(), d);
+        ASSERT_EQ(lr.coef().spec().ndim, 2);
+        EXPECT_EQ(lr.coef().spec().shape[0], t);
+        // Singular values of the centered weighted X (from λ = s² for eig: 1e-7 relative).
+        const std::vector<double> s = to_doubles(lr.singular_values());
+        ASSERT_EQ(static_cast<int64_t>(s.size()), std::min(n, d));
+        for (int64_t i = 0; i < std::min(n, d); ++i)
+          EXPECT_NEAR(s[i], ref.singular_values[i], 1e-7 * ref.singular_values[0]);
+        if (!fit_intercept) {
+          for (double v : to_doubles(lr.intercept())) EXPECT_EQ(v, 0.0);
+        }
+      }
+    }
+  }
+}
+
+TEST(LinearRegression, OneDimensionalYAndPredict) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 30, 300), d = uniform_int(rng, 1, 8);
+  const Regression r = make_regression(rng, n, d, 1);
+  LinearRegression lr = fit_lr<double>(ctx, r, "auto", true, /*one_d_y=*/true);
+  EXPECT_EQ(lr.coef().spec().ndim, 1);
+  EXPECT_EQ(lr.coef().spec().shape[0], d);
+  EXPECT_EQ(lr.intercept().spec().ndim, 0);
+  EXPECT_EQ(lr.output_spec("predict", n).ndim, 1);
+  std::vector<double> out(n);
+  lr.predict(ctx, host_view(r.X.data(), n, d), host_view(out.data(), n));
+  const std::vector<double> coef = to_doubles(lr.coef());
+  const double b = to_doubles(lr.intercept())[0];
+  for (int64_t i = 0; i < n; ++i) {
+    double expected = b;
+    for (int64_t j = 0; j < d; ++j) expected += r.X[i * d + j] * coef[j];
+    EXPECT_NEAR(out[i], expected, 1e-10 * (1 + std::abs(expected)));  // summation order only
+  }
+}
+
+TEST(LinearRegression, Float32MatchesTheFloat64Reference) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 200, 2000), d = uniform_int(rng, 2, 10), t = 2;
+  Regression r = make_regression(rng, n, d, t);
+  // The reference solves the float32-rounded data, so only float32 arithmetic separates them.
+  for (auto& v : r.X) v = static_cast<float>(v);
+  for (auto& v : r.Y) v = static_cast<float>(v);
+  const test::ReferenceFit ref = reference_fit(r, true);
+  for (const char* algorithm : {"auto", "eig", "qr", "svd"}) {
+    SCOPED_TRACE(algorithm);
+    LinearRegression lr = fit_lr<float>(ctx, r, algorithm);
+    EXPECT_EQ(lr.coef().dtype(), DType::float32);
+    // cond(X) < ~20, eps(float32) = 6e-8: errors ~1e-6; the normal equations square cond.
+    EXPECT_LT(max_rel_diff(to_doubles(lr.coef()), ref.coef), 2e-4);
+    EXPECT_LT(max_rel_diff(to_doubles(lr.intercept()), ref.intercept), 2e-4);
+  }
+}
+
+TEST(LinearRegression, Float32FarFromTheOriginStaysAccurate) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 500, 3000), d = uniform_int(rng, 2, 6);
+  Regression r = make_regression(rng, n, d, 1, /*offset=*/1e4);
+  for (auto& v : r.X) v = static_cast<float>(v);
+  for (auto& v : r.Y) v = static_cast<float>(v);
+  const test::ReferenceFit ref = reference_fit(r, true);
+  for (const char* algorithm : {"auto", "eig", "qr", "svd"}) {
+    SCOPED_TRACE(algorithm);
+    LinearRegression lr = fit_lr<float>(ctx, r, algorithm);
+    // Centering first keeps float32 accurate: without it XᵀX (entries ~1e8 n) would lose all digits
+    // of the spread (~1). Coefficients to 1e-3; predictions to 1e-2 of y's spread, plus the
+    // float32 rounding of an intercept of size ~1e4.
+    EXPECT_LT(max_rel_diff(to_doubles(lr.coef()), ref.coef), 1e-3);
+    std::vector<float> Xf(r.X.begin(), r.X.end()), out(n);
+    lr.predict(ctx, host_view(Xf.data(), n, d), host_view(out.data(), n, 1));
+    double spread = 0, y_mean = 0;
+    for (int64_t i = 0; i < n; ++i) y_mean += r.Y[i] / n;
+    for (int64_t i = 0; i < n; ++i) spread = std::max(spread, std::abs(r.Y[i] - y_mean));
+    const double tol = 1e-2 * spread + 8 * std::numeric_limits<float>::epsilon() * std::abs(ref.intercept[0]);
+    for (int64_t i = 0; i < n; ++i) {
+      double expected = ref.intercept[0];
+      for (int64_t j = 0; j < d; ++j) expected += r.X[i * d + j] * ref.coef(0, j);
+      ASSERT_NEAR(out[i], expected, tol) << "row " << i;
+    }
+  }
+}
+
+TEST(LinearRegression, IntegerSampleWeightsEqualRepeatedRows) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 30, 200), d = uniform_int(rng, 1, 6), t = 2;
+  Regression weighted = make_regression(rng, n, d, t);
+  weighted.w.resize(n);
+  Regression repeated;
+  repeated.d = d, repeated.t = t;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t times = i < 2 * d + 2 ? 1 : uniform_int(rng, 0, 3);  // enough rows stay for full rank
+    weighted.w[i] = static_cast<double>(times);
+    for (int64_t c = 0; c < times; ++c) {
+      repeated.X.insert(repeated.X.end(), weighted.X.begin() + i * d, weighted.X.begin() + (i + 1) * d);
+      repeated.Y.insert(repeated.Y.end(), weighted.Y.begin() + i * t, weighted.Y.begin() + (i + 1) * t);
+      ++repeated.n;
+    }
+  }
+  for (const char* algorithm : {"eig", "qr", "svd"}) {
+    SCOPED_TRACE(algorithm);
+    LinearRegression a = fit_lr<double>(ctx, weighted, algorithm);
+    LinearRegression b = fit_lr<double>(ctx, repeated, algorithm);
+    const std::vector<double> ca = to_doubles(a.coef()), cb = to_doubles(b.coef());
+    const std::vector<double> ia = to_doubles(a.intercept()), ib = to_doubles(b.intercept());
+    for (std::size_t i = 0; i < ca.size(); ++i) EXPECT_NEAR(ca[i], cb[i], 1e-9 * (1 + std::abs(cb[i])));  // same problem
+    for (std::size_t i = 0; i < ia.size(); ++i) EXPECT_NEAR(ia[i], ib[i], 1e-9 * (1 + std::abs(ib[i])));
+  }
+}
+
+// X with exactly dependent columns (a copy and a doubled copy: both exact in floating point).
+Regression rank_deficient(std::mt19937_64& rng, int64_t n, int64_t d_free) {
+  Regression base = make_regression(rng, n, d_free, 2);
+  Regression r;
+  r.n = n, r.d = d_free + 2, r.t = 2, r.Y = base.Y;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d_free; ++j) r.X.push_back(base.X[i * d_free + j]);
+    r.X.push_back(base.X[i * d_free]);
+    r.X.push_back(2 * base.X[i * d_free + d_free - 1]);
+  }
+  return r;
+}
+
+TEST(LinearRegression, RankDeficientXGivesTheMinimumNormSolution) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t d_free = uniform_int(rng, 2, 6);
+  const Regression r = rank_deficient(rng, uniform_int(rng, 50, 300), d_free);
+  const test::ReferenceFit ref = reference_fit(r, true);
+  for (const char* algorithm : {"svd", "auto"}) {
+    SCOPED_TRACE(algorithm);
+    LinearRegression lr = fit_lr<double>(ctx, r, algorithm);
+    EXPECT_EQ(lr.rank(), d_free);
+    // The minimum-norm solution is unique: cond of the nonzero part < ~20, double.
+    EXPECT_LT(max_rel_diff(to_doubles(lr.coef()), ref.coef), 1e-8);
+    EXPECT_LT(max_rel_diff(to_doubles(lr.intercept()), ref.intercept), 1e-8);
+  }
+  GPUML_EXPECT_ERROR(fit_lr<double>(ctx, r, "eig"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(fit_lr<double>(ctx, r, "qr"), ErrorCode::invalid_argument);
+  try {
+    fit_lr<double>(ctx, r, "eig");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("svd"), std::string::npos) << e.what();  // names the way out
+  }
+}
+
+TEST(LinearRegression, FewerSamplesThanFeatures) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 5, 20), d = n + uniform_int(rng, 1, 20);
+  const Regression r = make_regression(rng, n, d, 1);
+  const test::ReferenceFit ref = reference_fit(r, true);
+  for (const char* algorithm : {"svd", "auto"}) {
+    SCOPED_TRACE(algorithm);
+    LinearRegression lr = fit_lr<double>(ctx, r, algorithm);
+    EXPECT_EQ(lr.rank(), n - 1);  // centering removes one dimension
+    EXPECT_EQ(static_cast<int64_t>(to_doubles(lr.singular_values()).size()), n);
+    // Pseudo-inverse of the Gram matrix: squares cond of the nonzero part (< ~50 here).
+    EXPECT_LT(max_rel_diff(to_doubles(lr.coef()), ref.coef), 1e-7);
+  }
+  GPUML_EXPECT_ERROR(fit_lr<double>(ctx, r, "qr"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(fit_lr<double>(ctx, r, "eig"), ErrorCode::invalid_argument);
+}
+
+TEST(LinearRegression, SerializationRoundTrip) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 20, 100), d = uniform_int(rng, 1, 5);
+  const Regression r = make_regression(rng, n, d, 2);
+  LinearRegression lr = fit_lr<float>(ctx, r, "qr", false);
+  const std::vector<uint8_t> bytes = serialize(lr);
+  std::unique_ptr<Estimator> back = deserialize(bytes.data(), bytes.size());
+  EXPECT_STREQ(back->kind(), "linear_regression");
+  EXPECT_EQ(back->get_params_json(), lr.get_params_json());
+  for (const std::string& name : lr.attribute_names()) {
+    EXPECT_EQ(back->attribute(name).bytes(), lr.attribute(name).bytes()) << name;
+    EXPECT_EQ(std::memcmp(back->attribute(name).as<void>(), lr.attribute(name).as<void>(), lr.attribute(name).bytes()), 0)
+        << name;
+  }
+  std::vector<float> Xf(r.X.begin(), r.X.end()), a(n * 2), b(n * 2);
+  lr.predict(ctx, host_view(Xf.data(), n, d), host_view(a.data(), n, 2));
+  back->predict(ctx, host_view(Xf.data(), n, d), host_view(b.data(), n, 2));
+  EXPECT_EQ(a, b);  // the same attributes, the same arithmetic
+}
+
+TEST(LinearRegression, ParamsJson) {
+  std::unique_ptr<Estimator> est = make_estimator("linear_regression", R"({"fit_intercept": false, "algorithm": "qr"})");
+  auto* lr = dynamic_cast<LinearRegression*>(est.get());
+  ASSERT_NE(lr, nullptr);
+  EXPECT_FALSE(lr->params().fit_intercept);
+  EXPECT_EQ(lr->params().algorithm, "qr");
+  EXPECT_EQ(make_estimator("linear_regression", est->get_params_json())->get_params_json(), est->get_params_json());
+  GPUML_EXPECT_ERROR(make_estimator("linear_regression", R"({"algorithm": "lsqr"})"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("linear_regression", R"({"alpha": 1})"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("linear_regression", R"({"fit_intercept": 3})"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("linear_regression", "{not json"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(LinearRegression({true, "cholesky"}), ErrorCode::invalid_argument);
+}
+
+TEST(LinearRegression, ErrorPaths) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 10, 50), d = uniform_int(rng, 2, 5);
+  Regression r = make_regression(rng, n, d, 1);
+  LinearRegression lr;
+  std::vector<double> out(n), w(n, 1.0);
+  const ArrayView X = host_view(r.X.data(), n, d), y = host_view(r.Y.data(), n);
+
+  GPUML_EXPECT_ERROR(lr.predict(ctx, X, host_view(out.data(), n)), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(lr.coef(), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(lr.output_spec("predict", n), ErrorCode::not_fitted);
+
+  std::vector<double> bad = r.X;
+  bad[uniform_int(rng, 0, n * d - 1)] = std::numeric_limits<double>::quiet_NaN();
+  GPUML_EXPECT_ERROR(lr.fit(ctx, host_view(bad.data(), n, d), y), ErrorCode::invalid_argument);
+  std::vector<double> bad_y = r.Y;
+  bad_y[uniform_int(rng, 0, n - 1)] = std::numeric_limits<double>::infinity();
+  GPUML_EXPECT_ERROR(lr.fit(ctx, X, host_view(bad_y.data(), n)), ErrorCode::invalid_argument);
+  std::vector<double> bad_w = w;
+  bad_w[uniform_int(rng, 0, n - 1)] = std::numeric_limits<double>::quiet_NaN();
+  ArrayView bw = host_view(bad_w.data(), n);
+  GPUML_EXPECT_ERROR(lr.fit(ctx, X, y, &bw), ErrorCode::invalid_argument);
+  bad_w = w;
+  bad_w[0] = -1.0;
+  GPUML_EXPECT_ERROR(lr.fit(ctx, X, y, &bw), ErrorCode::invalid_argument);
+  ArrayView short_w = host_view(w.data(), n - 1);
+  GPUML_EXPECT_ERROR(lr.fit(ctx, X, y, &short_w), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(lr.fit(ctx, X, host_view(r.Y.data(), n - 1)), ErrorCode::invalid_argument);  // y length
+  GPUML_EXPECT_ERROR(lr.fit(ctx, X, host_view(r.Y.data(), n, 0)), ErrorCode::invalid_argument);   // 0 targets
+  GPUML_EXPECT_ERROR(lr.fit(ctx, host_view(r.X.data(), 0, d), host_view(r.Y.data(), 0)), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(lr.fit(ctx, host_view(r.X.data(), n, 0), y), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(static_cast<Estimator&>(lr).fit(ctx, X, nullptr, nullptr), ErrorCode::invalid_argument);
+  EXPECT_FALSE(lr.fitted());  // failed fits leave nothing behind
+
+  lr.fit(ctx, X, y);
+  GPUML_EXPECT_ERROR(lr.predict(ctx, host_view(r.X.data(), n * d / (d + 1), d + 1), host_view(out.data(), n)),
+                     ErrorCode::invalid_argument);  // wrong width
+  GPUML_EXPECT_ERROR(lr.attribute("alpha_"), ErrorCode::invalid_argument);
+
+  auto attrs = [&lr]() {
+    std::map<std::string, HostArray> a;
+    for (const std::string& name : lr.attribute_names()) a[name] = test::copy_array(lr.attribute(name));
+    return a;
+  };
+  LinearRegression restored;
+  restored.restore(attrs());
+  EXPECT_TRUE(restored.fitted());
+  auto missing = attrs();
+  missing.erase("rank_");
+  GPUML_EXPECT_ERROR(LinearRegression().restore(std::move(missing)), ErrorCode::invalid_argument);
+  auto extra = attrs();
+  extra["labels_"] = test::copy_array(lr.attribute("rank_"));
+  GPUML_EXPECT_ERROR(LinearRegression().restore(std::move(extra)), ErrorCode::invalid_argument);
+  auto wrong = attrs();
+  *wrong["n_features_in_"].as<int64_t>() = d + 1;
+  GPUML_EXPECT_ERROR(LinearRegression().restore(std::move(wrong)), ErrorCode::invalid_argument);
+}
+
+TEST(LinearRegression, GpuMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  const int64_t n = uniform_int(rng, 500, 5000), d = uniform_int(rng, 1, 40), t = uniform_int(rng, 1, 3);
+  Regression r = make_regression(rng, n, d, t);
+  r.w.resize(n);
+  for (auto& v : r.w) v = test::uniform_real(rng, 0.0, 2.0);
+  for (const char* algorithm : {"auto", "eig", "qr", "svd"}) {
+    for (bool fit_intercept : {true, false}) {
+      SCOPED_TRACE(std::string(algorithm) + (fit_intercept ? " intercept" : " no intercept"));
+      LinearRegression a = fit_lr<double>(cpu, r, algorithm, fit_intercept);
+      LinearRegression b = fit_lr<double>(gpu, r, algorithm, fit_intercept);
+      // Same problem, different summation orders: double, cond < ~20.
+      const std::vector<double> ca = to_doubles(a.coef()), cb = to_doubles(b.coef());
+      for (std::size_t i = 0; i < ca.size(); ++i) EXPECT_NEAR(ca[i], cb[i], 1e-9 * (1 + std::abs(ca[i])));
+      EXPECT_EQ(a.rank(), b.rank());
+      LinearRegression af = fit_lr<float>(cpu, r, algorithm, fit_intercept);
+      LinearRegression bf = fit_lr<float>(gpu, r, algorithm, fit_intercept);
+      // float32: rounding of sums over n rows, squared by the normal equations for eig.
+      const std::vector<double> fa = to_doubles(af.coef()), fb = to_doubles(bf.coef());
+      for (std::size_t i = 0; i < fa.size(); ++i) EXPECT_NEAR(fa[i], fb[i], 1e-3 * (1 + std::abs(fa[i])));
+      // predict on the device equals predict on the host for the same coefficients.
+      std::vector<double> pa(n * t), pb(n * t);
+      a.predict(cpu, host_view(r.X.data(), n, d), host_view(pa.data(), n, t));
+      a.predict(gpu, host_view(r.X.data(), n, d), host_view(pb.data(), n, t));
+      for (int64_t i = 0; i < n * t; ++i) EXPECT_NEAR(pa[i], pb[i], 1e-10 * (1 + std::abs(pa[i])));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuml

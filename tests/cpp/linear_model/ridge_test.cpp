@@ -1,0 +1,179 @@
+// Ridge: the CPU backend against an independent reference (normal equations in double, written
+// in linear_reference.hpp), the error paths, serialization, and CUDA against CPU (skipped
+// without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "linear_model/linear_reference.hpp"
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using test::make_regression;
+using test::max_rel_diff;
+using test::reference_fit;
+using test::Regression;
+using test::to_doubles;
+using test::uniform_int;
+using test::uniform_real;
+
+template <typename T>
+Ridge fit_ridge(Context& ctx, const Regression& r, RidgeParams params) {
+  std::vector<T> X(r.X.begin(), r.X.end()), Y(r.Y.begin(), r.Y.end()), w(r.w.begin(), r.w.end());
+  Ridge ridge(std::move(params));
+  const ArrayView wv = host_view(w.data(), r.n);
+  ridge.fit(ctx, host_view(X.data(), r.n, r.d), host_view(Y.data(), r.n, r.t), r.w.empty() ? nullptr : &wv);
+  return ridge;
+}
+
+TEST(Ridge, SolversMatchTheReferenceWithPerTargetAlpha) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  for (int trial = 0; trial < 4; ++trial) {
+    // trial 3: fewer samples than features (the Gram route of "svd").
+    const int64_t n = trial == 3 ? uniform_int(rng, 5, 20) : uniform_int(rng, 40, 400);
+    const int64_t d = trial == 3 ? n + uniform_int(rng, 1, 10) : uniform_int(rng, 1, 12);
+    const int64_t t = uniform_int(rng, 1, 3);
+    Regression r = make_regression(rng, n, d, t);
+    if (trial % 2 == 1) {
+      r.w.resize(n);
+      for (auto& v : r.w) v = uniform_real(rng, 0.1, 3.0);
+    }
+    std::vector<double> alpha;
+    for (int64_t k = 0; k < (trial == 0 ? 1 : t); ++k) alpha.push_back(uniform_real(rng, 0.01, 50.0));
+    for (bool fit_intercept : {true, false}) {
+      const test::ReferenceFit ref = reference_fit(r, fit_intercept, alpha);
+      for (const char* solver : {"auto", "cholesky", "svd"}) {
+        SCOPED_TRACE(std::string(solver) + " n=" + std::to_string(n) + " d=" + std::to_string(d) +
+                     " t=" + std::to_string(t) + " intercept=" + std::to_string(fit_intercept));
+        Ridge ridge = fit_ridge<double>(ctx, r, {alpha, fit_intercept, solver});
+        // alpha > 0 keeps XᵀX + alpha I well conditioned: double agrees to ~1e-12.
+        EXPECT_LT(max_rel_diff(to_doubles(ridge.coef()), ref.coef), 1e-9);
+        EXPECT_LT(max_rel_diff(to_doubles(ridge.intercept()), ref.intercept), 1e-9);
+        EXPECT_EQ(ridge.n_features_in(), d);
+      }
+    }
+  }
+}
+
+TEST(Ridge, Float32MatchesTheFloat64Reference) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 200, 2000), d = uniform_int(rng, 2, 10);
+  Regression r = make_regression(rng, n, d, 1, /*offset=*/uniform_real(rng, -1e4, 1e4));
+  for (auto& v : r.X) v = static_cast<float>(v);
+  for (auto& v : r.Y) v = static_cast<float>(v);
+  const std::vector<double> alpha = {uniform_real(rng, 0.1, 10.0)};
+  const test::ReferenceFit ref = reference_fit(r, true, alpha);
+  for (const char* solver : {"cholesky", "svd"}) {
+    SCOPED_TRACE(solver);
+    Ridge ridge = fit_ridge<float>(ctx, r, {alpha, true, solver});
+    EXPECT_EQ(ridge.coef().dtype(), DType::float32);
+    // Centered before anything is squared: float32 keeps ~1e-5 even 1e4 away from the origin.
+    EXPECT_LT(max_rel_diff(to_doubles(ridge.coef()), ref.coef), 1e-3);
+  }
+}
+
+TEST(Ridge, AlphaZeroOnSingularX) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 30, 200), d_free = uniform_int(rng, 2, 6);
+  Regression base = make_regression(rng, n, d_free, 1);
+  Regression r = base;
+  r.d = d_free + 1;
+  r.X.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d_free; ++j) r.X.push_back(base.X[i * d_free + j]);
+    r.X.push_back(base.X[i * d_free]);  // an exact copy of the first column
+  }
+  GPUML_EXPECT_ERROR(fit_ridge<double>(ctx, r, {{0.0}, true, "cholesky"}), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(fit_ridge<double>(ctx, r, {{0.0}, true, "auto"}), ErrorCode::invalid_argument);
+  // "svd" with alpha = 0 is the minimum-norm least-squares solution.
+  Ridge ridge = fit_ridge<double>(ctx, r, {{0.0}, true, "svd"});
+  EXPECT_LT(max_rel_diff(to_doubles(ridge.coef()), reference_fit(r, true).coef), 1e-8);  // cond < ~20, double
+}
+
+TEST(Ridge, ParamsAndErrors) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  std::unique_ptr<Estimator> est = make_estimator("ridge", R"({"alpha": [0.5, 2], "solver": "svd", "fit_intercept": false})");
+  auto* ridge = dynamic_cast<Ridge*>(est.get());
+  ASSERT_NE(ridge, nullptr);
+  EXPECT_EQ(ridge->params().alpha, (std::vector<double>{0.5, 2.0}));
+  EXPECT_EQ(make_estimator("ridge", est->get_params_json())->get_params_json(), est->get_params_json());
+  EXPECT_EQ(dynamic_cast<Ridge*>(make_estimator("ridge", R"({"alpha": 3})").get())->params().alpha, std::vector<double>{3.0});
+  for (const char* bad : {R"({"alpha": -1})", R"({"alpha": []})", R"({"alpha": "big"})", R"({"alpha": [1, -2]})",
+                          R"({"solver": "lsqr"})", R"({"max_iter": 3})", "[1, 2]"})
+    GPUML_EXPECT_ERROR(make_estimator("ridge", bad), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(Ridge({{-1.0}, true, "auto"}), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(Ridge({{}, true, "auto"}), ErrorCode::invalid_argument);
+
+  const int64_t n = uniform_int(rng, 10, 50), d = uniform_int(rng, 1, 5);
+  Regression r = make_regression(rng, n, d, 3);
+  GPUML_EXPECT_ERROR(fit_ridge<double>(ctx, r, {{1.0, 2.0}, true, "auto"}), ErrorCode::invalid_argument);  // 2 alphas, 3 targets
+  Ridge unfitted;
+  std::vector<double> out(n * 3);
+  GPUML_EXPECT_ERROR(unfitted.predict(ctx, host_view(r.X.data(), n, d), host_view(out.data(), n, 3)), ErrorCode::not_fitted);
+  std::vector<double> bad_y = r.Y;
+  bad_y[uniform_int(rng, 0, n * 3 - 1)] = std::numeric_limits<double>::quiet_NaN();
+  GPUML_EXPECT_ERROR(unfitted.fit(ctx, host_view(r.X.data(), n, d), host_view(bad_y.data(), n, 3)), ErrorCode::invalid_argument);
+  EXPECT_FALSE(unfitted.fitted());
+
+  Ridge fitted = fit_ridge<double>(ctx, r, {{1.0}, true, "auto"});
+  EXPECT_EQ(fitted.output_spec("predict", n).shape[1], 3);
+  GPUML_EXPECT_ERROR(fitted.predict(ctx, host_view(r.X.data(), n, d + 1), host_view(out.data(), n, 3)),
+                     ErrorCode::invalid_argument);  // wrong width: checked before any read
+}
+
+TEST(Ridge, SerializationRoundTripAndPredict) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 20, 100), d = uniform_int(rng, 1, 5);
+  const Regression r = make_regression(rng, n, d, 2);
+  Ridge ridge = fit_ridge<double>(ctx, r, {{0.5, 3.0}, true, "svd"});
+  const std::vector<uint8_t> bytes = serialize(ridge);
+  std::unique_ptr<Estimator> back = deserialize(bytes.data(), bytes.size());
+  EXPECT_STREQ(back->kind(), "ridge");
+  EXPECT_EQ(back->get_params_json(), ridge.get_params_json());
+  std::vector<double> a(n * 2), b(n * 2);
+  ridge.predict(ctx, host_view(r.X.data(), n, d), host_view(a.data(), n, 2));
+  back->predict(ctx, host_view(r.X.data(), n, d), host_view(b.data(), n, 2));
+  EXPECT_EQ(a, b);
+  const std::vector<double> coef = to_doubles(ridge.coef()), intercept = to_doubles(ridge.intercept());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < 2; ++k) {
+      double expected = intercept[k];
+      for (int64_t j = 0; j < d; ++j) expected += r.X[i * d + j] * coef[k * d + j];
+      EXPECT_NEAR(a[i * 2 + k], expected, 1e-10 * (1 + std::abs(expected)));  // summation order only
+    }
+}
+
+TEST(Ridge, GpuMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  const int64_t n = uniform_int(rng, 500, 5000), d = uniform_int(rng, 1, 40), t = uniform_int(rng, 1, 3);
+  Regression r = make_regression(rng, n, d, t);
+  r.w.resize(n);
+  for (auto& v : r.w) v = uniform_real(rng, 0.0, 2.0);
+  std::vector<double> alpha;
+  for (int64_t k = 0; k < t; ++k) alpha.push_back(uniform_real(rng, 0.0, 10.0));
+  for (const char* solver : {"cholesky", "svd"}) {
+    SCOPED_TRACE(solver);
+    Ridge a = fit_ridge<double>(cpu, r, {alpha, true, solver});
+    Ridge b = fit_ridge<double>(gpu, r, {alpha, true, solver});
+    const std::vector<double> ca = to_doubles(a.coef()), cb = to_doubles(b.coef());
+    for (std::size_t i = 0; i < ca.size(); ++i) EXPECT_NEAR(ca[i], cb[i], 1e-9 * (1 + std::abs(ca[i])));  // double, summation order
+    Ridge af = fit_ridge<float>(cpu, r, {alpha, true, solver});
+    Ridge bf = fit_ridge<float>(gpu, r, {alpha, true, solver});
+    const std::vector<double> fa = to_doubles(af.coef()), fb = to_doubles(bf.coef());
+    for (std::size_t i = 0; i < fa.size(); ++i) EXPECT_NEAR(fa[i], fb[i], 1e-3 * (1 + std::abs(fa[i])));  // float32 sums over n rows
+  }
+}
+
+}  // namespace
+}  // namespace gpuml
