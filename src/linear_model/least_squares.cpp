@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "core/staging.hpp"
 #include "gpuml/core/error.hpp"
@@ -87,11 +88,11 @@ Matrix spectral_solve(const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>& es, 
 
 // Solves from the SVD of R (A = Q R = Q U S Vᵀ): coef_k = V diag(g(s)) Uᵀ QᵀB_k with
 // g = s / (s² + alpha_k), and with alpha_k = 0, g = 1/s above the cutoff and 0 below.
-Matrix svd_solve(const Eigen::JacobiSVD<Eigen::MatrixXd>& svd, const Matrix& QtB, const std::vector<double>& alpha,
-                 double s_cutoff) {
+template <typename Svd>
+Matrix svd_solve(const Svd& svd, const Matrix& QtB, const std::vector<double>& alpha, double s_cutoff) {
   const Vector& s = svd.singularValues();
   const Eigen::MatrixXd UtB = svd.matrixU().transpose() * QtB;
-  Matrix coef(QtB.cols(), QtB.rows());
+  Matrix coef(QtB.cols(), svd.matrixV().rows());  // t x d
   for (Eigen::Index k = 0; k < QtB.cols(); ++k) {
     const double a = alpha.empty() ? 0.0 : alpha[alpha.size() == 1 ? 0 : k];
     Vector scaled = UtB.col(k);
@@ -188,7 +189,11 @@ class LeastSquares {
     const double s_min = static_cast<int64_t>(sol.singular_values.size()) == d_ ? sol.singular_values.back() : 0.0;
     // Squaring the condition number loses digits: "auto" leaves the normal equations when the
     // smallest singular value is below sqrt(eps) times the largest.
-    const bool ill_conditioned = s_min <= std::sqrt(std::numeric_limits<T>::epsilon()) * s_max;
+    // The normal equations' relative error is about eps * cond(A)^2: leave them once that exceeds
+    // 1e-4 in float64 (cond > ~7e5) or 1e-2 in float32 (cond > ~290), where the QR/SVD route's
+    // eps * cond(A) is still accurate.
+    const double wanted = std::is_same_v<T, double> ? 1e-4 : 1e-2;
+    const bool ill_conditioned = s_min <= std::sqrt(std::numeric_limits<T>::epsilon() / wanted) * s_max;
     if (fall_back && (sol.rank < d_ || ill_conditioned)) return by_svd();
     if (sol.rank < d_) throw_error(ErrorCode::invalid_argument, rank_deficient(request_, "eig", sol.rank, d_));
     sol.coef = spectral_solve(es, cross_matrix(), {}, 0.0);
@@ -225,15 +230,16 @@ class LeastSquares {
   HostSolution by_svd() {
     HostSolution sol;
     if (n_ < d_) {
-      // Fewer rows than features: R would not be square. The pseudo-inverse of the Gram matrix
-      // gives the same minimum-norm solution (with cutoff on λ = s²).
-      compute_gram();
-      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(gram_matrix());
-      GPUML_EXPECT(es.info() == Eigen::Success, std::string(request_.estimator) + ": the eigen-decomposition of XᵀX failed");
-      sol.singular_values = singular_values_from(es.eigenvalues());
-      sol.rank = rank_of(sol.singular_values, gram_cutoff());
-      const double s_cut = sol.singular_values.empty() ? 0.0 : gram_cutoff() * sol.singular_values.front();
-      sol.coef = spectral_solve(es, cross_matrix(), request_.alpha, s_cut * s_cut);
+      // Fewer rows than features: R would not be square, and the Gram matrix's eigenvalues are
+      // too noisy to find the rank (its null space is d - n wide). A is at most n x d with n < d,
+      // no larger than the Gram matrix itself: take its SVD on the host, as scikit-learn's lstsq.
+      const Matrix A = host_matrix(A_, d_), B = host_matrix(B_, t_);
+      Eigen::BDCSVD<Eigen::MatrixXd> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
+      const Vector& s = svd.singularValues();
+      sol.singular_values.assign(s.data(), s.data() + s.size());
+      sol.rank = rank_of(sol.singular_values, rcond_);
+      const double s_cut = sol.singular_values.empty() ? 0.0 : rcond_ * sol.singular_values.front();
+      sol.coef = svd_solve(svd, B, request_.alpha, s_cut);
       return sol;
     }
     Eigen::MatrixXd R;
@@ -246,6 +252,13 @@ class LeastSquares {
     const double s_cut = sol.singular_values.empty() ? 0.0 : rcond_ * sol.singular_values.front();
     sol.coef = svd_solve(svd, QtB, request_.alpha, s_cut);
     return sol;
+  }
+
+  // A working copy (n x cols, in the context's memory) as a host double matrix.
+  Matrix host_matrix(const Buffer& buffer, int64_t cols) const {
+    const HostArray h = detail::to_host(ctx_, make_view(buffer.data(), dtype_of<T>::value, ctx_.device(), n_, cols));
+    using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    return Eigen::Map<const Rows>(h.as<T>(), n_, cols).template cast<double>();
   }
 
   HostSolution by_cholesky() {
