@@ -12,10 +12,14 @@ so a changed file is an error rather than silently different results.
 The task is regression of the remaining useful life (RUL, in cycles).
 """
 
-import hashlib
 import os
 
 import numpy as np
+
+try:  # imported as part of a package, or with datasets/ on sys.path
+    from ._files import datasets_dir, sha256
+except ImportError:
+    from _files import datasets_dir, sha256
 
 FOLDER = "cmapss-fd001"
 SHA256 = {
@@ -28,30 +32,13 @@ N_COLUMNS = 2 + len(FEATURE_NAMES)  # unit, cycle, then the features
 N_UNITS = 100
 
 
-def datasets_dir():
-    """The folder holding gpuml's shared data sets."""
-    override = os.environ.get("GPUML_DATASETS")
-    if override:
-        return override
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.join(repo_root, "..", "shared", "datasets")
-
-
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 16), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _checked_path(folder, name):
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"C-MAPSS file not found at {path}; set GPUML_DATASETS to the folder that holds {FOLDER}/{name}"
         )
-    actual = _sha256(path)
+    actual = sha256(path)
     if actual != SHA256[name]:
         raise ValueError(f"{path} has SHA-256 {actual}, expected {SHA256[name]}: the file is not the expected data set")
     return path

@@ -10,10 +10,14 @@ Its SHA-256 is checked, so a changed file is an error rather than silently diffe
 """
 
 import csv
-import hashlib
 import os
 
 import numpy as np
+
+try:  # imported as part of a package, or with datasets/ on sys.path
+    from ._files import datasets_dir, sha256
+except ImportError:
+    from _files import datasets_dir, sha256
 
 SHA256 = "20825a4f48de8fd9aba03200093a0bcf79091e7151788573c04ac374215c52b2"
 RELATIVE_PATH = os.path.join("steel-plates-faults", "steel_plates_faults.csv")
@@ -29,25 +33,8 @@ CLASS_COLUMNS = (
 )
 
 
-def datasets_dir():
-    """The folder holding gpuml's shared data sets."""
-    override = os.environ.get("GPUML_DATASETS")
-    if override:
-        return override
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.join(repo_root, "..", "shared", "datasets")
-
-
 def csv_path():
     return os.path.join(datasets_dir(), RELATIVE_PATH)
-
-
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 16), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def load_steel_plates(path=None):
@@ -64,7 +51,7 @@ def load_steel_plates(path=None):
             f"steel plates data set not found at {path}; set GPUML_DATASETS to the folder that holds "
             f"{RELATIVE_PATH}"
         )
-    actual = _sha256(path)
+    actual = sha256(path)
     if actual != SHA256:
         raise ValueError(f"{path} has SHA-256 {actual}, expected {SHA256}: the file is not the expected data set")
 

@@ -47,21 +47,9 @@ std::unique_ptr<detail::KMeansBackend<T>> make_backend(const Context& ctx) {
   return ctx.is_cuda() ? detail::make_kmeans_cuda_backend<T>(ctx) : detail::make_kmeans_cpu_backend<T>(ctx);
 }
 
-// Calls f(T{}) with T = float for float32 and double otherwise.
-template <typename F>
-decltype(auto) with_float_type(DType dtype, F&& f) {
-  if (dtype == DType::float32) return f(float{});
-  return f(double{});
-}
-
-// X's float dtype: float32 stays float32, everything else (float64, int32, int64) is float64.
-DType float_dtype_for(DType dtype) { return dtype == DType::float32 ? DType::float32 : DType::float64; }
-
-void check_matrix_shape(const ArrayView& X) {
-  GPUML_EXPECT(X.ndim == 2, "X must be a 2-d array (n_samples, n_features), got " + std::to_string(X.ndim) + " dimension(s)");
-  GPUML_EXPECT(X.shape[0] >= 1, "X must have at least 1 sample, got shape " + detail::shape_string(X));
-  GPUML_EXPECT(X.shape[1] >= 1, "X must have at least 1 feature, got shape " + detail::shape_string(X));
-}
+using detail::check_matrix_shape;
+using detail::float_dtype_for;
+using detail::with_float_type;
 
 // Sample weights in the backend's memory, with a host copy for the host-side steps.
 template <typename T>

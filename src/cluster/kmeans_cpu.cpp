@@ -12,6 +12,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "cluster/kmeans_backend.hpp"
 #include "gpuml/core/error.hpp"
 
@@ -19,22 +20,6 @@ namespace gpuml::detail {
 
 namespace {
 
-// Contiguous row blocks, at most one per thread and none smaller than min_rows (except when
-// there are fewer rows than that), optionally capped so that per-block scratch stays bounded.
-class RowBlocks {
- public:
-  RowBlocks(int64_t n, int threads, int64_t min_rows, int64_t max_blocks = 1 << 20) : n_(n) {
-    int64_t by_size = std::max<int64_t>(1, n / std::max<int64_t>(1, min_rows));
-    count_ = static_cast<int>(std::max<int64_t>(1, std::min({static_cast<int64_t>(threads), by_size, max_blocks})));
-  }
-  int count() const { return count_; }
-  int64_t begin(int b) const { return n_ * b / count_; }
-  int64_t end(int b) const { return n_ * (b + 1) / count_; }
-
- private:
-  int64_t n_;
-  int count_;
-};
 
 // |a - b|^2 summed in feature order (no reassociation, so every primitive agrees bit for bit).
 template <typename T>
@@ -320,9 +305,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     }
   }
 
-  // Small problems run on one thread: waking a team (and its spinning) costs more than the work,
-  // and on a busy machine spinning threads starve everything else.
-  int threads_for(int64_t work) const { return work < (int64_t{1} << 17) ? 1 : threads_; }
+  int threads_for(int64_t work) const { return detail::threads_for(threads_, work); }
 
  private:
   // Per column j: sum_i X_ij into out[j], or sum_i (X_ij - center[j])^2 when center is given.

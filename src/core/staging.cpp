@@ -17,6 +17,12 @@ std::string shape_string(const ArrayView& a) {
   return "(" + std::to_string(a.shape[0]) + ", " + std::to_string(a.shape[1]) + ")";
 }
 
+void check_matrix_shape(const ArrayView& X) {
+  GPUML_EXPECT(X.ndim == 2, "X must be a 2-d array (n_samples, n_features), got " + std::to_string(X.ndim) + " dimension(s)");
+  GPUML_EXPECT(X.shape[0] >= 1, "X must have at least 1 sample, got shape " + shape_string(X));
+  GPUML_EXPECT(X.shape[1] >= 1, "X must have at least 1 feature, got shape " + shape_string(X));
+}
+
 namespace {
 
 // Structural checks every caller array gets before anything reads it.

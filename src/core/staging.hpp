@@ -33,4 +33,18 @@ HostArray to_host(const Context& ctx, const ArrayView& src);
 
 std::string shape_string(const ArrayView& a);
 
+// The dtype an estimator computes in for input X: float32 stays float32, everything else
+// (float64, int32, int64) is float64.
+inline DType float_dtype_for(DType dtype) { return dtype == DType::float32 ? DType::float32 : DType::float64; }
+
+// Calls f(T{}) with T = float for float32 and double otherwise.
+template <typename F>
+decltype(auto) with_float_type(DType dtype, F&& f) {
+  if (dtype == DType::float32) return f(float{});
+  return f(double{});
+}
+
+// X must be 2-d with at least one sample and one feature (messages name X).
+void check_matrix_shape(const ArrayView& X);
+
 }  // namespace gpuml::detail

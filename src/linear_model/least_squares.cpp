@@ -34,19 +34,6 @@ namespace {
 using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Vector = Eigen::VectorXd;
 
-template <typename F>
-decltype(auto) with_float_type(DType dtype, F&& f) {
-  if (dtype == DType::float32) return f(float{});
-  return f(double{});
-}
-
-DType float_dtype_for(DType dtype) { return dtype == DType::float32 ? DType::float32 : DType::float64; }
-
-void check_matrix_shape(const ArrayView& X) {
-  GPUML_EXPECT(X.ndim == 2, "X must be a 2-d array (n_samples, n_features), got " + std::to_string(X.ndim) + " dimension(s)");
-  GPUML_EXPECT(X.shape[0] >= 1, "X must have at least 1 sample, got shape " + shape_string(X));
-  GPUML_EXPECT(X.shape[1] >= 1, "X must have at least 1 feature, got shape " + shape_string(X));
-}
 
 HostArray scalar_i64(int64_t v) {
   HostArray a = HostArray::scalar(DType::int64);

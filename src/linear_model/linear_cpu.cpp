@@ -12,6 +12,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "gpuml/core/error.hpp"
 #include "linear_model/linear_backend.hpp"
 
@@ -19,21 +20,6 @@ namespace gpuml::detail {
 
 namespace {
 
-// Contiguous row blocks, at most one per thread and none smaller than min_rows (unless n is).
-class RowBlocks {
- public:
-  RowBlocks(int64_t n, int threads, int64_t min_rows) : n_(n) {
-    const int64_t by_size = std::max<int64_t>(1, n / std::max<int64_t>(1, min_rows));
-    count_ = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, by_size)));
-  }
-  int count() const { return count_; }
-  int64_t begin(int b) const { return n_ * b / count_; }
-  int64_t end(int b) const { return n_ * (b + 1) / count_; }
-
- private:
-  int64_t n_;
-  int count_;
-};
 
 template <typename T>
 using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -142,9 +128,7 @@ class LinearCpuBackend final : public LinearBackend<T> {
   }
 
  private:
-  // Small problems run on one thread: waking a team (and its spinning) costs more than the work,
-  // and on a busy machine spinning threads starve everything else.
-  int threads_for(int64_t work) const { return work < (int64_t{1} << 17) ? 1 : threads_; }
+  int threads_for(int64_t work) const { return detail::threads_for(threads_, work); }
 
   int threads_;
 };
