@@ -39,6 +39,8 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"kmeans", detail::kmeans_from_params},
       {"linear_regression", detail::linear_regression_from_params},
       {"ridge", detail::ridge_from_params},
+      {"elastic_net", detail::elastic_net_from_params},
+      {"lasso", detail::lasso_from_params},
   };
   return table;
 }

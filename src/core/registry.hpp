@@ -11,5 +11,7 @@ namespace gpuml::detail {
 std::unique_ptr<Estimator> kmeans_from_params(const nlohmann::json& params);  // src/cluster/kmeans.cpp
 std::unique_ptr<Estimator> linear_regression_from_params(const nlohmann::json& params);  // src/linear_model/linear_regression.cpp
 std::unique_ptr<Estimator> ridge_from_params(const nlohmann::json& params);  // src/linear_model/ridge.cpp
+std::unique_ptr<Estimator> elastic_net_from_params(const nlohmann::json& params);  // src/linear_model/elastic_net.cpp
+std::unique_ptr<Estimator> lasso_from_params(const nlohmann::json& params);  // src/linear_model/elastic_net.cpp
 
 }  // namespace gpuml::detail

@@ -290,7 +290,7 @@ class LeastSquares {
 };
 
 // Sample weights staged in T, checked (finite, non-negative, positive sum).
-detail::Staged stage_weights(Context& ctx, const ArrayView& sw, DType dtype, int64_t n) {
+detail::Staged stage_weights(Context& ctx, const ArrayView& sw, DType dtype, int64_t n, double* sum = nullptr) {
   GPUML_EXPECT(sw.ndim == 1, "sample_weight must be a 1-d array, got " + std::to_string(sw.ndim) + " dimension(s)");
   GPUML_EXPECT(sw.shape[0] == n, "sample_weight has " + std::to_string(sw.shape[0]) + " entries but X has " +
                                      std::to_string(n) + " samples");
@@ -309,23 +309,83 @@ detail::Staged stage_weights(Context& ctx, const ArrayView& sw, DType dtype, int
       total += static_cast<double>(w[i]);
     }
     GPUML_EXPECT(total > 0, "sample_weight must have a positive sum");
+    if (sum) *sum = total;
   });
   return staged;
 }
 
 }  // namespace
 
-LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
-                            const LeastSquaresRequest& request) {
-  check_matrix_shape(X);
-  const int64_t n = X.shape[0], d = X.shape[1];
+namespace {
+
+// The checks on y shared by the least-squares and Gram-form fits; returns the number of targets.
+int64_t check_targets(const ArrayView& y, int64_t n) {
   GPUML_EXPECT(y.ndim == 1 || y.ndim == 2,
                "y must be a 1-d (n_samples,) or 2-d (n_samples, n_targets) array, got " + std::to_string(y.ndim) +
                    " dimension(s)");
   GPUML_EXPECT(y.shape[0] == n, "y has " + std::to_string(y.shape[0]) + " samples but X has " + std::to_string(n));
-  const bool y_is_1d = y.ndim == 1;
-  const int64_t t = y_is_1d ? 1 : y.shape[1];
+  const int64_t t = y.ndim == 1 ? 1 : y.shape[1];
   GPUML_EXPECT(t >= 1, "y must have at least 1 target column, got shape " + shape_string(y));
+  return t;
+}
+
+}  // namespace
+
+GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
+                       bool fit_intercept, bool rescale_weights) {
+  check_matrix_shape(X);
+  GramSystem sys;
+  sys.n = X.shape[0];
+  sys.d = X.shape[1];
+  sys.t = check_targets(y, sys.n);
+  sys.y_is_1d = y.ndim == 1;
+  sys.dtype = float_dtype_for(X.dtype);
+  detail::Staged Xs = detail::stage(ctx, X, sys.dtype, "X");
+  detail::require_finite(ctx, Xs.view, "X");
+  detail::Staged ys = detail::stage(ctx, y, sys.dtype, "y");
+  detail::require_finite(ctx, ys.view, "y");
+  detail::Staged ws;
+  double weight_sum = 0.0;
+  if (sample_weight) ws = stage_weights(ctx, *sample_weight, sys.dtype, sys.n, &weight_sum);
+
+  with_float_type(sys.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = sys.n, d = sys.d, t = sys.t;
+    auto backend = make_linear_backend<T>(ctx);
+    const T* w = sample_weight ? ws.view.as<const T>() : nullptr;
+    sys.x_mean.assign(static_cast<std::size_t>(d), 0.0);
+    sys.y_mean.assign(static_cast<std::size_t>(t), 0.0);
+    if (fit_intercept) {
+      backend->weighted_means(Xs.view.as<const T>(), n, d, w, sys.x_mean.data());
+      backend->weighted_means(ys.view.as<const T>(), n, t, w, sys.y_mean.data());
+    }
+    Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T)), B(ctx, static_cast<std::size_t>(n * t) * sizeof(T));
+    backend->center_scale(Xs.view.as<const T>(), n, d, fit_intercept ? sys.x_mean.data() : nullptr, w, A.as<T>());
+    backend->center_scale(ys.view.as<const T>(), n, t, fit_intercept ? sys.y_mean.data() : nullptr, w, B.as<T>());
+    sys.gram.assign(static_cast<std::size_t>(d * d), 0.0);
+    sys.cross.assign(static_cast<std::size_t>(d * t), 0.0);
+    backend->gram(A.as<const T>(), B.as<const T>(), n, d, t, sys.gram.data(), sys.cross.data());
+    std::vector<double> yty(static_cast<std::size_t>(t * t)), unused(static_cast<std::size_t>(t * t));
+    backend->gram(B.as<const T>(), B.as<const T>(), n, t, t, yty.data(), unused.data());
+    sys.y_sq_norm.resize(static_cast<std::size_t>(t));
+    for (int64_t k = 0; k < t; ++k) sys.y_sq_norm[k] = yty[k * t + k];
+  });
+  // Every entry is linear in w: rescaling w to sum to n scales them all by n / Σw (the means
+  // do not change).
+  if (sample_weight && rescale_weights) {
+    const double scale = static_cast<double>(sys.n) / weight_sum;
+    for (auto* v : {&sys.gram, &sys.cross, &sys.y_sq_norm})
+      for (double& x : *v) x *= scale;
+  }
+  return sys;
+}
+
+LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
+                            const LeastSquaresRequest& request) {
+  check_matrix_shape(X);
+  const int64_t n = X.shape[0], d = X.shape[1];
+  const int64_t t = check_targets(y, n);
+  const bool y_is_1d = y.ndim == 1;
   if (!request.alpha.empty())
     GPUML_EXPECT(request.alpha.size() == 1 || static_cast<int64_t>(request.alpha.size()) == t,
                  std::string(request.estimator) + ": alpha has " + std::to_string(request.alpha.size()) +

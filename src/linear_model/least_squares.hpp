@@ -45,6 +45,20 @@ struct LinearFit {
 LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
                             const LeastSquaresRequest& request);
 
+// The Gram form of a weighted least-squares problem, for the coordinate-descent solvers
+// (Lasso/ElasticNet): with A = √w (X − x̄) and B = √w (y − ȳ) as in fit_least_squares,
+// gram = AᵀA (d x d), cross = AᵀB (d x t), y_sq_norm_k = |B_k|², all host double, row-major.
+// With `rescale_weights`, the weights are first scaled to sum to n (scikit-learn's ElasticNet).
+struct GramSystem {
+  DType dtype = DType::float64;  // X's float dtype: that of the fitted attributes
+  int64_t n = 0, d = 0, t = 0;
+  bool y_is_1d = true;
+  std::vector<double> gram, cross, y_sq_norm, x_mean, y_mean;  // means are 0 without intercept
+};
+
+GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
+                       bool fit_intercept, bool rescale_weights);
+
 // What predict returns: (n,) or (n, t) in coef's dtype.
 ArraySpec linear_output_spec(const HostArray& coef, int64_t n_rows);
 

@@ -19,7 +19,13 @@ def build_info():
 
 
 # Estimators by name, imported on first use (gpuml.LinearRegression is gpuml.linear_model.LinearRegression).
-_LAZY_ESTIMATORS = {"KMeans": "cluster", "LinearRegression": "linear_model", "Ridge": "linear_model"}
+_LAZY_ESTIMATORS = {
+    "ElasticNet": "linear_model",
+    "KMeans": "cluster",
+    "Lasso": "linear_model",
+    "LinearRegression": "linear_model",
+    "Ridge": "linear_model",
+}
 
 
 def __getattr__(name):

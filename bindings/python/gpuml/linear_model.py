@@ -1,19 +1,25 @@
-"""Linear models: ordinary least squares and ridge regression on the CPU or a CUDA GPU."""
+"""Linear models: least squares, ridge, lasso and elastic net on the CPU or a CUDA GPU."""
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import MultiOutputMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
 from ._base import GpumlEstimator
 
-__all__ = ["LinearRegression", "Ridge"]
+__all__ = ["ElasticNet", "Lasso", "LinearRegression", "Ridge"]
 
 _LINEAR_REGRESSION_ALGORITHMS = ("auto", "eig", "qr", "svd")
 _RIDGE_SOLVERS = ("auto", "cholesky", "svd")
+_SELECTIONS = ("cyclic", "random")
+# What scikit-learn draws a seed below when random_state is None or a RandomState.
+_SEED_BOUND = np.iinfo(np.int32).max
 
 
 def _check_bool(value, name):
@@ -160,3 +166,150 @@ class Ridge(_LinearRegressor):
         _check_bool(self.fit_intercept, "fit_intercept")  # bad parameters fail before the data is looked at
         _check_choice(self.solver, "solver", _RIDGE_SOLVERS)
         return self._fit(X, y, sample_weight, lambda n_targets: self._gpuml_params(n_targets=n_targets))
+
+
+def _check_real(value, name, low, high=None):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {bounds}, got {value!r}")
+    return float(value)
+
+
+class ElasticNet(_LinearRegressor):
+    """Linear regression with combined L1 and L2 penalties, on the CPU or a CUDA GPU.
+
+    Same results as ``sklearn.linear_model.ElasticNet``: it minimizes, per target,
+    ``1 / (2 n_samples) * ||y - X w - b||^2 + alpha * l1_ratio * ||w||_1
+    + 0.5 * alpha * (1 - l1_ratio) * ||w||^2`` (sample weights are rescaled to sum to n_samples
+    and weight the squared errors). The Gram matrix X^T X of the centered (weighted) X is formed
+    on the device; coordinate descent then runs on it on the host in float64, with scikit-learn's
+    stopping rule (the duality gap below ``tol * ||y - mean(y)||^2``). A fit that stops at
+    ``max_iter`` before that raises ``sklearn.exceptions.ConvergenceWarning``.
+    ``warm_start=True`` starts a refit from the previous ``coef_`` (same number of features and
+    targets). ``precompute`` is not offered: the Gram form is always used. ``device`` as in
+    LinearRegression.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features), X's float dtype
+    intercept_ : float, or ndarray of shape (n_targets,) when y is 2-d
+    n_iter_ : int, coordinate-descent sweeps run (the most over the targets)
+    dual_gap_ : float, or ndarray of shape (n_targets,): the final duality gaps (divided by n_samples)
+    converged_ : int, 1 when every target met tol within max_iter, else 0
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, when X has string column names
+    """
+
+    _gpuml_kind = "elastic_net"
+    _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "dual_gap_", "converged_")
+
+    def __init__(
+        self,
+        alpha=1.0,
+        *,
+        l1_ratio=0.5,
+        fit_intercept=True,
+        max_iter=1000,
+        tol=1e-4,
+        warm_start=False,
+        positive=False,
+        random_state=None,
+        selection="cyclic",
+        device="auto",
+    ):
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.positive = positive
+        self.random_state = random_state
+        self.selection = selection
+        self.device = device
+
+    def _seed(self):
+        """None for cyclic selection; for random: ints are seeds, None or a RandomState draw one."""
+        if self.random_state is not None and not isinstance(self.random_state, (bool, np.bool_)):
+            if isinstance(self.random_state, numbers.Integral):
+                check_random_state(self.random_state)  # same accepted range as scikit-learn
+                return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(_SEED_BOUND))
+
+    def _gpuml_params(self, X=None):
+        return {"l1_ratio": _check_real(self.l1_ratio, "l1_ratio", 0.0, 1.0), **self._shared_params()}
+
+    def _shared_params(self):
+        """The parameters ElasticNet and Lasso share, checked, as the C ABI's JSON."""
+        max_iter = self.max_iter
+        if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+        params = {
+            "alpha": _check_real(self.alpha, "alpha", 0.0),
+            "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
+            "max_iter": int(max_iter),
+            "tol": _check_real(self.tol, "tol", 0.0),
+            "positive": _check_bool(self.positive, "positive"),
+            "selection": _check_choice(self.selection, "selection", _SELECTIONS),
+        }
+        params["random_state"] = self._seed() if params["selection"] == "random" else None
+        if _check_bool(self.warm_start, "warm_start") and hasattr(self, "coef_"):
+            # Start from the previous fit's coefficients (the C estimator checks their shape).
+            params["init_coef"] = np.asarray(self.coef_, dtype=np.float64).reshape(-1).tolist()
+        return params
+
+    def fit(self, X, y, sample_weight=None):
+        """Fits on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets); returns self.
+
+        Warns with ConvergenceWarning when max_iter sweeps did not bring the duality gap below tol."""
+        params = self._gpuml_params()  # bad parameters fail before the data is looked at
+        self._fit(X, y, sample_weight, lambda n_targets: params)
+        if not self.converged_:
+            gap = np.max(np.atleast_1d(self.dual_gap_))
+            warnings.warn(
+                "Objective did not converge. You might want to increase the number of iterations, check the "
+                f"scale of the features or consider increasing regularisation. Duality gap: {gap:.3e} "
+                f"(max_iter={params['max_iter']}, tol={params['tol']})",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+
+class Lasso(ElasticNet):
+    """Linear regression with an L1 penalty, on the CPU or a CUDA GPU: ElasticNet with l1_ratio=1.
+
+    Same results as ``sklearn.linear_model.Lasso``: it minimizes
+    ``1 / (2 n_samples) * ||y - X w - b||^2 + alpha * ||w||_1``. See ElasticNet for the method,
+    the attributes, warm_start, ConvergenceWarning and what is not offered.
+    """
+
+    _gpuml_kind = "lasso"
+
+    def __init__(
+        self,
+        alpha=1.0,
+        *,
+        fit_intercept=True,
+        max_iter=1000,
+        tol=1e-4,
+        warm_start=False,
+        positive=False,
+        random_state=None,
+        selection="cyclic",
+        device="auto",
+    ):
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.positive = positive
+        self.random_state = random_state
+        self.selection = selection
+        self.device = device
+
+    def _gpuml_params(self, X=None):
+        return self._shared_params()  # l1_ratio is fixed to 1 by the C estimator
