@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.utils import check_array, check_random_state
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from . import _array
 from ._base import GpumlEstimator
@@ -132,19 +132,6 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         }
 
     # -- fitting -------------------------------------------------------------------------
-    def _prepare_sample_weight(self, sample_weight, X):
-        if sample_weight is None:
-            return None
-        dtype = _array.dtype_of(X)
-        if _array.ArrayKind.of(sample_weight).is_device:
-            weights = self._check_device_array(sample_weight, dtype=(dtype,), name="sample_weight", ndim=1)
-            if weights.shape[0] != X.shape[0]:
-                raise ValueError(f"sample_weight.shape == {tuple(weights.shape)}, expected ({X.shape[0]},)!")
-            return weights
-        # Host weights (with host or device X): scikit-learn's checks need only X's length.
-        host_X = X if isinstance(X, np.ndarray) else np.empty((X.shape[0], 0), dtype=dtype)
-        return _check_sample_weight(_array.ArrayKind.host_input(sample_weight), host_X, dtype=dtype)
-
     def fit(self, X, y=None, sample_weight=None):
         """Computes k-means clustering of X (n_samples x n_features); returns self."""
         self._check_params()
