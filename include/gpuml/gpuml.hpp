@@ -8,4 +8,5 @@
 #include "gpuml/core/estimator.hpp"
 #include "gpuml/linear_model/linear_regression.hpp"
 #include "gpuml/linear_model/elastic_net.hpp"
+#include "gpuml/linear_model/logistic_regression.hpp"
 #include "gpuml/linear_model/ridge.hpp"

@@ -12,8 +12,8 @@
 namespace gpuml::detail {
 
 // Copies `bytes` between any two of host / device memory, ordered on the context's stream,
-// and waits when the destination is host memory.
-void copy_bytes(const Context& ctx, void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+// and waits when the destination is host memory. (GPUML_API: the backend tests stage their inputs with it.)
+GPUML_API void copy_bytes(const Context& ctx, void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
 
 // Element-wise dtype conversion of n contiguous elements in the context's device memory.
 // Returns false when a value does not fit in the destination type (int64 -> int32).

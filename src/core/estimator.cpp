@@ -41,6 +41,7 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"ridge", detail::ridge_from_params},
       {"elastic_net", detail::elastic_net_from_params},
       {"lasso", detail::lasso_from_params},
+      {"logistic_regression", detail::logistic_regression_from_params},
   };
   return table;
 }

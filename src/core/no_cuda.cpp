@@ -3,6 +3,7 @@
 #include "cluster/kmeans_backend.hpp"
 #include "core/device_ops.hpp"
 #include "linear_model/linear_backend.hpp"
+#include "linear_model/logistic_backend.hpp"
 #include "gpuml/core/error.hpp"
 
 #include <cstring>
@@ -51,5 +52,10 @@ template <typename T>
 std::unique_ptr<LinearBackend<T>> make_linear_cuda_backend(const Context&) { no_cuda(); }
 template std::unique_ptr<LinearBackend<float>> make_linear_cuda_backend<float>(const Context&);
 template std::unique_ptr<LinearBackend<double>> make_linear_cuda_backend<double>(const Context&);
+
+template <typename T>
+std::unique_ptr<LogisticBackend<T>> make_logistic_cuda_backend(const Context&) { no_cuda(); }
+template std::unique_ptr<LogisticBackend<float>> make_logistic_cuda_backend<float>(const Context&);
+template std::unique_ptr<LogisticBackend<double>> make_logistic_cuda_backend<double>(const Context&);
 
 }  // namespace gpuml::detail

@@ -1,0 +1,71 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuml/core/estimator.hpp"
+
+namespace gpuml {
+
+// scikit-learn's LogisticRegression parameters (its "lbfgs" solver, and OWL-QN where the penalty
+// has an L1 part). With sample weights s_i (times the class weights), S = Σ s_i and the penalty r,
+// the objective is
+//   (1/S) Σ_i s_i loss_i(coef, intercept) + r(coef) / (C S),
+//   r = (1 − ρ)/2 |coef|² + ρ |coef|₁,  ρ = 0 ("l2"), 1 ("l1"), l1_ratio ("elasticnet"); r = 0 ("none").
+// The intercept is not penalized. Two classes: the binomial loss on one score column; more: the
+// multinomial (softmax) loss on one column per class.
+struct LogisticRegressionParams {
+  std::string penalty = "l2";  // "l2", "l1", "elasticnet" or "none" (Python's None)
+  double C = 1.0;              // > 0, finite
+  double l1_ratio = -1.0;      // in [0, 1], required (and only used) with "elasticnet"; -1: unset
+  bool fit_intercept = true;
+  int max_iter = 100;          // >= 0 quasi-Newton iterations
+  double tol = 1e-4;           // >= 0; stop when max |(pseudo-)gradient of the objective| <= tol
+  // Class weights: "balanced" (S / (n_classes * weighted class count)), or one weight per listed
+  // label (labels not listed weigh 1; a listed label that is not in y is an error), or none.
+  bool class_weight_balanced = false;
+  std::vector<std::pair<double, double>> class_weight;  // (label, weight > 0)
+};
+
+// Logistic regression as scikit-learn's LogisticRegression. Labels y are numbers (the Python
+// binding maps any labels to 0..n_classes-1); classes_ holds the sorted distinct values.
+class GPUML_API LogisticRegression final : public Estimator {
+ public:
+  explicit LogisticRegression(LogisticRegressionParams params = {});
+  const LogisticRegressionParams& params() const { return params_; }
+
+  const char* kind() const override { return "logistic_regression"; }
+  std::string get_params_json() const override;
+
+  // y (n,) of class labels (integer or float dtype, finite), at least two distinct values.
+  LogisticRegression& fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight = nullptr);
+  void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  bool fitted() const override { return !coef_.empty(); }
+
+  // "predict": (n,) labels (float64 by default); "predict_proba": (n, n_classes);
+  // "transform": the decision function, (n,) for two classes, else (n, n_classes).
+  ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
+  void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
+  void predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
+  void decision_function(Context& ctx, const ArrayView& X, const ArrayView& out) const;
+  // The C ABI has no decision_function entry: transform is it, for a classifier.
+  void transform(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
+
+  const HostArray& classes() const;    // (n_classes,) float64, ascending
+  const HostArray& coef() const;       // (1, d) for two classes, else (n_classes, d); X's float dtype
+  const HostArray& intercept() const;  // (1,) or (n_classes,); zeros without fit_intercept
+  int64_t n_iter() const;              // quasi-Newton iterations run
+  bool converged() const;              // reached tol within max_iter
+  int64_t n_features_in() const;
+
+  std::vector<std::string> attribute_names() const override;
+  const HostArray& attribute(const std::string& name) const override;
+  void restore(std::map<std::string, HostArray> attributes) override;
+
+ private:
+  LogisticRegressionParams params_;
+  HostArray classes_, coef_, intercept_, n_iter_, converged_, n_features_in_;
+};
+
+}  // namespace gpuml

@@ -1,0 +1,537 @@
+// LogisticRegression: parameters, fitted attributes, and the fit, written once for every backend:
+// labels, class and sample weights on the host; the loss and gradient over X by the backend;
+// L-BFGS (smooth penalties) or OWL-QN (L1) on the host over the few coefficients.
+#include "gpuml/linear_model/logistic_regression.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "core/params.hpp"
+#include "core/registry.hpp"
+#include "core/staging.hpp"
+#include "gpuml/core/error.hpp"
+#include "linear_model/least_squares.hpp"
+#include "linear_model/logistic_backend.hpp"
+#include "linear_model/quasi_newton.hpp"
+
+namespace gpuml {
+
+namespace {
+
+const std::vector<std::string> kAttributeNames = {"classes_", "coef_",      "intercept_",
+                                                  "n_iter_",  "converged_", "n_features_in_"};
+
+template <typename T>
+std::unique_ptr<detail::LogisticBackend<T>> make_backend(const Context& ctx) {
+  return ctx.is_cuda() ? detail::make_logistic_cuda_backend<T>(ctx) : detail::make_logistic_cpu_backend<T>(ctx);
+}
+
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void validate_params(const LogisticRegressionParams& p) {
+  const std::string& pen = p.penalty;
+  GPUML_EXPECT(pen == "l2" || pen == "l1" || pen == "elasticnet" || pen == "none",
+               "LogisticRegression: penalty must be \"l2\", \"l1\", \"elasticnet\" or None, got \"" + pen + "\"");
+  GPUML_EXPECT(std::isfinite(p.C) && p.C > 0, "LogisticRegression: C must be a finite number > 0, got " + number(p.C));
+  if (pen == "elasticnet")
+    GPUML_EXPECT(p.l1_ratio >= 0 && p.l1_ratio <= 1,
+                 "LogisticRegression: penalty=\"elasticnet\" needs l1_ratio in [0, 1], got " +
+                     (p.l1_ratio == -1.0 ? std::string("none") : number(p.l1_ratio)));
+  else
+    GPUML_EXPECT(p.l1_ratio == -1.0 || (p.l1_ratio >= 0 && p.l1_ratio <= 1),
+                 "LogisticRegression: l1_ratio must be in [0, 1] or unset, got " + number(p.l1_ratio));
+  GPUML_EXPECT(p.max_iter >= 0, "LogisticRegression: max_iter must be >= 0, got " + std::to_string(p.max_iter));
+  GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0, "LogisticRegression: tol must be finite and >= 0, got " + number(p.tol));
+  GPUML_EXPECT(!(p.class_weight_balanced && !p.class_weight.empty()),
+               "LogisticRegression: class_weight is either \"balanced\" or a list of (label, weight), not both");
+  for (const auto& [label, weight] : p.class_weight) {
+    GPUML_EXPECT(std::isfinite(label), "LogisticRegression: class_weight labels must be finite");
+    GPUML_EXPECT(std::isfinite(weight) && weight >= 0,
+                 "LogisticRegression: class_weight for label " + number(label) + " must be finite and >= 0, got " +
+                     number(weight));
+  }
+}
+
+// The L1 fraction of the penalty (ρ) and whether there is a penalty at all.
+double l1_fraction(const LogisticRegressionParams& p) {
+  if (p.penalty == "l1") return 1.0;
+  if (p.penalty == "elasticnet") return p.l1_ratio;
+  return 0.0;
+}
+
+// Labels as host doubles: classes (sorted distinct values) and each row's class index.
+struct Labels {
+  std::vector<double> classes;
+  std::vector<int32_t> index;
+};
+
+Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n) {
+  GPUML_EXPECT(y.ndim == 1, "LogisticRegression: y must be a 1-d array of class labels, got " +
+                                std::to_string(y.ndim) + " dimension(s)");
+  GPUML_EXPECT(y.shape[0] == n, "y has " + std::to_string(y.shape[0]) + " samples but X has " + std::to_string(n));
+  detail::Staged staged = detail::stage(ctx, y, DType::float64, "y");
+  detail::require_finite(ctx, staged.view, "y");
+  HostArray copy;
+  if (staged.view.device.is_cuda()) copy = detail::to_host(ctx, staged.view);
+  const double* values = staged.view.device.is_cuda() ? copy.as<const double>() : staged.view.as<const double>();
+  Labels labels;
+  labels.classes.assign(values, values + n);
+  std::sort(labels.classes.begin(), labels.classes.end());
+  labels.classes.erase(std::unique(labels.classes.begin(), labels.classes.end()), labels.classes.end());
+  GPUML_EXPECT(labels.classes.size() >= 2,
+               "LogisticRegression needs samples of at least 2 classes in the data, but the data contains only one "
+               "class: " + number(labels.classes.empty() ? 0.0 : labels.classes[0]));
+  GPUML_EXPECT(labels.classes.size() <= (1u << 24), "LogisticRegression: too many classes (" +
+                                                         std::to_string(labels.classes.size()) + ")");
+  labels.index.resize(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    labels.index[i] = static_cast<int32_t>(std::lower_bound(labels.classes.begin(), labels.classes.end(), values[i]) -
+                                           labels.classes.begin());
+  return labels;
+}
+
+// The weight of each row: sample_weight (checked) times its class's weight. Empty when every
+// weight is 1.
+std::vector<double> row_weights(Context& ctx, const ArrayView* sample_weight, const Labels& labels,
+                                const LogisticRegressionParams& p) {
+  const std::size_t n = labels.index.size(), n_classes = labels.classes.size();
+  std::vector<double> w;
+  if (sample_weight) {
+    const ArrayView& sw = *sample_weight;
+    GPUML_EXPECT(sw.ndim == 1, "sample_weight must be a 1-d array, got " + std::to_string(sw.ndim) + " dimension(s)");
+    GPUML_EXPECT(sw.shape[0] == static_cast<int64_t>(n), "sample_weight has " + std::to_string(sw.shape[0]) +
+                                                             " entries but X has " + std::to_string(n) + " samples");
+    detail::Staged staged = detail::stage(ctx, sw, DType::float64, "sample_weight");
+    detail::require_finite(ctx, staged.view, "sample_weight");
+    HostArray copy;
+    if (staged.view.device.is_cuda()) copy = detail::to_host(ctx, staged.view);
+    const double* v = staged.view.device.is_cuda() ? copy.as<const double>() : staged.view.as<const double>();
+    w.assign(v, v + n);
+    for (std::size_t i = 0; i < n; ++i)
+      GPUML_EXPECT(w[i] >= 0, "sample_weight must be non-negative, got " + number(w[i]) + " at index " + std::to_string(i));
+  }
+  std::vector<double> class_weight(n_classes, 1.0);
+  if (p.class_weight_balanced) {
+    std::vector<double> count(n_classes, 0.0);
+    double total = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double wi = w.empty() ? 1.0 : w[i];
+      count[labels.index[i]] += wi;
+      total += wi;
+    }
+    for (std::size_t c = 0; c < n_classes; ++c) {
+      GPUML_EXPECT(count[c] > 0, "LogisticRegression: class_weight=\"balanced\" needs a positive total sample_weight "
+                                 "in every class; class " + number(labels.classes[c]) + " has none");
+      class_weight[c] = total / (static_cast<double>(n_classes) * count[c]);
+    }
+  } else if (!p.class_weight.empty()) {
+    // As scikit-learn: labels that are not listed weigh 1; a listed label that is not a class is
+    // an error unless every class is listed.
+    std::vector<double> missing;
+    std::size_t listed = 0;
+    for (std::size_t c = 0; c < n_classes; ++c) {
+      auto it = std::find_if(p.class_weight.begin(), p.class_weight.end(),
+                             [&](const auto& e) { return e.first == labels.classes[c]; });
+      if (it == p.class_weight.end()) {
+        missing.push_back(labels.classes[c]);
+      } else {
+        class_weight[c] = it->second;
+        ++listed;
+      }
+    }
+    if (!missing.empty() && listed != p.class_weight.size()) {
+      std::string names;
+      for (double m : missing) names += (names.empty() ? "" : ", ") + number(m);
+      throw_error(ErrorCode::invalid_argument, "LogisticRegression: class_weight lists labels that are not in y, and "
+                                               "the classes [" + names + "] are not in class_weight");
+    }
+  }
+  const bool unit_classes = std::all_of(class_weight.begin(), class_weight.end(), [](double v) { return v == 1.0; });
+  if (unit_classes) return w;
+  if (w.empty()) w.assign(n, 1.0);
+  for (std::size_t i = 0; i < n; ++i) w[i] *= class_weight[labels.index[i]];
+  return w;
+}
+
+// The fit's problem, for one float type: the staged data, and the objective over the packed
+// variables [coef (k x d, row-major), intercept (k) when fit_intercept].
+template <typename T>
+class LogisticFit {
+ public:
+  LogisticFit(Context& ctx, const LogisticRegressionParams& p, const ArrayView& X, const Labels& labels,
+              const std::vector<double>& weights)
+      : backend_(make_backend<T>(ctx)), n_(X.shape[0]), d_(X.shape[1]),
+        k_(labels.classes.size() == 2 ? 1 : static_cast<int64_t>(labels.classes.size())),
+        fit_intercept_(p.fit_intercept), X_(X.as<const T>()) {
+    label_host_ = HostArray(DType::int32, n_);
+    std::copy(labels.index.begin(), labels.index.end(), label_host_.as<int32_t>());
+    labels_ = detail::stage_host(ctx, label_host_);
+    weight_sum_ = static_cast<double>(n_);
+    if (!weights.empty()) {
+      weight_host_ = HostArray(dtype_of<T>::value, n_);
+      weight_sum_ = 0.0;
+      for (int64_t i = 0; i < n_; ++i) {
+        weight_host_.as<T>()[i] = static_cast<T>(weights[i]);
+        weight_sum_ += static_cast<double>(weight_host_.as<T>()[i]);
+      }
+      GPUML_EXPECT(weight_sum_ > 0, "LogisticRegression: the sample weights (times the class weights) sum to 0");
+      weights_ = detail::stage_host(ctx, weight_host_);
+    }
+    const double strength = p.penalty == "none" ? 0.0 : 1.0 / (p.C * weight_sum_);
+    l2_ = strength * (1.0 - l1_fraction(p));
+    l1_weight_ = strength * l1_fraction(p);
+    coef_host_.assign(static_cast<std::size_t>(k_ * (d_ + 1)), 0.0);
+    grad_host_.assign(coef_host_.size(), 0.0);
+  }
+
+  int64_t n_variables() const { return k_ * d_ + (fit_intercept_ ? k_ : 0); }
+  int64_t k() const { return k_; }
+
+  // L1 weights per variable: the coefficients only (the intercept is never penalized).
+  std::vector<double> l1_weights() const {
+    if (l1_weight_ == 0) return {};
+    std::vector<double> l1(static_cast<std::size_t>(n_variables()), 0.0);
+    std::fill(l1.begin(), l1.begin() + k_ * d_, l1_weight_);
+    return l1;
+  }
+
+  // The smooth part of the objective: the mean weighted loss plus the L2 term.
+  double operator()(const std::vector<double>& x, std::vector<double>& grad) {
+    for (int64_t c = 0; c < k_; ++c) {
+      for (int64_t j = 0; j < d_; ++j) coef_host_[c * (d_ + 1) + j] = x[c * d_ + j];
+      coef_host_[c * (d_ + 1) + d_] = fit_intercept_ ? x[k_ * d_ + c] : 0.0;
+    }
+    const T* w = weights_.view.data ? weights_.view.as<const T>() : nullptr;
+    const double loss = backend_->loss_gradient(X_, labels_.view.as<const int32_t>(), w, n_, d_, k_, coef_host_.data(),
+                                                grad_host_.data());
+    double f = loss / weight_sum_;
+    for (int64_t c = 0; c < k_; ++c) {
+      for (int64_t j = 0; j < d_; ++j) {
+        const double b = x[c * d_ + j];
+        grad[c * d_ + j] = grad_host_[c * (d_ + 1) + j] / weight_sum_ + l2_ * b;
+        f += 0.5 * l2_ * b * b;
+      }
+      if (fit_intercept_) grad[k_ * d_ + c] = grad_host_[c * (d_ + 1) + d_] / weight_sum_;
+    }
+    return f;
+  }
+
+ private:
+  std::unique_ptr<detail::LogisticBackend<T>> backend_;
+  int64_t n_, d_, k_;
+  bool fit_intercept_;
+  const T* X_;
+  HostArray label_host_, weight_host_;  // staged views alias these on the CPU
+  detail::Staged labels_, weights_;
+  double weight_sum_ = 0.0, l2_ = 0.0, l1_weight_ = 0.0;
+  std::vector<double> coef_host_, grad_host_;
+};
+
+HostArray int64_array(std::vector<int64_t> values, bool scalar) {
+  HostArray a = scalar ? HostArray::scalar(DType::int64) : HostArray(DType::int64, static_cast<int64_t>(values.size()));
+  std::copy(values.begin(), values.end(), a.as<int64_t>());
+  return a;
+}
+
+}  // namespace
+
+LogisticRegression::LogisticRegression(LogisticRegressionParams params) : params_(std::move(params)) {
+  validate_params(params_);
+}
+
+LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
+                                            const ArrayView* sample_weight) {
+  detail::check_matrix_shape(X);
+  const int64_t n = X.shape[0], d = X.shape[1];
+  const DType dtype = detail::float_dtype_for(X.dtype);
+  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
+  detail::require_finite(ctx, Xs.view, "X");
+  const Labels labels = encode_labels(ctx, y, n);
+  const std::vector<double> weights = row_weights(ctx, sample_weight, labels, params_);
+
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    LogisticFit<T> problem(ctx, params_, Xs.view, labels, weights);
+    std::vector<double> x(static_cast<std::size_t>(problem.n_variables()), 0.0);
+    detail::QuasiNewtonOptions options;
+    options.max_iter = params_.max_iter;
+    options.gtol = params_.tol;
+    const detail::QuasiNewtonResult result = detail::minimize_quasi_newton(
+        [&](const std::vector<double>& v, std::vector<double>& g) { return problem(v, g); }, x, problem.l1_weights(),
+        options);
+    GPUML_EXPECT(std::isfinite(result.objective), "LogisticRegression: the objective is not finite (X too large?)");
+
+    const int64_t k = problem.k();
+    HostArray coef(dtype, k, d), intercept(dtype, k), classes(DType::float64, static_cast<int64_t>(labels.classes.size()));
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < d; ++j) coef.as<T>()[c * d + j] = static_cast<T>(x[c * d + j]);
+      intercept.as<T>()[c] = params_.fit_intercept ? static_cast<T>(x[k * d + c]) : T(0);
+    }
+    std::copy(labels.classes.begin(), labels.classes.end(), classes.as<double>());
+    classes_ = std::move(classes);
+    coef_ = std::move(coef);
+    intercept_ = std::move(intercept);
+    n_iter_ = int64_array({result.n_iter}, false);
+    converged_ = int64_array({result.converged ? 1 : 0}, true);
+    n_features_in_ = int64_array({d}, true);
+  });
+  return *this;
+}
+
+void LogisticRegression::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {
+  GPUML_EXPECT(y != nullptr, "LogisticRegression.fit needs y");
+  fit(ctx, X, *y, sample_weight);
+}
+
+ArraySpec LogisticRegression::output_spec(const std::string& method, int64_t n_rows) const {
+  if (method != "predict" && method != "predict_proba" && method != "transform")
+    return Estimator::output_spec(method, n_rows);
+  require_fitted();
+  GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
+  const int64_t n_classes = classes_.spec().shape[0];
+  if (method == "predict") return ArraySpec{DType::float64, 1, {n_rows, 0}};
+  if (method == "predict_proba") return ArraySpec{coef_.dtype(), 2, {n_rows, n_classes}};
+  if (n_classes == 2) return ArraySpec{coef_.dtype(), 1, {n_rows, 0}};
+  return ArraySpec{coef_.dtype(), 2, {n_rows, n_classes}};
+}
+
+namespace {
+
+// The scores Z = X coefᵀ + intercept (n x k) in the context's memory, then `finish` on them.
+template <typename Finish>
+void with_scores(Context& ctx, const ArrayView& X, const HostArray& coef, const HostArray& intercept, Finish&& finish) {
+  detail::check_matrix_shape(X);
+  const int64_t k = coef.spec().shape[0], d = coef.spec().shape[1];
+  GPUML_EXPECT(X.shape[1] == d, "X has " + std::to_string(X.shape[1]) +
+                                    " features, but LogisticRegression was fitted with " + std::to_string(d) + " features");
+  const int64_t n = X.shape[0];
+  detail::Staged staged = detail::stage(ctx, X, coef.dtype(), "X");
+  detail::require_finite(ctx, staged.view, "X");
+  detail::with_float_type(coef.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Buffer Z(ctx, static_cast<std::size_t>(n * k) * sizeof(T));
+    detail::make_linear_backend<T>(ctx)->predict(staged.view.as<const T>(), n, d, coef.as<const T>(),
+                                                 intercept.as<const T>(), k, Z.as<T>());
+    finish(Z.as<T>(), n, k, *make_backend<T>(ctx));
+  });
+}
+
+}  // namespace
+
+void LogisticRegression::decision_function(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  require_fitted();
+  with_scores(ctx, X, coef_, intercept_, [&](auto* Z, int64_t n, int64_t k, auto&) {
+    const ArrayView view = k == 1 ? make_view(Z, coef_.dtype(), ctx.device(), n)
+                                  : make_view(Z, coef_.dtype(), ctx.device(), n, k);
+    detail::write_output(ctx, view, out, "decision function");
+  });
+}
+
+void LogisticRegression::transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  decision_function(ctx, X, out);
+}
+
+void LogisticRegression::predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  require_fitted();
+  with_scores(ctx, X, coef_, intercept_, [&](auto* Z, int64_t n, int64_t k, auto& backend) {
+    using T = std::remove_pointer_t<decltype(Z)>;
+    const int64_t n_classes = classes_.spec().shape[0];
+    Buffer proba(ctx, static_cast<std::size_t>(n * n_classes) * sizeof(T));
+    backend.probabilities(Z, n, k, proba.as<T>());
+    detail::write_output(ctx, make_view(proba.data(), coef_.dtype(), ctx.device(), n, n_classes), out, "probabilities");
+  });
+}
+
+void LogisticRegression::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  require_fitted();
+  with_scores(ctx, X, coef_, intercept_, [&](auto* Z, int64_t n, int64_t k, auto& backend) {
+    Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(double));
+    backend.predict_labels(Z, n, k, classes_.as<const double>(), labels.as<double>());
+    const ArrayView view = make_view(labels.data(), DType::float64, ctx.device(), n);
+    if (is_floating(out.dtype)) return detail::write_output(ctx, view, out, "predictions");
+    // Integer outputs hold integral labels: converted here (write_output never truncates floats).
+    const double* cls = classes_.as<const double>();
+    const int64_t n_classes = classes_.spec().shape[0];
+    GPUML_EXPECT(std::all_of(cls, cls + n_classes, [](double c) { return c == std::floor(c) && std::abs(c) < 9e15; }),
+                 "predictions: the classes are not all integers, so the output must be a float32/float64 array, got " +
+                     std::string(dtype_name(out.dtype)));
+    const HostArray host = ctx.is_cuda() ? detail::to_host(ctx, view) : HostArray();
+    const double* values = ctx.is_cuda() ? host.as<const double>() : labels.as<const double>();
+    HostArray integral(DType::int64, n);
+    std::transform(values, values + n, integral.as<int64_t>(), [](double v) { return static_cast<int64_t>(v); });
+    detail::write_output(ctx, integral.view(), out, "predictions");
+  });
+}
+
+const HostArray& LogisticRegression::classes() const {
+  require_fitted();
+  return classes_;
+}
+const HostArray& LogisticRegression::coef() const {
+  require_fitted();
+  return coef_;
+}
+const HostArray& LogisticRegression::intercept() const {
+  require_fitted();
+  return intercept_;
+}
+int64_t LogisticRegression::n_iter() const {
+  require_fitted();
+  return n_iter_.as<const int64_t>()[0];
+}
+bool LogisticRegression::converged() const {
+  require_fitted();
+  return *converged_.as<const int64_t>() != 0;
+}
+int64_t LogisticRegression::n_features_in() const {
+  require_fitted();
+  return *n_features_in_.as<const int64_t>();
+}
+
+std::vector<std::string> LogisticRegression::attribute_names() const { return kAttributeNames; }
+
+const HostArray& LogisticRegression::attribute(const std::string& name) const {
+  if (std::find(kAttributeNames.begin(), kAttributeNames.end(), name) == kAttributeNames.end())
+    throw_error(ErrorCode::invalid_argument,
+                "logistic_regression has no attribute '" + name +
+                    "' (known: classes_, coef_, intercept_, n_iter_, converged_, n_features_in_)");
+  require_fitted();
+  if (name == "classes_") return classes_;
+  if (name == "coef_") return coef_;
+  if (name == "intercept_") return intercept_;
+  if (name == "n_iter_") return n_iter_;
+  if (name == "converged_") return converged_;
+  return n_features_in_;
+}
+
+void LogisticRegression::restore(std::map<std::string, HostArray> attributes) {
+  const std::string where = "logistic_regression model: ";
+  for (const auto& entry : attributes)
+    GPUML_EXPECT(std::find(kAttributeNames.begin(), kAttributeNames.end(), entry.first) != kAttributeNames.end(),
+                 where + "unknown attribute '" + entry.first + "'");
+  for (const std::string& name : kAttributeNames)
+    GPUML_EXPECT(attributes.count(name) && !attributes.at(name).empty(), where + "attribute '" + name + "' is missing");
+
+  const HostArray& classes = attributes.at("classes_");
+  GPUML_EXPECT(classes.dtype() == DType::float64 && classes.spec().ndim == 1 && classes.spec().shape[0] >= 2,
+               where + "classes_ must be a float64 array of at least 2 labels");
+  const double* cls = classes.as<const double>();
+  const int64_t n_classes = classes.spec().shape[0];
+  for (int64_t c = 0; c < n_classes; ++c)
+    GPUML_EXPECT(std::isfinite(cls[c]) && (c == 0 || cls[c - 1] < cls[c]),
+                 where + "classes_ must be finite and strictly increasing");
+  const int64_t k = n_classes == 2 ? 1 : n_classes;
+
+  const HostArray& coef = attributes.at("coef_");
+  GPUML_EXPECT(is_floating(coef.dtype()) && coef.spec().ndim == 2 && coef.spec().shape[0] == k &&
+                   coef.spec().shape[1] >= 1,
+               where + "coef_ must be a float32/float64 array of shape (" + std::to_string(k) + ", n_features)");
+  const int64_t d = coef.spec().shape[1];
+  const HostArray& intercept = attributes.at("intercept_");
+  GPUML_EXPECT(intercept.dtype() == coef.dtype() && intercept.spec().ndim == 1 && intercept.spec().shape[0] == k,
+               where + "intercept_ must have coef_'s dtype and shape (" + std::to_string(k) + ",)");
+  const bool finite = detail::with_float_type(coef.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* c = coef.as<const T>();
+    const T* b = intercept.as<const T>();
+    return std::all_of(c, c + k * d, [](T v) { return std::isfinite(v); }) &&
+           std::all_of(b, b + k, [](T v) { return std::isfinite(v); });
+  });
+  GPUML_EXPECT(finite, where + "coef_ and intercept_ must be finite");
+  const HostArray& n_iter = attributes.at("n_iter_");
+  GPUML_EXPECT(n_iter.dtype() == DType::int64 && n_iter.spec().ndim == 1 && n_iter.spec().shape[0] == 1 &&
+                   n_iter.as<const int64_t>()[0] >= 0,
+               where + "n_iter_ must be an int64 array of one value >= 0");
+  const HostArray& converged = attributes.at("converged_");
+  GPUML_EXPECT(converged.dtype() == DType::int64 && converged.spec().ndim == 0 &&
+                   (*converged.as<const int64_t>() == 0 || *converged.as<const int64_t>() == 1),
+               where + "converged_ must be an int64 scalar, 0 or 1");
+  const HostArray& n_features = attributes.at("n_features_in_");
+  GPUML_EXPECT(n_features.dtype() == DType::int64 && n_features.spec().ndim == 0 && *n_features.as<const int64_t>() == d,
+               where + "n_features_in_ must be an int64 scalar equal to the width of coef_");
+
+  classes_ = std::move(attributes.at("classes_"));
+  coef_ = std::move(attributes.at("coef_"));
+  intercept_ = std::move(attributes.at("intercept_"));
+  n_iter_ = std::move(attributes.at("n_iter_"));
+  converged_ = std::move(attributes.at("converged_"));
+  n_features_in_ = std::move(attributes.at("n_features_in_"));
+}
+
+std::string LogisticRegression::get_params_json() const {
+  nlohmann::json j;
+  j["penalty"] = params_.penalty == "none" ? nlohmann::json(nullptr) : nlohmann::json(params_.penalty);
+  j["C"] = params_.C;
+  j["l1_ratio"] = params_.l1_ratio == -1.0 ? nlohmann::json(nullptr) : nlohmann::json(params_.l1_ratio);
+  j["fit_intercept"] = params_.fit_intercept;
+  j["max_iter"] = params_.max_iter;
+  j["tol"] = params_.tol;
+  if (params_.class_weight_balanced) {
+    j["class_weight"] = "balanced";
+  } else if (!params_.class_weight.empty()) {
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto& [label, weight] : params_.class_weight) pairs.push_back({label, weight});
+    j["class_weight"] = pairs;
+  } else {
+    j["class_weight"] = nullptr;
+  }
+  return j.dump();
+}
+
+namespace detail {
+
+// class_weight in JSON: null, "balanced", or a list of [label, weight] pairs (JSON object keys
+// would have to be strings, and labels are numbers).
+std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json& params) {
+  ParamReader reader(params, "logistic_regression");
+  LogisticRegressionParams p;
+  // Absent: "l2"; null: no penalty (Python's None).
+  const bool penalty_null = params.is_object() && params.contains("penalty") && params["penalty"].is_null();
+  p.penalty = penalty_null ? (reader.has("penalty"), "none") : reader.get_string("penalty", p.penalty);
+  if (p.penalty != "l2" && p.penalty != "l1" && p.penalty != "elasticnet" && p.penalty != "none")
+    reader.fail("penalty", "\"l2\", \"l1\", \"elasticnet\", \"none\" or null");
+  p.C = reader.get_double("C", p.C);
+  if (!(std::isfinite(p.C) && p.C > 0)) reader.fail("C", "a finite number > 0");
+  if (reader.has("l1_ratio")) {
+    p.l1_ratio = reader.get_double("l1_ratio", p.l1_ratio);
+    if (!(p.l1_ratio >= 0 && p.l1_ratio <= 1)) reader.fail("l1_ratio", "a number in [0, 1] or null");
+  }
+  p.fit_intercept = reader.get_bool("fit_intercept", p.fit_intercept);
+  const int64_t max_iter = reader.get_int("max_iter", p.max_iter);
+  if (max_iter < 0 || max_iter > (1 << 30)) reader.fail("max_iter", "an integer >= 0");
+  p.max_iter = static_cast<int>(max_iter);
+  p.tol = reader.get_double("tol", p.tol);
+  if (!(std::isfinite(p.tol) && p.tol >= 0)) reader.fail("tol", "a finite number >= 0");
+  const char* expected_weights = "null, \"balanced\" or a list of [label, weight] pairs with weight >= 0";
+  if (reader.has("class_weight")) {
+    const nlohmann::json& cw = reader.raw("class_weight");
+    if (cw.is_string()) {
+      if (cw.get<std::string>() != "balanced") reader.fail("class_weight", expected_weights);
+      p.class_weight_balanced = true;
+    } else if (cw.is_array()) {
+      for (const auto& pair : cw) {
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number())
+          reader.fail("class_weight", expected_weights);
+        const double label = pair[0].get<double>(), weight = pair[1].get<double>();
+        if (!std::isfinite(label) || !(std::isfinite(weight) && weight >= 0)) reader.fail("class_weight", expected_weights);
+        p.class_weight.emplace_back(label, weight);
+      }
+    } else {
+      reader.fail("class_weight", expected_weights);
+    }
+  }
+  reader.finish();
+  GPUML_EXPECT(p.penalty != "elasticnet" || p.l1_ratio != -1.0,
+               "logistic_regression: penalty \"elasticnet\" needs l1_ratio, a number in [0, 1]");
+  return std::make_unique<LogisticRegression>(std::move(p));
+}
+
+}  // namespace detail
+
+}  // namespace gpuml

@@ -1,0 +1,450 @@
+// LogisticRegression: the fitted models against the optimality conditions of the objective,
+// evaluated here in long double without the library's code; binary L2 against an independent
+// Newton solve; class weights against the equivalent sample weights; the error paths;
+// serialization; and CUDA against the CPU backend (skipped without a GPU).
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using test::uniform_int;
+using test::uniform_real;
+
+// A classification problem: X (n x d) with features of different scales, labels drawn from a
+// softmax of random linear scores (noisy, so not separable), optional positive weights.
+struct Classification {
+  int64_t n = 0, d = 0, n_classes = 0;
+  std::vector<double> X, y, w;
+};
+
+Classification make_classification(std::mt19937_64& rng, int64_t n, int64_t d, int64_t n_classes, bool weighted,
+                                   double label_offset = 0.0) {
+  Classification c;
+  c.n = n, c.d = d, c.n_classes = n_classes;
+  std::normal_distribution<double> normal;
+  std::vector<double> scale(d), beta(n_classes * d);
+  for (double& s : scale) s = uniform_real(rng, 0.5, 2.0);
+  for (double& b : beta) b = normal(rng);
+  c.X.resize(n * d);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < d; ++j) c.X[i * d + j] = scale[j] * normal(rng) + 0.3;
+  c.y.resize(n);
+  std::vector<double> p(n_classes);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i < n_classes) {  // every class appears
+      c.y[i] = label_offset + 2.0 * i;
+      continue;
+    }
+    double total = 0;
+    for (int64_t k = 0; k < n_classes; ++k) {
+      double z = 0;
+      for (int64_t j = 0; j < d; ++j) z += beta[k * d + j] * c.X[i * d + j];
+      p[k] = std::exp(z);
+      total += p[k];
+    }
+    double u = uniform_real(rng, 0.0, total);
+    int64_t k = 0;
+    while (k + 1 < n_classes && u > p[k]) u -= p[k++];
+    c.y[i] = label_offset + 2.0 * k;  // labels need not be 0..K-1
+  }
+  if (weighted) {
+    c.w.resize(n);
+    for (double& v : c.w) v = uniform_real(rng, 0.2, 3.0);
+  }
+  return c;
+}
+
+template <typename T>
+LogisticRegression fit_logistic(Context& ctx, const Classification& c, LogisticRegressionParams params,
+                                const std::vector<double>* weights = nullptr) {
+  std::vector<T> X(c.X.begin(), c.X.end());
+  std::vector<double> y = c.y;
+  const std::vector<double>& wsrc = weights ? *weights : c.w;
+  std::vector<T> w(wsrc.begin(), wsrc.end());
+  LogisticRegression model(std::move(params));
+  const ArrayView wv = host_view(w.data(), c.n);
+  model.fit(ctx, host_view(X.data(), c.n, c.d), host_view(y.data(), c.n), wsrc.empty() ? nullptr : &wv);
+  return model;
+}
+
+template <typename T>
+std::vector<double> doubles(const HostArray& a) {
+  const std::size_t count = a.bytes() / sizeof(T);
+  return std::vector<double>(a.as<const T>(), a.as<const T>() + count);
+}
+std::vector<double> doubles(const HostArray& a) {
+  return a.dtype() == DType::float32 ? doubles<float>(a) : doubles<double>(a);
+}
+
+// The gradient of the objective (mean weighted loss + L2 part; the L1 part is checked
+// separately) at the model's coefficients, in long double: (k x (d+1)), column d the intercept.
+struct Gradient {
+  int64_t k = 0, d = 0;
+  std::vector<long double> g;  // k x (d + 1)
+  long double at(int64_t c, int64_t j) const { return g[c * (d + 1) + j]; }
+};
+
+Gradient objective_gradient(const Classification& c, const std::vector<double>& coef, const std::vector<double>& b,
+                            const std::vector<double>& row_w, double C, double l1_ratio, bool penalized) {
+  const int64_t n = c.n, d = c.d, K = c.n_classes, k = K == 2 ? 1 : K;
+  std::vector<double> classes;
+  for (double v : c.y) classes.push_back(v);
+  std::sort(classes.begin(), classes.end());
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  Gradient out;
+  out.k = k, out.d = d;
+  out.g.assign(k * (d + 1), 0.0L);
+  long double S = 0;
+  for (int64_t i = 0; i < n; ++i) S += row_w.empty() ? 1.0L : row_w[i];
+  std::vector<long double> z(k), r(k);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t label = std::lower_bound(classes.begin(), classes.end(), c.y[i]) - classes.begin();
+    for (int64_t m = 0; m < k; ++m) {
+      z[m] = b[m];
+      for (int64_t j = 0; j < d; ++j) z[m] += static_cast<long double>(coef[m * d + j]) * c.X[i * d + j];
+    }
+    if (k == 1) {
+      r[0] = 1.0L / (1.0L + std::exp(-z[0])) - label;
+    } else {
+      long double top = *std::max_element(z.begin(), z.end()), sum = 0;
+      for (int64_t m = 0; m < k; ++m) sum += std::exp(z[m] - top);
+      for (int64_t m = 0; m < k; ++m) r[m] = std::exp(z[m] - top) / sum - (m == label ? 1.0L : 0.0L);
+    }
+    const long double wi = row_w.empty() ? 1.0L : row_w[i];
+    for (int64_t m = 0; m < k; ++m) {
+      for (int64_t j = 0; j < d; ++j) out.g[m * (d + 1) + j] += wi * r[m] * c.X[i * d + j] / S;
+      out.g[m * (d + 1) + d] += wi * r[m] / S;
+    }
+  }
+  if (penalized)
+    for (int64_t m = 0; m < k; ++m)
+      for (int64_t j = 0; j < d; ++j) out.g[m * (d + 1) + j] += (1 - l1_ratio) * coef[m * d + j] / (C * S);
+  return out;
+}
+
+// Optimality: the smooth gradient is ~0 for unpenalized-by-L1 variables; with an L1 weight λ,
+// |g| <= λ where the coefficient is 0 and g = −λ sign(b) elsewhere.
+void expect_optimal(const LogisticRegression& model, const Classification& c, const LogisticRegressionParams& p,
+                    const std::vector<double>& row_w, double tolerance) {
+  const std::vector<double> coef = doubles(model.coef()), b = doubles(model.intercept());
+  const bool penalized = p.penalty != "none";
+  const double rho = p.penalty == "l1" ? 1.0 : p.penalty == "elasticnet" ? p.l1_ratio : 0.0;
+  const Gradient g = objective_gradient(c, coef, b, row_w, p.C, rho, penalized);
+  long double S = 0;
+  for (int64_t i = 0; i < c.n; ++i) S += row_w.empty() ? 1.0L : row_w[i];
+  const double l1 = penalized ? static_cast<double>(rho / (p.C * S)) : 0.0;
+  for (int64_t m = 0; m < g.k; ++m) {
+    for (int64_t j = 0; j < c.d; ++j) {
+      const double v = static_cast<double>(g.at(m, j)), bj = coef[m * c.d + j];
+      if (l1 > 0 && bj == 0)
+        EXPECT_LE(std::abs(v), l1 + tolerance) << "class " << m << " feature " << j;
+      else
+        EXPECT_NEAR(v + l1 * (bj > 0 ? 1 : bj < 0 ? -1 : 0), 0.0, tolerance) << "class " << m << " feature " << j;
+    }
+    if (p.fit_intercept) EXPECT_NEAR(static_cast<double>(g.at(m, c.d)), 0.0, tolerance) << "intercept " << m;
+  }
+}
+
+LogisticRegressionParams tight(LogisticRegressionParams p) {
+  p.tol = 1e-10;
+  p.max_iter = 10000;
+  return p;
+}
+
+TEST(LogisticRegression, BinaryL2IsOptimalAndMatchesNewton) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Classification c = make_classification(rng, uniform_int(rng, 200, 2000), uniform_int(rng, 1, 12), 2, false);
+  LogisticRegressionParams p = tight({});
+  p.C = uniform_real(rng, 0.05, 5.0);
+  const LogisticRegression model = fit_logistic<double>(ctx, c, p);
+  EXPECT_TRUE(model.converged());
+  // gtol is 1e-10, but the fit also stops once f stops decreasing in double (relative 64 eps),
+  // where the gradient is about 1e-9..1e-8: 1e-7 is far below any real error.
+  expect_optimal(model, c, p, {}, 1e-7);
+
+  // Newton's method on the same objective, with [X 1] and the penalty on the coefficients only.
+  const int64_t n = c.n, d = c.d;
+  const double lambda = 1.0 / (p.C * n);
+  Eigen::VectorXd beta = Eigen::VectorXd::Zero(d + 1);
+  for (int it = 0; it < 100; ++it) {
+    Eigen::VectorXd g = Eigen::VectorXd::Zero(d + 1);
+    Eigen::MatrixXd H = Eigen::MatrixXd::Zero(d + 1, d + 1);
+    for (int64_t i = 0; i < n; ++i) {
+      Eigen::VectorXd x(d + 1);
+      for (int64_t j = 0; j < d; ++j) x[j] = c.X[i * d + j];
+      x[d] = 1.0;
+      const double prob = 1.0 / (1.0 + std::exp(-x.dot(beta)));
+      g += (prob - (c.y[i] > 0 ? 1.0 : 0.0)) * x / n;
+      H += prob * (1 - prob) * x * x.transpose() / n;
+    }
+    for (int64_t j = 0; j < d; ++j) {
+      g[j] += lambda * beta[j];
+      H(j, j) += lambda;
+    }
+    beta -= H.ldlt().solve(g);
+    if (g.cwiseAbs().maxCoeff() < 1e-14) break;
+  }
+  const std::vector<double> coef = doubles(model.coef());
+  for (int64_t j = 0; j < d; ++j)  // both solve to ~1e-10 in gradient; the Hessian is well conditioned here
+    EXPECT_NEAR(coef[j], beta[j], 1e-6 * (1 + std::abs(beta[j]))) << "feature " << j;
+  EXPECT_NEAR(doubles(model.intercept())[0], beta[d], 1e-6 * (1 + std::abs(beta[d])));
+}
+
+TEST(LogisticRegression, MultinomialWeightedOptimal) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t K = uniform_int(rng, 3, 7);
+  const Classification c = make_classification(rng, uniform_int(rng, 300, 3000), uniform_int(rng, 2, 10), K, true, -3.0);
+  LogisticRegressionParams p = tight({});
+  p.C = uniform_real(rng, 0.1, 10.0);
+  const LogisticRegression model = fit_logistic<double>(ctx, c, p);
+  EXPECT_TRUE(model.converged());
+  ASSERT_EQ(model.coef().spec().shape[0], K);
+  expect_optimal(model, c, p, c.w, 1e-7);  // as in the binary test
+  // classes_ are the sorted distinct labels.
+  const std::vector<double> classes = doubles(model.classes());
+  ASSERT_EQ(static_cast<int64_t>(classes.size()), K);
+  for (int64_t k = 0; k < K; ++k) EXPECT_EQ(classes[k], -3.0 + 2.0 * k);
+}
+
+TEST(LogisticRegression, L1AndElasticNetSatisfySubgradientConditions) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  for (int64_t K : {2, 4}) {
+    const Classification c = make_classification(rng, uniform_int(rng, 300, 2000), uniform_int(rng, 5, 20), K, false);
+    for (const char* penalty : {"l1", "elasticnet"}) {
+      SCOPED_TRACE(std::string(penalty) + " with " + std::to_string(K) + " classes");
+      LogisticRegressionParams p = tight({});
+      p.penalty = penalty;
+      p.l1_ratio = uniform_real(rng, 0.2, 0.9);
+      p.C = uniform_real(rng, 0.01, 0.2);  // strong enough that some coefficients are exactly 0
+      const LogisticRegression model = fit_logistic<double>(ctx, c, p);
+      EXPECT_TRUE(model.converged());
+      // As in the binary test, f stops decreasing in double before the pseudo-gradient reaches
+      // gtol: about 1e-8 here, checked at 1e-6.
+      expect_optimal(model, c, p, {}, 1e-6);
+    }
+  }
+}
+
+TEST(LogisticRegression, ClassWeightsEqualSampleWeights) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Classification c = make_classification(rng, uniform_int(rng, 200, 1500), uniform_int(rng, 2, 8), 3, true);
+  LogisticRegressionParams balanced = tight({});
+  balanced.class_weight_balanced = true;
+  const LogisticRegression by_class = fit_logistic<double>(ctx, c, balanced);
+
+  // "balanced": S / (K * weighted count of the class), times the sample weight.
+  std::vector<double> count(3, 0.0);
+  double S = 0;
+  for (int64_t i = 0; i < c.n; ++i) {
+    count[static_cast<int>(c.y[i] / 2)] += c.w[i];
+    S += c.w[i];
+  }
+  std::vector<double> combined(c.n);
+  for (int64_t i = 0; i < c.n; ++i) combined[i] = c.w[i] * S / (3 * count[static_cast<int>(c.y[i] / 2)]);
+  const LogisticRegression by_sample = fit_logistic<double>(ctx, c, tight({}), &combined);
+  const std::vector<double> a = doubles(by_class.coef()), b = doubles(by_sample.coef());
+  for (std::size_t j = 0; j < a.size(); ++j)  // the same problem solved twice to gtol 1e-10
+    EXPECT_NEAR(a[j], b[j], 1e-7 * (1 + std::abs(b[j])));
+
+  LogisticRegressionParams dict = tight({});
+  dict.class_weight = {{2.0, 3.5}, {0.0, 0.5}};  // label 4 not listed: weight 1
+  const LogisticRegression listed = fit_logistic<double>(ctx, c, dict);
+  for (int64_t i = 0; i < c.n; ++i) combined[i] = c.w[i] * (c.y[i] == 2.0 ? 3.5 : c.y[i] == 0.0 ? 0.5 : 1.0);
+  const LogisticRegression listed_ref = fit_logistic<double>(ctx, c, tight({}), &combined);
+  const std::vector<double> e = doubles(listed.coef()), f = doubles(listed_ref.coef());
+  for (std::size_t j = 0; j < e.size(); ++j) EXPECT_NEAR(e[j], f[j], 1e-7 * (1 + std::abs(f[j])));
+}
+
+TEST(LogisticRegression, PredictionsAgreeWithProbabilitiesAndScores) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  for (int64_t K : {2, 5}) {
+    const Classification c = make_classification(rng, uniform_int(rng, 100, 800), uniform_int(rng, 1, 6), K, false, 1.0);
+    const LogisticRegression model = fit_logistic<double>(ctx, c, {});
+    const int64_t n = c.n, k = K == 2 ? 1 : K;
+    std::vector<double> labels(n), proba(n * K), scores(n * k);
+    const ArrayView X = host_view(c.X.data(), n, c.d);
+    model.predict(ctx, X, host_view(labels.data(), n));
+    model.predict_proba(ctx, X, host_view(proba.data(), n, K));
+    if (k == 1)
+      model.decision_function(ctx, X, host_view(scores.data(), n));
+    else
+      model.decision_function(ctx, X, host_view(scores.data(), n, k));
+    const std::vector<double> classes = doubles(model.classes()), coef = doubles(model.coef()),
+                              b = doubles(model.intercept());
+    for (int64_t i = 0; i < n; ++i) {
+      double total = 0;
+      for (int64_t m = 0; m < K; ++m) total += proba[i * K + m];
+      EXPECT_NEAR(total, 1.0, 1e-12);  // a softmax / sigmoid pair in double
+      const int64_t best = std::max_element(&proba[i * K], &proba[i * K] + K) - &proba[i * K];
+      EXPECT_EQ(labels[i], classes[best]);
+      for (int64_t m = 0; m < k; ++m) {
+        double z = b[m];
+        for (int64_t j = 0; j < c.d; ++j) z += coef[m * c.d + j] * c.X[i * c.d + j];
+        EXPECT_NEAR(scores[i * k + m], z, 1e-12 * (1 + std::abs(z)));
+      }
+      if (k == 1) EXPECT_NEAR(proba[i * 2 + 1], 1 / (1 + std::exp(-scores[i])), 1e-14);
+    }
+    // Integer output arrays hold the labels too.
+    std::vector<int64_t> int_labels(n);
+    model.predict(ctx, X, host_view(int_labels.data(), n));
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(static_cast<double>(int_labels[i]), labels[i]);
+  }
+}
+
+TEST(LogisticRegression, Float32FitsCloseToFloat64) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Classification c = make_classification(rng, uniform_int(rng, 500, 3000), uniform_int(rng, 2, 10), 3, false);
+  LogisticRegressionParams p;
+  p.tol = 1e-6;
+  p.max_iter = 1000;
+  const LogisticRegression f32 = fit_logistic<float>(ctx, c, p), f64 = fit_logistic<double>(ctx, c, p);
+  EXPECT_EQ(f32.coef().dtype(), DType::float32);
+  const std::vector<double> a = doubles(f32.coef()), b = doubles(f64.coef());
+  double largest = 0;
+  for (double v : b) largest = std::max(largest, std::abs(v));
+  // Both stop at a gradient of 1e-6; float32 rounding of X and of the scores moves the optimum by
+  // about 1e-6 relative; 1e-4 of the largest coefficient covers both.
+  for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-4 * largest);
+}
+
+TEST(LogisticRegression, ReachingMaxIterIsReportedAndZeroIterationsGivesZeros) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Classification c = make_classification(rng, 500, 6, 3, false);
+  LogisticRegressionParams p;
+  p.tol = 1e-14;
+  p.max_iter = 2;
+  const LogisticRegression few = fit_logistic<double>(ctx, c, p);
+  EXPECT_FALSE(few.converged());
+  EXPECT_EQ(few.n_iter(), 2);
+  p.max_iter = 0;
+  const LogisticRegression none = fit_logistic<double>(ctx, c, p);
+  EXPECT_EQ(none.n_iter(), 0);
+  for (double v : doubles(none.coef())) EXPECT_EQ(v, 0.0);
+}
+
+TEST(LogisticRegression, BadInputGivesNamedErrors) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Classification c = make_classification(rng, 50, 3, 2, false);
+  std::vector<double> X = c.X, y = c.y;
+  const ArrayView Xv = host_view(X.data(), c.n, c.d);
+
+  std::vector<double> one_class(c.n, 4.0);
+  LogisticRegression model;
+  GPUML_EXPECT_ERROR(model.fit(ctx, Xv, host_view(one_class.data(), c.n)), ErrorCode::invalid_argument);
+  EXPECT_FALSE(model.fitted());
+  std::vector<double> bad = X;
+  bad[uniform_int(rng, 0, static_cast<int64_t>(bad.size()) - 1)] = std::nan("");
+  GPUML_EXPECT_ERROR(model.fit(ctx, host_view(bad.data(), c.n, c.d), host_view(y.data(), c.n)), ErrorCode::invalid_argument);
+  std::vector<double> bad_y = y;
+  bad_y[3] = INFINITY;
+  GPUML_EXPECT_ERROR(model.fit(ctx, Xv, host_view(bad_y.data(), c.n)), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(model.fit(ctx, Xv, host_view(y.data(), c.n - 1)), ErrorCode::invalid_argument);
+  std::vector<double> negative(c.n, 1.0);
+  negative[7] = -1.0;
+  const ArrayView nv = host_view(negative.data(), c.n);
+  GPUML_EXPECT_ERROR(model.fit(ctx, Xv, host_view(y.data(), c.n), &nv), ErrorCode::invalid_argument);
+  std::vector<double> out(c.n);
+  GPUML_EXPECT_ERROR(model.predict(ctx, Xv, host_view(out.data(), c.n)), ErrorCode::not_fitted);
+
+  auto params = [](auto edit) {
+    LogisticRegressionParams p;
+    edit(p);
+    return p;
+  };
+  GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.C = 0; })), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.C = -1; })), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.penalty = "l3"; })), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.penalty = "elasticnet"; })), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.tol = -1; })), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.max_iter = -1; })), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"penalty": "elasticnet"})"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"class_weight": {"1": 2}})"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"solver": "saga"})"), ErrorCode::invalid_argument);
+
+  // A listed label that is not a class, while a class is unlisted.
+  LogisticRegression listed(params([](auto& p) { p.class_weight = {{0.0, 2.0}, {7.0, 1.0}}; }));
+  GPUML_EXPECT_ERROR(listed.fit(ctx, Xv, host_view(y.data(), c.n)), ErrorCode::invalid_argument);
+
+  model.fit(ctx, Xv, host_view(y.data(), c.n));
+  std::vector<double> wide(c.n * (c.d + 1), 1.0);
+  GPUML_EXPECT_ERROR(model.predict(ctx, host_view(wide.data(), c.n, c.d + 1), host_view(out.data(), c.n)),
+                     ErrorCode::invalid_argument);
+}
+
+TEST(LogisticRegression, ParamsAndModelRoundTrip) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Classification c = make_classification(rng, 300, 4, 3, true);
+  auto model = make_estimator("logistic_regression",
+                              R"({"penalty": "elasticnet", "l1_ratio": 0.3, "C": 0.5, "class_weight": [[0, 2.0]],
+                                  "max_iter": 500, "tol": 1e-8, "fit_intercept": true})");
+  std::vector<double> X = c.X, y = c.y;
+  const ArrayView wv = host_view(c.w.data(), c.n);
+  const ArrayView yv = host_view(y.data(), c.n);
+  model->fit(ctx, host_view(X.data(), c.n, c.d), &yv, &wv);
+  const std::vector<uint8_t> bytes = serialize(*model);
+  const auto restored = deserialize(bytes.data(), bytes.size());
+  EXPECT_EQ(restored->get_params_json(), model->get_params_json());
+  std::vector<double> a(c.n * 3), b(c.n * 3);
+  model->predict_proba(ctx, host_view(X.data(), c.n, c.d), host_view(a.data(), c.n, 3));
+  restored->predict_proba(ctx, host_view(X.data(), c.n, c.d), host_view(b.data(), c.n, 3));
+  EXPECT_EQ(a, b);
+  const auto again = make_estimator("logistic_regression", model->get_params_json());
+  EXPECT_EQ(again->get_params_json(), model->get_params_json());
+  EXPECT_EQ(make_estimator("logistic_regression", R"({"penalty": null})")->get_params_json(),
+            make_estimator("logistic_regression", R"({"penalty": "none"})")->get_params_json());
+}
+
+TEST(LogisticRegressionGpu, MatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  for (int64_t K : {2, 4}) {
+    for (const char* penalty : {"l2", "l1"}) {
+      SCOPED_TRACE(std::string(penalty) + " with " + std::to_string(K) + " classes");
+      const Classification c = make_classification(rng, uniform_int(rng, 2000, 20000), uniform_int(rng, 3, 40), K, true);
+      LogisticRegressionParams p = tight({});
+      p.penalty = penalty;
+      p.C = 0.5;
+      const LogisticRegression on_gpu = fit_logistic<double>(gpu, c, p), on_cpu = fit_logistic<double>(cpu, c, p);
+      const std::vector<double> a = doubles(on_gpu.coef()), b = doubles(on_cpu.coef());
+      for (std::size_t j = 0; j < a.size(); ++j)  // both at gradient 1e-10 of one strongly convex problem
+        EXPECT_NEAR(a[j], b[j], 1e-6 * (1 + std::abs(b[j])));
+      // float32: the same fit from float32 data on both; the scores round differently.
+      LogisticRegressionParams q;
+      q.penalty = penalty;
+      q.tol = 1e-5;
+      const LogisticRegression g32 = fit_logistic<float>(gpu, c, q), c32 = fit_logistic<float>(cpu, c, q);
+      const std::vector<double> e = doubles(g32.coef()), f = doubles(c32.coef());
+      double largest = 0;
+      for (double v : f) largest = std::max(largest, std::abs(v));
+      for (std::size_t j = 0; j < e.size(); ++j) EXPECT_NEAR(e[j], f[j], 1e-3 * largest);
+      std::vector<float> X(c.X.begin(), c.X.end());
+      std::vector<double> la(c.n), lb(c.n);
+      g32.predict(gpu, host_view(X.data(), c.n, c.d), host_view(la.data(), c.n));
+      c32.predict(cpu, host_view(X.data(), c.n, c.d), host_view(lb.data(), c.n));
+      int64_t differ = 0;
+      for (int64_t i = 0; i < c.n; ++i) differ += la[i] != lb[i];
+      EXPECT_LE(differ, c.n / 200) << "predictions may differ only for rows on the decision boundary";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuml
