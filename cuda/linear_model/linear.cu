@@ -244,6 +244,16 @@ void gemm_strided_batched(cublasHandle_t handle, cublasOperation_t op_a, cublasO
   }
 }
 
+// Solves op(A) X = alpha B in place of B (left side), column-major.
+template <typename T>
+void trsm_left(cublasHandle_t handle, cublasFillMode_t uplo, cublasOperation_t op, int m, int n, const T* A, int lda, T* B, int ldb) {
+  const T one = 1;
+  if constexpr (std::is_same_v<T, float>)
+    GPUML_CUBLAS_CHECK(cublasStrsm(handle, CUBLAS_SIDE_LEFT, uplo, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, A, lda, B, ldb));
+  else
+    GPUML_CUBLAS_CHECK(cublasDtrsm(handle, CUBLAS_SIDE_LEFT, uplo, op, CUBLAS_DIAG_NON_UNIT, m, n, &one, A, lda, B, ldb));
+}
+
 template <typename T>
 int geqrf_buffer_size(cusolverDnHandle_t h, int rows, int cols, T* A, int lda) {
   int lwork = 0;
@@ -443,6 +453,25 @@ class CudaLinearBackend final : public LinearBackend<T> {
       copy_to_host_async(res, QtB_host, QtB_out.data(), m * t * sizeof(double));
     }
     copy_to_host(res, R_host, R.data(), m * m * sizeof(double));
+  }
+
+  void right_triangular_solve(T* A, int64_t n, int64_t m, const double* R_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0 || m <= 0) return;
+    const int m_ = checked_int(m, "n_features");
+    // R's row-major memory is, column-major, the lower-triangular R^T; A's row-major rows are the
+    // columns of A^T (column-major m x n, ld m). A R^-1 = X  <=>  R^T X^T = A^T: a left solve with R^T.
+    std::vector<T> R_t(static_cast<std::size_t>(m * m));
+    for (int64_t i = 0; i < m * m; ++i) R_t[i] = static_cast<T>(R_host[i]);
+    Buffer R = to_device(res, R_t.data(), m * m);
+    cublasHandle_t handle = res.cublas();
+    constexpr int64_t kMaxRows = int64_t(1) << 30;  // cuBLAS dimensions are int
+    for (int64_t row0 = 0; row0 < n; row0 += kMaxRows) {
+      const int rows = static_cast<int>(std::min(kMaxRows, n - row0));
+      trsm_left<T>(handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, m_, rows, R.as<T>(), m_, A + row0 * m, m_);
+    }
+    // R_t (host) was read by the upload above before it returned (pageable memory); `R` is freed
+    // stream-ordered.
   }
 
   void predict(const T* X, int64_t n, int64_t d, const T* coef_host, const T* intercept_host, int64_t t, T* out) override {

@@ -36,6 +36,10 @@ class LinearBackend {
   // and QtB_host = Q^T B (m x t). A and B may be overwritten.
   virtual void qr(T* A, T* B, int64_t n, int64_t m, int64_t t, double* R_host, double* QtB_host) = 0;
 
+  // A = A R^-1 in place (the triangular solve of Cholesky QR): A is n x m, R_host m x m upper
+  // triangular with a positive diagonal, row-major double (rounded to T for the solve).
+  virtual void right_triangular_solve(T* A, int64_t n, int64_t m, const double* R_host) = 0;
+
   // out = X coef^T + intercept: X is n x d, coef_host t x d, intercept_host t (or nullptr), out n x t.
   virtual void predict(const T* X, int64_t n, int64_t d, const T* coef_host, const T* intercept_host, int64_t t,
                        T* out) = 0;

@@ -111,6 +111,17 @@ class LinearCpuBackend final : public LinearBackend<T> {
     }
   }
 
+  void right_triangular_solve(T* A, int64_t n, int64_t m, const double* R_host) override {
+    const RowMatrix<T> R = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(R_host, m, m)
+                               .template cast<T>();
+    const RowBlocks blocks(n, threads_, 1024);
+#pragma omp parallel for num_threads(threads_for(n * m * m)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      Eigen::Map<RowMatrix<T>> Ab(A + blocks.begin(b) * m, blocks.end(b) - blocks.begin(b), m);
+      R.template triangularView<Eigen::Upper>().template solveInPlace<Eigen::OnTheRight>(Ab);  // Ab R = old Ab
+    }
+  }
+
   void predict(const T* X, int64_t n, int64_t d, const T* coef_host, const T* intercept_host, int64_t t,
                T* out) override {
     Eigen::Map<const RowMatrix<T>> coef(coef_host, t, d);

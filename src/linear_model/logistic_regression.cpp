@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/parallel.hpp"
 #include "core/params.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
@@ -71,6 +72,25 @@ struct Labels {
   std::vector<int32_t> index;
 };
 
+// The distinct values, ascending. Classes are few: a sorted list of those seen so far, with a
+// sort of everything only when there turn out to be many (y of n distinct values is an error
+// later, but must not take quadratic time first).
+std::vector<double> distinct_sorted(const double* values, int64_t n) {
+  std::vector<double> seen;
+  for (int64_t i = 0; i < n; ++i) {
+    auto it = std::lower_bound(seen.begin(), seen.end(), values[i]);
+    if (it != seen.end() && *it == values[i]) continue;
+    if (seen.size() >= 256) {
+      seen.assign(values, values + n);
+      std::sort(seen.begin(), seen.end());
+      seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+      return seen;
+    }
+    seen.insert(it, values[i]);
+  }
+  return seen;
+}
+
 Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n) {
   GPUML_EXPECT(y.ndim == 1, "LogisticRegression: y must be a 1-d array of class labels, got " +
                                 std::to_string(y.ndim) + " dimension(s)");
@@ -81,18 +101,17 @@ Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n) {
   if (staged.view.device.is_cuda()) copy = detail::to_host(ctx, staged.view);
   const double* values = staged.view.device.is_cuda() ? copy.as<const double>() : staged.view.as<const double>();
   Labels labels;
-  labels.classes.assign(values, values + n);
-  std::sort(labels.classes.begin(), labels.classes.end());
-  labels.classes.erase(std::unique(labels.classes.begin(), labels.classes.end()), labels.classes.end());
+  labels.classes = distinct_sorted(values, n);
   GPUML_EXPECT(labels.classes.size() >= 2,
                "LogisticRegression needs samples of at least 2 classes in the data, but the data contains only one "
-               "class: " + number(labels.classes.empty() ? 0.0 : labels.classes[0]));
+               "class: " + number(labels.classes[0]));
   GPUML_EXPECT(labels.classes.size() <= (1u << 24), "LogisticRegression: too many classes (" +
                                                          std::to_string(labels.classes.size()) + ")");
   labels.index.resize(static_cast<std::size_t>(n));
+  const std::vector<double>& classes = labels.classes;
+#pragma omp parallel for num_threads(detail::threads_for(ctx.n_threads(), n)) schedule(static)
   for (int64_t i = 0; i < n; ++i)
-    labels.index[i] = static_cast<int32_t>(std::lower_bound(labels.classes.begin(), labels.classes.end(), values[i]) -
-                                           labels.classes.begin());
+    labels.index[i] = static_cast<int32_t>(std::lower_bound(classes.begin(), classes.end(), values[i]) - classes.begin());
   return labels;
 }
 

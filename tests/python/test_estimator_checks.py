@@ -5,7 +5,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from conftest import DEVICES
 
 from gpuml.cluster import KMeans
-from gpuml.linear_model import ElasticNet, Lasso, LinearRegression, Ridge
+from gpuml.linear_model import ElasticNet, Lasso, LinearRegression, LogisticRegression, Ridge
 
 # Checks that cannot pass for a sound reason, with the reason.
 EXPECTED_FAILED_CHECKS = {
@@ -25,7 +25,11 @@ def expected_failed_checks(estimator):
     return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
 
 
-ESTIMATORS = [make(device=d) for make in (KMeans, LinearRegression, Ridge, Lasso, ElasticNet) for d in DEVICES]
+ESTIMATORS = [
+    make(device=d)
+    for make in (KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticRegression)
+    for d in DEVICES
+]
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)

@@ -1,19 +1,20 @@
-"""Linear models: least squares, ridge, lasso and elastic net on the CPU or a CUDA GPU."""
+"""Linear models: least squares, ridge, lasso, elastic net and logistic regression on the CPU or a CUDA GPU."""
 
 import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import MultiOutputMixin, RegressorMixin
+from sklearn.base import ClassifierMixin, MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import r2_score
+from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
 from . import _array
 from ._base import GpumlEstimator
 
-__all__ = ["ElasticNet", "Lasso", "LinearRegression", "Ridge"]
+__all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
 
 _LINEAR_REGRESSION_ALGORITHMS = ("auto", "eig", "qr", "svd")
 _RIDGE_SOLVERS = ("auto", "cholesky", "svd")
@@ -313,3 +314,228 @@ class Lasso(ElasticNet):
 
     def _gpuml_params(self, X=None):
         return self._shared_params()  # l1_ratio is fixed to 1 by the C estimator
+
+
+_PENALTIES = ("l2", "l1", "elasticnet")
+
+
+def _log(probabilities):
+    """The natural logarithm in the array's own library (NumPy, torch or CuPy)."""
+    if isinstance(probabilities, np.ndarray):
+        return np.log(probabilities)
+    if hasattr(probabilities, "log"):  # torch tensors
+        return probabilities.log()
+    import cupy
+
+    return cupy.log(probabilities)
+
+
+class LogisticRegression(ClassifierMixin, GpumlEstimator):
+    """Logistic regression (binomial for two classes, multinomial for more), on the CPU or a CUDA GPU.
+
+    Same results as ``sklearn.linear_model.LogisticRegression`` (its "lbfgs" solver, and "saga"
+    for L1 penalties): it minimizes, with sample weights s_i times the class weights and
+    S = sum(s_i),
+    ``(1/S) sum_i s_i loss_i(coef, intercept) + r(coef) / (C S)``,
+    ``r = (1 - rho)/2 ||coef||^2 + rho ||coef||_1``, rho = 0 for "l2", 1 for "l1", ``l1_ratio``
+    for "elasticnet"; no penalty for ``penalty=None`` or ``C=np.inf``. The intercept is not
+    penalized. The loss and its gradient over X are computed on the device; L-BFGS (OWL-QN when
+    the penalty has an L1 part) runs on the host in float64 over the coefficients, and stops when
+    the largest (pseudo-)gradient entry is <= ``tol``. A fit that stops before that (``max_iter``
+    reached, or no more progress) raises ``sklearn.exceptions.ConvergenceWarning``.
+
+    Labels may be of any type np.unique sorts (ints, floats, bools, strings); ``class_weight``:
+    None, "balanced", or a dict {label: weight} (labels not in the dict weigh 1). ``device`` as
+    in LinearRegression. Inputs may be NumPy arrays, CuPy arrays or PyTorch tensors; outputs have
+    the input's type (predict returns host NumPy labels when the labels are not numbers).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,), the sorted distinct labels of y
+    coef_ : ndarray of shape (1, n_features) for two classes, else (n_classes, n_features), X's float dtype
+    intercept_ : ndarray of shape (1,) or (n_classes,) (zeros without fit_intercept)
+    n_iter_ : ndarray of shape (1,), int32: quasi-Newton iterations run
+    converged_ : int, 1 when the fit met tol within max_iter, else 0
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, when X has string column names
+    """
+
+    _gpuml_kind = "logistic_regression"
+    # classes_ stays in Python (and in the pickle): the C model only sees the class indices 0..K-1.
+    _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "converged_")
+
+    def __init__(
+        self,
+        penalty="l2",
+        *,
+        C=1.0,
+        l1_ratio=None,
+        fit_intercept=True,
+        max_iter=100,
+        tol=1e-4,
+        class_weight=None,
+        device="auto",
+    ):
+        self.penalty = penalty
+        self.C = C
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.class_weight = class_weight
+        self.device = device
+
+    # -- parameters ----------------------------------------------------------------------
+    def _gpuml_params(self, X=None):
+        """The checked parameters as the C ABI's JSON, without class_weight (it needs the classes)."""
+        penalty = self.penalty
+        if penalty is not None and (not isinstance(penalty, str) or penalty not in _PENALTIES):
+            raise ValueError(f"penalty must be one of 'l2', 'l1', 'elasticnet' or None; got {penalty!r}")
+        C = self.C
+        if isinstance(C, (bool, np.bool_)) or not isinstance(C, numbers.Real) or not C > 0:
+            raise ValueError(f"C must be a real number > 0 (np.inf: no penalty), got {C!r}")
+        l1_ratio = None if self.l1_ratio is None else _check_real(self.l1_ratio, "l1_ratio", 0.0, 1.0)
+        if penalty == "elasticnet" and l1_ratio is None:
+            raise ValueError("l1_ratio must be specified when penalty is elasticnet.")
+        max_iter = self.max_iter
+        if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
+            raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
+        if self.class_weight is not None and not isinstance(self.class_weight, dict) and not (
+            isinstance(self.class_weight, str) and self.class_weight == "balanced"
+        ):
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {self.class_weight!r}")
+        # scikit-learn's warnings for parameters that are ignored.
+        if penalty != "elasticnet" and l1_ratio is not None and 0 < l1_ratio < 1:
+            warnings.warn(f"l1_ratio parameter is only used when penalty is 'elasticnet'. Got (penalty={penalty})")
+        if penalty is None and C != 1.0:
+            warnings.warn("Setting penalty=None will ignore the C and l1_ratio parameters")
+        unpenalized = penalty is None or C == np.inf
+        return {
+            "penalty": None if unpenalized else penalty,
+            "C": float(C) if np.isfinite(C) else 1.0,  # unused without a penalty; the C ABI wants a finite C
+            "l1_ratio": l1_ratio,
+            "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
+            "max_iter": int(max_iter),
+            "tol": _check_real(self.tol, "tol", 0.0),
+        }
+
+    def _class_weight_json(self, classes):
+        """class_weight for the C ABI, where the labels are the class indices: None, "balanced",
+        or [[index, weight], ...]. A dict follows scikit-learn's rule: classes missing from it
+        weigh 1, and keys that are not classes are an error only when some class is missing."""
+        class_weight = self.class_weight
+        if class_weight is None or isinstance(class_weight, str):
+            return class_weight
+        pairs, missing = [], []
+        for index, label in enumerate(classes):
+            key = label.item() if isinstance(label, np.generic) else label
+            if key not in class_weight:
+                missing.append(key)
+                continue
+            weight = class_weight[key]
+            if isinstance(weight, (bool, np.bool_)) or not isinstance(weight, numbers.Real) or not (
+                np.isfinite(weight) and weight >= 0
+            ):
+                raise ValueError(f"class_weight[{key!r}] must be a finite number >= 0, got {weight!r}")
+            pairs.append([index, float(weight)])
+        if missing and len(pairs) != len(class_weight):
+            raise ValueError(f"The classes, {missing}, are not in class_weight")
+        return pairs
+
+    # -- fitting -------------------------------------------------------------------------
+    def _prepare_X_labels(self, X, y):
+        """Validated X (for the C ABI) and y as a host 1-d array of labels; returns (X, y, ArrayKind of X)."""
+        kind = _array.ArrayKind.of(X)
+        if y is None:
+            raise ValueError(
+                f"This {type(self).__name__} estimator requires y to be passed, but the target y is None."
+            )
+        # Labels are read on the host: they are few bytes per row, and np.unique needs them there.
+        y_host = _array.to_numpy(y) if _array.ArrayKind.of(y).is_device else _array.ArrayKind.host_input(y)
+        if not kind.is_device:
+            X, y = validate_data(
+                self,
+                _array.ArrayKind.host_input(X),
+                y_host,
+                reset=True,
+                dtype=[np.float64, np.float32],
+                order="C",
+                accept_sparse=False,
+            )
+            return X, y, kind
+        X, kind = self._prepare_X(X, reset=True)
+        y = column_or_1d(y_host, warn=True)
+        if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity.")
+        check_consistent_length(np.empty((X.shape[0], 0)), y)
+        return X, y, kind
+
+    def fit(self, X, y, sample_weight=None):
+        """Fits on X (n_samples, n_features) and the labels y (n_samples,); returns self.
+
+        Warns with ConvergenceWarning when the solver stopped before the gradient met tol."""
+        params = self._gpuml_params()  # bad parameters fail before the data is looked at
+        X, y, kind = self._prepare_X_labels(X, y)
+        check_classification_targets(y)
+        classes, class_index = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                "This solver needs samples of at least 2 classes in the data, but the data contains only one "
+                f"class: {classes[0]!r}"
+            )
+        weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
+        params["class_weight"] = self._class_weight_json(classes)
+        labels = np.ascontiguousarray(class_index.reshape(-1), dtype=np.int32)
+        self._gpuml_fit(X, kind, sample_weight=weights, y=labels, params=params)
+        self.classes_ = classes
+        if not self.converged_:
+            warnings.warn(
+                f"LogisticRegression failed to converge after {int(self.n_iter_[0])} iteration(s) "
+                f"(max_iter={params['max_iter']}, tol={params['tol']}): the largest gradient entry is still "
+                "above tol. Increase max_iter, scale the data (e.g. with StandardScaler), or regularize more "
+                "(a smaller C).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _read_fitted_attributes(self):
+        super()._read_fitted_attributes()
+        self.n_iter_ = np.asarray(self.n_iter_, dtype=np.int32).reshape(1)  # as scikit-learn's
+
+    # -- using the fitted model ------------------------------------------------------------
+    def _apply(self, method, X, dtype=None):
+        check_is_fitted(self)
+        X, kind = self._prepare_X(X, reset=False, dtype=(self.coef_.dtype,))
+        return self._gpuml_apply(method, X, kind, dtype=dtype), kind
+
+    def decision_function(self, X):
+        """Scores X @ coef_.T + intercept_: (n_samples,) for two classes (the second class's score),
+        else (n_samples, n_classes); coef_'s dtype, in X's array type."""
+        return self._apply("transform", X)[0]
+
+    def predict_proba(self, X):
+        """Class probabilities (n_samples, n_classes), columns in classes_ order; coef_'s dtype, X's array type."""
+        return self._apply("predict_proba", X)[0]
+
+    def predict_log_proba(self, X):
+        """log(predict_proba(X)), as scikit-learn computes it."""
+        return _log(self.predict_proba(X))
+
+    def predict(self, X):
+        """The most probable class of each sample, as classes_'s values (X's array type and device
+        for numeric labels; a NumPy array for other labels)."""
+        # The C model's labels are the class indices, written as float64 (exact below 2^53).
+        index, kind = self._apply("predict", X)
+        classes = self.classes_
+        numeric = classes.dtype.kind in "biuf"
+        if kind.is_device and numeric:
+            return kind.from_numpy(classes)[_array.device_astype(index, np.int64)]  # the lookup stays on the device
+        labels = classes[_array.to_numpy(index).astype(np.intp)]
+        return kind.wrap(labels) if numeric else labels
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy of predict(X) against y (ClassifierMixin's score; device inputs are read back first)."""
+        y_pred = _array.to_numpy(self.predict(X))
+        weights = None if sample_weight is None else _array.to_numpy(sample_weight)
+        return accuracy_score(_array.to_numpy(y), y_pred, sample_weight=weights)
