@@ -352,6 +352,64 @@ static void compare_with_cuda(const Problem* p, gpuml_context_t ctx, gpuml_estim
   CHECK_OK(gpuml_context_free(gctx));
 }
 
+/* ---- a classifier through the same entry points: LogisticRegression on the blobs ----------- */
+
+/* The blobs are far apart, so a lightly penalized logistic model classifies every row; its
+ * probabilities sum to 1 per row, predict is their argmax, transform is the decision function. */
+static void check_logistic_regression(gpuml_context_t ctx, const Problem* p) {
+  gpuml_estimator_t est = NULL;
+  int64_t i, c, shape[2] = {0, 0};
+  int32_t dtype = -1, ndim = -1;
+  int32_t* y = (int32_t*)checked_malloc((size_t)p->n * sizeof(int32_t));
+  int64_t* predicted = (int64_t*)checked_malloc((size_t)p->n * sizeof(int64_t));
+  double* proba = (double*)checked_malloc((size_t)(p->n * p->k) * sizeof(double));
+  double* scores = (double*)checked_malloc((size_t)(p->n * p->k) * sizeof(double));
+  gpuml_array_t X = matrix(p->X, GPUML_FLOAT64, p->n, p->d);
+  gpuml_array_t labels = vector(y, GPUML_INT32, p->n);
+  gpuml_array_t out_labels = vector(predicted, GPUML_INT64, p->n);
+  gpuml_array_t out_proba = matrix(proba, GPUML_FLOAT64, p->n, p->k);
+  int sums_ok = 1, argmax_ok = 1, correct = 1;
+
+  EXPECT_ERROR(gpuml_estimator_create("logistic_regression", "{\"C\": -1}", &est), GPUML_ERROR_INVALID_ARGUMENT, "C");
+  CHECK_OK(gpuml_estimator_create("logistic_regression", "{\"C\": 10.0, \"max_iter\": 1000}", &est));
+  for (i = 0; i < p->n; ++i) y[i] = 0;
+  EXPECT_ERROR(gpuml_estimator_fit(ctx, est, &X, &labels, NULL), GPUML_ERROR_INVALID_ARGUMENT, "class");
+  EXPECT_ERROR(gpuml_estimator_predict(ctx, est, &X, &out_labels), GPUML_ERROR_NOT_FITTED, "logistic_regression");
+  for (i = 0; i < p->n; ++i) y[i] = p->blob[i] * 3 + 1; /* labels need not be 0..k-1 */
+  CHECK_OK(gpuml_estimator_fit(ctx, est, &X, &labels, NULL));
+
+  CHECK_OK(gpuml_estimator_output_shape(est, "predict_proba", p->n, &dtype, &ndim, shape));
+  CHECK(dtype == GPUML_FLOAT64 && ndim == 2 && shape[0] == p->n && shape[1] == p->k);
+  CHECK_OK(gpuml_estimator_predict_proba(ctx, est, &X, &out_proba));
+  CHECK_OK(gpuml_estimator_predict(ctx, est, &X, &out_labels));
+  for (i = 0; i < p->n; ++i) {
+    double total = 0.0;
+    int64_t best = 0;
+    for (c = 0; c < p->k; ++c) {
+      total += proba[i * p->k + c];
+      if (proba[i * p->k + c] > proba[i * p->k + best]) best = c;
+    }
+    if (absolute(total - 1.0) > 1e-12) sums_ok = 0; /* a softmax in double */
+    if (predicted[i] != best * 3 + 1) argmax_ok = 0;
+    if (predicted[i] != y[i]) correct = 0;
+  }
+  CHECK(sums_ok);
+  CHECK(argmax_ok);
+  CHECK(correct);
+
+  CHECK_OK(gpuml_estimator_output_shape(est, "transform", p->n, &dtype, &ndim, shape));
+  CHECK(ndim == (p->k == 2 ? 1 : 2) && shape[0] == p->n);
+  {
+    gpuml_array_t out_scores = array_of_shape(scores, GPUML_FLOAT64, ndim, shape);
+    CHECK_OK(gpuml_estimator_transform(ctx, est, &X, &out_scores));
+  }
+  CHECK_OK(gpuml_estimator_free(est));
+  free(y);
+  free(predicted);
+  free(proba);
+  free(scores);
+}
+
 int main(void) {
   uint64_t seed;
   const char* seed_text = getenv("GPUML_TEST_SEED");
@@ -847,6 +905,7 @@ int main(void) {
   }
 
   compare_with_cuda(&p, ctx, est, labels, attributes);
+  check_logistic_regression(ctx, &p);
 
   free_attributes(attributes);
   CHECK_OK(gpuml_estimator_free(est));

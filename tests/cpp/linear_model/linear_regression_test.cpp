@@ -142,6 +142,66 @@ TEST(LinearRegression, Float32FarFromTheOriginStaysAccurate) {
   }
 }
 
+// X = X0 M with M = U diag(s) (U random orthogonal, s log-spaced from 1 down to 1/cond): a
+// chosen condition number, and coefficients of size up to ~cond.
+Regression ill_conditioned(std::mt19937_64& rng, int64_t n, int64_t d, double cond) {
+  Regression r = make_regression(rng, n, d, 2);
+  Eigen::MatrixXd Z(d, d);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int64_t i = 0; i < d * d; ++i) Z(i % d, i / d) = normal(rng);
+  const Eigen::MatrixXd U = Eigen::HouseholderQR<Eigen::MatrixXd>(Z).householderQ();
+  Eigen::VectorXd s(d);
+  for (int64_t j = 0; j < d; ++j) s[j] = std::pow(cond, -static_cast<double>(j) / std::max<int64_t>(1, d - 1));
+  const Eigen::MatrixXd M = U * s.asDiagonal();
+  Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> X(r.X.data(), n, d);
+  X = (X * M).eval();
+  return r;
+}
+
+// "qr" is Cholesky QR (two or three passes) while that converges, Householder QR beyond: both
+// routes against the complete orthogonal decomposition, with the rank and singular values.
+TEST(LinearRegression, QrOnIllConditionedXMatchesTheReference) {
+  GPUML_FRESH_RNG(rng);
+  std::vector<Context> contexts = {Context::cpu()};
+  if (cuda_device_count() > 0) contexts.push_back(Context::cuda(0));
+  for (Context& ctx : contexts) {
+    // cond 1e3 and 1e6: Cholesky QR well inside its textbook bound (cond² ≪ 1/eps); 1e10: beyond it,
+    // where only the near-identity test of the later passes vouches for R. (Rank-deficient X, where
+    // the Cholesky factorization breaks down and Householder QR takes over, is tested below.)
+    for (double cond : {1e3, 1e6, 1e10}) {
+      const int64_t n = uniform_int(rng, 200, 800), d = uniform_int(rng, 3, 12);
+      const Regression r = ill_conditioned(rng, n, d, cond);
+      SCOPED_TRACE("cond=" + std::to_string(cond) + " n=" + std::to_string(n) + " d=" + std::to_string(d) +
+                   (ctx.is_cuda() ? " cuda" : " cpu"));
+      const test::ReferenceFit ref = reference_fit(r, true);
+      LinearRegression lr = fit_lr<double>(ctx, r, "qr");
+      EXPECT_EQ(lr.rank(), d);
+      // Backward-stable solvers in double: coefficients agree to ~eps * cond² * (residual / (|X| |coef|))
+      // + eps * cond, i.e. ~1e-16 * cond * 1e2 at most here, relative to the largest coefficient.
+      const std::vector<double> coef = to_doubles(lr.coef());
+      double coef_max = 0;
+      for (Eigen::Index i = 0; i < ref.coef.size(); ++i) coef_max = std::max(coef_max, std::abs(ref.coef(i / d, i % d)));
+      for (Eigen::Index i = 0; i < ref.coef.size(); ++i)
+        EXPECT_NEAR(coef[i], ref.coef(i / d, i % d), 1e-13 * cond * coef_max) << i;
+      // Singular values to ~eps * s_max absolute (an SVD of R when cond is large).
+      const std::vector<double> sv = to_doubles(lr.singular_values());
+      ASSERT_EQ(static_cast<int64_t>(sv.size()), d);
+      for (int64_t i = 0; i < d; ++i) EXPECT_NEAR(sv[i], ref.singular_values[i], 1e-12 * ref.singular_values[0]) << i;
+    }
+    // float32, cond 100: Cholesky QR in float32; errors ~eps_32 * cond * (a few), relative.
+    Regression r = ill_conditioned(rng, uniform_int(rng, 500, 2000), uniform_int(rng, 3, 10), 100.0);
+    for (auto& v : r.X) v = static_cast<float>(v);
+    for (auto& v : r.Y) v = static_cast<float>(v);
+    const test::ReferenceFit ref = reference_fit(r, true);
+    LinearRegression lr = fit_lr<float>(ctx, r, "qr");
+    const std::vector<double> coef = to_doubles(lr.coef());
+    double coef_max = 0;
+    for (Eigen::Index i = 0; i < ref.coef.size(); ++i) coef_max = std::max(coef_max, std::abs(ref.coef(i / r.d, i % r.d)));
+    for (Eigen::Index i = 0; i < ref.coef.size(); ++i)
+      EXPECT_NEAR(coef[i], ref.coef(i / r.d, i % r.d), 1e-4 * coef_max) << i;
+  }
+}
+
 TEST(LinearRegression, IntegerSampleWeightsEqualRepeatedRows) {
   GPUML_FRESH_RNG(rng);
   Context ctx = Context::cpu();
