@@ -24,6 +24,7 @@ _LAZY_ESTIMATORS = {
     "KMeans": "cluster",
     "Lasso": "linear_model",
     "LinearRegression": "linear_model",
+    "LogisticRegression": "linear_model",
     "Ridge": "linear_model",
 }
 

@@ -330,6 +330,37 @@ def _log(probabilities):
     return cupy.log(probabilities)
 
 
+def _device_labels(y):
+    """(classes_ as NumPy, each row's class index as int32 on the device) for a 1-d numeric torch or
+    CuPy y, without copying y to the host: np.unique on a million host labels would cost more
+    than a GPU fit. Checks what check_classification_targets checks for numbers: float labels
+    must be finite and whole."""
+    torch_y = _array.ArrayKind.of(y).library == "torch"
+    if torch_y:
+        import torch as xp
+
+        floating = y.dtype.is_floating_point
+        if y.dtype.is_complex:
+            raise ValueError(f"Complex data not supported: y has dtype {y.dtype}")
+    else:
+        import cupy as xp
+
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"y has dtype {y.dtype}; device labels must be numbers")
+        floating = y.dtype.kind == "f"
+    if floating:
+        if not bool(xp.isfinite(y).all()):
+            raise ValueError("Input y contains NaN or infinity.")
+        if not bool((y == (xp.round(y) if torch_y else xp.around(y))).all()):
+            raise ValueError(
+                "Unknown label type: continuous. Maybe you are trying to fit a classifier, which expects "
+                "discrete classes on a regression target with continuous values."
+            )
+    classes, inverse = xp.unique(y, return_inverse=True)
+    index = inverse.to(xp.int32).contiguous() if torch_y else xp.ascontiguousarray(inverse.astype(xp.int32))
+    return _array.to_numpy(classes), index
+
+
 class LogisticRegression(ClassifierMixin, GpumlEstimator):
     """Logistic regression (binomial for two classes, multinomial for more), on the CPU or a CUDA GPU.
 
@@ -444,14 +475,23 @@ class LogisticRegression(ClassifierMixin, GpumlEstimator):
 
     # -- fitting -------------------------------------------------------------------------
     def _prepare_X_labels(self, X, y):
-        """Validated X (for the C ABI) and y as a host 1-d array of labels; returns (X, y, ArrayKind of X)."""
+        """Validated X (for the C ABI) and the labels y; returns (X, y, ArrayKind of X), y either a
+        host 1-d array of labels or, for a numeric 1-d torch / CuPy y, that device array."""
         kind = _array.ArrayKind.of(X)
         if y is None:
             raise ValueError(
                 f"This {type(self).__name__} estimator requires y to be passed, but the target y is None."
             )
-        # Labels are read on the host: they are few bytes per row, and np.unique needs them there.
-        y_host = _array.to_numpy(y) if _array.ArrayKind.of(y).is_device else _array.ArrayKind.host_input(y)
+        y_kind = _array.ArrayKind.of(y)
+        if kind.is_device and y_kind.is_device and y_kind.library in ("torch", "cupy") and len(tuple(y.shape)) == 1:
+            X, kind = self._prepare_X(X, reset=True)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(
+                    f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]"
+                )
+            return X, y, kind
+        # Other labels are read on the host: np.unique needs them there.
+        y_host = _array.to_numpy(y) if y_kind.is_device else _array.ArrayKind.host_input(y)
         if not kind.is_device:
             X, y = validate_data(
                 self,
@@ -476,8 +516,12 @@ class LogisticRegression(ClassifierMixin, GpumlEstimator):
         Warns with ConvergenceWarning when the solver stopped before the gradient met tol."""
         params = self._gpuml_params()  # bad parameters fail before the data is looked at
         X, y, kind = self._prepare_X_labels(X, y)
-        check_classification_targets(y)
-        classes, class_index = np.unique(y, return_inverse=True)
+        if isinstance(y, np.ndarray):
+            check_classification_targets(y)
+            classes, class_index = np.unique(y, return_inverse=True)
+            labels = np.ascontiguousarray(class_index.reshape(-1), dtype=np.int32)
+        else:
+            classes, labels = _device_labels(y)
         if classes.size < 2:
             raise ValueError(
                 "This solver needs samples of at least 2 classes in the data, but the data contains only one "
@@ -485,7 +529,6 @@ class LogisticRegression(ClassifierMixin, GpumlEstimator):
             )
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
         params["class_weight"] = self._class_weight_json(classes)
-        labels = np.ascontiguousarray(class_index.reshape(-1), dtype=np.int32)
         self._gpuml_fit(X, kind, sample_weight=weights, y=labels, params=params)
         self.classes_ = classes
         if not self.converged_:
