@@ -14,10 +14,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
 #include "core/staging.hpp"
+#include "core/trace.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
@@ -53,6 +55,8 @@ struct HostSolution {
   Matrix coef;
   int64_t rank = 0;
   std::vector<double> singular_values;
+  // Set instead of singular_values when the solve did not need them: computes them later.
+  std::function<std::vector<double>()> singular_values_later;
 };
 
 // Solves from an eigen-decomposition of G = AᵀA: coef_k = V diag(f(λ)) Vᵀ C_k with
@@ -93,8 +97,8 @@ Matrix svd_solve(const Svd& svd, const Matrix& QtB, const std::vector<double>& a
 template <typename T>
 class LeastSquares {
  public:
-  LeastSquares(Context& ctx, const LeastSquaresRequest& request, int64_t n, int64_t d, int64_t t)
-      : ctx_(ctx), request_(request), backend_(make_linear_backend<T>(ctx)), n_(n), d_(d), t_(t),
+  LeastSquares(Context& ctx, const LeastSquaresRequest& request, int64_t n, int64_t d, int64_t t, Trace& trace)
+      : ctx_(ctx), request_(request), trace_(trace), backend_(make_linear_backend<T>(ctx)), n_(n), d_(d), t_(t),
         // scikit-learn's lstsq cutoff: singular values below eps * max(n, d) * s_max are zero.
         rcond_(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n, d))) {}
 
@@ -106,6 +110,7 @@ class LeastSquares {
     if (request_.fit_intercept) {
       backend_->weighted_means(X, n_, d_, w, x_mean_.data());
       backend_->weighted_means(y, n_, t_, w, y_mean_.data());
+      trace_.mark("means");
     }
     A_ = Buffer(ctx_, static_cast<std::size_t>(n_ * d_) * sizeof(T));
     B_ = Buffer(ctx_, static_cast<std::size_t>(n_ * t_) * sizeof(T));
@@ -113,6 +118,7 @@ class LeastSquares {
     const double* ym = request_.fit_intercept ? y_mean_.data() : nullptr;
     backend_->center_scale(X, n_, d_, xm, w, A_.as<T>());
     backend_->center_scale(y, n_, t_, ym, w, B_.as<T>());
+    trace_.mark("center and scale");
   }
 
   HostSolution solve() {
@@ -145,16 +151,20 @@ class LeastSquares {
     G_.assign(static_cast<std::size_t>(d_ * d_), 0.0);
     C_.assign(static_cast<std::size_t>(d_ * t_), 0.0);
     backend_->gram(A_.as<const T>(), B_.as<const T>(), n_, d_, t_, G_.data(), C_.data());
+    trace_.mark("gram");
   }
   Eigen::MatrixXd gram_matrix() const { return Eigen::Map<const Matrix>(G_.data(), d_, d_); }
   Matrix cross_matrix() const { return Eigen::Map<const Matrix>(C_.data(), d_, t_); }
 
-  // Singular values of A from G's eigenvalues (ascending): descending square roots, min(n, d).
-  std::vector<double> singular_values_from(const Vector& lambda) const {
+  // Singular values of A from G's eigenvalues (ascending): descending square roots, `count` of them.
+  static std::vector<double> singular_values_from(const Vector& lambda, int64_t count) {
     std::vector<double> s;
-    for (Eigen::Index i = lambda.size() - 1; i >= 0 && static_cast<int64_t>(s.size()) < std::min(n_, d_); --i)
+    for (Eigen::Index i = lambda.size() - 1; i >= 0 && static_cast<int64_t>(s.size()) < count; --i)
       s.push_back(std::sqrt(std::max(lambda[i], 0.0)));
     return s;
+  }
+  std::vector<double> singular_values_from(const Vector& lambda) const {
+    return singular_values_from(lambda, std::min(n_, d_));
   }
 
   // Numerical rank: singular values above cutoff * s_max count.
@@ -179,33 +189,86 @@ class LeastSquares {
     GPUML_EXPECT(converged, std::string(request_.estimator) + ": the eigenvalues of XᵀX did not converge");
   }
 
+  // The two things by_eig decides from G's eigenvalues: the rank (λ_min / λ_max above
+  // gram_cutoff()², i.e. rcond_) and, for "auto", whether the normal equations are accurate
+  // (λ_min / λ_max above eps / wanted). Both hold when cond(G) < limit.
+  double eig_condition_limit(bool fall_back) const {
+    const double wanted = std::is_same_v<T, double> ? 1e-4 : 1e-2;
+    const double rank_limit = 1.0 / rcond_;
+    return fall_back ? std::min(rank_limit, wanted / std::numeric_limits<T>::epsilon()) : rank_limit;
+  }
+
+  // Factors G, and proves cond(G) < limit without the eigenvalues (~1 ms instead of ~4 ms at
+  // d = 256) or says it cannot: λ_max < β by a Cholesky factorization of βI − G (β from a few
+  // power iterations), and λ_min > β / limit by one of G − (β / limit) I. The three
+  // factorizations run side by side. In double: their rounding (~d eps_64 λ_max) is far below the
+  // margins these limits leave.
+  bool factor_if_well_conditioned(const Eigen::MatrixXd& G, double limit, Eigen::LLT<Eigen::MatrixXd>& llt) const {
+    const Eigen::Index d = G.rows();
+    Vector v = Vector::Ones(d) / std::sqrt(static_cast<double>(d));
+    double mu = 0.0;
+    for (int it = 0; it < 12; ++it) {
+      const Vector Gv = G * v;
+      mu = v.dot(Gv);
+      const double norm = Gv.norm();
+      if (!(norm > 0)) break;
+      v = Gv / norm;
+    }
+    // The power iterations approach λ_max from below, slowly when the top eigenvalues crowd
+    // together: 25% headroom, else Gershgorin's bound (always above λ_max, often far above).
+    double beta = 1.25 * mu;
+    Eigen::MatrixXd above = -G, below = G;
+    above.diagonal().array() += beta;
+    below.diagonal().array() -= beta / limit;
+    bool upper_ok = false, lower_ok = false;
+#pragma omp parallel sections num_threads(std::min(3, std::max(1, ctx_.n_threads())))
+    {
+#pragma omp section
+      { llt.compute(G); }
+#pragma omp section
+      { upper_ok = Eigen::LLT<Eigen::MatrixXd>(above).info() == Eigen::Success; }
+#pragma omp section
+      { lower_ok = Eigen::LLT<Eigen::MatrixXd>(below).info() == Eigen::Success; }
+    }
+    if (!upper_ok) {
+      beta = G.cwiseAbs().rowwise().sum().maxCoeff();
+      below = G;
+      below.diagonal().array() -= beta / limit;
+      lower_ok = Eigen::LLT<Eigen::MatrixXd>(below).info() == Eigen::Success;
+    }
+    return beta > 0 && lower_ok && llt.info() == Eigen::Success;
+  }
+
   HostSolution by_eig(bool fall_back) {
     compute_gram();
     const Eigen::MatrixXd G = gram_matrix();
-    // The eigenvalues give singular_values_, the rank and the conditioning test; the solve itself
-    // needs no eigenvectors. The Cholesky factorization runs beside the eigenvalues (it is wasted
-    // only on the rare fallback).
-    Vector lambda;
-    bool converged = false;
+    // Well conditioned (the common case): full rank, a Cholesky solve, and the singular values
+    // only if someone asks for them.
     Eigen::LLT<Eigen::MatrixXd> llt;
-#pragma omp parallel sections num_threads(std::min(2, std::max(1, ctx_.n_threads())))
-    {
-#pragma omp section
-      { converged = eigenvalues_of(G, lambda); }
-#pragma omp section
-      { llt.compute(G); }
+    if (factor_if_well_conditioned(G, eig_condition_limit(fall_back), llt)) {
+      HostSolution sol;
+      sol.rank = d_;
+      sol.coef = llt.solve(cross_matrix()).transpose();
+      const int64_t count = std::min(n_, d_);
+      sol.singular_values_later = [G, count, estimator = std::string(request_.estimator)] {
+        Vector lambda;
+        GPUML_EXPECT(eigenvalues_of(G, lambda), estimator + ": the eigenvalues of XᵀX did not converge");
+        return singular_values_from(lambda, count);
+      };
+      trace_.mark("host solve (Cholesky)");
+      return sol;
     }
-    expect_eigenvalues(converged);
+    // Near the limits: the eigenvalues decide.
+    Vector lambda;
+    expect_eigenvalues(eigenvalues_of(G, lambda));
     HostSolution sol;
     sol.singular_values = singular_values_from(lambda);
     sol.rank = rank_of(sol.singular_values, gram_cutoff());
     const double s_max = sol.singular_values.empty() ? 0.0 : sol.singular_values.front();
     const double s_min = static_cast<int64_t>(sol.singular_values.size()) == d_ ? sol.singular_values.back() : 0.0;
-    // Squaring the condition number loses digits: "auto" leaves the normal equations when the
-    // smallest singular value is below sqrt(eps) times the largest.
-    // The normal equations' relative error is about eps * cond(A)^2: leave them once that exceeds
-    // 1e-4 in float64 (cond > ~7e5) or 1e-2 in float32 (cond > ~290), where the QR/SVD route's
-    // eps * cond(A) is still accurate.
+    // The normal equations' relative error is about eps * cond(A)^2: "auto" leaves them once that
+    // exceeds 1e-4 in float64 (cond > ~7e5) or 1e-2 in float32 (cond > ~290), where the QR/SVD
+    // route's eps * cond(A) is still accurate.
     const double wanted = std::is_same_v<T, double> ? 1e-4 : 1e-2;
     const bool ill_conditioned = s_min <= std::sqrt(std::numeric_limits<T>::epsilon() / wanted) * s_max;
     if (fall_back && (sol.rank < d_ || ill_conditioned)) return by_svd();
@@ -220,6 +283,7 @@ class LeastSquares {
       GPUML_EXPECT(es.info() == Eigen::Success, std::string(request_.estimator) + ": the eigen-decomposition of XᵀX failed");
       sol.coef = spectral_solve(es, cross_matrix(), {}, 0.0);
     }
+    trace_.mark("host solve (eigenvalues)");
     return sol;
   }
 
@@ -262,7 +326,9 @@ class LeastSquares {
       if (pass == kMaxPasses) return false;
       const Matrix Rk_rows = Rk;
       backend_->right_triangular_solve(A_.as<T>(), n_, d_, Rk_rows.data());
+      trace_.mark("triangular solve over A");
       backend_->gram(A_.as<const T>(), B_.as<const T>(), n_, d_, t_, G_rows.data(), C_rows.data());
+      trace_.mark("gram (next pass)");
       G = Eigen::Map<const Matrix>(G_rows.data(), d_, d_);
       C = Eigen::Map<const Matrix>(C_rows.data(), d_, t_);
     }
@@ -273,14 +339,15 @@ class LeastSquares {
   // carry absolute errors ~ c eps_64 s_max² / s_i (c <= d): used when that stays below
   // kSingularTolerance * s_max for every s_i, i.e. for well-conditioned R; else an SVD of R
   // (absolute errors ~ eps s_max; ~20 ms at d = 256 against ~4 ms for the eigenvalues).
-  std::vector<double> singular_values_of_r(const Eigen::MatrixXd& R) const {
+  static std::vector<double> singular_values_of_r(const Eigen::MatrixXd& R) {
+    const int64_t d = R.rows();
     const double tolerance = std::is_same_v<T, double> ? 1e-11 : 1e-8;  // well below T's rounding of the result
     const Eigen::MatrixXd RtR = R.transpose() * R;
     Vector lambda;
     if (eigenvalues_of(RtR, lambda)) {
-      std::vector<double> s = singular_values_from(lambda);
+      std::vector<double> s = singular_values_from(lambda, d);
       const double s_max = s.front(), s_min = s.back();
-      const double lambda_error = static_cast<double>(d_) * std::numeric_limits<double>::epsilon() * s_max * s_max;
+      const double lambda_error = static_cast<double>(d) * std::numeric_limits<double>::epsilon() * s_max * s_max;
       if (s_min > 0 && lambda_error / (2 * s_min) <= tolerance * s_max) return s;  // δs = δλ / (2 s)
     }
     Eigen::BDCSVD<Eigen::MatrixXd> svd(R);
@@ -304,8 +371,9 @@ class LeastSquares {
     sol.rank = (R.diagonal().cwiseAbs().array() > rcond_ * diag_max).count();
     if (diag_max <= 0) sol.rank = 0;
     if (sol.rank < d_) throw_error(ErrorCode::invalid_argument, rank_deficient(request_, "qr", sol.rank, d_));
-    sol.singular_values = singular_values_of_r(R);
+    sol.singular_values_later = [R] { return singular_values_of_r(R); };
     sol.coef = R.triangularView<Eigen::Upper>().solve(QtB).transpose();
+    trace_.mark("host solve (triangular)");
     return sol;
   }
 
@@ -375,6 +443,7 @@ class LeastSquares {
 
   Context& ctx_;
   const LeastSquaresRequest& request_;
+  Trace& trace_;
   std::unique_ptr<LinearBackend<T>> backend_;
   int64_t n_, d_, t_;
   double rcond_;
@@ -487,19 +556,23 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
                  std::string(request.estimator) + ": alpha has " + std::to_string(request.alpha.size()) +
                      " values but y has " + std::to_string(t) + " target(s): give one alpha or one per target");
 
+  Trace trace(ctx, request.estimator);
   const DType dtype = float_dtype_for(X.dtype);
   detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
   detail::require_finite(ctx, Xs.view, "X");
+  trace.mark("stage and check X");
   detail::Staged ys = detail::stage(ctx, y, dtype, "y");
   detail::require_finite(ctx, ys.view, "y");
   detail::Staged ws;
   if (sample_weight) ws = stage_weights(ctx, *sample_weight, dtype, n);
+  trace.mark("stage y and weights");
 
   return with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
-    LeastSquares<T> ls(ctx, request, n, d, t);
+    LeastSquares<T> ls(ctx, request, n, d, t, trace);
     ls.prepare(Xs.view.as<const T>(), ys.view.as<const T>(), sample_weight ? ws.view.as<const T>() : nullptr);
     const HostSolution sol = ls.solve();
+    trace.mark("solve (rest)");
     const std::vector<double> intercept = ls.intercept(sol.coef);
 
     LinearFit fit;
@@ -509,8 +582,16 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
       for (int64_t j = 0; j < d; ++j) fit.coef.as<T>()[k * d + j] = static_cast<T>(sol.coef(k, j));
       fit.intercept.as<T>()[k] = static_cast<T>(intercept[k]);
     }
-    fit.singular_values = HostArray(dtype, static_cast<int64_t>(sol.singular_values.size()));
-    std::copy(sol.singular_values.begin(), sol.singular_values.end(), fit.singular_values.as<T>());
+    auto as_array = [dtype](const std::vector<double>& values) {
+      HostArray a(dtype, static_cast<int64_t>(values.size()));
+      std::copy(values.begin(), values.end(), a.as<T>());
+      return a;
+    };
+    fit.singular_values = sol.singular_values_later
+                              ? std::make_shared<DeferredArray>([later = sol.singular_values_later, as_array] {
+                                  return as_array(later());
+                                })
+                              : std::make_shared<DeferredArray>(as_array(sol.singular_values));
     fit.rank = scalar_i64(sol.rank);
     fit.n_features_in = scalar_i64(d);
     return fit;

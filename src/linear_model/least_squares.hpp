@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/deferred.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "linear_model/linear_backend.hpp"
@@ -37,7 +38,7 @@ struct LeastSquaresRequest {
 struct LinearFit {
   HostArray coef;             // (d,) when y was 1-d, else (t, d)
   HostArray intercept;        // 0-d when y was 1-d, else (t,)
-  HostArray singular_values;  // (min(n, d),) descending, of the centered weighted X
+  std::shared_ptr<const DeferredArray> singular_values;  // (min(n, d),) descending, of the centered weighted X
   HostArray rank;             // 0-d
   HostArray n_features_in;    // 0-d
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/deferred.hpp"
 #include "core/params.hpp"
 #include "core/registry.hpp"
 #include "gpuml/core/error.hpp"
@@ -73,7 +74,7 @@ const HostArray& LinearRegression::intercept() const {
 }
 const HostArray& LinearRegression::singular_values() const {
   require_fitted();
-  return singular_values_;
+  return singular_values_->get();
 }
 int64_t LinearRegression::rank() const {
   require_fitted();
@@ -94,7 +95,7 @@ const HostArray& LinearRegression::attribute(const std::string& name) const {
   require_fitted();
   if (name == "coef_") return coef_;
   if (name == "intercept_") return intercept_;
-  if (name == "singular_values_") return singular_values_;
+  if (name == "singular_values_") return singular_values_->get();
   if (name == "rank_") return rank_;
   return n_features_in_;
 }
@@ -103,7 +104,7 @@ void LinearRegression::restore(std::map<std::string, HostArray> attributes) {
   detail::check_linear_attributes(attributes, kAttributeNames, kind());
   coef_ = std::move(attributes.at("coef_"));
   intercept_ = std::move(attributes.at("intercept_"));
-  singular_values_ = std::move(attributes.at("singular_values_"));
+  singular_values_ = std::make_shared<detail::DeferredArray>(std::move(attributes.at("singular_values_")));
   rank_ = std::move(attributes.at("rank_"));
   n_features_in_ = std::move(attributes.at("n_features_in_"));
 }

@@ -12,6 +12,7 @@
 #include "core/params.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
+#include "core/trace.hpp"
 #include "gpuml/core/error.hpp"
 #include "linear_model/least_squares.hpp"
 #include "linear_model/logistic_backend.hpp"
@@ -72,23 +73,40 @@ struct Labels {
   std::vector<int32_t> index;
 };
 
-// The distinct values, ascending. Classes are few: a sorted list of those seen so far, with a
-// sort of everything only when there turn out to be many (y of n distinct values is an error
-// later, but must not take quadratic time first).
-std::vector<double> distinct_sorted(const double* values, int64_t n) {
-  std::vector<double> seen;
-  for (int64_t i = 0; i < n; ++i) {
-    auto it = std::lower_bound(seen.begin(), seen.end(), values[i]);
-    if (it != seen.end() && *it == values[i]) continue;
-    if (seen.size() >= 256) {
-      seen.assign(values, values + n);
-      std::sort(seen.begin(), seen.end());
-      seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-      return seen;
+// The distinct values, ascending. Classes are few: each thread keeps a sorted list of those seen
+// in its rows, and the lists are merged; everything is sorted only when there turn out to be
+// many (y of n distinct values is an error later, but must not take quadratic time first).
+std::vector<double> distinct_sorted(const double* values, int64_t n, int threads) {
+  constexpr std::size_t kFew = 256;
+  const detail::RowBlocks blocks(n, threads, 1 << 15);
+  std::vector<std::vector<double>> seen(static_cast<std::size_t>(blocks.count()));
+  std::vector<char> many(static_cast<std::size_t>(blocks.count()), 0);
+#pragma omp parallel for num_threads(detail::threads_for(threads, n)) schedule(static)
+  for (int b = 0; b < blocks.count(); ++b) {
+    std::vector<double>& list = seen[b];
+    double last = std::nan("");
+    for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+      const double v = values[i];
+      if (v == last) continue;  // runs of one label are common
+      last = v;
+      auto it = std::lower_bound(list.begin(), list.end(), v);
+      if (it != list.end() && *it == v) continue;
+      if (list.size() >= kFew) {
+        many[b] = 1;
+        break;
+      }
+      list.insert(it, v);
     }
-    seen.insert(it, values[i]);
   }
-  return seen;
+  std::vector<double> all;
+  if (std::find(many.begin(), many.end(), 1) != many.end()) {
+    all.assign(values, values + n);
+  } else {
+    for (const auto& list : seen) all.insert(all.end(), list.begin(), list.end());
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
 }
 
 Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n) {
@@ -101,7 +119,7 @@ Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n) {
   if (staged.view.device.is_cuda()) copy = detail::to_host(ctx, staged.view);
   const double* values = staged.view.device.is_cuda() ? copy.as<const double>() : staged.view.as<const double>();
   Labels labels;
-  labels.classes = distinct_sorted(values, n);
+  labels.classes = distinct_sorted(values, n, ctx.n_threads());
   GPUML_EXPECT(labels.classes.size() >= 2,
                "LogisticRegression needs samples of at least 2 classes in the data, but the data contains only one "
                "class: " + number(labels.classes[0]));
@@ -109,9 +127,20 @@ Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n) {
                                                          std::to_string(labels.classes.size()) + ")");
   labels.index.resize(static_cast<std::size_t>(n));
   const std::vector<double>& classes = labels.classes;
+  const int64_t n_classes = static_cast<int64_t>(classes.size());
+  int32_t* index = labels.index.data();
+  if (n_classes <= 16) {  // the count of classes below the value: no branches, vectorizes
 #pragma omp parallel for num_threads(detail::threads_for(ctx.n_threads(), n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    labels.index[i] = static_cast<int32_t>(std::lower_bound(classes.begin(), classes.end(), values[i]) - classes.begin());
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t below = 0;
+      for (int64_t c = 1; c < n_classes; ++c) below += values[i] >= classes[c];
+      index[i] = below;
+    }
+  } else {
+#pragma omp parallel for num_threads(detail::threads_for(ctx.n_threads(), n)) schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      index[i] = static_cast<int32_t>(std::lower_bound(classes.begin(), classes.end(), values[i]) - classes.begin());
+  }
   return labels;
 }
 
@@ -269,14 +298,19 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
   detail::check_matrix_shape(X);
   const int64_t n = X.shape[0], d = X.shape[1];
   const DType dtype = detail::float_dtype_for(X.dtype);
+  detail::Trace trace(ctx, "LogisticRegression");
   detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
   detail::require_finite(ctx, Xs.view, "X");
+  trace.mark("stage and check X");
   const Labels labels = encode_labels(ctx, y, n);
+  trace.mark("labels");
   const std::vector<double> weights = row_weights(ctx, sample_weight, labels, params_);
+  trace.mark("weights");
 
   detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     LogisticFit<T> problem(ctx, params_, Xs.view, labels, weights);
+    trace.mark("stage labels and weights");
     std::vector<double> x(static_cast<std::size_t>(problem.n_variables()), 0.0);
     detail::QuasiNewtonOptions options;
     options.max_iter = params_.max_iter;
@@ -284,6 +318,8 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
     const detail::QuasiNewtonResult result = detail::minimize_quasi_newton(
         [&](const std::vector<double>& v, std::vector<double>& g) { return problem(v, g); }, x, problem.l1_weights(),
         options);
+    trace.mark(("optimize: " + std::to_string(result.n_iter) + " iterations, " +
+                std::to_string(result.n_evaluations) + " evaluations").c_str());
     GPUML_EXPECT(std::isfinite(result.objective), "LogisticRegression: the objective is not finite (X too large?)");
 
     const int64_t k = problem.k();

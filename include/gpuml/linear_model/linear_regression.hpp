@@ -1,10 +1,15 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "gpuml/core/estimator.hpp"
 
 namespace gpuml {
+
+namespace detail {
+class DeferredArray;
+}
 
 // scikit-learn's LinearRegression parameters, plus the choice of solver.
 struct LinearRegressionParams {
@@ -35,7 +40,9 @@ class GPUML_API LinearRegression final : public Estimator {
   // Fitted attributes, on the host, in X's float dtype (rank and n_features_in are int64).
   const HostArray& coef() const;              // (d,) when y was 1-d, else (t, d)
   const HostArray& intercept() const;         // 0-d when y was 1-d, else (t,)
-  const HostArray& singular_values() const;   // (min(n, d),), descending, of the centered weighted X
+  // (min(n, d),), descending, of the centered weighted X. When the solve did not need them, they
+  // are computed on first use (here, by attribute(), or by serialization), not during fit.
+  const HostArray& singular_values() const;
   int64_t rank() const;
   int64_t n_features_in() const;
 
@@ -45,7 +52,8 @@ class GPUML_API LinearRegression final : public Estimator {
 
  private:
   LinearRegressionParams params_;
-  HostArray coef_, intercept_, singular_values_, rank_, n_features_in_;
+  HostArray coef_, intercept_, rank_, n_features_in_;
+  std::shared_ptr<const detail::DeferredArray> singular_values_;
 };
 
 }  // namespace gpuml
