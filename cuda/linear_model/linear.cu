@@ -52,6 +52,8 @@ constexpr std::size_t kGramPartialBytes = std::size_t(256) << 20;
 // blocks below the diagonal skipped.
 constexpr int64_t kGramBlock = 128;
 constexpr int64_t kGramBlockedFrom = 192;
+// right_triangular_solve: rows of A per GEMM into the scratch buffer (bounded in bytes; int rows).
+constexpr int64_t kTriangularScratchBytes = int64_t(128) << 20;
 // Transpose tiles.
 constexpr int kTile = 32;
 
@@ -459,19 +461,30 @@ class CudaLinearBackend final : public LinearBackend<T> {
     cuda::Resources& res = cuda::activate(ctx_);
     if (n <= 0 || m <= 0) return;
     const int m_ = checked_int(m, "n_features");
-    // R's row-major memory is, column-major, the lower-triangular R^T; A's row-major rows are the
-    // columns of A^T (column-major m x n, ld m). A R^-1 = X  <=>  R^T X^T = A^T: a left solve with R^T.
-    std::vector<T> R_t(static_cast<std::size_t>(m * m));
+    // R's row-major memory is, column-major, the lower-triangular Rᵀ; A's row-major rows are the
+    // columns of Aᵀ (column-major m x n, ld m). A R⁻¹ = X  <=>  Xᵀ = R⁻ᵀ Aᵀ. cuBLAS's trsm over a
+    // million columns runs far below GEMM speed (20 ms at 1M x 256), so R⁻ᵀ is formed once by a
+    // small trsm on the identity and applied by GEMMs, chunk by chunk, through a scratch buffer
+    // (GEMM cannot work in place). Forming the inverse costs accuracy only ~ eps cond(R), as the
+    // solve does; Cholesky QR's next pass checks orthogonality anyway.
+    std::vector<T> R_t(static_cast<std::size_t>(m * m)), identity(static_cast<std::size_t>(m * m), T(0));
     for (int64_t i = 0; i < m * m; ++i) R_t[i] = static_cast<T>(R_host[i]);
+    for (int64_t i = 0; i < m; ++i) identity[i * m + i] = T(1);
     Buffer R = to_device(res, R_t.data(), m * m);
+    Buffer inverse = to_device(res, identity.data(), m * m);
     cublasHandle_t handle = res.cublas();
-    constexpr int64_t kMaxRows = int64_t(1) << 30;  // cuBLAS dimensions are int
-    for (int64_t row0 = 0; row0 < n; row0 += kMaxRows) {
-      const int rows = static_cast<int>(std::min(kMaxRows, n - row0));
-      trsm_left<T>(handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, m_, rows, R.as<T>(), m_, A + row0 * m, m_);
+    trsm_left<T>(handle, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, m_, m_, R.as<T>(), m_, inverse.as<T>(), m_);
+    const int64_t chunk_rows = std::max<int64_t>(1, std::min<int64_t>(n, kTriangularScratchBytes / (m * sizeof(T))));
+    Buffer scratch = device(static_cast<std::size_t>(chunk_rows * m) * sizeof(T));
+    for (int64_t row0 = 0; row0 < n; row0 += chunk_rows) {
+      const int rows = static_cast<int>(std::min(chunk_rows, n - row0));
+      gemm_strided_batched<T>(handle, CUBLAS_OP_N, CUBLAS_OP_N, m_, rows, m_, inverse.as<T>(), m_, 0, A + row0 * m, m_, 0, T(0),
+                              scratch.as<T>(), m_, 0, 1);
+      GPUML_CUDA_CHECK(cudaMemcpyAsync(A + row0 * m, scratch.data(), static_cast<std::size_t>(rows) * m * sizeof(T),
+                                       cudaMemcpyDeviceToDevice, res.stream));
     }
-    // R_t (host) was read by the upload above before it returned (pageable memory); `R` is freed
-    // stream-ordered.
+    // R_t and identity (host) were read by the uploads before they returned (pageable memory);
+    // the device buffers are freed stream-ordered.
   }
 
   void predict(const T* X, int64_t n, int64_t d, const T* coef_host, const T* intercept_host, int64_t t, T* out) override {
@@ -497,6 +510,42 @@ class CudaLinearBackend final : public LinearBackend<T> {
     // The caller may read `out` on another stream or the host: finish here, as the other
     // primitives do when they copy their results back.
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+  }
+
+  // AᵀB as the cross half of gram: the rows cut into chunks, one strided-batched GEMM forming each
+  // chunk's A_pᵀB_p in T (pedantic math), the partials summed in double in chunk order by
+  // reduce_cross_kernel. Same chunking constants as gram.
+  void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0 || t <= 0) return;
+    if (n <= 0) {
+      std::fill(cross_host, cross_host + m * t, 0.0);
+      return;
+    }
+    const int64_t per_chunk_bytes = m * t * static_cast<int64_t>(sizeof(T));
+    int64_t chunks = std::min(kGramChunks, ceil_div(n, kMinGramRows));
+    chunks = std::max<int64_t>(1, std::min<int64_t>(chunks, static_cast<int64_t>(kGramPartialBytes) / per_chunk_bytes));
+    const int64_t chunk_rows = ceil_div(n, chunks);
+    const int64_t full_chunks = n / chunk_rows;
+    const int64_t rest_rows = n - full_chunks * chunk_rows;
+    const int64_t slots = full_chunks + (rest_rows > 0 ? 1 : 0);
+    const int m_ = checked_int(m, "n_features"), t_ = checked_int(t, "n_columns of B");
+    checked_int(chunk_rows, "rows per chunk");
+    checked_int(slots, "chunks");
+    Buffer partials = device(slots * m * t * sizeof(T));
+    cublasHandle_t handle = res.cublas();
+    // Chunk p: A_pᵀ is column-major m x rows (ld m), B_pᵀ column-major t x rows (ld t); C_p = A_pᵀ (B_pᵀ)ᵀ.
+    auto multiply = [&](int64_t row0, int rows, int count, int64_t slot0) {
+      gemm_strided_batched<T>(handle, CUBLAS_OP_N, CUBLAS_OP_T, m_, t_, rows, A + row0 * m, m_, static_cast<long long>(rows) * m,
+                              B + row0 * t, t_, static_cast<long long>(rows) * t, T(0), partials.as<T>() + slot0 * m * t, m_,
+                              static_cast<long long>(m) * t, count);
+    };
+    if (full_chunks > 0) multiply(0, static_cast<int>(chunk_rows), static_cast<int>(full_chunks), 0);
+    if (rest_rows > 0) multiply(full_chunks * chunk_rows, static_cast<int>(rest_rows), 1, full_chunks);
+    Buffer out = device(m * t * sizeof(double));
+    reduce_cross_kernel<T><<<blocks_for_threads(m * t), kBlock, 0, res.stream>>>(partials.as<T>(), slots, m, t, out.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    copy_to_host(res, cross_host, out.data(), m * t * sizeof(double));
   }
 
  private:

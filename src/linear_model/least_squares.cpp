@@ -295,6 +295,11 @@ class LeastSquares {
     QtB = QtB_rows;
   }
 
+  // A's R factor as a product of upper-triangular factors R = F_k ⋯ F_1 (Cholesky QR's passes;
+  // one factor from Householder QR). Kept apart: solves need only the factors, and forming the
+  // product (a d³ product on the host) is left to whoever asks for the singular values.
+  using Factors = std::vector<Eigen::MatrixXd>;
+
   // Cholesky QR, repeated (CholeskyQR2/3): with G = AᵀA = R₁ᵀR₁, Q₁ = A R₁⁻¹ is orthogonal up to
   // ~eps cond(A)²; factoring Q₁ the same way gives R₂ with Q = Q₁ R₂⁻¹ orthogonal to working
   // precision, and R = R₂ R₁ is A's R factor (positive diagonal), QᵀB = R₂⁻ᵀ Q₁ᵀB. Each pass is
@@ -303,24 +308,24 @@ class LeastSquares {
   // the identity (then its Cholesky factor is accurate); otherwise another pass, at most three.
   // Returns false when a factorization fails or the passes do not converge (cond(A) beyond
   // ~eps^-1/2 for two passes): the caller then takes Householder QR. A_ is overwritten.
-  bool cholesky_qr(Eigen::MatrixXd& R, Matrix& QtB) {
+  bool cholesky_qr(Factors& factors, Matrix& QtB) {
     constexpr int kMaxPasses = 3;
     constexpr double kOrthogonalEnough = 0.1;
     compute_gram();
     Eigen::MatrixXd G = gram_matrix();
     Matrix C = cross_matrix();
-    R = Eigen::MatrixXd::Identity(d_, d_);
+    factors.clear();
     std::vector<double> G_rows(static_cast<std::size_t>(d_ * d_)), C_rows(static_cast<std::size_t>(d_ * t_));
     for (int pass = 1; pass <= kMaxPasses; ++pass) {
       Eigen::LLT<Eigen::MatrixXd> llt(G);
       if (llt.info() != Eigen::Success) return false;
       const Eigen::MatrixXd Rk = llt.matrixU();
       if (!(Rk.diagonal().minCoeff() > 0)) return false;
-      R = (Rk * R).eval();
-      R.triangularView<Eigen::StrictlyLower>().setZero();
+      factors.push_back(Rk);
       const bool final_pass = pass > 1 && (G - Eigen::MatrixXd::Identity(d_, d_)).cwiseAbs().maxCoeff() <= kOrthogonalEnough;
       if (final_pass) {
         QtB = Rk.transpose().triangularView<Eigen::Lower>().solve(C);  // Rkᵀ QᵀB = QₖᵀB
+        trace_.mark("host factorizations");
         return true;
       }
       if (pass == kMaxPasses) return false;
@@ -359,20 +364,31 @@ class LeastSquares {
     if (n_ < d_)
       throw_error(ErrorCode::invalid_argument,
                   rank_deficient(request_, "qr", n_, d_) + " (X has fewer samples than features)");
-    Eigen::MatrixXd R;
+    Factors factors;
     Matrix QtB;
-    if (!cholesky_qr(R, QtB)) {
+    if (!cholesky_qr(factors, QtB)) {
       // Ill conditioned or rank deficient: Householder QR of freshly centered copies decides.
       prepare(X_, y_, w_);
+      Eigen::MatrixXd R;
       compute_qr(R, QtB);
+      factors = {R};
     }
     HostSolution sol;
-    const double diag_max = R.diagonal().cwiseAbs().maxCoeff();
-    sol.rank = (R.diagonal().cwiseAbs().array() > rcond_ * diag_max).count();
+    Vector diagonal = Vector::Ones(d_);  // R's diagonal: the product of the factors' diagonals
+    for (const Eigen::MatrixXd& f : factors) diagonal = diagonal.cwiseProduct(f.diagonal());
+    const double diag_max = diagonal.cwiseAbs().maxCoeff();
+    sol.rank = (diagonal.cwiseAbs().array() > rcond_ * diag_max).count();
     if (diag_max <= 0) sol.rank = 0;
     if (sol.rank < d_) throw_error(ErrorCode::invalid_argument, rank_deficient(request_, "qr", sol.rank, d_));
-    sol.singular_values_later = [R] { return singular_values_of_r(R); };
-    sol.coef = R.triangularView<Eigen::Upper>().solve(QtB).transpose();
+    // R coef = QᵀB with R = F_k ⋯ F_1: undo F_k first.
+    Eigen::MatrixXd y = QtB;
+    for (auto f = factors.rbegin(); f != factors.rend(); ++f) y = f->triangularView<Eigen::Upper>().solve(y);
+    sol.coef = y.transpose();
+    sol.singular_values_later = [factors] {
+      Eigen::MatrixXd R = factors.front();
+      for (std::size_t k = 1; k < factors.size(); ++k) R = (factors[k].triangularView<Eigen::Upper>() * R).eval();
+      return singular_values_of_r(R);
+    };
     trace_.mark("host solve (triangular)");
     return sol;
   }

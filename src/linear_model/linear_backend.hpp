@@ -43,6 +43,10 @@ class LinearBackend {
   // out = X coef^T + intercept: X is n x d, coef_host t x d, intercept_host t (or nullptr), out n x t.
   virtual void predict(const T* X, int64_t n, int64_t d, const T* coef_host, const T* intercept_host, int64_t t,
                        T* out) = 0;
+
+  // cross_host = A^T B (m x t, row-major double) without A^T A: A is n x m, B n x t. Summed in
+  // double over chunks of rows as in gram (PCA's randomized range finder: A^T Q).
+  virtual void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) = 0;
 };
 
 template <typename T> std::unique_ptr<LinearBackend<T>> make_linear_cpu_backend(const Context& ctx);

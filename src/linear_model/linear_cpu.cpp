@@ -138,6 +138,27 @@ class LinearCpuBackend final : public LinearBackend<T> {
     }
   }
 
+  void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) override {
+    const RowBlocks blocks(n, threads_, kGramChunk);
+    const int64_t stride = m * t;
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * stride), 0.0);
+#pragma omp parallel for num_threads(threads_for(n * m * t)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      Eigen::Map<DoubleMatrix> C(partial.data() + b * stride, m, t);
+      ColMatrix<T> Cc(m, t);
+      for (int64_t i0 = blocks.begin(b); i0 < blocks.end(b); i0 += kGramChunk) {
+        const int64_t rows = std::min(kGramChunk, blocks.end(b) - i0);
+        Eigen::Map<const RowMatrix<T>> Ac(A + i0 * m, rows, m);
+        Eigen::Map<const RowMatrix<T>> Bc(B + i0 * t, rows, t);
+        Cc.noalias() = Ac.transpose() * Bc;
+        C += Cc.template cast<double>();
+      }
+    }
+    Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> C_out(cross_host, m, t);
+    C_out.setZero();
+    for (int b = 0; b < blocks.count(); ++b) C_out += Eigen::Map<DoubleMatrix>(partial.data() + b * stride, m, t);
+  }
+
  private:
   int threads_for(int64_t work) const { return detail::threads_for(threads_, work); }
 
