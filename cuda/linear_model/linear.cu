@@ -86,10 +86,14 @@ __device__ double block_sum(double v, double* shared /* kBlock */) {
 // partials[j * n_chunks + c] = sum_i w_i A_ij, and partials[m * n_chunks + c] = sum_i w_i
 // (w == nullptr: ones). Column-major partials so that the reduction reads them contiguously.
 // Block: kWarp columns (a slab) x kRowLanes row lanes; grid: chunks x slabs (grid-stride).
+// With `shift` (m doubles), the sums are of w_i (A_ij − shift_j); with `out`, the same pass also
+// writes out_ij = sqrt(w_i) (A_ij − shift_j) rounded to T (out may alias A: same thread, same
+// element, read then written; hence no __restrict__ on A and out).
 template <typename T>
-__global__ void __launch_bounds__(kWarp * kRowLanes) chunk_weighted_sums_kernel(const T* __restrict__ A, int64_t n, int64_t m,
+__global__ void __launch_bounds__(kWarp * kRowLanes) chunk_weighted_sums_kernel(const T* A, int64_t n, int64_t m,
                                                                                const T* __restrict__ w, int64_t chunk_rows,
-                                                                               int64_t n_chunks, double* __restrict__ partials) {
+                                                                               int64_t n_chunks, double* __restrict__ partials,
+                                                                               const double* __restrict__ shift, T* out) {
   __shared__ double lane_sums[kRowLanes][kWarp];
   __shared__ double lane_weights[kRowLanes];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -101,11 +105,13 @@ __global__ void __launch_bounds__(kWarp * kRowLanes) chunk_weighted_sums_kernel(
     for (int64_t slab = blockIdx.y; slab < n_slabs; slab += gridDim.y) {
       const int64_t col = slab * kWarp + tx;
       const bool in_range = col < m;
+      const double c = shift && in_range ? shift[col] : 0.0;
       double acc = 0.0, acc_w = 0.0;
 #pragma unroll 4
       for (int64_t row = begin + ty; row < end; row += kRowLanes) {
         const double wv = w ? static_cast<double>(w[row]) : 1.0;
-        const double x = in_range ? static_cast<double>(A[row * m + col]) : 0.0;
+        const double x = in_range ? static_cast<double>(A[row * m + col]) - c : 0.0;
+        if (out && in_range) out[row * m + col] = static_cast<T>((w ? sqrt(wv) : 1.0) * x);
         acc += wv * x;
         acc_w += wv;
       }
@@ -308,32 +314,30 @@ class CudaLinearBackend final : public LinearBackend<T> {
       std::fill(means_host, means_host + m, 0.0);
       return;
     }
-    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
-    const int64_t n_chunks = ceil_div(n, chunk_rows);
-    const int64_t ncols = m + 1;  // the columns, then the weight total
-    Buffer partials = device(ncols * n_chunks * sizeof(double));
-    Buffer sums = device(ncols * sizeof(double));
-    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(n_chunks, INT_MAX)),
-                    static_cast<unsigned>(std::min<int64_t>(ceil_div(m, kWarp), 65535)));
-    chunk_weighted_sums_kernel<T><<<grid, dim3(kWarp, kRowLanes), 0, res.stream>>>(A, n, m, w, chunk_rows, n_chunks,
-                                                                                    partials.as<double>());
-    GPUML_CUDA_CHECK_LAUNCH();
-    reduce_chunks_kernel<<<static_cast<unsigned>(std::min(ncols, kMaxBlocks)), kBlock, 0, res.stream>>>(partials.as<double>(), n_chunks,
-                                                                                                     ncols, sums.as<double>());
-    GPUML_CUDA_CHECK_LAUNCH();
-    std::vector<double> host(ncols);
-    copy_to_host(res, host.data(), sums.data(), ncols * sizeof(double));
-    const double total_weight = w ? host[m] : static_cast<double>(n);
-    for (int64_t j = 0; j < m; ++j) means_host[j] = host[j] / total_weight;
+    std::vector<double> sums(m + 1);
+    column_sums(res, A, n, m, w, nullptr, nullptr, sums.data());
+    const double total_weight = w ? sums[m] : static_cast<double>(n);
+    for (int64_t j = 0; j < m; ++j) means_host[j] = sums[j] / total_weight;
   }
 
-  void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out) override {
+  void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out,
+                    double* sums_host) override {
     cuda::Resources& res = cuda::activate(ctx_);
-    if (n <= 0 || m <= 0) return;
+    if (m <= 0) return;
+    if (n <= 0) {
+      if (sums_host) std::fill(sums_host, sums_host + m + 1, 0.0);
+      return;
+    }
     Buffer means;
     if (means_host) means = to_device(res, means_host, m);
+    const double* shift = means_host ? means.as<double>() : nullptr;
+    if (sums_host) {
+      // One pass: the centered, scaled copy and its weighted column sums (as weighted_means).
+      column_sums(res, A, n, m, w, shift, out, sums_host);
+      return;
+    }
     center_scale_kernel<T><<<static_cast<unsigned>(std::min(ceil_div(n, kRowLanes), kMaxBlocks)), dim3(kWarp, kRowLanes), 0, res.stream>>>(
-        A, n, m, means_host ? means.as<double>() : nullptr, w, out);
+        A, n, m, shift, w, out);
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
@@ -550,6 +554,26 @@ class CudaLinearBackend final : public LinearBackend<T> {
 
  private:
   static unsigned blocks_for_threads(int64_t threads) { return cuda::grid_for(threads, kBlock, kMaxBlocks); }
+
+  // sums_host[j] = Σ_i w_i (A_ij − shift_j) for j < m and sums_host[m] = Σ_i w_i, in fixed chunks
+  // summed in double (the same bits on every run); with `out`, also the centered, scaled copy.
+  void column_sums(cuda::Resources& res, const T* A, int64_t n, int64_t m, const T* w, const double* shift, T* out,
+                   double* sums_host) {
+    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
+    const int64_t n_chunks = ceil_div(n, chunk_rows);
+    const int64_t ncols = m + 1;  // the columns, then the weight total
+    Buffer partials = device(ncols * n_chunks * sizeof(double));
+    Buffer sums = device(ncols * sizeof(double));
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(n_chunks, INT_MAX)),
+                    static_cast<unsigned>(std::min<int64_t>(ceil_div(m, kWarp), 65535)));
+    chunk_weighted_sums_kernel<T><<<grid, dim3(kWarp, kRowLanes), 0, res.stream>>>(A, n, m, w, chunk_rows, n_chunks,
+                                                                                    partials.as<double>(), shift, out);
+    GPUML_CUDA_CHECK_LAUNCH();
+    reduce_chunks_kernel<<<static_cast<unsigned>(std::min(ncols, kMaxBlocks)), kBlock, 0, res.stream>>>(partials.as<double>(), n_chunks,
+                                                                                                     ncols, sums.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    copy_to_host(res, sums_host, sums.data(), ncols * sizeof(double));
+  }
 
   Buffer device(std::size_t bytes) { return Buffer(ctx_, bytes); }
 

@@ -94,6 +94,9 @@ Matrix svd_solve(const Svd& svd, const Matrix& QtB, const std::vector<double>& a
   return coef;
 }
 
+// The shift of a shifted preparation is the mean of the first rows, at most this many.
+constexpr int64_t kShiftRows = 4096;
+
 template <typename T>
 class LeastSquares {
  public:
@@ -102,23 +105,61 @@ class LeastSquares {
         // scikit-learn's lstsq cutoff: singular values below eps * max(n, d) * s_max are zero.
         rcond_(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n, d))) {}
 
-  // Centers and weights X and y into the working copies A and B.
-  void prepare(const T* X, const T* y, const T* w) {
-    X_ = X, y_ = y, w_ = w;  // kept for a second preparation (qr's Householder fallback)
+  // Centers and weights X and y into the working copies A and B. NaN or infinity in X shows in
+  // the column sums that come with the centering pass (no separate check of X).
+  //  - exact (QR and SVD routes, which factor A itself): A = √w (X − x̄), the means first;
+  //  - shifted (the Gram routes: eig, Cholesky, the Gram system of coordinate descent): one pass,
+  //    A = √w (X − c) with c the mean of the first rows, and its sums Σ w (x − c) = S δ. The
+  //    Gram matrix of the exactly centered A follows on the host: with δ = x̄ − c,
+  //    (A − √w δᵀ)ᵀ(A − √w δᵀ) = AᵀA − S δδᵀ, and its products with the exactly centered B are
+  //    AᵀB (as √wᵀB = 0). c is near x̄, so δ is small and nothing cancels: data far from the
+  //    origin keep their precision.
+  // y is small (t columns): its means first, then its centered copy B = √w (y − ȳ).
+  void prepare(const T* X, const T* y, const T* w, bool shifted) {
+    X_ = X, y_ = y, w_ = w;  // kept for a second, exact preparation (fallbacks to QR or SVD)
+    shifted_ = shifted && request_.fit_intercept;
     x_mean_.assign(static_cast<std::size_t>(d_), 0.0);
     y_mean_.assign(static_cast<std::size_t>(t_), 0.0);
-    if (request_.fit_intercept) {
-      backend_->weighted_means(X, n_, d_, w, x_mean_.data());
-      backend_->weighted_means(y, n_, t_, w, y_mean_.data());
-      trace_.mark("means");
-    }
+    shift_correction_ = 0.0;
     A_ = Buffer(ctx_, static_cast<std::size_t>(n_ * d_) * sizeof(T));
     B_ = Buffer(ctx_, static_cast<std::size_t>(n_ * t_) * sizeof(T));
-    const double* xm = request_.fit_intercept ? x_mean_.data() : nullptr;
-    const double* ym = request_.fit_intercept ? y_mean_.data() : nullptr;
-    backend_->center_scale(X, n_, d_, xm, w, A_.as<T>());
-    backend_->center_scale(y, n_, t_, ym, w, B_.as<T>());
-    trace_.mark("center and scale");
+    std::vector<double> sums(static_cast<std::size_t>(d_ + 1));
+    if (shifted_) {
+      std::vector<double> shift(static_cast<std::size_t>(d_));
+      backend_->weighted_means(X, std::min<int64_t>(n_, kShiftRows), d_, w, shift.data());
+      backend_->center_scale(X, n_, d_, shift.data(), w, A_.as<T>(), sums.data());
+      expect_finite_sums(sums);
+      GPUML_EXPECT(sums[d_] > 0, std::string(request_.estimator) + ": the sample weights sum to 0");
+      delta_.resize(static_cast<std::size_t>(d_));
+      for (int64_t j = 0; j < d_; ++j) {
+        delta_[j] = sums[j] / sums[d_];
+        x_mean_[j] = shift[j] + delta_[j];
+      }
+      shift_correction_ = sums[d_];
+    } else {
+      if (request_.fit_intercept) {
+        backend_->weighted_means(X, n_, d_, w, x_mean_.data());
+        expect_finite_sums(x_mean_);
+      }
+      backend_->center_scale(X, n_, d_, request_.fit_intercept ? x_mean_.data() : nullptr, w, A_.as<T>(), sums.data());
+      expect_finite_sums(sums);
+    }
+    if (request_.fit_intercept) backend_->weighted_means(y, n_, t_, w, y_mean_.data());
+    backend_->center_scale(y, n_, t_, request_.fit_intercept ? y_mean_.data() : nullptr, w, B_.as<T>());
+    trace_.mark(shifted_ ? "shifted center and sums" : "means, center and sums");
+  }
+
+  // The Gram system of coordinate descent: G = AᵀA, C = AᵀB, |B_k|² and the means.
+  void fill_gram_system(GramSystem& sys) {
+    compute_gram();
+    sys.gram = G_;
+    sys.cross = C_;
+    std::vector<double> yty(static_cast<std::size_t>(t_ * t_)), unused(static_cast<std::size_t>(t_ * t_));
+    backend_->gram(B_.as<const T>(), B_.as<const T>(), n_, t_, t_, yty.data(), unused.data());
+    sys.y_sq_norm.resize(static_cast<std::size_t>(t_));
+    for (int64_t k = 0; k < t_; ++k) sys.y_sq_norm[k] = yty[k * t_ + k];
+    sys.x_mean = x_mean_;
+    sys.y_mean = y_mean_;
   }
 
   HostSolution solve() {
@@ -151,7 +192,25 @@ class LeastSquares {
     G_.assign(static_cast<std::size_t>(d_ * d_), 0.0);
     C_.assign(static_cast<std::size_t>(d_ * t_), 0.0);
     backend_->gram(A_.as<const T>(), B_.as<const T>(), n_, d_, t_, G_.data(), C_.data());
+    if (shifted_)  // the Gram matrix of the exactly centered A (see prepare)
+      for (int64_t i = 0; i < d_; ++i)
+        for (int64_t j = 0; j < d_; ++j) G_[i * d_ + j] -= shift_correction_ * delta_[i] * delta_[j];
+    GPUML_EXPECT(std::all_of(G_.begin(), G_.end(), [](double v) { return std::isfinite(v); }),
+                 std::string(request_.estimator) + ": XᵀX overflows: X has values too large to square in its dtype");
     trace_.mark("gram");
+  }
+
+  // An exactly centered A for the routes that factor A itself (after a shifted preparation).
+  void require_exact_centering() {
+    if (!shifted_) return;
+    prepare(X_, y_, w_, false);
+    G_.clear();
+    C_.clear();
+  }
+
+  void expect_finite_sums(const std::vector<double>& sums) const {
+    GPUML_EXPECT(std::all_of(sums.begin(), sums.end(), [](double v) { return std::isfinite(v); }),
+                 "X contains NaN or infinity");
   }
   Eigen::MatrixXd gram_matrix() const { return Eigen::Map<const Matrix>(G_.data(), d_, d_); }
   Matrix cross_matrix() const { return Eigen::Map<const Matrix>(C_.data(), d_, t_); }
@@ -368,7 +427,7 @@ class LeastSquares {
     Matrix QtB;
     if (!cholesky_qr(factors, QtB)) {
       // Ill conditioned or rank deficient: Householder QR of freshly centered copies decides.
-      prepare(X_, y_, w_);
+      prepare(X_, y_, w_, false);
       Eigen::MatrixXd R;
       compute_qr(R, QtB);
       factors = {R};
@@ -394,6 +453,7 @@ class LeastSquares {
   }
 
   HostSolution by_svd() {
+    require_exact_centering();
     HostSolution sol;
     if (n_ < d_) {
       // Fewer rows than features: R would not be square, and the Gram matrix's eigenvalues are
@@ -466,6 +526,9 @@ class LeastSquares {
   const T *X_ = nullptr, *y_ = nullptr, *w_ = nullptr;  // the staged inputs
   std::vector<double> x_mean_, y_mean_;
   Buffer A_, B_;                  // the centered, weighted working copies
+  bool shifted_ = false;          // A holds X − c, not X − x̄ (see prepare)
+  std::vector<double> delta_;     // x̄ − c
+  double shift_correction_ = 0.0; // S = Σ w
   std::vector<double> G_, C_;     // AᵀA and AᵀB once computed
   Eigen::LLT<Eigen::MatrixXd> llt_;
 };
@@ -521,8 +584,8 @@ GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, con
   sys.t = check_targets(y, sys.n);
   sys.y_is_1d = y.ndim == 1;
   sys.dtype = float_dtype_for(X.dtype);
-  detail::Staged Xs = detail::stage(ctx, X, sys.dtype, "X");
-  detail::require_finite(ctx, Xs.view, "X");
+  Trace trace(ctx, "Gram system");
+  detail::Staged Xs = detail::stage(ctx, X, sys.dtype, "X");  // NaN and infinity: found by the centering pass
   detail::Staged ys = detail::stage(ctx, y, sys.dtype, "y");
   detail::require_finite(ctx, ys.view, "y");
   detail::Staged ws;
@@ -531,25 +594,12 @@ GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, con
 
   with_float_type(sys.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const int64_t n = sys.n, d = sys.d, t = sys.t;
-    auto backend = make_linear_backend<T>(ctx);
-    const T* w = sample_weight ? ws.view.as<const T>() : nullptr;
-    sys.x_mean.assign(static_cast<std::size_t>(d), 0.0);
-    sys.y_mean.assign(static_cast<std::size_t>(t), 0.0);
-    if (fit_intercept) {
-      backend->weighted_means(Xs.view.as<const T>(), n, d, w, sys.x_mean.data());
-      backend->weighted_means(ys.view.as<const T>(), n, t, w, sys.y_mean.data());
-    }
-    Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T)), B(ctx, static_cast<std::size_t>(n * t) * sizeof(T));
-    backend->center_scale(Xs.view.as<const T>(), n, d, fit_intercept ? sys.x_mean.data() : nullptr, w, A.as<T>());
-    backend->center_scale(ys.view.as<const T>(), n, t, fit_intercept ? sys.y_mean.data() : nullptr, w, B.as<T>());
-    sys.gram.assign(static_cast<std::size_t>(d * d), 0.0);
-    sys.cross.assign(static_cast<std::size_t>(d * t), 0.0);
-    backend->gram(A.as<const T>(), B.as<const T>(), n, d, t, sys.gram.data(), sys.cross.data());
-    std::vector<double> yty(static_cast<std::size_t>(t * t)), unused(static_cast<std::size_t>(t * t));
-    backend->gram(B.as<const T>(), B.as<const T>(), n, t, t, yty.data(), unused.data());
-    sys.y_sq_norm.resize(static_cast<std::size_t>(t));
-    for (int64_t k = 0; k < t; ++k) sys.y_sq_norm[k] = yty[k * t + k];
+    LeastSquaresRequest request;
+    request.estimator = "the Gram system";
+    request.fit_intercept = fit_intercept;
+    LeastSquares<T> ls(ctx, request, sys.n, sys.d, sys.t, trace);
+    ls.prepare(Xs.view.as<const T>(), ys.view.as<const T>(), sample_weight ? ws.view.as<const T>() : nullptr, true);
+    ls.fill_gram_system(sys);
   });
   // Every entry is linear in w: rescaling w to sum to n scales them all by n / Σw (the means
   // do not change).
@@ -574,9 +624,8 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
 
   Trace trace(ctx, request.estimator);
   const DType dtype = float_dtype_for(X.dtype);
-  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
-  detail::require_finite(ctx, Xs.view, "X");
-  trace.mark("stage and check X");
+  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");  // NaN and infinity: found by the centering pass
+  trace.mark("stage X");
   detail::Staged ys = detail::stage(ctx, y, dtype, "y");
   detail::require_finite(ctx, ys.view, "y");
   detail::Staged ws;
@@ -586,7 +635,10 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
   return with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     LeastSquares<T> ls(ctx, request, n, d, t, trace);
-    ls.prepare(Xs.view.as<const T>(), ys.view.as<const T>(), sample_weight ? ws.view.as<const T>() : nullptr);
+    const LeastSquaresSolver solver = request.solver;
+    const bool gram_route = solver == LeastSquaresSolver::auto_eig || solver == LeastSquaresSolver::eig ||
+                            solver == LeastSquaresSolver::cholesky;
+    ls.prepare(Xs.view.as<const T>(), ys.view.as<const T>(), sample_weight ? ws.view.as<const T>() : nullptr, gram_route);
     const HostSolution sol = ls.solve();
     trace.mark("solve (rest)");
     const std::vector<double> intercept = ls.intercept(sol.coef);

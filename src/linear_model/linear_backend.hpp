@@ -25,8 +25,11 @@ class LinearBackend {
   virtual void weighted_means(const T* A, int64_t n, int64_t m, const T* w, double* means_host) = 0;
 
   // out_i = sqrt(w_i) * (A_i - means), rounded to T (means_host == nullptr: no centering;
-  // w == nullptr: no scaling). `out` may alias A.
-  virtual void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out) = 0;
+  // w == nullptr: no scaling). `out` may alias A. With sums_host (m + 1 doubles), the same pass
+  // also gives sums_host[j] = Σ_i w_i (A_ij − means_j) and sums_host[m] = Σ_i w_i, accumulated
+  // in double in a fixed order (NaN or infinity in A shows in them).
+  virtual void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out,
+                            double* sums_host = nullptr) = 0;
 
   // gram_host = A^T A (m x m, both triangles) and cross_host = A^T B (m x t), row-major double.
   // Products are formed in T with exact arithmetic (no TF32).

@@ -55,15 +55,29 @@ class LinearCpuBackend final : public LinearBackend<T> {
     for (int64_t j = 0; j < m; ++j) means_host[j] = total[m] > 0 ? total[j] / total[m] : 0.0;
   }
 
-  void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out) override {
+  void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out,
+                    double* sums_host) override {
+    const RowBlocks blocks(n, threads_, 1024);
+    const int64_t width = sums_host ? m + 1 : 0;
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * width), 0.0);
 #pragma omp parallel for num_threads(threads_for(n * m)) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const double scale = w ? std::sqrt(static_cast<double>(w[i])) : 1.0;
-      for (int64_t j = 0; j < m; ++j) {
-        const double v = static_cast<double>(A[i * m + j]) - (means_host ? means_host[j] : 0.0);
-        out[i * m + j] = static_cast<T>(v * scale);
+    for (int b = 0; b < blocks.count(); ++b) {
+      double* acc = sums_host ? partial.data() + static_cast<int64_t>(b) * width : nullptr;
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+        const double wi = w ? static_cast<double>(w[i]) : 1.0;
+        const double scale = w ? std::sqrt(wi) : 1.0;
+        for (int64_t j = 0; j < m; ++j) {
+          const double v = static_cast<double>(A[i * m + j]) - (means_host ? means_host[j] : 0.0);
+          if (acc) acc[j] += wi * v;
+          out[i * m + j] = static_cast<T>(v * scale);
+        }
+        if (acc) acc[m] += wi;
       }
     }
+    if (!sums_host) return;
+    std::fill(sums_host, sums_host + width, 0.0);
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t j = 0; j < width; ++j) sums_host[j] += partial[b * width + j];
   }
 
   void gram(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* gram_host, double* cross_host) override {
