@@ -133,6 +133,56 @@ __global__ void __launch_bounds__(kWarp * kRowLanes) chunk_weighted_sums_kernel(
   }
 }
 
+// The same sums (and optional shifted, scaled copy) for m <= kRowSumsMaxColumns, laid out by
+// rows: a block owns a chunk of rows and walks them one after another, each thread keeping the
+// sums of up to kRowSumsPerThread columns (col = threadIdx.x + k blockDim.x) in registers. Every
+// row is then read as one contiguous run by one block (the slab layout above reads each row in
+// 32-column pieces by different blocks at different times, at about half the bandwidth). `out`
+// must not alias A here (__restrict__ lets the loads of later rows run ahead of the stores).
+constexpr int kRowSumsPerThread = 4;
+constexpr int64_t kRowSumsMaxColumns = int64_t(kBlock) * kRowSumsPerThread;
+
+template <typename T>
+__global__ void __launch_bounds__(kBlock) chunk_row_sums_kernel(const T* __restrict__ A, int64_t n, int64_t m,
+                                                                const T* __restrict__ w, int64_t chunk_rows, int64_t n_chunks,
+                                                                double* __restrict__ partials,
+                                                                const double* __restrict__ shift, T* __restrict__ out) {
+  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+    const int64_t begin = chunk * chunk_rows;
+    const int64_t end = begin + chunk_rows < n ? begin + chunk_rows : n;
+    double acc[kRowSumsPerThread], c[kRowSumsPerThread];
+#pragma unroll
+    for (int k = 0; k < kRowSumsPerThread; ++k) {
+      const int64_t col = threadIdx.x + int64_t(k) * blockDim.x;
+      acc[k] = 0.0;
+      c[k] = shift && col < m ? shift[col] : 0.0;
+    }
+    double acc_w = 0.0;
+#pragma unroll 4  // rows in flight: the loads do not depend on the sums
+    for (int64_t row = begin; row < end; ++row) {
+      const double wv = w ? static_cast<double>(w[row]) : 1.0;
+      const double scale = w ? sqrt(wv) : 1.0;
+      const T* a = A + row * m;
+#pragma unroll
+      for (int k = 0; k < kRowSumsPerThread; ++k) {
+        const int64_t col = threadIdx.x + int64_t(k) * blockDim.x;
+        if (col < m) {
+          const double x = static_cast<double>(a[col]) - c[k];
+          if (out) out[row * m + col] = static_cast<T>(scale * x);
+          acc[k] += wv * x;
+        }
+      }
+      acc_w += wv;
+    }
+#pragma unroll
+    for (int k = 0; k < kRowSumsPerThread; ++k) {
+      const int64_t col = threadIdx.x + int64_t(k) * blockDim.x;
+      if (col < m) partials[col * n_chunks + chunk] = acc[k];
+    }
+    if (threadIdx.x == 0) partials[m * n_chunks + chunk] = acc_w;
+  }
+}
+
 // out[c] = sum over chunks of partials[c * n_chunks + chunk] for c < ncols: a block per column,
 // each thread summing chunks t, t + kBlock, ... in order, then a fixed-order tree.
 __global__ void __launch_bounds__(kBlock) reduce_chunks_kernel(const double* __restrict__ partials, int64_t n_chunks, int64_t ncols,
@@ -564,10 +614,18 @@ class CudaLinearBackend final : public LinearBackend<T> {
     const int64_t ncols = m + 1;  // the columns, then the weight total
     Buffer partials = device(ncols * n_chunks * sizeof(double));
     Buffer sums = device(ncols * sizeof(double));
-    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(n_chunks, INT_MAX)),
-                    static_cast<unsigned>(std::min<int64_t>(ceil_div(m, kWarp), 65535)));
-    chunk_weighted_sums_kernel<T><<<grid, dim3(kWarp, kRowLanes), 0, res.stream>>>(A, n, m, w, chunk_rows, n_chunks,
-                                                                                    partials.as<double>(), shift, out);
+    if (m <= kRowSumsMaxColumns && static_cast<const void*>(out) != static_cast<const void*>(A)) {
+      // Threads: the columns (rounded up to warps) for m <= kBlock, else kBlock with up to
+      // kRowSumsPerThread columns each.
+      const int threads = static_cast<int>(std::min<int64_t>(kBlock, ceil_div(m, kWarp) * kWarp));
+      chunk_row_sums_kernel<T><<<static_cast<unsigned>(std::min(n_chunks, kMaxBlocks)), threads, 0, res.stream>>>(
+          A, n, m, w, chunk_rows, n_chunks, partials.as<double>(), shift, out);
+    } else {
+      const dim3 grid(static_cast<unsigned>(std::min<int64_t>(n_chunks, INT_MAX)),
+                      static_cast<unsigned>(std::min<int64_t>(ceil_div(m, kWarp), 65535)));
+      chunk_weighted_sums_kernel<T><<<grid, dim3(kWarp, kRowLanes), 0, res.stream>>>(A, n, m, w, chunk_rows, n_chunks,
+                                                                                      partials.as<double>(), shift, out);
+    }
     GPUML_CUDA_CHECK_LAUNCH();
     reduce_chunks_kernel<<<static_cast<unsigned>(std::min(ncols, kMaxBlocks)), kBlock, 0, res.stream>>>(partials.as<double>(), n_chunks,
                                                                                                      ncols, sums.as<double>());
