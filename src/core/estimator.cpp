@@ -42,6 +42,8 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"elastic_net", detail::elastic_net_from_params},
       {"lasso", detail::lasso_from_params},
       {"logistic_regression", detail::logistic_regression_from_params},
+      {"pca", detail::pca_from_params},
+      {"truncated_svd", detail::truncated_svd_from_params},
   };
   return table;
 }

@@ -5,6 +5,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from conftest import DEVICES
 
 from gpuml.cluster import KMeans
+from gpuml.decomposition import PCA, TruncatedSVD
 from gpuml.linear_model import ElasticNet, Lasso, LinearRegression, LogisticRegression, Ridge
 
 # Checks that cannot pass for a sound reason, with the reason.
@@ -27,7 +28,7 @@ def expected_failed_checks(estimator):
 
 ESTIMATORS = [
     make(device=d)
-    for make in (KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticRegression)
+    for make in (KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticRegression, PCA, TruncatedSVD)
     for d in DEVICES
 ]
 

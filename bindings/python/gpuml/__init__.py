@@ -25,7 +25,9 @@ _LAZY_ESTIMATORS = {
     "Lasso": "linear_model",
     "LinearRegression": "linear_model",
     "LogisticRegression": "linear_model",
+    "PCA": "decomposition",
     "Ridge": "linear_model",
+    "TruncatedSVD": "decomposition",
 }
 
 

@@ -1,0 +1,71 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "gpuml/core/estimator.hpp"
+
+namespace gpuml {
+
+// scikit-learn's PCA parameters (copy, tol and power_iteration_normalizer have no effect here
+// and are not offered: the randomized solver always orthonormalizes between power iterations).
+struct PCAParams {
+  // unset: min(n_samples, n_features) components; an integer >= 1: that many; a value in (0, 1)
+  // (full and covariance_eigh only): the fewest components whose explained variance ratio sums
+  // above it.
+  std::optional<double> n_components;
+  bool whiten = false;
+  // "auto" (scikit-learn's rule: covariance_eigh when n_features <= 1000 and n_samples >=
+  // 10 n_features, else full for small data, else randomized for few components), "full" (SVD of
+  // R from a QR of the centered X), "covariance_eigh" (eigen-decomposition of the centered
+  // covariance; one pass over X), "randomized" (Halko et al.).
+  std::string svd_solver = "auto";
+  int64_t iterated_power = -1;  // randomized power iterations; -1: "auto" (7 if n_components < 0.1 min(n, d), else 4)
+  int64_t n_oversamples = 10;
+  std::optional<uint64_t> random_state;  // unset: the context's seed
+};
+
+// Principal component analysis, as scikit-learn's PCA (float32 and float64; signs follow its
+// svd_flip convention on the rows of components_). Fitted attributes are host arrays in X's
+// float dtype; n_components_, n_features_in_ and n_samples_ are int64 scalars, noise_variance_ a
+// 0-d array. A constant column gives finite results (a zero-variance direction), never NaN.
+class GPUML_API PCA final : public Estimator {
+ public:
+  explicit PCA(PCAParams params = {});
+  const PCAParams& params() const { return params_; }
+
+  const char* kind() const override { return "pca"; }
+  std::string get_params_json() const override;
+
+  PCA& fit(Context& ctx, const ArrayView& X);
+  void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  bool fitted() const override { return !components_.empty(); }
+
+  ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
+  // (n, n_components_): (X - mean_) components_ᵀ, divided by sqrt(explained_variance_) when whiten.
+  void transform(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
+  // (n, n_features_in_): X components_ (scaled back when whiten) + mean_. Not in the C ABI.
+  void inverse_transform(Context& ctx, const ArrayView& X, const ArrayView& out) const;
+  ArraySpec inverse_transform_spec(int64_t n_rows) const;
+
+  const HostArray& components() const;  // (n_components_, n_features)
+  const HostArray& explained_variance() const;
+  const HostArray& explained_variance_ratio() const;
+  const HostArray& singular_values() const;
+  const HostArray& mean() const;        // (n_features,)
+  double noise_variance() const;
+  int64_t n_components() const;
+  int64_t n_features_in() const;
+  int64_t n_samples() const;
+
+  std::vector<std::string> attribute_names() const override;
+  const HostArray& attribute(const std::string& name) const override;
+  void restore(std::map<std::string, HostArray> attributes) override;
+
+ private:
+  PCAParams params_;
+  HostArray components_, explained_variance_, explained_variance_ratio_, singular_values_, mean_, noise_variance_,
+      n_components_, n_features_in_, n_samples_;
+};
+
+}  // namespace gpuml

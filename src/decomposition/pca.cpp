@@ -1,0 +1,315 @@
+// PCA: validation, the choice of solver, and the three solvers written once over the linear
+// backend primitives (see spectral.hpp); scikit-learn's formulas for every fitted attribute.
+//
+// Every solver centers X into a working copy first (x̄ accumulated in double): the products are
+// then formed on data of zero mean, so a large mean (1e4 in float32) costs no precision. The
+// covariance is never formed as XᵀX − n x̄x̄ᵀ.
+#define EIGEN_DONT_PARALLELIZE  // as in least_squares.cpp: all library units agree
+#include "gpuml/decomposition/pca.hpp"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/params.hpp"
+#include "core/registry.hpp"
+#include "core/staging.hpp"
+#include "core/trace.hpp"
+#include "decomposition/spectral.hpp"
+#include "gpuml/core/error.hpp"
+#include "linear_model/least_squares.hpp"
+
+namespace gpuml {
+
+namespace {
+
+const std::vector<std::string> kAttributeNames = {
+    "components_", "explained_variance_", "explained_variance_ratio_", "singular_values_", "mean_",
+    "noise_variance_", "n_components_", "n_features_in_", "n_samples_"};
+
+bool is_integer(double v) { return std::floor(v) == v; }
+
+void validate(const PCAParams& p) {
+  if (p.n_components) {
+    const double k = *p.n_components;
+    GPUML_EXPECT(std::isfinite(k) && k > 0 && (k < 1 || is_integer(k)),
+                 "PCA: n_components must be an integer >= 1, a fraction in (0, 1), or unset; got " + std::to_string(k));
+  }
+  GPUML_EXPECT(p.svd_solver == "auto" || p.svd_solver == "full" || p.svd_solver == "covariance_eigh" ||
+                   p.svd_solver == "randomized",
+               "PCA: svd_solver must be \"auto\", \"full\", \"covariance_eigh\" or \"randomized\", got \"" +
+                   p.svd_solver + "\"");
+  GPUML_EXPECT(p.iterated_power >= -1,
+               "PCA: iterated_power must be >= 0 (or -1 for \"auto\"), got " + std::to_string(p.iterated_power));
+  GPUML_EXPECT(p.n_oversamples >= 0, "PCA: n_oversamples must be >= 0, got " + std::to_string(p.n_oversamples));
+}
+
+// scikit-learn's "auto" rule (PCA._fit).
+std::string resolve_solver(const std::string& solver, int64_t n, int64_t d, double k) {
+  if (solver != "auto") return solver;
+  if (d <= 1000 && n >= 10 * d) return "covariance_eigh";
+  if (std::max(n, d) <= 500) return "full";
+  if (k >= 1 && k < 0.8 * static_cast<double>(std::min(n, d))) return "randomized";
+  return "full";
+}
+
+}  // namespace
+
+PCA::PCA(PCAParams params) : params_(std::move(params)) { validate(params_); }
+
+PCA& PCA::fit(Context& ctx, const ArrayView& X) {
+  detail::check_matrix_shape(X);
+  const int64_t n = X.shape[0], d = X.shape[1], min_nd = std::min(n, d);
+  GPUML_EXPECT(n >= 2, "PCA needs at least 2 samples (the variances divide by n_samples - 1), got n_samples=" +
+                           std::to_string(n));
+  const double requested = params_.n_components.value_or(static_cast<double>(min_nd));
+  const std::string solver = resolve_solver(params_.svd_solver, n, d, requested);
+  const bool fraction = requested < 1;
+  if (solver == "randomized")
+    GPUML_EXPECT(!fraction, "PCA: n_components=" + std::to_string(requested) +
+                                " (a variance fraction) needs svd_solver=\"full\" or \"covariance_eigh\"");
+  GPUML_EXPECT(fraction || requested <= static_cast<double>(min_nd),
+               "PCA: n_components=" + std::to_string(static_cast<int64_t>(requested)) +
+                   " must be between 1 and min(n_samples, n_features)=" + std::to_string(min_nd) +
+                   " with svd_solver=\"" + solver + "\"");
+
+  detail::Trace trace(ctx, "PCA");
+  const DType dtype = detail::float_dtype_for(X.dtype);
+  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
+  detail::require_finite(ctx, Xs.view, "X");
+  trace.mark("stage and check X");
+
+  std::vector<double> mean(static_cast<std::size_t>(d));
+  detail::RightSvd svd;
+  std::vector<double> variance_all;  // full, covariance_eigh: every component's explained variance
+  double total_variance = 0.0;
+  const double dof = static_cast<double>(n - 1);
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto backend = detail::make_linear_backend<T>(ctx);
+    backend->weighted_means(Xs.view.as<const T>(), n, d, nullptr, mean.data());
+    Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
+    backend->center_scale(Xs.view.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
+    trace.mark("mean and center");
+    if (solver == "covariance_eigh") {
+      std::vector<double> G(static_cast<std::size_t>(d * d));
+      backend->gram(A.as<const T>(), nullptr, n, d, 0, G.data(), nullptr);
+      trace.mark("gram");
+      const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(Eigen::Map<const Eigen::MatrixXd>(G.data(), d, d) / dof);
+      GPUML_EXPECT(es.info() == Eigen::Success, "PCA: the eigen-decomposition of the covariance did not converge");
+      svd.count = d;
+      svd.d = d;
+      svd.s.resize(static_cast<std::size_t>(d));
+      svd.Vt.resize(static_cast<std::size_t>(d * d));
+      variance_all.resize(static_cast<std::size_t>(d));
+      for (int64_t i = 0; i < d; ++i) {  // descending; rounding-negative eigenvalues are 0, as in scikit-learn
+        const double lambda = std::max(es.eigenvalues()[d - 1 - i], 0.0);
+        variance_all[i] = lambda;
+        svd.s[i] = std::sqrt(lambda * dof);
+        for (int64_t j = 0; j < d; ++j) svd.Vt[i * d + j] = es.eigenvectors()(j, d - 1 - i);
+      }
+      trace.mark("host eigen-decomposition");
+    } else if (solver == "full") {
+      svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d);
+      for (double s : svd.s) variance_all.push_back(s * s / dof);
+      trace.mark("svd");
+    } else {
+      const int64_t k = static_cast<int64_t>(requested);
+      const int64_t n_iter = params_.iterated_power >= 0 ? params_.iterated_power : (k < 0.1 * min_nd ? 7 : 4);
+      total_variance = detail::squared_norm(*backend, A.as<const T>(), n, d) / dof;
+      svd = detail::randomized_svd(ctx, *backend, A.as<const T>(), n, d, k, params_.n_oversamples, n_iter,
+                                   params_.random_state.value_or(ctx.seed()));
+      trace.mark("randomized svd");
+    }
+  });
+  detail::svd_flip_rows(svd);
+
+  int64_t k = static_cast<int64_t>(requested);
+  double noise_variance = 0.0;
+  std::vector<double> variance, ratio;
+  if (solver == "randomized") {
+    for (double s : svd.s) variance.push_back(s * s / dof);
+    for (double v : variance) ratio.push_back(total_variance > 0 ? v / total_variance : 0.0);
+    if (k < min_nd)
+      noise_variance = (total_variance - std::accumulate(variance.begin(), variance.end(), 0.0)) /
+                       static_cast<double>(min_nd - k);
+  } else {
+    total_variance = std::accumulate(variance_all.begin(), variance_all.end(), 0.0);
+    std::vector<double> ratio_all;
+    for (double v : variance_all) ratio_all.push_back(total_variance > 0 ? v / total_variance : 0.0);
+    if (fraction) {  // scikit-learn: searchsorted(cumsum(ratio), fraction, side="right") + 1
+      double cumulative = 0.0;
+      k = 1;
+      for (std::size_t i = 0; i + 1 < ratio_all.size(); ++i) {
+        cumulative += ratio_all[i];
+        if (cumulative <= requested) k = static_cast<int64_t>(i) + 2;
+        else break;
+      }
+      k = std::min(k, min_nd);
+    }
+    if (k < min_nd)
+      noise_variance = std::accumulate(variance_all.begin() + k, variance_all.end(), 0.0) /
+                       static_cast<double>(variance_all.size() - k);
+    variance.assign(variance_all.begin(), variance_all.begin() + k);
+    ratio.assign(ratio_all.begin(), ratio_all.begin() + k);
+  }
+  detail::truncate_svd(svd, k);
+
+  components_ = detail::host_array(dtype, svd.Vt, k, d);
+  explained_variance_ = detail::host_array(dtype, variance);
+  explained_variance_ratio_ = detail::host_array(dtype, ratio);
+  singular_values_ = detail::host_array(dtype, svd.s);
+  mean_ = detail::host_array(dtype, mean);
+  noise_variance_ = detail::host_scalar(dtype, noise_variance);
+  n_components_ = detail::host_int64(k);
+  n_features_in_ = detail::host_int64(d);
+  n_samples_ = detail::host_int64(n);
+  return *this;
+}
+
+void PCA::fit(Context& ctx, const ArrayView& X, const ArrayView* /*y*/, const ArrayView* sample_weight) {
+  GPUML_EXPECT(sample_weight == nullptr, "PCA.fit takes no sample_weight");
+  fit(ctx, X);
+}
+
+ArraySpec PCA::output_spec(const std::string& method, int64_t n_rows) const {
+  if (method == "transform") {
+    require_fitted();
+    GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
+    return ArraySpec{components_.dtype(), 2, {n_rows, n_components()}};
+  }
+  return Estimator::output_spec(method, n_rows);
+}
+
+ArraySpec PCA::inverse_transform_spec(int64_t n_rows) const {
+  require_fitted();
+  GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
+  return ArraySpec{components_.dtype(), 2, {n_rows, n_features_in()}};
+}
+
+void PCA::transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  require_fitted();
+  const int64_t k = n_components(), d = n_features_in();
+  std::vector<double> coef = detail::host_values(components_);
+  if (params_.whiten) {
+    // scikit-learn divides by sqrt(explained_variance_), floored at the dtype's epsilon.
+    const double floor = components_.dtype() == DType::float32 ? std::numeric_limits<float>::epsilon()
+                                                                : std::numeric_limits<double>::epsilon();
+    const std::vector<double> variance = detail::host_values(explained_variance_);
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < d; ++j) coef[i * d + j] /= std::max(std::sqrt(variance[i]), floor);
+  }
+  detail::apply_linear_map(ctx, X, components_.dtype(), coef, k, d, detail::host_values(mean_), {}, out, "PCA",
+                           "features");
+}
+
+void PCA::inverse_transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  require_fitted();
+  const int64_t k = n_components(), d = n_features_in();
+  const std::vector<double> components = detail::host_values(components_);
+  const std::vector<double> variance = detail::host_values(explained_variance_);
+  std::vector<double> coef(static_cast<std::size_t>(d * k));  // (d x k) = componentsᵀ, rows scaled when whiten
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < d; ++j)
+      coef[j * k + i] = components[i * d + j] * (params_.whiten ? std::sqrt(variance[i]) : 1.0);
+  detail::apply_linear_map(ctx, X, components_.dtype(), coef, d, k, {}, detail::host_values(mean_), out, "PCA",
+                           "components");
+}
+
+const HostArray& PCA::components() const { return attribute("components_"); }
+const HostArray& PCA::explained_variance() const { return attribute("explained_variance_"); }
+const HostArray& PCA::explained_variance_ratio() const { return attribute("explained_variance_ratio_"); }
+const HostArray& PCA::singular_values() const { return attribute("singular_values_"); }
+const HostArray& PCA::mean() const { return attribute("mean_"); }
+double PCA::noise_variance() const { return detail::host_values(attribute("noise_variance_")).at(0); }
+int64_t PCA::n_components() const { return *attribute("n_components_").as<const int64_t>(); }
+int64_t PCA::n_features_in() const { return *attribute("n_features_in_").as<const int64_t>(); }
+int64_t PCA::n_samples() const { return *attribute("n_samples_").as<const int64_t>(); }
+
+std::vector<std::string> PCA::attribute_names() const { return kAttributeNames; }
+
+const HostArray& PCA::attribute(const std::string& name) const {
+  const std::array<const HostArray*, 9> arrays = {&components_, &explained_variance_, &explained_variance_ratio_,
+                                                  &singular_values_, &mean_, &noise_variance_, &n_components_,
+                                                  &n_features_in_, &n_samples_};
+  for (std::size_t i = 0; i < kAttributeNames.size(); ++i) {
+    if (kAttributeNames[i] != name) continue;
+    require_fitted();
+    return *arrays[i];
+  }
+  throw_error(ErrorCode::invalid_argument, "pca has no attribute '" + name + "'");
+}
+
+void PCA::restore(std::map<std::string, HostArray> attributes) {
+  auto it = attributes.find("components_");
+  GPUML_EXPECT(it != attributes.end() && it->second.spec().ndim == 2,
+               "pca model: attribute 'components_' is missing or not 2-d");
+  const int64_t k = it->second.spec().shape[0], d = it->second.spec().shape[1];
+  detail::check_restored(attributes,
+                         {{"components_", 2, k, d},
+                          {"explained_variance_", 1, k},
+                          {"explained_variance_ratio_", 1, k},
+                          {"singular_values_", 1, k},
+                          {"mean_", 1, d},
+                          {"noise_variance_", 0},
+                          {"n_components_", -1},
+                          {"n_features_in_", -1},
+                          {"n_samples_", -1}},
+                         kind());
+  GPUML_EXPECT(*attributes.at("n_components_").as<const int64_t>() == k &&
+                   *attributes.at("n_features_in_").as<const int64_t>() == d,
+               "pca model: n_components_ and n_features_in_ must match the shape of components_");
+  components_ = std::move(attributes.at("components_"));
+  explained_variance_ = std::move(attributes.at("explained_variance_"));
+  explained_variance_ratio_ = std::move(attributes.at("explained_variance_ratio_"));
+  singular_values_ = std::move(attributes.at("singular_values_"));
+  mean_ = std::move(attributes.at("mean_"));
+  noise_variance_ = std::move(attributes.at("noise_variance_"));
+  n_components_ = std::move(attributes.at("n_components_"));
+  n_features_in_ = std::move(attributes.at("n_features_in_"));
+  n_samples_ = std::move(attributes.at("n_samples_"));
+}
+
+std::string PCA::get_params_json() const {
+  nlohmann::json j;
+  if (!params_.n_components) j["n_components"] = nullptr;
+  else if (*params_.n_components >= 1) j["n_components"] = static_cast<int64_t>(*params_.n_components);
+  else j["n_components"] = *params_.n_components;
+  j["whiten"] = params_.whiten;
+  j["svd_solver"] = params_.svd_solver;
+  j["iterated_power"] = params_.iterated_power < 0 ? nlohmann::json("auto") : nlohmann::json(params_.iterated_power);
+  j["n_oversamples"] = params_.n_oversamples;
+  j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
+  return j.dump();
+}
+
+namespace detail {
+
+std::unique_ptr<Estimator> pca_from_params(const nlohmann::json& params) {
+  ParamReader reader(params, "pca");
+  PCAParams p;
+  if (reader.has("n_components")) {
+    if (!reader.raw("n_components").is_number()) reader.fail("n_components", "an integer >= 1, a fraction in (0, 1) or null");
+    p.n_components = reader.get_double("n_components", 0.0);
+  }
+  p.whiten = reader.get_bool("whiten", p.whiten);
+  p.svd_solver = reader.get_string("svd_solver", p.svd_solver);
+  if (reader.has("iterated_power")) {
+    const nlohmann::json& v = reader.raw("iterated_power");
+    if (v.is_string() && v.get<std::string>() == "auto") p.iterated_power = -1;
+    else if (v.is_number_integer() && v.get<int64_t>() >= 0) p.iterated_power = v.get<int64_t>();
+    else reader.fail("iterated_power", "an integer >= 0 or \"auto\"");
+  }
+  p.n_oversamples = reader.get_int("n_oversamples", p.n_oversamples);
+  p.random_state = reader.get_seed("random_state");
+  reader.finish();
+  return std::make_unique<PCA>(std::move(p));
+}
+
+}  // namespace detail
+
+}  // namespace gpuml

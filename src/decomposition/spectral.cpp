@@ -1,0 +1,312 @@
+// Exact and randomized SVDs over the linear backend primitives, and PCA / TruncatedSVD's shared
+// helpers. The heavy products run in the backend; the small dense work (SVDs of d x d or
+// (k + p) x d matrices, eigen-decompositions of small Gram matrices) on the host with Eigen.
+#define EIGEN_DONT_PARALLELIZE  // as in least_squares.cpp: all library units agree
+#include "decomposition/spectral.hpp"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/random.hpp"
+#include "core/staging.hpp"
+#include "gpuml/core/error.hpp"
+#include "linear_model/least_squares.hpp"
+
+namespace gpuml::detail {
+
+namespace {
+
+using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Vector = Eigen::VectorXd;
+
+template <typename T>
+std::vector<T> to_type(const Matrix& m) {
+  std::vector<T> out(static_cast<std::size_t>(m.size()));
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) out[i * m.cols() + j] = static_cast<T>(m(i, j));
+  return out;
+}
+
+// Y (n x c, backend memory) times M (c x r, host): a new n x r buffer, through predict.
+template <typename T>
+Buffer multiply(Context& ctx, LinearBackend<T>& backend, const T* Y, int64_t n, int64_t c, const Matrix& M) {
+  const int64_t r = M.cols();
+  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * r, 1)) * sizeof(T));
+  const std::vector<T> coef = to_type<T>(M.transpose());  // r x c
+  backend.predict(Y, n, c, coef.data(), nullptr, r, out.as<T>());
+  return out;
+}
+
+// An orthonormal basis Q (n x r) of the columns of Y (n x c): r is Y's numerical rank.
+// Pass 1: R of Householder QR (accurate for any conditioning), R = U S Vᵀ on the host, and
+// Q₁ = Y V S⁻¹ over the directions with s > cutoff s_max; Q₁ is Q·U up to errors ~ eps s_max / s
+// per column. Pass 2 (Cholesky QR through the eigen-decomposition of Q₁ᵀQ₁, which is near the
+// identity) makes it orthonormal to working precision.
+template <typename T>
+Buffer orthonormalize(Context& ctx, LinearBackend<T>& backend, const T* Y, int64_t n, int64_t c, int64_t& r) {
+  r = 0;
+  if (c == 0 || n == 0) return Buffer();
+  const double eps = std::numeric_limits<T>::epsilon();
+  Matrix R(c, c);
+  {
+    Buffer work(ctx, static_cast<std::size_t>(n * c) * sizeof(T));  // qr overwrites its input
+    backend.center_scale(Y, n, c, nullptr, nullptr, work.as<T>());   // a plain copy
+    if (n >= c) {
+      backend.qr(work.as<T>(), nullptr, n, c, 0, R.data(), nullptr);
+    } else {
+      // Fewer rows than columns: the Gram matrix is small (c x c) and Y's rank is at most n.
+      std::vector<double> G(static_cast<std::size_t>(c * c));
+      backend.gram(Y, nullptr, n, c, 0, G.data(), nullptr);
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(Eigen::Map<const Matrix>(G.data(), c, c));
+      const Vector lambda = es.eigenvalues().cwiseMax(0.0);
+      R = (es.eigenvectors() * lambda.cwiseSqrt().asDiagonal()).transpose();  // RᵀR = G
+    }
+  }
+  Eigen::JacobiSVD<Eigen::MatrixXd> svd(R, Eigen::ComputeFullV);
+  const Vector& s = svd.singularValues();
+  const double cutoff = 100.0 * static_cast<double>(c) * eps * (s.size() ? s[0] : 0.0);
+  int64_t r1 = 0;
+  while (r1 < s.size() && s[r1] > cutoff && s[r1] > 0) ++r1;
+  if (r1 == 0) return Buffer();
+  const Matrix M1 = svd.matrixV().leftCols(r1) * s.head(r1).cwiseInverse().asDiagonal();
+  Buffer Q1 = multiply(ctx, backend, Y, n, c, M1);
+
+  std::vector<double> G(static_cast<std::size_t>(r1 * r1));
+  backend.gram(Q1.as<const T>(), nullptr, n, r1, 0, G.data(), nullptr);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(Eigen::Map<const Matrix>(G.data(), r1, r1));
+  GPUML_EXPECT(es.info() == Eigen::Success, "randomized SVD: the orthonormalization did not converge");
+  const Vector lambda = es.eigenvalues();
+  // Q₁ᵀQ₁ is within ~1e-2 of the identity by the cutoff above: its eigenvalues are near 1.
+  int64_t keep_from = 0;
+  while (keep_from < lambda.size() && !(lambda[keep_from] > 0.25)) ++keep_from;
+  r = r1 - keep_from;
+  if (r == 0) return Buffer();
+  const Matrix M2 = es.eigenvectors().rightCols(r) * lambda.tail(r).cwiseSqrt().cwiseInverse().asDiagonal();
+  return multiply(ctx, backend, Q1.as<const T>(), n, r1, M2);
+}
+
+// Rows that extend the orthonormal rows of V (k x d) to `total` orthonormal rows.
+Matrix complete_rows(const Matrix& V, int64_t total) {
+  const int64_t k = V.rows(), d = V.cols();
+  // Householder QR of [Vᵀ | I]: its Q's first k columns span V's rows, the next ones complete them.
+  Eigen::MatrixXd M(d, k + d);
+  M.leftCols(k) = V.transpose();
+  M.rightCols(d) = Eigen::MatrixXd::Identity(d, d);
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr(M);
+  const Eigen::MatrixXd Q = qr.householderQ() * Eigen::MatrixXd::Identity(d, d);
+  Matrix out(total, d);
+  out.topRows(k) = V;
+  for (int64_t i = k; i < total; ++i) out.row(i) = Q.col(i).transpose();
+  return out;
+}
+
+}  // namespace
+
+void svd_flip_rows(RightSvd& svd) {
+  for (int64_t i = 0; i < svd.count; ++i) {
+    double* row = svd.Vt.data() + i * svd.d;
+    int64_t arg = 0;
+    for (int64_t j = 1; j < svd.d; ++j)
+      if (std::abs(row[j]) > std::abs(row[arg])) arg = j;
+    if (row[arg] < 0)
+      for (int64_t j = 0; j < svd.d; ++j) row[j] = -row[j];
+  }
+}
+
+void truncate_svd(RightSvd& svd, int64_t count) {
+  if (count <= svd.count) {
+    svd.s.resize(static_cast<std::size_t>(count));
+    svd.Vt.resize(static_cast<std::size_t>(count * svd.d));
+    svd.count = count;
+    return;
+  }
+  const Matrix V = Eigen::Map<const Matrix>(svd.Vt.data(), svd.count, svd.d);
+  const Matrix full = complete_rows(V, count);
+  svd.Vt.assign(full.data(), full.data() + full.size());
+  svd.s.resize(static_cast<std::size_t>(count), 0.0);
+  svd.count = count;
+}
+
+template <typename T>
+RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d) {
+  RightSvd out;
+  out.d = d;
+  Matrix M;
+  if (n >= d) {
+    M.resize(d, d);
+    backend.qr(A, nullptr, n, d, 0, M.data(), nullptr);
+  } else {
+    const HostArray h = to_host(ctx, make_view(A, dtype_of<T>::value, ctx.device(), n, d));
+    using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    M = Eigen::Map<const Rows>(h.as<T>(), n, d).template cast<double>();
+  }
+  Eigen::BDCSVD<Eigen::MatrixXd> svd(M, Eigen::ComputeThinV);
+  GPUML_EXPECT(svd.info() == Eigen::Success, "SVD did not converge");
+  out.count = svd.singularValues().size();
+  out.s.assign(svd.singularValues().data(), svd.singularValues().data() + out.count);
+  const Matrix Vt = svd.matrixV().transpose();
+  out.Vt.assign(Vt.data(), Vt.data() + Vt.size());
+  return out;
+}
+
+template <typename T>
+RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
+                        int64_t n_oversamples, int64_t n_iter, uint64_t seed) {
+  // More test vectors than min(n, d) add nothing: that many already span A's range.
+  const int64_t columns = std::min(count + n_oversamples, std::min(n, d));
+  Random random(seed);
+  // Standard normal draws (Box-Muller on the host stream), as the rows of Ωᵀ (columns x d).
+  Matrix omega_t(columns, d);
+  for (Eigen::Index i = 0; i < omega_t.size(); i += 2) {
+    const double u1 = 1.0 - random.uniform(), u2 = random.uniform();  // u1 in (0, 1]
+    const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * u2;
+    omega_t.data()[i] = radius * std::cos(angle);
+    if (i + 1 < omega_t.size()) omega_t.data()[i + 1] = radius * std::sin(angle);
+  }
+  Buffer Y = multiply(ctx, backend, A, n, d, Matrix(omega_t.transpose()));
+  int64_t c = columns, r = 0;
+  for (int64_t it = 0; it < n_iter; ++it) {
+    Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r);
+    if (r == 0) break;
+    Matrix Z(d, r);  // AᵀQ, then an orthonormal basis of its columns
+    backend.cross(A, Q.as<const T>(), n, d, r, Z.data());
+    Eigen::HouseholderQR<Eigen::MatrixXd> qr(Z);
+    const Matrix Qd = qr.householderQ() * Eigen::MatrixXd::Identity(d, r);
+    Y = multiply(ctx, backend, A, n, d, Qd);
+    c = r;
+  }
+  RightSvd out;
+  out.d = d;
+  Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r);
+  if (r > 0) {
+    Matrix Bt(d, r);  // (QᵀA)ᵀ = AᵀQ
+    backend.cross(A, Q.as<const T>(), n, d, r, Bt.data());
+    // B = QᵀA = (Bt)ᵀ: with Bt = U S Wᵀ, B = W S Uᵀ, so B's right singular vectors are U's columns.
+    Eigen::BDCSVD<Eigen::MatrixXd> svd(Bt, Eigen::ComputeThinU);
+    GPUML_EXPECT(svd.info() == Eigen::Success, "randomized SVD: the SVD of the projected matrix did not converge");
+    out.count = svd.singularValues().size();
+    out.s.assign(svd.singularValues().data(), svd.singularValues().data() + out.count);
+    const Matrix Vt = svd.matrixU().transpose();
+    out.Vt.assign(Vt.data(), Vt.data() + Vt.size());
+  }
+  truncate_svd(out, count);
+  return out;
+}
+
+template <typename T>
+double squared_norm(LinearBackend<T>& backend, const T* A, int64_t n, int64_t d) {
+  const int64_t total = n * d;
+  if (total == 0) return 0.0;
+  const int64_t cols = std::gcd(total, int64_t{32});
+  std::vector<double> G(static_cast<std::size_t>(cols * cols));
+  backend.gram(A, nullptr, total / cols, cols, 0, G.data(), nullptr);
+  double sum = 0.0;
+  for (int64_t j = 0; j < cols; ++j) sum += G[j * cols + j];
+  return sum;
+}
+
+void apply_linear_map(Context& ctx, const ArrayView& X, DType dtype, const std::vector<double>& coef, int64_t t,
+                      int64_t width, const std::vector<double>& center, const std::vector<double>& intercept,
+                      const ArrayView& out, const std::string& estimator, const char* width_name) {
+  check_matrix_shape(X);
+  GPUML_EXPECT(X.shape[1] == width, "X has " + std::to_string(X.shape[1]) + " features, but " + estimator +
+                                        " is expecting " + std::to_string(width) + " " + width_name + " as input");
+  const int64_t n = X.shape[0];
+  Staged staged = stage(ctx, X, dtype, "X");
+  require_finite(ctx, staged.view, "X");
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto backend = make_linear_backend<T>(ctx);
+    const T* input = staged.view.as<const T>();
+    Buffer centered;
+    if (!center.empty()) {
+      // Centering first, in double, then rounding: no cancellation in T when the mean is large.
+      centered = Buffer(ctx, static_cast<std::size_t>(n * width) * sizeof(T));
+      backend->center_scale(input, n, width, center.data(), nullptr, centered.as<T>());
+      input = centered.as<const T>();
+    }
+    std::vector<T> coef_t(coef.begin(), coef.end()), intercept_t(intercept.begin(), intercept.end());
+    Buffer result(ctx, static_cast<std::size_t>(std::max<int64_t>(n * t, 1)) * sizeof(T));
+    backend->predict(input, n, width, coef_t.data(), intercept.empty() ? nullptr : intercept_t.data(), t, result.as<T>());
+    write_output(ctx, make_view(result.data(), dtype, ctx.device(), n, t), out, "transformed X");
+  });
+}
+
+HostArray host_array(DType dtype, const std::vector<double>& values) {
+  HostArray a(dtype, static_cast<int64_t>(values.size()));
+  with_float_type(dtype, [&](auto tag) { std::copy(values.begin(), values.end(), a.as<decltype(tag)>()); });
+  return a;
+}
+
+HostArray host_array(DType dtype, const std::vector<double>& values, int64_t rows, int64_t cols) {
+  HostArray a(dtype, rows, cols);
+  with_float_type(dtype, [&](auto tag) { std::copy(values.begin(), values.end(), a.as<decltype(tag)>()); });
+  return a;
+}
+
+HostArray host_scalar(DType dtype, double value) {
+  HostArray a = HostArray::scalar(dtype);
+  with_float_type(dtype, [&](auto tag) { *a.as<decltype(tag)>() = static_cast<decltype(tag)>(value); });
+  return a;
+}
+
+HostArray host_int64(int64_t value) {
+  HostArray a = HostArray::scalar(DType::int64);
+  *a.as<int64_t>() = value;
+  return a;
+}
+
+std::vector<double> host_values(const HostArray& a) {
+  return with_float_type(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = a.as<const T>();
+    return std::vector<double>(p, p + a.bytes() / sizeof(T));
+  });
+}
+
+DType check_restored(const std::map<std::string, HostArray>& attributes, const std::vector<AttributeShape>& shapes,
+                     const std::string& kind) {
+  const std::string where = kind + " model: ";
+  for (const auto& entry : attributes)
+    GPUML_EXPECT(std::any_of(shapes.begin(), shapes.end(), [&](const AttributeShape& s) { return s.name == entry.first; }),
+                 where + "unknown attribute '" + entry.first + "'");
+  const auto first = attributes.find(shapes.front().name);
+  GPUML_EXPECT(first != attributes.end() && !first->second.empty() && is_floating(first->second.dtype()),
+               where + "attribute '" + shapes.front().name + "' is missing or not float32/float64");
+  const DType dtype = first->second.dtype();
+  for (const AttributeShape& shape : shapes) {
+    GPUML_EXPECT(attributes.count(shape.name) && !attributes.at(shape.name).empty(),
+                 where + "attribute '" + shape.name + "' is missing");
+    const HostArray& a = attributes.at(shape.name);
+    const ArraySpec& spec = a.spec();
+    if (shape.ndim < 0) {
+      GPUML_EXPECT(a.dtype() == DType::int64 && spec.ndim == 0 && *a.as<const int64_t>() >= 0,
+                   where + shape.name + " must be a non-negative int64 scalar");
+      continue;
+    }
+    bool ok = a.dtype() == dtype && spec.ndim == shape.ndim;
+    if (ok && shape.ndim >= 1) ok = spec.shape[0] == shape.rows;
+    if (ok && shape.ndim == 2) ok = spec.shape[1] == shape.cols;
+    GPUML_EXPECT(ok, where + shape.name + " must be a " + std::to_string(shape.ndim) + "-d array of " +
+                         dtype_name(dtype) + " with the shape the other attributes imply");
+    const std::vector<double> values = host_values(a);
+    GPUML_EXPECT(std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); }),
+                 where + shape.name + " contains NaN or infinity");
+  }
+  return dtype;
+}
+
+template RightSvd exact_svd<float>(Context&, LinearBackend<float>&, float*, int64_t, int64_t);
+template RightSvd exact_svd<double>(Context&, LinearBackend<double>&, double*, int64_t, int64_t);
+template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, const float*, int64_t, int64_t, int64_t, int64_t,
+                                        int64_t, uint64_t);
+template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, const double*, int64_t, int64_t, int64_t,
+                                         int64_t, int64_t, uint64_t);
+template double squared_norm<float>(LinearBackend<float>&, const float*, int64_t, int64_t);
+template double squared_norm<double>(LinearBackend<double>&, const double*, int64_t, int64_t);
+
+}  // namespace gpuml::detail

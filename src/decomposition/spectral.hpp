@@ -1,0 +1,76 @@
+#pragma once
+// What PCA and TruncatedSVD share, written once over the least-squares backend primitives
+// (src/linear_model/linear_backend.hpp): exact and randomized SVDs of a matrix in the context's
+// memory, scikit-learn's svd_flip, and the linear maps behind transform / inverse_transform.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpuml/core/array.hpp"
+#include "gpuml/core/context.hpp"
+#include "linear_model/linear_backend.hpp"
+
+namespace gpuml::detail {
+
+// The leading singular triplets of a matrix A (n x d), right side only: s descending (count
+// values) and Vt (count x d, row-major), both host double.
+struct RightSvd {
+  int64_t count = 0, d = 0;
+  std::vector<double> s, Vt;
+};
+
+// The whole thin SVD: min(n, d) triplets. n >= d: R of a QR of A (backend), then the SVD of R on
+// the host; n < d: the SVD of A itself on the host (it is no larger than a d x d matrix). A (in
+// the backend's memory) is overwritten.
+template <typename T>
+RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d);
+
+// The `count` leading triplets by Halko, Martinsson and Tropp's randomized SVD (scikit-learn's
+// randomized_svd): a Gaussian test matrix of count + n_oversamples columns drawn on the host from
+// `seed` (so every backend makes the same draws), n_iter power iterations orthonormalized at
+// each step, then the SVD of the small projected matrix on the host. When A's rank is below
+// `count`, the missing triplets have s = 0 and rows completing Vt to an orthonormal set.
+template <typename T>
+RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
+                        int64_t n_oversamples, int64_t n_iter, uint64_t seed);
+
+// scikit-learn's svd_flip(u_based_decision=False): each row of Vt is negated when its entry of
+// largest magnitude (the first such, on ties) is negative.
+void svd_flip_rows(RightSvd& svd);
+
+// Keeps the first `count` triplets, padding with s = 0 and rows that complete Vt to an
+// orthonormal set when there are fewer.
+void truncate_svd(RightSvd& svd, int64_t count);
+
+// |A|_F² in double (A n x d in the backend's memory), through gram on A viewed as a matrix of a
+// few columns (the trace of its Gram matrix), so the sums run in double over chunks of rows.
+template <typename T>
+double squared_norm(LinearBackend<T>& backend, const T* A, int64_t n, int64_t d);
+
+// out = ((X - center) coef^T + intercept): X (n x width) a caller array, coef t x width,
+// center (width) and intercept (t) optional (empty), all host double, computed in `dtype`; out
+// (n x t) a caller array. `estimator` and `fitted_what` name things in messages.
+void apply_linear_map(Context& ctx, const ArrayView& X, DType dtype, const std::vector<double>& coef, int64_t t,
+                      int64_t width, const std::vector<double>& center, const std::vector<double>& intercept,
+                      const ArrayView& out, const std::string& estimator, const char* width_name);
+
+// A host array of `dtype` holding `values` (1-d) or values as rows x cols.
+HostArray host_array(DType dtype, const std::vector<double>& values);
+HostArray host_array(DType dtype, const std::vector<double>& values, int64_t rows, int64_t cols);
+HostArray host_scalar(DType dtype, double value);
+HostArray host_int64(int64_t value);
+// The values of a float host array as doubles.
+std::vector<double> host_values(const HostArray& a);
+
+// Checks restored attributes: exactly `names`, float ones of one dtype and finite, with the
+// shapes given (rows x cols; cols < 0: 1-d; rows < 0: 0-d). Returns that dtype.
+struct AttributeShape {
+  std::string name;
+  int ndim;  // 0, 1 or 2; int64 scalars use ndim -1
+  int64_t rows = 0, cols = 0;
+};
+DType check_restored(const std::map<std::string, HostArray>& attributes, const std::vector<AttributeShape>& shapes,
+                     const std::string& kind);
+
+}  // namespace gpuml::detail

@@ -1,0 +1,198 @@
+// TruncatedSVD: the SVD of X itself (no centering), over the linear backend primitives (see
+// spectral.hpp), with scikit-learn's explained variances: those of the columns of X Vᵀ, over the
+// summed variances of X's columns (both with ddof = 0, both computed on centered copies).
+#include "gpuml/decomposition/truncated_svd.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "core/params.hpp"
+#include "core/registry.hpp"
+#include "core/staging.hpp"
+#include "core/trace.hpp"
+#include "decomposition/spectral.hpp"
+#include "gpuml/core/error.hpp"
+#include "linear_model/least_squares.hpp"
+
+namespace gpuml {
+
+namespace {
+
+const std::vector<std::string> kAttributeNames = {"components_", "explained_variance_", "explained_variance_ratio_",
+                                                  "singular_values_", "n_features_in_"};
+
+void validate(const TruncatedSVDParams& p) {
+  GPUML_EXPECT(p.n_components >= 1, "TruncatedSVD: n_components must be >= 1, got " + std::to_string(p.n_components));
+  GPUML_EXPECT(p.algorithm == "randomized" || p.algorithm == "full",
+               "TruncatedSVD: algorithm must be \"randomized\" or \"full\", got \"" + p.algorithm + "\"");
+  GPUML_EXPECT(p.n_iter >= 0, "TruncatedSVD: n_iter must be >= 0, got " + std::to_string(p.n_iter));
+  GPUML_EXPECT(p.n_oversamples >= 0, "TruncatedSVD: n_oversamples must be >= 0, got " + std::to_string(p.n_oversamples));
+}
+
+}  // namespace
+
+TruncatedSVD::TruncatedSVD(TruncatedSVDParams params) : params_(std::move(params)) { validate(params_); }
+
+TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
+  detail::check_matrix_shape(X);
+  const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_components;
+  GPUML_EXPECT(n >= 2, "TruncatedSVD needs at least 2 samples (explained_variance_ratio_ divides by the variance of X), "
+                       "got n_samples=" + std::to_string(n));
+  GPUML_EXPECT(k <= d, "TruncatedSVD: n_components=" + std::to_string(k) + " must be <= n_features=" + std::to_string(d));
+
+  detail::Trace trace(ctx, "TruncatedSVD");
+  const DType dtype = detail::float_dtype_for(X.dtype);
+  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
+  detail::require_finite(ctx, Xs.view, "X");
+  trace.mark("stage and check X");
+
+  detail::RightSvd svd;
+  std::vector<double> variance(static_cast<std::size_t>(k));
+  double total_variance = 0.0;
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto backend = detail::make_linear_backend<T>(ctx);
+    const T* A = Xs.view.as<const T>();
+    if (params_.algorithm == "full") {
+      Buffer work(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
+      backend->center_scale(A, n, d, nullptr, nullptr, work.as<T>());  // a copy: the QR overwrites it
+      svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d);
+      detail::truncate_svd(svd, k);
+    } else {
+      svd = detail::randomized_svd(ctx, *backend, A, n, d, k, params_.n_oversamples, params_.n_iter,
+                                   params_.random_state.value_or(ctx.seed()));
+    }
+    detail::svd_flip_rows(svd);
+    trace.mark("svd");
+
+    // Both variances from a centered copy (no cancellation in T when the mean is large): the total,
+    // |X - x̄|_F² / n, and each column of (X - x̄) Vᵀ (whose mean is 0), its squared norm / n.
+    std::vector<double> mean(static_cast<std::size_t>(d));
+    backend->weighted_means(A, n, d, nullptr, mean.data());
+    Buffer centered(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
+    backend->center_scale(A, n, d, mean.data(), nullptr, centered.as<T>());
+    total_variance = detail::squared_norm(*backend, centered.as<const T>(), n, d) / static_cast<double>(n);
+    const std::vector<T> coef(svd.Vt.begin(), svd.Vt.end());
+    Buffer projected(ctx, static_cast<std::size_t>(n * k) * sizeof(T));
+    backend->predict(centered.as<const T>(), n, d, coef.data(), nullptr, k, projected.as<T>());
+    std::vector<double> G(static_cast<std::size_t>(k * k));
+    backend->gram(projected.as<const T>(), nullptr, n, k, 0, G.data(), nullptr);
+    for (int64_t i = 0; i < k; ++i) variance[i] = G[i * k + i] / static_cast<double>(n);
+    trace.mark("variances");
+  });
+
+  std::vector<double> ratio;
+  for (double v : variance) ratio.push_back(total_variance > 0 ? v / total_variance : 0.0);
+  components_ = detail::host_array(dtype, svd.Vt, k, d);
+  explained_variance_ = detail::host_array(dtype, variance);
+  explained_variance_ratio_ = detail::host_array(dtype, ratio);
+  singular_values_ = detail::host_array(dtype, svd.s);
+  n_features_in_ = detail::host_int64(d);
+  return *this;
+}
+
+void TruncatedSVD::fit(Context& ctx, const ArrayView& X, const ArrayView* /*y*/, const ArrayView* sample_weight) {
+  GPUML_EXPECT(sample_weight == nullptr, "TruncatedSVD.fit takes no sample_weight");
+  fit(ctx, X);
+}
+
+ArraySpec TruncatedSVD::output_spec(const std::string& method, int64_t n_rows) const {
+  if (method == "transform") {
+    require_fitted();
+    GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
+    return ArraySpec{components_.dtype(), 2, {n_rows, components_.spec().shape[0]}};
+  }
+  return Estimator::output_spec(method, n_rows);
+}
+
+ArraySpec TruncatedSVD::inverse_transform_spec(int64_t n_rows) const {
+  require_fitted();
+  GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
+  return ArraySpec{components_.dtype(), 2, {n_rows, n_features_in()}};
+}
+
+void TruncatedSVD::transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  require_fitted();
+  const int64_t k = components_.spec().shape[0], d = components_.spec().shape[1];
+  detail::apply_linear_map(ctx, X, components_.dtype(), detail::host_values(components_), k, d, {}, {}, out,
+                           "TruncatedSVD", "features");
+}
+
+void TruncatedSVD::inverse_transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  require_fitted();
+  const int64_t k = components_.spec().shape[0], d = components_.spec().shape[1];
+  const std::vector<double> components = detail::host_values(components_);
+  std::vector<double> coef(static_cast<std::size_t>(d * k));
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < d; ++j) coef[j * k + i] = components[i * d + j];
+  detail::apply_linear_map(ctx, X, components_.dtype(), coef, d, k, {}, {}, out, "TruncatedSVD", "components");
+}
+
+const HostArray& TruncatedSVD::components() const { return attribute("components_"); }
+const HostArray& TruncatedSVD::explained_variance() const { return attribute("explained_variance_"); }
+const HostArray& TruncatedSVD::explained_variance_ratio() const { return attribute("explained_variance_ratio_"); }
+const HostArray& TruncatedSVD::singular_values() const { return attribute("singular_values_"); }
+int64_t TruncatedSVD::n_features_in() const { return *attribute("n_features_in_").as<const int64_t>(); }
+
+std::vector<std::string> TruncatedSVD::attribute_names() const { return kAttributeNames; }
+
+const HostArray& TruncatedSVD::attribute(const std::string& name) const {
+  const std::array<const HostArray*, 5> arrays = {&components_, &explained_variance_, &explained_variance_ratio_,
+                                                  &singular_values_, &n_features_in_};
+  for (std::size_t i = 0; i < kAttributeNames.size(); ++i) {
+    if (kAttributeNames[i] != name) continue;
+    require_fitted();
+    return *arrays[i];
+  }
+  throw_error(ErrorCode::invalid_argument, "truncated_svd has no attribute '" + name + "'");
+}
+
+void TruncatedSVD::restore(std::map<std::string, HostArray> attributes) {
+  auto it = attributes.find("components_");
+  GPUML_EXPECT(it != attributes.end() && it->second.spec().ndim == 2,
+               "truncated_svd model: attribute 'components_' is missing or not 2-d");
+  const int64_t k = it->second.spec().shape[0], d = it->second.spec().shape[1];
+  detail::check_restored(attributes,
+                         {{"components_", 2, k, d},
+                          {"explained_variance_", 1, k},
+                          {"explained_variance_ratio_", 1, k},
+                          {"singular_values_", 1, k},
+                          {"n_features_in_", -1}},
+                         kind());
+  GPUML_EXPECT(*attributes.at("n_features_in_").as<const int64_t>() == d,
+               "truncated_svd model: n_features_in_ must match the width of components_");
+  components_ = std::move(attributes.at("components_"));
+  explained_variance_ = std::move(attributes.at("explained_variance_"));
+  explained_variance_ratio_ = std::move(attributes.at("explained_variance_ratio_"));
+  singular_values_ = std::move(attributes.at("singular_values_"));
+  n_features_in_ = std::move(attributes.at("n_features_in_"));
+}
+
+std::string TruncatedSVD::get_params_json() const {
+  nlohmann::json j;
+  j["n_components"] = params_.n_components;
+  j["algorithm"] = params_.algorithm;
+  j["n_iter"] = params_.n_iter;
+  j["n_oversamples"] = params_.n_oversamples;
+  j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
+  return j.dump();
+}
+
+namespace detail {
+
+std::unique_ptr<Estimator> truncated_svd_from_params(const nlohmann::json& params) {
+  ParamReader reader(params, "truncated_svd");
+  TruncatedSVDParams p;
+  p.n_components = reader.get_int("n_components", p.n_components);
+  p.algorithm = reader.get_string("algorithm", p.algorithm);
+  p.n_iter = reader.get_int("n_iter", p.n_iter);
+  p.n_oversamples = reader.get_int("n_oversamples", p.n_oversamples);
+  p.random_state = reader.get_seed("random_state");
+  reader.finish();
+  return std::make_unique<TruncatedSVD>(std::move(p));
+}
+
+}  // namespace detail
+
+}  // namespace gpuml

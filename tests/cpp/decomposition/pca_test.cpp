@@ -1,0 +1,268 @@
+// PCA: every solver against an independent reference (decomposition_reference.hpp: JacobiSVD of
+// the centered data in long double), float32 and float64, the large-mean precision trap, signs,
+// variance fractions, whitening, errors, serialization, and CUDA against the CPU backend.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "decomposition/decomposition_reference.hpp"
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using test::reference_svd;
+using test::ReferenceSvd;
+using test::spectrum_data;
+
+std::vector<double> values(const HostArray& a) {
+  const int64_t count = static_cast<int64_t>(a.bytes() / (a.dtype() == DType::float32 ? 4 : 8));
+  std::vector<double> out(static_cast<std::size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = a.dtype() == DType::float32 ? a.as<const float>()[i] : a.as<const double>()[i];
+  return out;
+}
+
+bool values_equal_bytes(const HostArray& a, const HostArray& b) {
+  return a.dtype() == b.dtype() && a.spec().ndim == b.spec().ndim && a.bytes() == b.bytes() &&
+         std::memcmp(a.as<const void>(), b.as<const void>(), a.bytes()) == 0;
+}
+
+template <typename T>
+PCA fit_pca(Context& ctx, const std::vector<double>& X, int64_t n, int64_t d, PCAParams params) {
+  std::vector<T> Xt(X.begin(), X.end());
+  PCA pca(std::move(params));
+  pca.fit(ctx, host_view(Xt.data(), n, d));
+  return pca;
+}
+
+PCAParams params_for(const std::string& solver, std::optional<double> k, uint64_t seed = 7) {
+  PCAParams p;
+  p.svd_solver = solver;
+  p.n_components = k;
+  p.random_state = seed;
+  return p;
+}
+
+// Checks a fitted PCA against the reference: variances relative `rtol`, components (with signs)
+// absolute `vtol` (unit vectors).
+void expect_matches(const PCA& pca, const ReferenceSvd& ref, int64_t n, double rtol, double vtol, bool noise = true) {
+  const int64_t k = pca.n_components(), d = pca.n_features_in();
+  const std::vector<double> comps = values(pca.components()), var = values(pca.explained_variance()),
+                            ratio = values(pca.explained_variance_ratio()), s = values(pca.singular_values()),
+                            mean = values(pca.mean());
+  double total = 0;
+  for (double v : ref.s) total += v * v / (n - 1);
+  for (int64_t i = 0; i < k; ++i) {
+    const double expected = ref.s[i] * ref.s[i] / (n - 1);
+    EXPECT_NEAR(var[i], expected, rtol * expected) << "component " << i;
+    EXPECT_NEAR(ratio[i], expected / total, rtol * expected / total) << "component " << i;
+    EXPECT_NEAR(s[i], ref.s[i], rtol * ref.s[i]) << "component " << i;
+    for (int64_t j = 0; j < d; ++j) EXPECT_NEAR(comps[i * d + j], ref.rows[i][j], vtol) << "component " << i << " feature " << j;
+  }
+  for (int64_t j = 0; j < d; ++j) EXPECT_NEAR(mean[j], ref.mean[j], 1e-6 * std::max(1.0, std::abs(ref.mean[j])));
+  if (noise && k < static_cast<int64_t>(ref.s.size())) {
+    double rest = 0;
+    for (std::size_t i = k; i < ref.s.size(); ++i) rest += ref.s[i] * ref.s[i] / (n - 1);
+    rest /= static_cast<double>(ref.s.size() - k);
+    EXPECT_NEAR(pca.noise_variance(), rest, rtol * ref.s[0] * ref.s[0] / (n - 1));
+  }
+}
+
+TEST(PCA, EverySolverMatchesTheReferenceFloat64) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 400, d = 12;
+  const std::vector<double> X = spectrum_data(rng, n, d, 3.0, 10.0, 0.5);
+  const ReferenceSvd ref = reference_svd(X, n, d, true);
+  Context ctx = Context::cpu();
+  // Exact solvers in float64: ~1e-13 in practice; 1e-9 leaves room for d * eps * cond only.
+  for (const std::string solver : {"full", "covariance_eigh"}) {
+    SCOPED_TRACE(solver);
+    expect_matches(fit_pca<double>(ctx, X, n, d, params_for(solver, 5)), ref, n, 1e-9, 1e-9);
+  }
+  // Randomized with 7 power iterations, 10 oversamples: the 5 leading directions of a spectrum
+  // falling by ~1.3x per component converge to ~(s_16/s_5)^15 ~ 1e-7; 1e-5 leaves a margin.
+  // (noise_variance_ comes from the total variance: as exact as the others.)
+  SCOPED_TRACE("randomized");
+  expect_matches(fit_pca<double>(ctx, X, n, d, params_for("randomized", 5)), ref, n, 1e-5, 1e-4);
+}
+
+TEST(PCA, EverySolverMatchesTheReferenceFloat32) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 2000, d = 8;
+  std::vector<double> X = spectrum_data(rng, n, d, 1.0, 4.0, 1.0);
+  for (double& v : X) v = static_cast<float>(v);  // the reference sees the same float32 data
+  const ReferenceSvd ref = reference_svd(X, n, d, true);
+  Context ctx = Context::cpu();
+  // float32 (eps 6e-8): products over 2000 rows summed in double per 512-row chunk; variances
+  // to ~1e-6, components to ~eps * s_max² / gap² ~ 1e-5 with gaps of ~20% here.
+  for (const std::string solver : {"full", "covariance_eigh", "randomized"}) {
+    SCOPED_TRACE(solver);
+    const PCA pca = fit_pca<float>(ctx, X, n, d, params_for(solver, 4));
+    EXPECT_EQ(pca.components().dtype(), DType::float32);
+    expect_matches(pca, ref, n, 1e-4, 1e-3);
+  }
+}
+
+TEST(PCA, LargeMeanKeepsFloat32Precision) {
+  GPUML_FRESH_RNG(rng);
+  // The issue's precision trap: mean 1e4, spreads 10..1. Forming XᵀX - n x̄x̄ᵀ in float32 would
+  // lose 1e8 / 1 * 6e-8 ~ 6 (all digits) of the smallest variance; centering first keeps the
+  // float32 rounding of the centered values (~6e-8 relative) and double sums: 1e-4 is ample
+  // and far below what the uncentered form would give.
+  const int64_t n = 20000, d = 16;
+  std::vector<double> X = spectrum_data(rng, n, d, 1e4, 10.0, 1.0);
+  for (double& v : X) v = static_cast<float>(v);
+  const ReferenceSvd ref = reference_svd(X, n, d, true);
+  Context ctx = Context::cpu();
+  for (const std::string solver : {"full", "covariance_eigh", "randomized"}) {
+    SCOPED_TRACE(solver);
+    expect_matches(fit_pca<float>(ctx, X, n, d, params_for(solver, 6)), ref, n, 1e-4, 1e-3);
+  }
+}
+
+TEST(PCA, VarianceFractionPicksTheFewestComponents) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 300, d = 10;
+  const std::vector<double> X = spectrum_data(rng, n, d, 0.0, 5.0, 0.2);
+  const ReferenceSvd ref = reference_svd(X, n, d, true);
+  double total = 0;
+  for (double s : ref.s) total += s * s;
+  Context ctx = Context::cpu();
+  for (double fraction : {0.3, 0.75, 0.95, 0.999}) {
+    int64_t expected = 0;  // scikit-learn: the first count whose cumulative ratio exceeds the fraction
+    double cumulative = 0;
+    while (cumulative <= fraction) cumulative += ref.s[expected] * ref.s[expected] / total, ++expected;
+    for (const std::string solver : {"full", "covariance_eigh"})
+      EXPECT_EQ(fit_pca<double>(ctx, X, n, d, params_for(solver, fraction)).n_components(), expected)
+          << solver << " fraction " << fraction;
+  }
+}
+
+TEST(PCA, WhitenAndInverseTransformRoundTrip) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 200, d = 6;
+  const std::vector<double> X = spectrum_data(rng, n, d, 2.0, 3.0, 0.5);
+  Context ctx = Context::cpu();
+  for (bool whiten : {false, true}) {
+    PCAParams p = params_for("full", std::nullopt);
+    p.whiten = whiten;
+    const PCA pca = fit_pca<double>(ctx, X, n, d, p);
+    std::vector<double> Z(n * d), back(n * d);
+    pca.transform(ctx, host_view(X.data(), n, d), host_view(Z.data(), n, d));
+    if (whiten) {
+      for (int64_t k = 0; k < d; ++k) {  // unit variance (ddof 1) per component
+        double sum = 0, sq = 0;
+        for (int64_t i = 0; i < n; ++i) sum += Z[i * d + k], sq += Z[i * d + k] * Z[i * d + k];
+        EXPECT_NEAR((sq - sum * sum / n) / (n - 1), 1.0, 1e-10) << k;
+      }
+    }
+    pca.inverse_transform(ctx, host_view(Z.data(), n, d), host_view(back.data(), n, d));
+    for (int64_t i = 0; i < n * d; ++i) ASSERT_NEAR(back[i], X[i], 1e-10) << i;  // all components: exact inverse
+  }
+}
+
+TEST(PCA, ConstantColumnGivesFiniteResults) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 100, d = 5;
+  std::vector<double> X = spectrum_data(rng, n, d, 1.0, 2.0, 0.5);
+  for (int64_t i = 0; i < n; ++i) X[i * d + 2] = 7.0;
+  Context ctx = Context::cpu();
+  for (const std::string solver : {"full", "covariance_eigh", "randomized"}) {
+    SCOPED_TRACE(solver);
+    const PCA pca = fit_pca<double>(ctx, X, n, d, params_for(solver, 5));
+    for (const char* name : {"components_", "explained_variance_", "explained_variance_ratio_", "singular_values_"})
+      for (double v : values(pca.attribute(name))) EXPECT_TRUE(std::isfinite(v)) << name;
+    const std::vector<double> var = values(pca.explained_variance());
+    EXPECT_LE(var.back(), 1e-12 * var.front());  // the constant direction
+    std::vector<double> Z(n * d);
+    pca.transform(ctx, host_view(X.data(), n, d), host_view(Z.data(), n, d));
+    for (double v : Z) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
+TEST(PCA, ErrorsAreNamed) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 20, d = 4;
+  std::vector<double> X = spectrum_data(rng, n, d, 0.0, 1.0, 0.5);
+  Context ctx = Context::cpu();
+  auto code_of = [&](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ErrorCode::internal;  // no error: fails the expectations below
+  };
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("full", 5)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("randomized", 0.5)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { PCA(params_for("full", 0.0)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { PCA(params_for("full", 2.5)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { PCA(params_for("arpack", 2)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, 1, d, params_for("full", 1)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { make_estimator("pca", R"({"svd_solver": "nope"})"); }), ErrorCode::invalid_argument);
+  X[5] = std::nan("");
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("full", 2)); }), ErrorCode::invalid_argument);
+  X[5] = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("covariance_eigh", 2)); }), ErrorCode::invalid_argument);
+  PCA unfitted;
+  EXPECT_EQ(code_of([&] { unfitted.components(); }), ErrorCode::not_fitted);
+}
+
+TEST(PCA, SerializationRoundTrip) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 50, d = 5;
+  std::vector<float> X(n * d);
+  std::normal_distribution<float> normal;
+  for (float& v : X) v = normal(rng);
+  Context ctx = Context::cpu();
+  auto est = make_estimator("pca", R"({"n_components": 3, "whiten": true, "svd_solver": "full"})");
+  est->fit(ctx, host_view(X.data(), n, d), nullptr, nullptr);
+  const std::vector<uint8_t> bytes = serialize(*est);
+  auto again = deserialize(bytes.data(), bytes.size());
+  EXPECT_EQ(again->get_params_json(), est->get_params_json());
+  std::vector<float> a(n * 3), b(n * 3);
+  est->transform(ctx, host_view(X.data(), n, d), host_view(a.data(), n, 3));
+  again->transform(ctx, host_view(X.data(), n, d), host_view(b.data(), n, 3));
+  EXPECT_EQ(a, b);
+  for (const std::string& name : est->attribute_names())
+    EXPECT_EQ(values_equal_bytes(est->attribute(name), again->attribute(name)), true) << name;
+}
+
+template <typename T>
+void expect_gpu_matches_cpu(Context& gpu, const std::string& solver, double rtol, double vtol) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 5000, d = 32;
+  std::vector<double> X = spectrum_data(rng, n, d, 1e3, 10.0, 0.5);
+  for (double& v : X) v = static_cast<T>(v);
+  Context cpu = Context::cpu();
+  const PCA a = fit_pca<T>(cpu, X, n, d, params_for(solver, 6)), b = fit_pca<T>(gpu, X, n, d, params_for(solver, 6));
+  const std::vector<double> va = values(a.explained_variance()), vb = values(b.explained_variance());
+  const std::vector<double> ca = values(a.components()), cb = values(b.components());
+  for (std::size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(vb[i], va[i], rtol * va[i]);
+  for (std::size_t i = 0; i < ca.size(); ++i) EXPECT_NEAR(cb[i], ca[i], vtol);
+  std::vector<T> Xt(X.begin(), X.end()), za(n * 6), zb(n * 6);
+  a.transform(cpu, host_view(Xt.data(), n, d), host_view(za.data(), n, 6));
+  b.transform(gpu, host_view(Xt.data(), n, d), host_view(zb.data(), n, 6));
+  double scale = 0;
+  for (T v : za) scale = std::max(scale, std::abs(static_cast<double>(v)));
+  for (int64_t i = 0; i < n * 6; ++i) ASSERT_NEAR(zb[i], za[i], 10 * vtol * scale);
+}
+
+TEST(PCA, GpuMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  // Same draws, same algorithms; the backends differ only in summation order and library
+  // kernels: float64 to ~1e-12, float32 to ~1e-5 (chunked float32 products, double sums).
+  for (const std::string solver : {"full", "covariance_eigh", "randomized"}) {
+    SCOPED_TRACE(solver);
+    expect_gpu_matches_cpu<double>(gpu, solver, 1e-10, 1e-9);
+    expect_gpu_matches_cpu<float>(gpu, solver, 1e-4, 1e-3);
+  }
+}
+
+}  // namespace
+}  // namespace gpuml
