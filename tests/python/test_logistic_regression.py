@@ -490,7 +490,9 @@ def test_cuda_matches_cpu(rng):
             counts = np.array([weights[y == c].sum() for c in cpu.classes_])
             common["class_weight"] = dict(zip(cpu.classes_.tolist(), weights.sum() / (len(counts) * counts)))
         f_cpu, f_gpu = objective(cpu, X, y, **common), objective(gpu, X, y, **common)
-        assert abs(f_gpu - f_cpu) <= 1e-10 * abs(f_cpu)
+        # Where f is this flat, either fit may stop when its line search meets the rounding
+        # noise of the other summation order: seen 4e-8 apart (C=10, balanced weights).
+        assert abs(f_gpu - f_cpu) <= 1e-6 * abs(f_cpu)
         assert_same_model(gpu, cpu, rtol=1e-4, atol=1e-4)
         assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), rtol=0, atol=1e-5)  # as the coefficients
         assert np.mean(gpu.predict(X) == cpu.predict(X)) >= 0.999  # rows within 1e-5 of a tie may flip

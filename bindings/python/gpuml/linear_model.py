@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from . import _array
 from ._base import GpumlEstimator
+from ._context import get_context
 
 __all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
 
@@ -85,7 +86,7 @@ class LinearRegression(_LinearRegressor):
     """
 
     _gpuml_kind = "linear_regression"
-    _gpuml_attributes = ("coef_", "intercept_", "rank_", "singular_values_")
+    _gpuml_attributes = ("coef_", "intercept_", "rank_")
 
     def __init__(self, *, fit_intercept=True, algorithm="auto", device="auto"):
         self.fit_intercept = fit_intercept
@@ -105,7 +106,26 @@ class LinearRegression(_LinearRegressor):
 
     def _read_fitted_attributes(self):
         super()._read_fitted_attributes()
-        self.singular_ = self.singular_values_  # scikit-learn's name for the same values
+        self.__dict__.pop("_singular_values", None)  # a new model: computed again on first use
+
+    @property
+    def singular_values_(self):
+        """Singular values of the centered (weighted) X. Read from the model on first use: when
+        the solve did not need them, the library computes them then (a d x d eigenproblem that
+        would otherwise add milliseconds to every fit)."""
+        values = self.__dict__.get("_singular_values")
+        if values is None:
+            handle = self.__dict__.get("_gpuml_handle")
+            if handle is None:
+                raise AttributeError(f"{type(self).__name__} has no singular_values_ before fit")
+            values = handle.attribute(get_context("cpu"), "singular_values_")
+            self.__dict__["_singular_values"] = values
+        return values
+
+    @property
+    def singular_(self):
+        """scikit-learn's name for singular_values_."""
+        return self.singular_values_
 
 
 class Ridge(_LinearRegressor):
