@@ -79,9 +79,8 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
 
   detail::Trace trace(ctx, "PCA");
   const DType dtype = detail::float_dtype_for(X.dtype);
-  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
-  detail::require_finite(ctx, Xs.view, "X");
-  trace.mark("stage and check X");
+  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");  // NaN and infinity: found by the centering pass
+  trace.mark("stage X");
 
   std::vector<double> mean(static_cast<std::size_t>(d));
   detail::RightSvd svd;
@@ -91,13 +90,37 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
   detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     auto backend = detail::make_linear_backend<T>(ctx);
-    backend->weighted_means(Xs.view.as<const T>(), n, d, nullptr, mean.data());
+    auto expect_finite = [](const std::vector<double>& v) {
+      GPUML_EXPECT(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }), "X contains NaN or infinity");
+    };
     Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
-    backend->center_scale(Xs.view.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
+    const bool shifted = solver == "covariance_eigh";
+    std::vector<double> delta(static_cast<std::size_t>(d), 0.0);
+    if (shifted) {
+      // One pass, as the least-squares Gram routes: center on the mean of the first rows (c),
+      // sum the centered columns in the same pass, and correct the Gram matrix below:
+      // with δ = x̄ − c, Σ (x − x̄)(x − x̄)ᵀ = AᵀA − n δδᵀ. c is near x̄: nothing cancels.
+      std::vector<double> shift(static_cast<std::size_t>(d)), sums(static_cast<std::size_t>(d + 1));
+      backend->weighted_means(Xs.view.as<const T>(), std::min<int64_t>(n, 4096), d, nullptr, shift.data());
+      backend->center_scale(Xs.view.as<const T>(), n, d, shift.data(), nullptr, A.as<T>(), sums.data());
+      expect_finite(sums);
+      for (int64_t j = 0; j < d; ++j) {
+        delta[j] = sums[j] / static_cast<double>(n);
+        mean[j] = shift[j] + delta[j];
+      }
+    } else {
+      backend->weighted_means(Xs.view.as<const T>(), n, d, nullptr, mean.data());
+      expect_finite(mean);
+      backend->center_scale(Xs.view.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
+    }
     trace.mark("mean and center");
     if (solver == "covariance_eigh") {
       std::vector<double> G(static_cast<std::size_t>(d * d));
       backend->gram(A.as<const T>(), nullptr, n, d, 0, G.data(), nullptr);
+      for (int64_t i = 0; i < d; ++i)
+        for (int64_t j = 0; j < d; ++j) G[i * d + j] -= static_cast<double>(n) * delta[i] * delta[j];
+      GPUML_EXPECT(std::all_of(G.begin(), G.end(), [](double x) { return std::isfinite(x); }),
+                   "PCA: XᵀX overflows: X has values too large to square in its dtype");
       trace.mark("gram");
       const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(Eigen::Map<const Eigen::MatrixXd>(G.data(), d, d) / dof);
       GPUML_EXPECT(es.info() == Eigen::Success, "PCA: the eigen-decomposition of the covariance did not converge");
