@@ -569,6 +569,25 @@ class CudaLinearBackend final : public LinearBackend<T> {
   // AᵀB as the cross half of gram: the rows cut into chunks, one strided-batched GEMM forming each
   // chunk's A_pᵀB_p in T (pedantic math), the partials summed in double in chunk order by
   // reduce_cross_kernel. Same chunking constants as gram.
+  void symmetric_eigen(const double* M_host, int64_t m, double* values_host, double* vectors_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0) return;
+    const int m_ = checked_int(m, "matrix size");
+    Buffer A = to_device(res, M_host, m * m);  // symmetric: the column-major matrix cuSOLVER wants
+    Buffer values = device(static_cast<std::size_t>(m) * sizeof(double));
+    Buffer info = device(sizeof(int));
+    cusolverDnHandle_t handle = res.cusolver();
+    int lwork = 0;
+    GPUML_CUSOLVER_CHECK(cusolverDnDsyevd_bufferSize(handle, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(),
+                                                     m_, values.as<double>(), &lwork));
+    Buffer work = device(static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double));
+    GPUML_CUSOLVER_CHECK(cusolverDnDsyevd(handle, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(), m_,
+                                          values.as<double>(), work.as<double>(), lwork, info.as<int>()));
+    check_info(res, info, "syevd");
+    copy_to_host(res, values_host, values.data(), static_cast<std::size_t>(m) * sizeof(double));
+    copy_to_host(res, vectors_host, A.data(), static_cast<std::size_t>(m * m) * sizeof(double));  // vector k: column k
+  }
+
   void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (m <= 0 || t <= 0) return;

@@ -122,20 +122,21 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
       GPUML_EXPECT(std::all_of(G.begin(), G.end(), [](double x) { return std::isfinite(x); }),
                    "PCA: XᵀX overflows: X has values too large to square in its dtype");
       trace.mark("gram");
-      const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(Eigen::Map<const Eigen::MatrixXd>(G.data(), d, d) / dof);
-      GPUML_EXPECT(es.info() == Eigen::Success, "PCA: the eigen-decomposition of the covariance did not converge");
+      for (double& g : G) g /= dof;  // the covariance
+      std::vector<double> eigenvalues(static_cast<std::size_t>(d)), eigenvectors(static_cast<std::size_t>(d * d));
+      backend->symmetric_eigen(G.data(), d, eigenvalues.data(), eigenvectors.data());
       svd.count = d;
       svd.d = d;
       svd.s.resize(static_cast<std::size_t>(d));
       svd.Vt.resize(static_cast<std::size_t>(d * d));
       variance_all.resize(static_cast<std::size_t>(d));
       for (int64_t i = 0; i < d; ++i) {  // descending; rounding-negative eigenvalues are 0, as in scikit-learn
-        const double lambda = std::max(es.eigenvalues()[d - 1 - i], 0.0);
+        const double lambda = std::max(eigenvalues[d - 1 - i], 0.0);
         variance_all[i] = lambda;
         svd.s[i] = std::sqrt(lambda * dof);
-        for (int64_t j = 0; j < d; ++j) svd.Vt[i * d + j] = es.eigenvectors()(j, d - 1 - i);
+        for (int64_t j = 0; j < d; ++j) svd.Vt[i * d + j] = eigenvectors[(d - 1 - i) * d + j];
       }
-      trace.mark("host eigen-decomposition");
+      trace.mark("eigen-decomposition");
     } else if (solver == "full") {
       svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d);
       for (double s : svd.s) variance_all.push_back(s * s / dof);

@@ -152,6 +152,13 @@ class LinearCpuBackend final : public LinearBackend<T> {
     }
   }
 
+  void symmetric_eigen(const double* M_host, int64_t m, double* values_host, double* vectors_host) override {
+    const Eigen::SelfAdjointEigenSolver<DoubleMatrix> es(Eigen::Map<const DoubleMatrix>(M_host, m, m));
+    GPUML_EXPECT(es.info() == Eigen::Success, "the eigen-decomposition of a symmetric matrix did not converge");
+    Eigen::Map<Eigen::VectorXd>(values_host, m) = es.eigenvalues();
+    Eigen::Map<DoubleMatrix>(vectors_host, m, m) = es.eigenvectors();  // column-major: vector k contiguous
+  }
+
   void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) override {
     const RowBlocks blocks(n, threads_, kGramChunk);
     const int64_t stride = m * t;
