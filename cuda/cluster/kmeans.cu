@@ -23,12 +23,11 @@
 #include "cluster/kmeans_backend.hpp"
 #include "cuda/core/resources.cuh"
 #include "gpuml/core/error.hpp"
+#include "cuda/core/kernel_util.cuh"
 
 namespace gpuml::detail {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kBlock = 256;  // every 1-d kernel here; the block reductions assume it
 constexpr int kWarpsPerBlock = kBlock / kWarp;
 constexpr unsigned kFullMask = 0xffffffffu;
 
@@ -64,19 +63,6 @@ __device__ __forceinline__ T warp_sqnorm(const T* __restrict__ row, int64_t d, i
   return warp_sum(s);
 }
 
-// Fixed-order tree sum over a block of kBlock threads; the result is valid in thread 0.
-__device__ double block_sum(double v, double* shared /* kBlock */) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int width = kBlock / 2; width > 0; width /= 2) {
-    if (static_cast<int>(threadIdx.x) < width) shared[threadIdx.x] += shared[threadIdx.x + width];
-    __syncthreads();
-  }
-  return shared[0];
-}
-
-__device__ __forceinline__ int64_t global_thread() { return blockIdx.x * int64_t(blockDim.x) + threadIdx.x; }
-__device__ __forceinline__ int64_t grid_threads() { return int64_t(gridDim.x) * blockDim.x; }
 __device__ __forceinline__ int64_t global_warp() { return global_thread() / kWarp; }
 __device__ __forceinline__ int64_t grid_warps() { return grid_threads() / kWarp; }
 
@@ -611,9 +597,7 @@ __global__ void gather_rows_kernel(const T* __restrict__ X, int64_t d, const int
 
 // ---- host side ---------------------------------------------------------------------------
 
-// Grids for grid-stride kernels: at most this many blocks, so launches stay far below 2^31 - 1.
-constexpr int64_t kMaxBlocks = 65535LL * 32;
-
+// Grids for grid-stride kernels: at most kMaxBlocks blocks, so launches stay far below 2^31 - 1.
 unsigned blocks_for_threads(int64_t threads) { return cuda::grid_for(threads, kBlock, kMaxBlocks); }
 unsigned blocks_for_warps(int64_t warps) { return cuda::grid_for(warps, kWarpsPerBlock, kMaxBlocks); }
 
@@ -628,15 +612,6 @@ constexpr int64_t kTargetChunks = 4096;
 constexpr int64_t kCumsumChunk = 1024;
 // G tiles are sized to about half the L2 and at most this many bytes.
 constexpr std::size_t kMaxTileBytes = std::size_t(512) << 20;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int checked_int(int64_t v, const char* what) {
-  if (v > INT_MAX)
-    throw_error(ErrorCode::unsupported, std::string("KMeans on CUDA: ") + what + " = " + std::to_string(v) +
-                                            " exceeds the cuBLAS limit of 2^31 - 1");
-  return static_cast<int>(v);
-}
 
 // Rows per G tile: G (rows x ldg) should stay in L2 between the GEMM that writes it and the
 // kernel that reads it (measured on an H100: half the L2 beats 2048 rows by 1.4x).

@@ -29,16 +29,12 @@
 #include <vector>
 
 #include "cuda/core/resources.cuh"
+#include "cuda/core/kernel_util.cuh"
 #include "gpuml/core/error.hpp"
 #include "linear_model/linear_backend.hpp"
 
 namespace gpuml::detail {
 namespace {
-
-constexpr int kWarp = 32;
-constexpr int kBlock = 256;     // 1-d kernels; block_sum assumes it
-constexpr int kRowLanes = 8;    // 2-d kernels are kWarp columns x kRowLanes rows
-constexpr int64_t kMaxBlocks = 65535LL * 32;
 
 // weighted_means: rows per chunk at least kMinChunkRows, and about kTargetChunks chunks.
 constexpr int64_t kMinChunkRows = 512;
@@ -57,28 +53,6 @@ constexpr int64_t kTriangularScratchBytes = int64_t(128) << 20;
 // Transpose tiles.
 constexpr int kTile = 32;
 
-__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int checked_int(int64_t v, const char* what) {
-  if (v > INT_MAX)
-    throw_error(ErrorCode::unsupported, std::string("LinearRegression/Ridge on CUDA: ") + what + " = " + std::to_string(v) +
-                                            " exceeds the cuBLAS/cuSOLVER limit of 2^31 - 1");
-  return static_cast<int>(v);
-}
-
-__device__ __forceinline__ int64_t global_thread() { return blockIdx.x * int64_t(blockDim.x) + threadIdx.x; }
-__device__ __forceinline__ int64_t grid_threads() { return int64_t(gridDim.x) * blockDim.x; }
-
-// Fixed-order tree sum over a block of kBlock threads; the result is valid in thread 0.
-__device__ double block_sum(double v, double* shared /* kBlock */) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int width = kBlock / 2; width > 0; width /= 2) {
-    if (static_cast<int>(threadIdx.x) < width) shared[threadIdx.x] += shared[threadIdx.x + width];
-    __syncthreads();
-  }
-  return shared[0];
-}
 
 // ---- kernels -----------------------------------------------------------------------------
 
