@@ -17,11 +17,9 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "gpuml/gpuml.hpp"
 
-#if GPUML_BENCH_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace {
 
@@ -30,13 +28,9 @@ struct Blobs {
   std::vector<double> init;   // k x d: the first k rows, the initial centers of every fit
 };
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-double uniform_open(uint64_t& state) { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; }
+using bench::normal;
+using bench::splitmix64;
+using bench::uniform_open;
 
 // k Gaussian blobs (unit variance, centers uniform in [-10, 10]^d). Every row has its own
 // random stream, so the data do not depend on the thread count. Cached: the large case takes
@@ -79,19 +73,8 @@ void fit_per_iteration(benchmark::State& state, bool on_cuda) {
   try {
     const Blobs& data = blobs(n, d, k);
     gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
-    gpuml::ArrayView X = gpuml::host_view(data.X.data(), n, d);
     gpuml::Buffer device_X;
-#if GPUML_BENCH_WITH_CUDA
-    if (on_cuda) {
-      device_X = gpuml::Buffer(ctx, data.X.size() * sizeof(float));
-      ctx.synchronize();  // the pool allocates on the context's stream
-      if (cudaMemcpy(device_X.data(), data.X.data(), device_X.bytes(), cudaMemcpyHostToDevice) != cudaSuccess) {
-        state.SkipWithError("cudaMemcpy of X to the device failed");
-        return;
-      }
-      X = gpuml::make_view(device_X.data(), gpuml::DType::float32, ctx.device(), n, d);
-    }
-#endif
+    const gpuml::ArrayView X = bench::in_context(ctx, data.X, n, d, device_X);
     gpuml::KMeansParams params;
     params.n_clusters = k;
     params.init = "array";
@@ -122,7 +105,7 @@ void fit_per_iteration(benchmark::State& state, bool on_cuda) {
     state.counters["inertia"] = inertia;
     state.SetLabel(std::string(on_cuda ? "cuda" : "cpu") + " n=" + std::to_string(n) + " d=" + std::to_string(d) +
                    " k=" + std::to_string(k));
-  } catch (const gpuml::Error& e) {
+  } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
 }

@@ -16,11 +16,9 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "gpuml/gpuml.hpp"
 
-#if GPUML_BENCH_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace {
 
@@ -29,16 +27,9 @@ struct Problem {
   std::vector<float> y;  // n labels 0..classes-1
 };
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-double uniform_open(uint64_t& state) { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; }
-double normal(uint64_t& state) {
-  return std::sqrt(-2.0 * std::log(uniform_open(state))) * std::cos(6.283185307179586 * uniform_open(state));
-}
+using bench::normal;
+using bench::splitmix64;
+using bench::uniform_open;
 
 // Standard normal features; per class a random direction; each row's label is the class with the
 // largest score plus Gumbel-like noise (a softmax draw). Every row has its own random stream.
@@ -89,23 +80,9 @@ void fit_time(benchmark::State& state, bool on_cuda) {
   try {
     const Problem& data = problem(n, d, classes);
     gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
-    gpuml::ArrayView X = gpuml::host_view(data.X.data(), n, d);
-    gpuml::ArrayView y = gpuml::host_view(data.y.data(), n);
     gpuml::Buffer device_X, device_y;
-#if GPUML_BENCH_WITH_CUDA
-    if (on_cuda) {
-      device_X = gpuml::Buffer(ctx, data.X.size() * sizeof(float));
-      device_y = gpuml::Buffer(ctx, data.y.size() * sizeof(float));
-      ctx.synchronize();  // the pool allocates on the context's stream
-      if (cudaMemcpy(device_X.data(), data.X.data(), device_X.bytes(), cudaMemcpyHostToDevice) != cudaSuccess ||
-          cudaMemcpy(device_y.data(), data.y.data(), device_y.bytes(), cudaMemcpyHostToDevice) != cudaSuccess) {
-        state.SkipWithError("cudaMemcpy of X or y to the device failed");
-        return;
-      }
-      X = gpuml::make_view(device_X.data(), gpuml::DType::float32, ctx.device(), n, d);
-      y = gpuml::make_view(device_y.data(), gpuml::DType::float32, ctx.device(), n);
-    }
-#endif
+    const gpuml::ArrayView X = bench::in_context(ctx, data.X, n, d, device_X);
+    const gpuml::ArrayView y = bench::in_context(ctx, data.y, n, 0, device_y);
     gpuml::LogisticRegression model;
     model.fit(ctx, X, y);  // warm-up: library handles, the memory pool, first-touch pages
     ctx.synchronize();
@@ -117,7 +94,7 @@ void fit_time(benchmark::State& state, bool on_cuda) {
     state.counters["n_iter"] = static_cast<double>(model.n_iter());
     state.SetLabel(std::string(on_cuda ? "cuda" : "cpu") + " n=" + std::to_string(n) + " d=" + std::to_string(d) +
                    " classes=" + std::to_string(classes));
-  } catch (const gpuml::Error& e) {
+  } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
 }

@@ -14,24 +14,15 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "gpuml/gpuml.hpp"
 
-#if GPUML_BENCH_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace {
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-double uniform_open(uint64_t& state) { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; }
-double normal(uint64_t& state) {
-  return std::sqrt(-2.0 * std::log(uniform_open(state))) * std::cos(6.283185307179586 * uniform_open(state));
-}
+using bench::normal;
+using bench::splitmix64;
+using bench::uniform_open;
 
 // x_ij = 1e4 + z_ij * 10^(-2 j / d): independent columns with spreads from 1 down to 0.01.
 // Every row has its own random stream (independent of the thread count). Cached per size.
@@ -60,19 +51,8 @@ void fit_time(benchmark::State& state, const char* solver, bool on_cuda) {
   try {
     const std::vector<float>& host = data(n, d);
     gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
-    gpuml::ArrayView X = gpuml::host_view(host.data(), n, d);
     gpuml::Buffer device_X;
-#if GPUML_BENCH_WITH_CUDA
-    if (on_cuda) {
-      device_X = gpuml::Buffer(ctx, host.size() * sizeof(float));
-      ctx.synchronize();
-      if (cudaMemcpy(device_X.data(), host.data(), device_X.bytes(), cudaMemcpyHostToDevice) != cudaSuccess) {
-        state.SkipWithError("cudaMemcpy of X to the device failed");
-        return;
-      }
-      X = gpuml::make_view(device_X.data(), gpuml::DType::float32, ctx.device(), n, d);
-    }
-#endif
+    const gpuml::ArrayView X = bench::in_context(ctx, host, n, d, device_X);
     gpuml::PCAParams params;
     params.n_components = static_cast<double>(k);
     params.svd_solver = solver;
@@ -86,7 +66,7 @@ void fit_time(benchmark::State& state, const char* solver, bool on_cuda) {
     state.SetItemsProcessed(n * state.iterations());
     state.SetLabel(std::string(on_cuda ? "cuda " : "cpu ") + solver + " n=" + std::to_string(n) + " d=" +
                    std::to_string(d) + " k=" + std::to_string(k));
-  } catch (const gpuml::Error& e) {
+  } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
 }
