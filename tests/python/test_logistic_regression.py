@@ -475,33 +475,23 @@ def test_pickle_round_trip(device, rng):
 def test_cuda_matches_cpu(rng):
     if "cuda" not in DEVICES:
         cuda_or_skip("no CUDA device: nothing to compare the CPU backend with")
-    X, y = steel_plates()
-    weights = rng.uniform(0.1, 3.0, size=len(y))
-    for params in (dict(), dict(penalty="l1", C=0.1), dict(class_weight="balanced", C=10.0)):
-        cpu = LogisticRegression(device="cpu", **params, **TIGHT).fit(X, y, sample_weight=weights)
-        gpu = LogisticRegression(device="cuda", **params, **TIGHT).fit(X, y, sample_weight=weights)
-        # Same float64 objective, different summation orders (~1e-16 relative per evaluation).
-        # Steel plates is nearly collinear (condition ~1e16), so both fits stop on the relative
-        # decrease of f (64 eps) with gradients ~1e-7, not 1e-10: the objectives agree to ~1e-13
-        # but flat directions leave coefficients ~1e-5 apart, as in the scikit-learn comparison.
-        common = dict(C=params.get("C", 1.0), sample_weight=weights,
-                      l1_ratio=1.0 if params.get("penalty") == "l1" else 0.0)
-        if params.get("class_weight") == "balanced":
-            counts = np.array([weights[y == c].sum() for c in cpu.classes_])
-            common["class_weight"] = dict(zip(cpu.classes_.tolist(), weights.sum() / (len(counts) * counts)))
-        f_cpu, f_gpu = objective(cpu, X, y, **common), objective(gpu, X, y, **common)
-        # Where f is this flat, either fit may stop when its line search meets the rounding
-        # noise of the other summation order: seen 4e-8 apart (C=10, balanced weights).
-        assert abs(f_gpu - f_cpu) <= 1e-6 * abs(f_cpu)
-        if params.get("penalty") == "l1":
-            # With L1 and (nearly) collinear columns the minimizers form a flat set: coefficients
-            # 0.08 apart were seen at equal objectives. What the model says must still agree.
-            assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), rtol=0, atol=1e-3)
-        else:
-            assert_same_model(gpu, cpu, rtol=1e-4, atol=1e-4)
-            assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), rtol=0, atol=1e-5)  # as the coefficients
-        assert np.mean(gpu.predict(X) == cpu.predict(X)) >= 0.995  # rows within 1e-3 of a tie may flip
-
+    # Well-conditioned data (scaled breast cancer, iris), where the optimum is unique and sharp:
+    # the backends must then agree closely. (Nearly collinear data such as steel plates are
+    # compared with scikit-learn on each device instead: there, equal objectives allow
+    # coefficients that differ along flat directions.)
+    for X, y in (breast_cancer(), iris()):
+        weights = rng.uniform(0.1, 3.0, size=len(y))
+        for params in (dict(), dict(penalty="l1", C=0.5), dict(class_weight="balanced", C=10.0)):
+            cpu = LogisticRegression(device="cpu", **params, **TIGHT).fit(X, y, sample_weight=weights)
+            gpu = LogisticRegression(device="cuda", **params, **TIGHT).fit(X, y, sample_weight=weights)
+            # The same float64 objective summed in another order (~1e-16 relative per
+            # evaluation); both stop at gradients ~1e-9 or below, and the curvature here is well
+            # away from 0, so the solutions agree to ~1e-7: 1e-5 leaves room.
+            assert_same_model(gpu, cpu, rtol=1e-5, atol=1e-5)
+            # Probabilities move with the coefficients (scores up to ~30 here): 1e-5 as they do;
+            # 1.3e-6 was seen.
+            assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), rtol=0, atol=1e-5)
+            assert np.mean(gpu.predict(X) == cpu.predict(X)) >= 0.998  # a row within 1e-5 of a tie may flip
 
 def test_torch_inputs_give_torch_outputs(device, rng):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
