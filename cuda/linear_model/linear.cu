@@ -107,53 +107,65 @@ __global__ void __launch_bounds__(kWarp * kRowLanes) chunk_weighted_sums_kernel(
   }
 }
 
-// The same sums (and optional shifted, scaled copy) for m <= kRowSumsMaxColumns, laid out by
-// rows: a block owns a chunk of rows and walks them one after another, each thread keeping the
-// sums of up to kRowSumsPerThread columns (col = threadIdx.x + k blockDim.x) in registers. Every
-// row is then read as one contiguous run by one block (the slab layout above reads each row in
-// 32-column pieces by different blocks at different times, at about half the bandwidth). `out`
-// must not alias A here (__restrict__ lets the loads of later rows run ahead of the stores).
-constexpr int kRowSumsPerThread = 4;
-constexpr int64_t kRowSumsMaxColumns = int64_t(kBlock) * kRowSumsPerThread;
+// The same sums (and optional shifted, scaled copy) for m <= kWarp * kCols, with the blocks
+// striding over the rows together: block b takes rows b kRowLanes + y, then kInterleavedBlocks
+// kRowLanes further on, and so on, so that at any moment the grid streams one contiguous stretch
+// of A (as the plain centering kernel does: ~2.5 TB/s, where per-block chunks of rows reached
+// half that). Each thread keeps the sums of its columns (x, x + 32, ...) in registers; the
+// kRowLanes lanes of a block are added in a fixed order at the end. The grid is always
+// kInterleavedBlocks blocks, so the partials, and the sums, do not depend on the device. `out`
+// must not alias A (__restrict__ lets loads run ahead of the stores).
+constexpr int kInterleavedBlocks = 1024;
 
-template <typename T>
-__global__ void __launch_bounds__(kBlock) chunk_row_sums_kernel(const T* __restrict__ A, int64_t n, int64_t m,
-                                                                const T* __restrict__ w, int64_t chunk_rows, int64_t n_chunks,
-                                                                double* __restrict__ partials,
-                                                                const double* __restrict__ shift, T* __restrict__ out) {
-  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
-    const int64_t begin = chunk * chunk_rows;
-    const int64_t end = begin + chunk_rows < n ? begin + chunk_rows : n;
-    double acc[kRowSumsPerThread], c[kRowSumsPerThread];
+template <typename T, int kCols>
+__global__ void __launch_bounds__(kWarp * kRowLanes) interleaved_sums_kernel(const T* __restrict__ A, int64_t n, int64_t m,
+                                                                            const T* __restrict__ w,
+                                                                            double* __restrict__ partials,
+                                                                            const double* __restrict__ shift,
+                                                                            T* __restrict__ out) {
+  __shared__ double lane_sums[kRowLanes][kWarp];
+  __shared__ double lane_weights[kRowLanes];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  double acc[kCols], c[kCols];
 #pragma unroll
-    for (int k = 0; k < kRowSumsPerThread; ++k) {
-      const int64_t col = threadIdx.x + int64_t(k) * blockDim.x;
-      acc[k] = 0.0;
-      c[k] = shift && col < m ? shift[col] : 0.0;
-    }
-    double acc_w = 0.0;
-#pragma unroll 4  // rows in flight: the loads do not depend on the sums
-    for (int64_t row = begin; row < end; ++row) {
-      const double wv = w ? static_cast<double>(w[row]) : 1.0;
-      const double scale = w ? sqrt(wv) : 1.0;
-      const T* a = A + row * m;
+  for (int k = 0; k < kCols; ++k) {
+    const int64_t col = tx + int64_t(k) * kWarp;
+    acc[k] = 0.0;
+    c[k] = shift && col < m ? shift[col] : 0.0;
+  }
+  double acc_w = 0.0;
+  for (int64_t row = int64_t(blockIdx.x) * kRowLanes + ty; row < n; row += int64_t(gridDim.x) * kRowLanes) {
+    const double wv = w ? static_cast<double>(w[row]) : 1.0;
+    const double scale = w ? sqrt(wv) : 1.0;
+    const T* a = A + row * m;
 #pragma unroll
-      for (int k = 0; k < kRowSumsPerThread; ++k) {
-        const int64_t col = threadIdx.x + int64_t(k) * blockDim.x;
-        if (col < m) {
-          const double x = static_cast<double>(a[col]) - c[k];
-          if (out) out[row * m + col] = static_cast<T>(scale * x);
-          acc[k] += wv * x;
-        }
+    for (int k = 0; k < kCols; ++k) {
+      const int64_t col = tx + int64_t(k) * kWarp;
+      if (col < m) {
+        const double x = static_cast<double>(a[col]) - c[k];
+        if (out) out[row * m + col] = static_cast<T>(scale * x);
+        acc[k] += wv * x;
       }
-      acc_w += wv;
     }
+    acc_w += wv;
+  }
+  if (tx == 0) lane_weights[ty] = acc_w;
 #pragma unroll
-    for (int k = 0; k < kRowSumsPerThread; ++k) {
-      const int64_t col = threadIdx.x + int64_t(k) * blockDim.x;
-      if (col < m) partials[col * n_chunks + chunk] = acc[k];
+  for (int k = 0; k < kCols; ++k) {
+    const int64_t col = tx + int64_t(k) * kWarp;
+    lane_sums[ty][tx] = acc[k];
+    __syncthreads();
+    if (ty == 0 && col < m) {
+      double total = lane_sums[0][tx];
+      for (int y = 1; y < kRowLanes; ++y) total += lane_sums[y][tx];
+      partials[col * gridDim.x + blockIdx.x] = total;
     }
-    if (threadIdx.x == 0) partials[m * n_chunks + chunk] = acc_w;
+    __syncthreads();  // lane_sums is reused by the next k
+  }
+  if (ty == 0 && tx == 0) {
+    double total = lane_weights[0];
+    for (int y = 1; y < kRowLanes; ++y) total += lane_weights[y];
+    partials[m * gridDim.x + blockIdx.x] = total;
   }
 }
 
@@ -602,22 +614,22 @@ class CudaLinearBackend final : public LinearBackend<T> {
   // summed in double (the same bits on every run); with `out`, also the centered, scaled copy.
   void column_sums(cuda::Resources& res, const T* A, int64_t n, int64_t m, const T* w, const double* shift, T* out,
                    double* sums_host) {
-    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
-    const int64_t n_chunks = ceil_div(n, chunk_rows);
     const int64_t ncols = m + 1;  // the columns, then the weight total
+    const bool interleaved = m <= int64_t(kWarp) * 16 && static_cast<const void*>(out) != static_cast<const void*>(A);
+    const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
+    const int64_t n_chunks = interleaved ? kInterleavedBlocks : ceil_div(n, chunk_rows);
     Buffer partials = device(ncols * n_chunks * sizeof(double));
     Buffer sums = device(ncols * sizeof(double));
-    if (m <= kRowSumsMaxColumns && static_cast<const void*>(out) != static_cast<const void*>(A)) {
-      // Threads: the columns (rounded up to warps) for m <= kBlock, else kBlock with up to
-      // kRowSumsPerThread columns each.
-      const int threads = static_cast<int>(std::min<int64_t>(kBlock, ceil_div(m, kWarp) * kWarp));
-      chunk_row_sums_kernel<T><<<static_cast<unsigned>(std::min(n_chunks, kMaxBlocks)), threads, 0, res.stream>>>(
-          A, n, m, w, chunk_rows, n_chunks, partials.as<double>(), shift, out);
+    const dim3 lanes(kWarp, kRowLanes);
+    if (interleaved && m <= int64_t(kWarp) * 8) {
+      interleaved_sums_kernel<T, 8><<<kInterleavedBlocks, lanes, 0, res.stream>>>(A, n, m, w, partials.as<double>(), shift, out);
+    } else if (interleaved) {
+      interleaved_sums_kernel<T, 16><<<kInterleavedBlocks, lanes, 0, res.stream>>>(A, n, m, w, partials.as<double>(), shift, out);
     } else {
       const dim3 grid(static_cast<unsigned>(std::min<int64_t>(n_chunks, INT_MAX)),
                       static_cast<unsigned>(std::min<int64_t>(ceil_div(m, kWarp), 65535)));
-      chunk_weighted_sums_kernel<T><<<grid, dim3(kWarp, kRowLanes), 0, res.stream>>>(A, n, m, w, chunk_rows, n_chunks,
-                                                                                      partials.as<double>(), shift, out);
+      chunk_weighted_sums_kernel<T><<<grid, lanes, 0, res.stream>>>(A, n, m, w, chunk_rows, n_chunks, partials.as<double>(),
+                                                                     shift, out);
     }
     GPUML_CUDA_CHECK_LAUNCH();
     reduce_chunks_kernel<<<static_cast<unsigned>(std::min(ncols, kMaxBlocks)), kBlock, 0, res.stream>>>(partials.as<double>(), n_chunks,

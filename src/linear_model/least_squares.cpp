@@ -301,7 +301,7 @@ class LeastSquares {
 
   HostSolution by_eig(bool fall_back) {
     compute_gram();
-    const Eigen::MatrixXd G = gram_matrix();
+    Eigen::MatrixXd G = gram_matrix();
     // Well conditioned (the common case): full rank, a Cholesky solve, and the singular values
     // only if someone asks for them.
     Eigen::LLT<Eigen::MatrixXd> llt;
@@ -310,7 +310,7 @@ class LeastSquares {
       sol.rank = d_;
       sol.coef = llt.solve(cross_matrix()).transpose();
       const int64_t count = std::min(n_, d_);
-      sol.singular_values_later = [G, count, estimator = std::string(request_.estimator)] {
+      sol.singular_values_later = [G = std::move(G), count, estimator = std::string(request_.estimator)] {
         Vector lambda;
         GPUML_EXPECT(eigenvalues_of(G, lambda), estimator + ": the eigenvalues of XᵀX did not converge");
         return singular_values_from(lambda, count);
