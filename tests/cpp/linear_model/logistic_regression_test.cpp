@@ -473,8 +473,14 @@ TEST(LogisticRegressionGpu, MatchesCpu) {
       p.C = 0.5;
       const LogisticRegression on_gpu = fit_logistic<double>(gpu, c, p), on_cpu = fit_logistic<double>(cpu, c, p);
       const std::vector<double> a = doubles(on_gpu.coef()), b = doubles(on_cpu.coef());
-      for (std::size_t j = 0; j < a.size(); ++j)  // both at gradient 1e-10 of one strongly convex problem
-        EXPECT_NEAR(a[j], b[j], 1e-6 * (1 + std::abs(b[j])));
+      // L2: one strongly convex problem, both fits at gradients ~1e-9: 1e-6. L1 (OWL-QN): both
+      // stop when f stops decreasing in double, and the L1 kinks leave directions along which f
+      // hardly changes: coefficients 5e-5 apart were seen, with equal objectives.
+      const bool l1 = std::string(penalty) == "l1";
+      for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], (l1 ? 1e-3 : 1e-6) * (1 + std::abs(b[j])));
+      const double f_a = objective_value(c, a, doubles(on_gpu.intercept()), c.w, p.C, l1 ? 1.0 : 0.0);
+      const double f_b = objective_value(c, b, doubles(on_cpu.intercept()), c.w, p.C, l1 ? 1.0 : 0.0);
+      EXPECT_NEAR(f_a, f_b, 1e-10 * f_b);
       // float32: the same fit from float32 data on both; the scores round differently.
       LogisticRegressionParams q;
       q.penalty = penalty;
