@@ -15,8 +15,11 @@ nlohmann::json parse_params(const std::string& params_json, const char* kind) {
 }
 
 void ParamReader::fail(const char* name, const std::string& expected) const {
+  // The parameter may be absent (a value another one requires): say so rather than fail to look.
+  const auto it = params_.is_object() ? params_.find(name) : params_.end();
+  const std::string got = it != params_.end() ? it->dump() : std::string("nothing");
   throw_error(ErrorCode::invalid_argument, std::string(kind_) + " parameter '" + name + "' must be " + expected +
-                                               ", got " + params_.at(name).dump());
+                                               ", got " + got);
 }
 
 bool ParamReader::has(const char* name) {
