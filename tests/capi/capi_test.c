@@ -1,4 +1,5 @@
-/* The whole C ABI from a plain C99 program: KMeans on fresh random blobs, every entry point,
+/* The whole C ABI from a plain C99 program: KMeans on fresh random blobs, every entry point
+ * (and a classifier and a decomposition through the same generic calls),
  * and the error paths (each checks the status and that gpuml_last_error() names the culprit,
  * then that the estimator still works). With a CUDA device the fit and predictions are also run
  * there and compared with the CPU; GPUML_REQUIRE_CUDA=1 makes a missing device a failure.
@@ -408,6 +409,61 @@ static void check_logistic_regression(gpuml_context_t ctx, const Problem* p) {
   free(predicted);
   free(proba);
   free(scores);
+}
+
+/* ---- a decomposition through the same entry points: PCA on the blobs ----------------------- */
+
+/* A float64 attribute of any shape as a fresh float64 array (the caller frees it). */
+static double* attribute_values(gpuml_context_t ctx, gpuml_estimator_t est, const char* name, int32_t* ndim, int64_t shape[2]) {
+  int32_t dtype = -1;
+  double* values;
+  gpuml_array_t out;
+  CHECK_OK(gpuml_estimator_attribute_shape(est, name, &dtype, ndim, shape));
+  values = (double*)checked_malloc((size_t)element_count(*ndim, shape) * sizeof(double));
+  out = array_of_shape(values, GPUML_FLOAT64, *ndim, shape);
+  CHECK_OK(gpuml_estimator_get_attribute(ctx, est, name, &out));
+  return values;
+}
+
+/* One component: transform is the projection of the centered rows on the unit component, and
+ * the explained variance is the variance of that projection. */
+static void check_pca(gpuml_context_t ctx, const Problem* p) {
+  gpuml_estimator_t est = NULL;
+  int64_t i, j, shape[2] = {0, 0}, cshape[2] = {0, 0}, mshape[2] = {0, 0}, vshape[2] = {0, 0};
+  int32_t dtype = -1, ndim = -1, cdim = -1, mdim = -1, vdim = -1;
+  double *projected = (double*)checked_malloc((size_t)p->n * sizeof(double)), *components, *mean, *variance;
+  double norm = 0.0, mean_projection = 0.0, spread = 0.0;
+  int projection_ok = 1;
+  gpuml_array_t X = matrix(p->X, GPUML_FLOAT64, p->n, p->d);
+  gpuml_array_t out = matrix(projected, GPUML_FLOAT64, p->n, 1);
+
+  EXPECT_ERROR(gpuml_estimator_create("pca", "{\"n_components\": -3}", &est), GPUML_ERROR_INVALID_ARGUMENT, "n_components");
+  CHECK_OK(gpuml_estimator_create("pca", "{\"n_components\": 1, \"svd_solver\": \"full\"}", &est));
+  EXPECT_ERROR(gpuml_estimator_transform(ctx, est, &X, &out), GPUML_ERROR_NOT_FITTED, "pca|PCA");
+  CHECK_OK(gpuml_estimator_fit(ctx, est, &X, NULL, NULL));
+  CHECK_OK(gpuml_estimator_output_shape(est, "transform", p->n, &dtype, &ndim, shape));
+  CHECK(dtype == GPUML_FLOAT64 && ndim == 2 && shape[0] == p->n && shape[1] == 1);
+  CHECK_OK(gpuml_estimator_transform(ctx, est, &X, &out));
+  components = attribute_values(ctx, est, "components_", &cdim, cshape);
+  mean = attribute_values(ctx, est, "mean_", &mdim, mshape);
+  variance = attribute_values(ctx, est, "explained_variance_", &vdim, vshape);
+  CHECK(cdim == 2 && cshape[0] == 1 && cshape[1] == p->d && mdim == 1 && mshape[0] == p->d && vdim == 1 && vshape[0] == 1);
+  for (j = 0; j < p->d; ++j) norm += components[j] * components[j];
+  CHECK(absolute(norm - 1.0) <= 1e-12); /* a unit vector, in double */
+  for (i = 0; i < p->n; ++i) {
+    double expected = 0.0;
+    for (j = 0; j < p->d; ++j) expected += (p->X[i * p->d + j] - mean[j]) * components[j];
+    if (absolute(projected[i] - expected) > 1e-9 * (1.0 + absolute(expected))) projection_ok = 0;
+    mean_projection += expected / (double)p->n;
+  }
+  CHECK(projection_ok); /* double products in another order: 1e-9 */
+  for (i = 0; i < p->n; ++i) spread += (projected[i] - mean_projection) * (projected[i] - mean_projection) / (double)(p->n - 1);
+  CHECK(absolute(variance[0] - spread) <= 1e-9 * spread); /* the variance of the projection (ddof 1) */
+  CHECK_OK(gpuml_estimator_free(est));
+  free(projected);
+  free(components);
+  free(mean);
+  free(variance);
 }
 
 int main(void) {
@@ -906,6 +962,7 @@ int main(void) {
 
   compare_with_cuda(&p, ctx, est, labels, attributes);
   check_logistic_regression(ctx, &p);
+  check_pca(ctx, &p);
 
   free_attributes(attributes);
   CHECK_OK(gpuml_estimator_free(est));
