@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
 
 #include <cmath>
 #include <cstring>
@@ -112,6 +113,33 @@ TEST(LinearRegression, Float32MatchesTheFloat64Reference) {
     // cond(X) < ~20, eps(float32) = 6e-8: errors ~1e-6; the normal equations square cond.
     EXPECT_LT(max_rel_diff(to_doubles(lr.coef()), ref.coef), 2e-4);
     EXPECT_LT(max_rel_diff(to_doubles(lr.intercept()), ref.intercept), 2e-4);
+  }
+}
+
+TEST(LinearRegression, SingularValuesComputedOnFirstUseAreTheSameFromManyThreads) {
+  // "eig" and "qr" leave singular_values_ to first use: many threads asking at once (as
+  // concurrent C ABI calls may) all get the one array, equal to the reference, and a serialized
+  // copy carries it.
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 200, 2000), d = uniform_int(rng, 2, 12);
+  const Regression r = make_regression(rng, n, d, 1);
+  const test::ReferenceFit ref = reference_fit(r, true);
+  for (const char* algorithm : {"eig", "qr"}) {
+    SCOPED_TRACE(algorithm);
+    const LinearRegression lr = fit_lr<double>(ctx, r, algorithm);
+    std::vector<const HostArray*> seen(8, nullptr);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < seen.size(); ++t)
+      threads.emplace_back([&, t] { seen[t] = &lr.attribute("singular_values_"); });
+    for (auto& thread : threads) thread.join();
+    for (const HostArray* a : seen) EXPECT_EQ(a, seen.front());
+    const std::vector<double> s = to_doubles(*seen.front());
+    ASSERT_EQ(static_cast<int64_t>(s.size()), d);
+    for (int64_t i = 0; i < d; ++i)  // as in the reference tests above: double, well conditioned
+      EXPECT_NEAR(s[i], ref.singular_values[i], 1e-7 * ref.singular_values[0]) << i;
+    const std::vector<uint8_t> bytes = serialize(lr);
+    EXPECT_EQ(to_doubles(deserialize(bytes.data(), bytes.size())->attribute("singular_values_")), s);
   }
 }
 
