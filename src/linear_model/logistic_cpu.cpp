@@ -49,6 +49,7 @@ class LogisticCpuBackend final : public LogisticBackend<T> {
       Eigen::Map<RowMatrix<double>> grad(partial.data() + b * stride, k, width);
       double& loss = partial[b * stride + k * width];
       RowMatrix<T> Z, R;
+      std::vector<double> scores(static_cast<std::size_t>(k));
       for (int64_t i0 = blocks.begin(b); i0 < blocks.end(b); i0 += kChunk) {
         const int64_t rows = std::min(kChunk, blocks.end(b) - i0);
         Eigen::Map<const RowMatrix<T>> Xc(X + i0 * d, rows, d);
@@ -57,7 +58,7 @@ class LogisticCpuBackend final : public LogisticBackend<T> {
         for (int64_t i = 0; i < rows; ++i) {
           const double wi = w ? static_cast<double>(w[i0 + i]) : 1.0;
           const int32_t label = labels[i0 + i];
-          loss += wi * residuals(Z.row(i).data(), intercept, k, label, R.row(i).data(), wi);
+          loss += wi * residuals(Z.row(i).data(), intercept, k, label, R.row(i).data(), wi, scores.data());
         }
         grad.leftCols(d) += (R.transpose() * Xc).template cast<double>();
         grad.col(d) += R.colwise().sum().transpose().template cast<double>();
@@ -99,23 +100,25 @@ class LogisticCpuBackend final : public LogisticBackend<T> {
   }
 
  private:
-  // Row i's loss; writes w_i * residuals into r. z holds the row's scores without the intercept.
+  // Row i's loss; writes w_i * residuals into r. z holds the row's scores without the intercept;
+  // `scores` is k doubles of scratch (the shifted exponentials, computed once).
   static double residuals(const T* z_no_intercept, const Eigen::VectorXd& intercept, int64_t k, int32_t label, T* r,
-                          double wi) {
+                          double wi, double* scores) {
     if (k == 1) {
       const double z = static_cast<double>(z_no_intercept[0]) + intercept[0];
       r[0] = static_cast<T>(wi * (sigmoid(z) - label));
       return log1p_exp(z) - label * z;
     }
     double top = -INFINITY;
-    for (int64_t c = 0; c < k; ++c) top = std::max(top, static_cast<double>(z_no_intercept[c]) + intercept[c]);
-    double sum = 0.0;
-    for (int64_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(z_no_intercept[c]) + intercept[c] - top);
     for (int64_t c = 0; c < k; ++c) {
-      const double p = std::exp(static_cast<double>(z_no_intercept[c]) + intercept[c] - top) / sum;
-      r[c] = static_cast<T>(wi * (p - (c == label ? 1.0 : 0.0)));
+      scores[c] = static_cast<double>(z_no_intercept[c]) + intercept[c];
+      top = std::max(top, scores[c]);
     }
-    return top + std::log(sum) - (static_cast<double>(z_no_intercept[label]) + intercept[label]);
+    const double z_label = scores[label];
+    double sum = 0.0;
+    for (int64_t c = 0; c < k; ++c) sum += (scores[c] = std::exp(scores[c] - top));
+    for (int64_t c = 0; c < k; ++c) r[c] = static_cast<T>(wi * (scores[c] / sum - (c == label ? 1.0 : 0.0)));
+    return top + std::log(sum) - z_label;
   }
 
   int threads_;

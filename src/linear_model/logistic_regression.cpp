@@ -318,8 +318,9 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
     const detail::QuasiNewtonResult result = detail::minimize_quasi_newton(
         [&](const std::vector<double>& v, std::vector<double>& g) { return problem(v, g); }, x, problem.l1_weights(),
         options);
-    trace.mark(("optimize: " + std::to_string(result.n_iter) + " iterations, " +
-                std::to_string(result.n_evaluations) + " evaluations").c_str());
+    if (detail::Trace::enabled())  // the label costs string work: only when tracing
+      trace.mark(("optimize: " + std::to_string(result.n_iter) + " iterations, " +
+                  std::to_string(result.n_evaluations) + " evaluations").c_str());
     GPUML_EXPECT(std::isfinite(result.objective), "LogisticRegression: the objective is not finite (X too large?)");
 
     const int64_t k = problem.k();
