@@ -30,6 +30,7 @@
 
 #include "cuda/core/resources.cuh"
 #include "cuda/core/kernel_util.cuh"
+#include "cuda/linear_model/gram_tf32.cuh"
 #include "gpuml/core/error.hpp"
 #include "linear_model/linear_backend.hpp"
 
@@ -48,6 +49,8 @@ constexpr std::size_t kGramPartialBytes = std::size_t(256) << 20;
 // blocks below the diagonal skipped.
 constexpr int64_t kGramBlock = 128;
 constexpr int64_t kGramBlockedFrom = 192;
+// cholesky: smaller matrices are factored on the host (the copies and the launch cost more).
+constexpr int64_t kDeviceCholeskyFrom = 96;
 // right_triangular_solve: rows of A per GEMM into the scratch buffer (bounded in bytes; int rows).
 constexpr int64_t kTriangularScratchBytes = int64_t(128) << 20;
 // Transpose tiles.
@@ -169,6 +172,31 @@ __global__ void __launch_bounds__(kWarp * kRowLanes) interleaved_sums_kernel(con
   }
 }
 
+// The same sums (and optional copy) for a single column (y): the columns kernels above give a
+// warp's 32 lanes to 32 columns, so one column left 31 of them idle (~0.1 ms at a million rows).
+// Threads stride over the rows; each block adds its threads by a fixed-order tree into partials
+// slot blockIdx.x (column 0, then the weights); the grid is always kInterleavedBlocks blocks.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) vector_sums_kernel(const T* __restrict__ A, int64_t n, const T* __restrict__ w,
+                                                             double* __restrict__ partials, const double* __restrict__ shift,
+                                                             T* __restrict__ out) {
+  __shared__ double shared[kBlock];
+  const double c = shift ? shift[0] : 0.0;
+  double acc = 0.0, acc_w = 0.0;
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    const double wv = w ? static_cast<double>(w[i]) : 1.0;
+    const double x = static_cast<double>(A[i]) - c;
+    if (out) out[i] = static_cast<T>((w ? sqrt(wv) : 1.0) * x);
+    acc += wv * x;
+    acc_w += wv;
+  }
+  const double total = block_sum(acc, shared);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+  __syncthreads();  // `shared` is reused
+  const double total_w = block_sum(acc_w, shared);
+  if (threadIdx.x == 0) partials[gridDim.x + blockIdx.x] = total_w;
+}
+
 // out[c] = sum over chunks of partials[c * n_chunks + chunk] for c < ncols: a block per column,
 // each thread summing chunks t, t + kBlock, ... in order, then a fixed-order tree.
 __global__ void __launch_bounds__(kBlock) reduce_chunks_kernel(const double* __restrict__ partials, int64_t n_chunks, int64_t ncols,
@@ -188,11 +216,12 @@ __global__ void __launch_bounds__(kBlock) reduce_chunks_kernel(const double* __r
 template <typename T>
 __global__ void __launch_bounds__(kWarp * kRowLanes) center_scale_kernel(const T* A, int64_t n, int64_t m, const double* __restrict__ means,
                                                                         const T* __restrict__ w, T* out) {
-  for (int64_t row = int64_t(blockIdx.x) * kRowLanes + threadIdx.y; row < n; row += int64_t(gridDim.x) * kRowLanes) {
+  // Block: blockDim.x columns (kWarp, or 1 for a single column) x blockDim.y rows.
+  for (int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; row < n; row += int64_t(gridDim.x) * blockDim.y) {
     const double scale = w ? sqrt(static_cast<double>(w[row])) : 1.0;
     const T* a = A + row * m;
     T* o = out + row * m;
-    for (int64_t col = threadIdx.x; col < m; col += kWarp) {
+    for (int64_t col = threadIdx.x; col < m; col += blockDim.x) {
       double v = static_cast<double>(a[col]);
       if (means) v -= means[col];
       o[col] = static_cast<T>(scale * v);
@@ -372,8 +401,12 @@ class CudaLinearBackend final : public LinearBackend<T> {
       column_sums(res, A, n, m, w, shift, out, sums_host);
       return;
     }
-    center_scale_kernel<T><<<static_cast<unsigned>(std::min(ceil_div(n, kRowLanes), kMaxBlocks)), dim3(kWarp, kRowLanes), 0, res.stream>>>(
-        A, n, m, shift, w, out);
+    if (m == 1) {  // one column: a thread per row (the kernel below would idle 31 of 32 lanes)
+      center_scale_kernel<T><<<blocks_for_threads(n), dim3(1, kBlock), 0, res.stream>>>(A, n, m, shift, w, out);
+    } else {
+      center_scale_kernel<T><<<static_cast<unsigned>(std::min(ceil_div(n, kRowLanes), kMaxBlocks)), dim3(kWarp, kRowLanes), 0,
+                               res.stream>>>(A, n, m, shift, w, out);
+    }
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
@@ -443,6 +476,47 @@ class CudaLinearBackend final : public LinearBackend<T> {
       copy_to_host_async(res, cross_host, cross_out.data(), m * t * sizeof(double));
     }
     copy_to_host(res, gram_host, gram_out.data(), m * m * sizeof(double));
+  }
+
+  void shifted_gram(const T* X, int64_t n, int64_t m, const double* shift_host, const T* w, const T* B, int64_t t,
+                    double* gram_host, double* cross_host, double* sums_host) override {
+    if (m <= 0) return;
+    const bool with_cross = B != nullptr && t > 0 && cross_host != nullptr;
+    if (!with_cross) t = 0;
+    if constexpr (std::is_same_v<T, float>) {
+      if (n > 0 && m >= kFusedGramMinFeatures && t <= kFusedGramMaxTargets) {  // one pass on tensor cores (gram_tf32.cu)
+        std::vector<float> shift;
+        if (shift_host) shift.assign(shift_host, shift_host + m);
+        fused_gram_tf32(ctx_, X, n, m, shift_host ? shift.data() : nullptr, w, with_cross ? B : nullptr, t, gram_host,
+                        cross_host, sums_host);
+        return;
+      }
+    }
+    Buffer A = device(std::max<int64_t>(n * m, 1) * sizeof(T));  // (n == 0: both give zeros)
+    center_scale(X, n, m, shift_host, w, A.as<T>(), sums_host);
+    gram(A.as<const T>(), with_cross ? B : nullptr, n, m, t, gram_host, cross_host);
+  }
+
+  bool cholesky(const double* M_host, int64_t m, double* L_host) override {
+    if (m < kDeviceCholeskyFrom) return host_cholesky(M_host, m, L_host);
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int m_ = checked_int(m, "matrix size");
+    Buffer A = to_device(res, M_host, m * m);  // symmetric: row-major and column-major agree
+    Buffer info = device(sizeof(int));
+    cusolverDnHandle_t handle = res.cusolver();
+    int lwork = 0;
+    GPUML_CUSOLVER_CHECK(cusolverDnDpotrf_bufferSize(handle, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(), m_, &lwork));
+    Buffer work = device(static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double));
+    GPUML_CUSOLVER_CHECK(cusolverDnDpotrf(handle, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(), m_, work.as<double>(), lwork, info.as<int>()));
+    std::vector<double> factored(static_cast<std::size_t>(m * m));
+    int status = 0;
+    copy_to_host_async(res, factored.data(), A.data(), factored.size() * sizeof(double));
+    copy_to_host(res, &status, info.data(), sizeof(int));
+    if (status < 0) throw Error(ErrorCode::cuda, "cuSOLVER potrf: bad argument " + std::to_string(-status));
+    if (status > 0) return false;  // the leading minor of that order is not positive definite
+    for (int64_t i = 0; i < m; ++i)  // column-major lower L: element (i, j) at j * m + i
+      for (int64_t j = 0; j < m; ++j) L_host[i * m + j] = j <= i ? factored[j * m + i] : 0.0;
+    return true;
   }
 
   void qr(T* A, T* B, int64_t n, int64_t m, int64_t t, double* R_host, double* QtB_host) override {
@@ -615,13 +689,16 @@ class CudaLinearBackend final : public LinearBackend<T> {
   void column_sums(cuda::Resources& res, const T* A, int64_t n, int64_t m, const T* w, const double* shift, T* out,
                    double* sums_host) {
     const int64_t ncols = m + 1;  // the columns, then the weight total
+    const bool vector = m == 1 && static_cast<const void*>(out) != static_cast<const void*>(A);
     const bool interleaved = m <= int64_t(kWarp) * 16 && static_cast<const void*>(out) != static_cast<const void*>(A);
     const int64_t chunk_rows = std::max(kMinChunkRows, ceil_div(n, kTargetChunks));
     const int64_t n_chunks = interleaved ? kInterleavedBlocks : ceil_div(n, chunk_rows);
     Buffer partials = device(ncols * n_chunks * sizeof(double));
     Buffer sums = device(ncols * sizeof(double));
     const dim3 lanes(kWarp, kRowLanes);
-    if (interleaved && m <= int64_t(kWarp) * 8) {
+    if (vector) {
+      vector_sums_kernel<T><<<kInterleavedBlocks, kBlock, 0, res.stream>>>(A, n, w, partials.as<double>(), shift, out);
+    } else if (interleaved && m <= int64_t(kWarp) * 8) {
       interleaved_sums_kernel<T, 8><<<kInterleavedBlocks, lanes, 0, res.stream>>>(A, n, m, w, partials.as<double>(), shift, out);
     } else if (interleaved) {
       interleaved_sums_kernel<T, 16><<<kInterleavedBlocks, lanes, 0, res.stream>>>(A, n, m, w, partials.as<double>(), shift, out);

@@ -93,35 +93,26 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
     auto expect_finite = [](const std::vector<double>& v) {
       GPUML_EXPECT(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }), "X contains NaN or infinity");
     };
-    Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
-    const bool shifted = solver == "covariance_eigh";
-    std::vector<double> delta(static_cast<std::size_t>(d), 0.0);
-    if (shifted) {
-      // One pass, as the least-squares Gram routes: center on the mean of the first rows (c),
-      // sum the centered columns in the same pass, and correct the Gram matrix below:
-      // with δ = x̄ − c, Σ (x − x̄)(x − x̄)ᵀ = AᵀA − n δδᵀ. c is near x̄: nothing cancels.
+    if (solver == "covariance_eigh") {
+      // One pass over X, as the least-squares Gram routes: the Gram matrix of X − c, c the mean
+      // of the first rows, with the column sums of X − c; then, with δ = x̄ − c,
+      // Σ (x − x̄)(x − x̄)ᵀ = (X − c)ᵀ(X − c) − n δδᵀ. c is near x̄: nothing cancels.
       std::vector<double> shift(static_cast<std::size_t>(d)), sums(static_cast<std::size_t>(d + 1));
+      std::vector<double> G(static_cast<std::size_t>(d * d));
       backend->weighted_means(Xs.view.as<const T>(), std::min<int64_t>(n, 4096), d, nullptr, shift.data());
-      backend->center_scale(Xs.view.as<const T>(), n, d, shift.data(), nullptr, A.as<T>(), sums.data());
+      for (double& c : shift) c = static_cast<double>(static_cast<T>(c));  // exact in T (see shifted_gram)
+      backend->shifted_gram(Xs.view.as<const T>(), n, d, shift.data(), nullptr, nullptr, 0, G.data(), nullptr, sums.data());
       expect_finite(sums);
+      std::vector<double> delta(static_cast<std::size_t>(d));
       for (int64_t j = 0; j < d; ++j) {
         delta[j] = sums[j] / static_cast<double>(n);
         mean[j] = shift[j] + delta[j];
       }
-    } else {
-      backend->weighted_means(Xs.view.as<const T>(), n, d, nullptr, mean.data());
-      expect_finite(mean);
-      backend->center_scale(Xs.view.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
-    }
-    trace.mark("mean and center");
-    if (solver == "covariance_eigh") {
-      std::vector<double> G(static_cast<std::size_t>(d * d));
-      backend->gram(A.as<const T>(), nullptr, n, d, 0, G.data(), nullptr);
       for (int64_t i = 0; i < d; ++i)
         for (int64_t j = 0; j < d; ++j) G[i * d + j] -= static_cast<double>(n) * delta[i] * delta[j];
       GPUML_EXPECT(std::all_of(G.begin(), G.end(), [](double x) { return std::isfinite(x); }),
                    "PCA: XᵀX overflows: X has values too large to square in its dtype");
-      trace.mark("gram");
+      trace.mark("sums and gram");
       for (double& g : G) g /= dof;  // the covariance
       std::vector<double> eigenvalues(static_cast<std::size_t>(d)), eigenvectors(static_cast<std::size_t>(d * d));
       backend->symmetric_eigen(G.data(), d, eigenvalues.data(), eigenvectors.data());
@@ -137,7 +128,14 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
         for (int64_t j = 0; j < d; ++j) svd.Vt[i * d + j] = eigenvectors[(d - 1 - i) * d + j];
       }
       trace.mark("eigen-decomposition");
-    } else if (solver == "full") {
+      return;
+    }
+    backend->weighted_means(Xs.view.as<const T>(), n, d, nullptr, mean.data());
+    expect_finite(mean);
+    Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
+    backend->center_scale(Xs.view.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
+    trace.mark("mean and center");
+    if (solver == "full") {
       svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d);
       for (double s : svd.s) variance_all.push_back(s * s / dof);
       trace.mark("svd");

@@ -94,6 +94,18 @@ Matrix svd_solve(const Svd& svd, const Matrix& QtB, const std::vector<double>& a
   return coef;
 }
 
+// A Cholesky factorization M = L Lᵀ from the backend, and solves with it.
+struct CholeskyFactor {
+  bool ok = false;
+  Matrix L;  // lower triangular
+  // M⁻¹ B.
+  template <typename Rhs>
+  Eigen::MatrixXd solve(const Eigen::MatrixBase<Rhs>& B) const {
+    const Eigen::MatrixXd Y = L.triangularView<Eigen::Lower>().solve(B);
+    return L.transpose().triangularView<Eigen::Upper>().solve(Y);
+  }
+};
+
 // The shift of a shifted preparation is the mean of the first rows, at most this many.
 constexpr int64_t kShiftRows = 4096;
 
@@ -105,48 +117,64 @@ class LeastSquares {
         // scikit-learn's lstsq cutoff: singular values below eps * max(n, d) * s_max are zero.
         rcond_(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n, d))) {}
 
-  // Centers and weights X and y into the working copies A and B. NaN or infinity in X shows in
-  // the column sums that come with the centering pass (no separate check of X).
-  //  - exact (QR and SVD routes, which factor A itself): A = √w (X − x̄), the means first;
-  //  - shifted (the Gram routes: eig, Cholesky, the Gram system of coordinate descent): one pass,
-  //    A = √w (X − c) with c the mean of the first rows, and its sums Σ w (x − c) = S δ. The
-  //    Gram matrix of the exactly centered A follows on the host: with δ = x̄ − c,
+  // Centers and weights y into the working copy B = √w (y − ȳ) (its means first: t columns), and
+  // then X:
+  //  - the routes that factor A itself (QR, SVD): the working copy A = √w (X − x̄), the means
+  //    first;
+  //  - gram_only (the Gram routes: eig, Cholesky, the Gram system of coordinate descent): no copy
+  //    of A. One pass of the backend over X gives AᵀA and AᵀB for A = √w (X − c), c the mean of
+  //    the first rows (no shift without an intercept), and the sums Σ w (x − c) = S δ. The Gram
+  //    matrix of the exactly centered A follows on the host: with δ = x̄ − c,
   //    (A − √w δᵀ)ᵀ(A − √w δᵀ) = AᵀA − S δδᵀ, and its products with the exactly centered B are
   //    AᵀB (as √wᵀB = 0). c is near x̄, so δ is small and nothing cancels: data far from the
   //    origin keep their precision.
-  // y is small (t columns): its means first, then its centered copy B = √w (y − ȳ).
-  void prepare(const T* X, const T* y, const T* w, bool shifted) {
+  // NaN or infinity in X shows in the column sums of that pass (no separate check of X).
+  void prepare(const T* X, const T* y, const T* w, bool gram_only) {
     X_ = X, y_ = y, w_ = w;  // kept for a second, exact preparation (fallbacks to QR or SVD)
-    shifted_ = shifted && request_.fit_intercept;
+    gram_only_ = gram_only;
     x_mean_.assign(static_cast<std::size_t>(d_), 0.0);
     y_mean_.assign(static_cast<std::size_t>(t_), 0.0);
-    shift_correction_ = 0.0;
-    A_ = Buffer(ctx_, static_cast<std::size_t>(n_ * d_) * sizeof(T));
+    G_.clear();
+    C_.clear();
+    A_ = Buffer();
     B_ = Buffer(ctx_, static_cast<std::size_t>(n_ * t_) * sizeof(T));
-    std::vector<double> sums(static_cast<std::size_t>(d_ + 1));
-    if (shifted_) {
-      std::vector<double> shift(static_cast<std::size_t>(d_));
-      backend_->weighted_means(X, std::min<int64_t>(n_, kShiftRows), d_, w, shift.data());
-      backend_->center_scale(X, n_, d_, shift.data(), w, A_.as<T>(), sums.data());
-      expect_finite_sums(sums);
-      GPUML_EXPECT(sums[d_] > 0, std::string(request_.estimator) + ": the sample weights sum to 0");
-      delta_.resize(static_cast<std::size_t>(d_));
-      for (int64_t j = 0; j < d_; ++j) {
-        delta_[j] = sums[j] / sums[d_];
-        x_mean_[j] = shift[j] + delta_[j];
-      }
-      shift_correction_ = sums[d_];
-    } else {
-      if (request_.fit_intercept) {
-        backend_->weighted_means(X, n_, d_, w, x_mean_.data());
-        expect_finite_sums(x_mean_);
-      }
-      backend_->center_scale(X, n_, d_, request_.fit_intercept ? x_mean_.data() : nullptr, w, A_.as<T>(), sums.data());
-      expect_finite_sums(sums);
-    }
     if (request_.fit_intercept) backend_->weighted_means(y, n_, t_, w, y_mean_.data());
     backend_->center_scale(y, n_, t_, request_.fit_intercept ? y_mean_.data() : nullptr, w, B_.as<T>());
-    trace_.mark(shifted_ ? "shifted center and sums" : "means, center and sums");
+    std::vector<double> sums(static_cast<std::size_t>(d_ + 1));
+    if (gram_only_) {
+      std::vector<double> shift;
+      if (request_.fit_intercept) {
+        shift.resize(static_cast<std::size_t>(d_));
+        backend_->weighted_means(X, std::min<int64_t>(n_, kShiftRows), d_, w, shift.data());
+        for (double& c : shift) c = static_cast<double>(static_cast<T>(c));  // exact in T (see shifted_gram)
+      }
+      G_.assign(static_cast<std::size_t>(d_ * d_), 0.0);
+      C_.assign(static_cast<std::size_t>(d_ * t_), 0.0);
+      backend_->shifted_gram(X, n_, d_, shift.empty() ? nullptr : shift.data(), w, B_.as<const T>(), t_, G_.data(), C_.data(),
+                             sums.data());
+      expect_finite_sums(sums);
+      if (request_.fit_intercept) {
+        GPUML_EXPECT(sums[d_] > 0, std::string(request_.estimator) + ": the sample weights sum to 0");
+        std::vector<double> delta(static_cast<std::size_t>(d_));
+        for (int64_t j = 0; j < d_; ++j) {
+          delta[j] = sums[j] / sums[d_];
+          x_mean_[j] = shift[j] + delta[j];
+        }
+        for (int64_t i = 0; i < d_; ++i)
+          for (int64_t j = 0; j < d_; ++j) G_[i * d_ + j] -= sums[d_] * delta[i] * delta[j];
+      }
+      expect_finite_gram();
+      trace_.mark("center y; sums and gram of X");
+      return;
+    }
+    A_ = Buffer(ctx_, static_cast<std::size_t>(n_ * d_) * sizeof(T));
+    if (request_.fit_intercept) {
+      backend_->weighted_means(X, n_, d_, w, x_mean_.data());
+      expect_finite_sums(x_mean_);
+    }
+    backend_->center_scale(X, n_, d_, request_.fit_intercept ? x_mean_.data() : nullptr, w, A_.as<T>(), sums.data());
+    expect_finite_sums(sums);
+    trace_.mark("means, center and sums");
   }
 
   // The Gram system of coordinate descent: G = AᵀA, C = AᵀB, |B_k|² and the means.
@@ -192,20 +220,19 @@ class LeastSquares {
     G_.assign(static_cast<std::size_t>(d_ * d_), 0.0);
     C_.assign(static_cast<std::size_t>(d_ * t_), 0.0);
     backend_->gram(A_.as<const T>(), B_.as<const T>(), n_, d_, t_, G_.data(), C_.data());
-    if (shifted_)  // the Gram matrix of the exactly centered A (see prepare)
-      for (int64_t i = 0; i < d_; ++i)
-        for (int64_t j = 0; j < d_; ++j) G_[i * d_ + j] -= shift_correction_ * delta_[i] * delta_[j];
-    GPUML_EXPECT(std::all_of(G_.begin(), G_.end(), [](double v) { return std::isfinite(v); }),
-                 std::string(request_.estimator) + ": XᵀX overflows: X has values too large to square in its dtype");
+    expect_finite_gram();
     trace_.mark("gram");
   }
 
-  // An exactly centered A for the routes that factor A itself (after a shifted preparation).
+  void expect_finite_gram() const {
+    GPUML_EXPECT(std::all_of(G_.begin(), G_.end(), [](double v) { return std::isfinite(v); }),
+                 std::string(request_.estimator) + ": XᵀX overflows: X has values too large to square in its dtype");
+  }
+
+  // An exactly centered A for the routes that factor A itself (after a gram-only preparation).
   void require_exact_centering() {
-    if (!shifted_) return;
+    if (!gram_only_) return;
     prepare(X_, y_, w_, false);
-    G_.clear();
-    C_.clear();
   }
 
   void expect_finite_sums(const std::vector<double>& sums) const {
@@ -257,9 +284,20 @@ class LeastSquares {
     return fall_back ? std::min(rank_limit, wanted / std::numeric_limits<T>::epsilon()) : rank_limit;
   }
 
+  // The Cholesky factorization of a symmetric d x d matrix by the backend (on the device for CUDA).
+  bool factor(const Eigen::MatrixXd& M, CholeskyFactor& f) const {
+    f.L.resize(M.rows(), M.cols());
+    f.ok = backend_->cholesky(M.data(), M.rows(), f.L.data());  // symmetric: either layout
+    return f.ok;
+  }
+  bool factors(const Eigen::MatrixXd& M) const {
+    CholeskyFactor f;
+    return factor(M, f);
+  }
+
   // Factors G, and proves cond(G) < limit without the eigenvalues or says it cannot, cheapest
-  // proof first (each Cholesky factorization of a 256 x 256 matrix costs ~0.5 ms on the host;
-  // run side by side they gained nothing):
+  // proof first (each Cholesky factorization of a 256 x 256 matrix: ~0.1 ms on the device, 0.5-1.3
+  // ms on a host core):
   //  1. Gershgorin's discs bound every eigenvalue: λ_max <= max_i (G_ii + r_i) = β and
   //     λ_min >= min_i (G_ii − r_i), r_i = Σ_{j≠i} |G_ij|. Enough when the features are nearly
   //     uncorrelated (G diagonally dominant): no factorization beyond G's own.
@@ -267,9 +305,8 @@ class LeastSquares {
   //  3. A tighter β from power iterations (checked by factoring βI − G), then 2 again.
   // In double, the factorizations' rounding (~d eps_64 λ_max) is far below the margins these
   // limits leave.
-  bool factor_if_well_conditioned(const Eigen::MatrixXd& G, double limit, Eigen::LLT<Eigen::MatrixXd>& llt) const {
-    llt.compute(G);
-    if (llt.info() != Eigen::Success) return false;
+  bool factor_if_well_conditioned(const Eigen::MatrixXd& G, double limit, CholeskyFactor& llt) const {
+    if (!factor(G, llt)) return false;
     const Eigen::Index d = G.rows();
     const Vector radius = G.cwiseAbs().rowwise().sum() - G.diagonal().cwiseAbs();
     const double lowest = (G.diagonal() - radius).minCoeff();
@@ -279,7 +316,7 @@ class LeastSquares {
     auto above_floor = [&](double upper) {  // λ_min > upper / limit?
       Eigen::MatrixXd M = G;
       M.diagonal().array() -= upper / limit;
-      return Eigen::LLT<Eigen::MatrixXd>(M).info() == Eigen::Success;
+      return factors(M);
     };
     if (above_floor(beta)) return true;
     Vector v = Vector::Ones(d) / std::sqrt(static_cast<double>(d));
@@ -296,7 +333,7 @@ class LeastSquares {
     beta = 1.25 * mu;
     Eigen::MatrixXd M = -G;
     M.diagonal().array() += beta;
-    return Eigen::LLT<Eigen::MatrixXd>(M).info() == Eigen::Success && above_floor(beta);
+    return factors(M) && above_floor(beta);
   }
 
   HostSolution by_eig(bool fall_back) {
@@ -304,8 +341,10 @@ class LeastSquares {
     Eigen::MatrixXd G = gram_matrix();
     // Well conditioned (the common case): full rank, a Cholesky solve, and the singular values
     // only if someone asks for them.
-    Eigen::LLT<Eigen::MatrixXd> llt;
-    if (factor_if_well_conditioned(G, eig_condition_limit(fall_back), llt)) {
+    CholeskyFactor llt;
+    const bool well_conditioned = factor_if_well_conditioned(G, eig_condition_limit(fall_back), llt);
+    trace_.mark("Cholesky and conditioning");
+    if (well_conditioned) {
       HostSolution sol;
       sol.rank = d_;
       sol.coef = llt.solve(cross_matrix()).transpose();
@@ -336,7 +375,7 @@ class LeastSquares {
     // Full rank: G is positive definite and its Cholesky solve equals the spectral one (both
     // backward stable, error ~ eps * cond(G)). Where the factorization still fails (an
     // eigenvalue just above the rank cutoff), the eigenvectors solve it as before.
-    if (llt.info() == Eigen::Success) {
+    if (llt.ok) {
       sol.coef = llt.solve(cross_matrix()).transpose();
     } else {
       const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(G);
@@ -377,9 +416,9 @@ class LeastSquares {
     factors.clear();
     std::vector<double> G_rows(static_cast<std::size_t>(d_ * d_)), C_rows(static_cast<std::size_t>(d_ * t_));
     for (int pass = 1; pass <= kMaxPasses; ++pass) {
-      Eigen::LLT<Eigen::MatrixXd> llt(G);
-      if (llt.info() != Eigen::Success) return false;
-      const Eigen::MatrixXd Rk = llt.matrixU();
+      CholeskyFactor llt;
+      if (!factor(G, llt)) return false;
+      const Eigen::MatrixXd Rk = llt.L.transpose();
       if (!(Rk.diagonal().minCoeff() > 0)) return false;
       factors.push_back(Rk);
       const bool final_pass = pass > 1 && (G - Eigen::MatrixXd::Identity(d_, d_)).cwiseAbs().maxCoeff() <= kOrthogonalEnough;
@@ -505,10 +544,10 @@ class LeastSquares {
       }
       Eigen::MatrixXd M = G;
       M.diagonal().array() += a;
-      llt_.compute(M);
+      factor(M, llt_);
       // A numerically singular matrix can factor with tiny pivots: those count as failures.
-      const double pivot_min = llt_.info() == Eigen::Success ? llt_.matrixLLT().diagonal().minCoeff() : 0.0;
-      if (llt_.info() != Eigen::Success || !(pivot_min * pivot_min > rcond_ * (diag_max + a)))
+      const double pivot_min = llt_.ok ? llt_.L.diagonal().minCoeff() : 0.0;
+      if (!llt_.ok || !(pivot_min * pivot_min > rcond_ * (diag_max + a)))
         throw_error(ErrorCode::invalid_argument,
                     std::string(request_.estimator) + ": solver=\"cholesky\" failed: XᵀX + alpha I is not positive " +
                         "definite (alpha=" + std::to_string(a) +
@@ -527,11 +566,9 @@ class LeastSquares {
   const T *X_ = nullptr, *y_ = nullptr, *w_ = nullptr;  // the staged inputs
   std::vector<double> x_mean_, y_mean_;
   Buffer A_, B_;                  // the centered, weighted working copies
-  bool shifted_ = false;          // A holds X − c, not X − x̄ (see prepare)
-  std::vector<double> delta_;     // x̄ − c
-  double shift_correction_ = 0.0; // S = Σ w
+  bool gram_only_ = false;        // prepared without A: G and C straight from X (see prepare)
   std::vector<double> G_, C_;     // AᵀA and AᵀB once computed
-  Eigen::LLT<Eigen::MatrixXd> llt_;
+  CholeskyFactor llt_;
 };
 
 // Sample weights staged in T, checked (finite, non-negative, positive sum).

@@ -31,6 +31,24 @@ class LinearBackend {
   virtual void center_scale(const T* A, int64_t n, int64_t m, const double* means_host, const T* w, T* out,
                             double* sums_host = nullptr) = 0;
 
+  // The Gram products of A = sqrt(w) (X − shift) without a stored copy of A: gram_host = AᵀA
+  // (m x m, both triangles), cross_host = AᵀB (m x t; B is n x t, already centered and scaled;
+  // B == nullptr and t == 0 for none), and sums_host (m + 1): Σ_i w_i (X_ij − shift_j) and Σ_i w_i
+  // (NaN or infinity in X shows in them). shift_host == nullptr: no shift; w == nullptr: ones.
+  // Callers round the shift to T (so that X − shift is exact near it in either precision).
+  // CUDA float32 (m >= 64, t <= 7) forms them in one pass over X on tensor cores from a two-term
+  // TF32 split of each value (hi + lo, three products, lo·lo dropped: ~2^-21 relative per
+  // product, about float32's own rounding; cuda/linear_model/gram_tf32.cu); elsewhere it is
+  // center_scale into a scratch copy (sums in double), then gram.
+  virtual void shifted_gram(const T* X, int64_t n, int64_t m, const double* shift_host, const T* w, const T* B, int64_t t,
+                            double* gram_host, double* cross_host, double* sums_host) = 0;
+
+  // The Cholesky factor of the symmetric positive definite m x m M_host (row-major double, both
+  // triangles): L_host = L, lower triangular (upper part zero) with M = L Lᵀ. Returns false when M
+  // is not numerically positive definite. CUDA factors on the device (cuSOLVER potrf: ~0.1 ms at
+  // m = 256, against ~1 ms on a host core) once m is large enough to pay for the copies.
+  virtual bool cholesky(const double* M_host, int64_t m, double* L_host) = 0;
+
   // gram_host = A^T A (m x m, both triangles) and cross_host = A^T B (m x t), row-major double.
   // Products are formed in T with exact arithmetic (no TF32).
   virtual void gram(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* gram_host, double* cross_host) = 0;
@@ -58,7 +76,13 @@ class LinearBackend {
   virtual void symmetric_eigen(const double* M_host, int64_t m, double* values_host, double* vectors_host) = 0;
 };
 
-template <typename T> std::unique_ptr<LinearBackend<T>> make_linear_cpu_backend(const Context& ctx);
-template <typename T> std::unique_ptr<LinearBackend<T>> make_linear_cuda_backend(const Context& ctx);
+// The host Cholesky factorization (Eigen, double) behind LinearBackend::cholesky: the CPU
+// backend's, and CUDA's for small m.
+GPUML_API bool host_cholesky(const double* M_host, int64_t m, double* L_host);
+
+// Exported (GPUML_API) only so that tests/cpp/linear_model/linear_backend_gpu_test.cpp can
+// compare the two backends primitive by primitive; not part of the public API.
+template <typename T> GPUML_API std::unique_ptr<LinearBackend<T>> make_linear_cpu_backend(const Context& ctx);
+template <typename T> GPUML_API std::unique_ptr<LinearBackend<T>> make_linear_cuda_backend(const Context& ctx);
 
 }  // namespace gpuml::detail

@@ -159,6 +159,15 @@ class LinearCpuBackend final : public LinearBackend<T> {
     Eigen::Map<DoubleMatrix>(vectors_host, m, m) = es.eigenvectors();  // column-major: vector k contiguous
   }
 
+  void shifted_gram(const T* X, int64_t n, int64_t m, const double* shift_host, const T* w, const T* B, int64_t t,
+                    double* gram_host, double* cross_host, double* sums_host) override {
+    std::vector<T> A(static_cast<std::size_t>(n * m));
+    center_scale(X, n, m, shift_host, w, A.data(), sums_host);
+    gram(A.data(), B, n, m, t, gram_host, cross_host);
+  }
+
+  bool cholesky(const double* M_host, int64_t m, double* L_host) override { return host_cholesky(M_host, m, L_host); }
+
   void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) override {
     const RowBlocks blocks(n, threads_, kGramChunk);
     const int64_t stride = m * t;
@@ -187,6 +196,14 @@ class LinearCpuBackend final : public LinearBackend<T> {
 };
 
 }  // namespace
+
+bool host_cholesky(const double* M_host, int64_t m, double* L_host) {
+  using RowDouble = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::LLT<RowDouble> llt(Eigen::Map<const RowDouble>(M_host, m, m));
+  if (llt.info() != Eigen::Success) return false;
+  Eigen::Map<RowDouble>(L_host, m, m) = llt.matrixL().toDenseMatrix();
+  return true;
+}
 
 template <typename T>
 std::unique_ptr<LinearBackend<T>> make_linear_cpu_backend(const Context& ctx) {

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../../src/core/device_ops.hpp"
+#include "../backend_test_util.hpp"
 #include "../../../src/linear_model/logistic_backend.hpp"
 #include "test_util.hpp"
 
@@ -24,22 +24,12 @@ namespace gpuml {
 namespace {
 
 using test::cast_vector;
+using test::to_device;
+using test::to_host;
 using test::uniform_int;
 using test::uniform_real;
 
-template <typename U>
-Buffer to_device(Context& gpu, const std::vector<U>& host) {
-  Buffer buffer(gpu, std::max<std::size_t>(host.size() * sizeof(U), 1));
-  detail::copy_bytes(gpu, buffer.data(), gpu.device(), host.data(), Device{}, host.size() * sizeof(U));
-  return buffer;
-}
 
-template <typename U>
-std::vector<U> to_host(Context& gpu, const Buffer& buffer, std::size_t count) {
-  std::vector<U> host(count);
-  detail::copy_bytes(gpu, host.data(), Device{}, buffer.data(), gpu.device(), count * sizeof(U));
-  return host;
-}
 
 std::vector<double> normal_vector(std::mt19937_64& rng, std::size_t count, double sd) {
   std::normal_distribution<double> normal(0.0, sd);
