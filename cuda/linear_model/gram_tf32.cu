@@ -17,10 +17,11 @@
 //    shared memory, applying the shift and sqrt(w) and splitting on the way. Two buffers and one
 //    barrier per stage: while some warps still multiply one stage, others split the next into
 //    the other buffer; the rows after that are loaded into registers meanwhile.
-//  - 16 warps, each a 32 x 32 part of the tile (small, so that the registers leave room for 16
-//    warps: with 8 warps of 64 x 32, a third of the issue slots were used): per 8 rows, 2 x 4
-//    mma.sync m16n8k8 TF32 tiles, three products each, summed per 16 rows in fresh accumulators (the tensor cores' own
-//    additions truncate) and then added to the running sums in ordinary float32.
+//  - 16 warps, each a 32 x 32 part of the tile: per 8 rows, 2 x 4 mma.sync m16n8k8 TF32 tiles,
+//    three products each, summed per 16 rows in fresh accumulators (the tensor cores' own
+//    additions truncate) and then added to the running sums in ordinary float32. The kernel is
+//    issue-bound at about a third of the MMA peak (8 warps of 64 x 32 ran the same; see
+//    benchmarks/NOTES.md).
 //  - The extra columns E = [B | sqrt(w)] ride along on the CUDA cores: the blocks of diagonal
 //    tiles also sum v·E for their 128 columns (AᵀB, and the column sums Σ w (x − shift)), and
 //    Σ w.
@@ -48,7 +49,7 @@ constexpr int kLoaderRows = kThreads / kTile;  // 4: thread tid stages column ti
 constexpr int kExtras = 8;                 // extra columns: up to 7 targets, then sqrt(w)
 constexpr int kLoadsPerThread = kStageRows / kLoaderRows;
 // Rows per chunk: n / kMinChunks rounded up to whole stages, within [kMinChunkRows, kMaxChunkRows]
-// (a few thousand rows gave ~8 blocks at n = 4096, and a quarter of the speed).
+// (2048-row chunks left 6 blocks at n = 4096 x 256: the whole fit took 2.0 ms, now 1.4 ms).
 constexpr int64_t kMinChunks = 128;
 constexpr int64_t kMinChunkRows = 64;
 constexpr int64_t kMaxChunkRows = 2048;
