@@ -1,0 +1,114 @@
+#include "ensemble/binning.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "core/parallel.hpp"
+#include "core/random.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+// The thresholds of one feature from its sorted, finite sample values.
+void thresholds_of(const std::vector<double>& sorted, int max_bins, std::vector<double>& out) {
+  out.clear();
+  std::vector<double> distinct;
+  std::unique_copy(sorted.begin(), sorted.end(), std::back_inserter(distinct));
+  if (static_cast<int64_t>(distinct.size()) <= max_bins) {
+    for (std::size_t i = 0; i + 1 < distinct.size(); ++i) out.push_back(0.5 * (distinct[i] + distinct[i + 1]));
+    return;
+  }
+  // numpy's percentile(..., method="averaged_inverted_cdf") at p = k (100 / max_bins), with its
+  // arithmetic: index i = N p / 100 − 1; a whole i gives the average of the order statistics i and
+  // i + 1 (as b − (b − a) / 2), otherwise order statistic floor(i) + 1. Repeats are dropped.
+  const double count = static_cast<double>(sorted.size());
+  const double step = 100.0 / static_cast<double>(max_bins);
+  const auto at = [&](double index) {
+    const double clamped = std::min(std::max(index, 0.0), count - 1.0);
+    return sorted[static_cast<std::size_t>(clamped)];
+  };
+  for (int k = 1; k < max_bins; ++k) {
+    const double index = count * (static_cast<double>(k) * step / 100.0) - 1.0;
+    const double below = std::floor(index);
+    const double a = at(below), b = at(below + 1.0);
+    const double value = index == below ? b - (b - a) * 0.5 : b;
+    if (out.empty() || value > out.back()) out.push_back(value);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sample_rows, uint64_t seed, int threads) {
+  GPUML_EXPECT(max_bins >= 2 && max_bins <= 256, "max_bins must be in [2, 256], got " + std::to_string(max_bins));
+  GPUML_EXPECT(n >= 1 && d >= 1, "binning needs at least one sample and one feature");
+  std::vector<int64_t> rows;
+  if (n > sample_rows) {
+    Random random(seed);
+    rows = random.sample_without_replacement(n, sample_rows);
+    std::sort(rows.begin(), rows.end());  // the same rows in a cache-friendlier order; the set is what counts
+  } else {
+    rows.resize(static_cast<std::size_t>(n));
+    std::iota(rows.begin(), rows.end(), int64_t{0});
+  }
+  std::vector<std::vector<double>> per_feature(static_cast<std::size_t>(d));
+  std::atomic<bool> finite{true};
+#pragma omp parallel num_threads(threads_for(threads, static_cast<int64_t>(rows.size()) * d))
+  {
+    std::vector<double> column(rows.size());
+#pragma omp for schedule(dynamic)
+    for (int64_t j = 0; j < d; ++j) {
+      for (std::size_t r = 0; r < rows.size(); ++r) column[r] = static_cast<double>(X[rows[r] * d + j]);
+      if (!std::all_of(column.begin(), column.end(), [](double v) { return std::isfinite(v); })) {
+        finite = false;
+        continue;
+      }
+      std::sort(column.begin(), column.end());
+      thresholds_of(column, max_bins, per_feature[j]);
+    }
+  }
+  GPUML_EXPECT(finite, "X contains NaN or infinity");
+  FeatureBins bins;
+  bins.offsets.assign(1, 0);
+  for (const auto& t : per_feature) {
+    bins.values.insert(bins.values.end(), t.begin(), t.end());
+    bins.offsets.push_back(static_cast<int64_t>(bins.values.size()));
+  }
+  return bins;
+}
+
+template <typename T>
+void bin_rows(const T* X, int64_t n, int64_t d, const FeatureBins& bins, uint8_t* codes, int threads) {
+  GPUML_EXPECT(bins.n_features() == d, "binning: X has " + std::to_string(d) + " features, the bins " +
+                                           std::to_string(bins.n_features()));
+  std::atomic<bool> finite{true};
+  const RowBlocks blocks(n, threads_for(threads, n * d), 4096);
+#pragma omp parallel for num_threads(blocks.count()) schedule(static)
+  for (int b = 0; b < blocks.count(); ++b) {
+    bool ok = true;
+    for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+      for (int64_t j = 0; j < d; ++j) {
+        const double x = static_cast<double>(X[i * d + j]);
+        ok = ok && std::isfinite(x);
+        const double* first = bins.begin(j);
+        // The number of thresholds strictly below x: x <= threshold goes left.
+        codes[j * n + i] = static_cast<uint8_t>(std::lower_bound(first, first + bins.thresholds(j), x) - first);
+      }
+    }
+    if (!ok) finite = false;
+  }
+  GPUML_EXPECT(finite, "X contains NaN or infinity");
+}
+
+template FeatureBins find_bins<float>(const float*, int64_t, int64_t, int, int64_t, uint64_t, int);
+template FeatureBins find_bins<double>(const double*, int64_t, int64_t, int, int64_t, uint64_t, int);
+template void bin_rows<float>(const float*, int64_t, int64_t, const FeatureBins&, uint8_t*, int);
+template void bin_rows<double>(const double*, int64_t, int64_t, const FeatureBins&, uint8_t*, int);
+
+}  // namespace gpuml::detail

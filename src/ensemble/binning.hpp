@@ -1,0 +1,43 @@
+#pragma once
+// Feature binning for the histogram-based random forests (issue 5; the forests themselves come
+// next): per feature, at most max_bins − 1 ascending split thresholds found once from a sample of
+// the rows, and the bin code of every value.
+//
+// Thresholds follow scikit-learn 1.9's histogram binning (HistGradientBoosting's
+// _find_binning_thresholds, unweighted): with at most max_bins distinct values in the sample, the
+// midpoints between consecutive distinct values (so a tree on the codes can make every split an
+// exact tree could, at the same thresholds as scikit-learn's trees, which also split at
+// midpoints); otherwise the "averaged_inverted_cdf" percentiles at 100 k / max_bins,
+// k = 1 .. max_bins − 1, without repeats. A value x falls in bin b = the number
+// of thresholds strictly below x: x <= thresholds[b] goes to the left of threshold b, as
+// scikit-learn's trees send x <= threshold left.
+#include <cstdint>
+#include <vector>
+
+#include "gpuml/core/export.hpp"
+
+namespace gpuml::detail {
+
+struct FeatureBins {
+  std::vector<int64_t> offsets;  // feature j's thresholds are values[offsets[j], offsets[j + 1])
+  std::vector<double> values;
+
+  int64_t n_features() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  int64_t thresholds(int64_t j) const { return offsets[j + 1] - offsets[j]; }
+  int64_t bins(int64_t j) const { return thresholds(j) + 1; }
+  const double* begin(int64_t j) const { return values.data() + offsets[j]; }
+};
+
+// The thresholds of every feature of X (n x d, row-major), from all rows when n <= sample_rows,
+// else from sample_rows rows drawn without replacement with `seed`. max_bins in [2, 256]. NaN or
+// infinity in the sampled rows is an invalid_argument error (bin_rows checks the rest).
+// (GPUML_API: exported for tests/cpp/ensemble/binning_test.cpp only.)
+template <typename T>
+GPUML_API FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sample_rows, uint64_t seed, int threads);
+
+// codes[j * n + i] = the bin of X[i, j] (feature-major: a feature's codes are contiguous). NaN or
+// infinity is an invalid_argument error.
+template <typename T>
+GPUML_API void bin_rows(const T* X, int64_t n, int64_t d, const FeatureBins& bins, uint8_t* codes, int threads);
+
+}  // namespace gpuml::detail
