@@ -1,0 +1,97 @@
+#include "ensemble/split_finder.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+
+double node_impurity(Criterion criterion, const double* stats, int width) {
+  switch (criterion) {
+    case Criterion::gini:
+    case Criterion::entropy: {
+      double total = 0.0;
+      for (int c = 0; c < width; ++c) total += stats[c];
+      if (!(total > 0.0)) return 0.0;
+      return criterion == Criterion::gini ? gini_impurity(stats, width, total) : entropy_impurity(stats, width, total);
+    }
+    case Criterion::squared_error:
+      GPUML_EXPECT(width == 3, "squared_error needs W, S, Q statistics");
+      return stats[0] > 0.0 ? squared_error_impurity(stats[0], stats[1], stats[2]) : 0.0;
+  }
+  throw_error(ErrorCode::internal, "unknown split criterion");
+}
+
+namespace {
+
+double weight_of(Criterion criterion, const double* stats, int width) {
+  if (criterion == Criterion::squared_error) return stats[0];
+  double total = 0.0;
+  for (int c = 0; c < width; ++c) total += stats[c];
+  return total;
+}
+
+}  // namespace
+
+Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bool>* constant) {
+  Split best;
+  if (constant) constant->assign(static_cast<std::size_t>(h.n_features), true);
+  if (h.n_features == 0) return best;
+  const int width = h.width;
+  // The node's totals, from the first feature's bins (every feature holds the same rows).
+  std::vector<double> node(static_cast<std::size_t>(width), 0.0);
+  int64_t node_rows = 0;
+  for (int b = 0; b < h.bins[0]; ++b) {
+    for (int j = 0; j < width; ++j) node[j] += h.stats[static_cast<std::size_t>(b) * width + j];
+    node_rows += h.rows[b];
+  }
+  const double node_weight = weight_of(rules.criterion, node.data(), width);
+  best.impurity = node_impurity(rules.criterion, node.data(), width);
+  if (!(node_weight > 0.0)) return best;
+
+  std::vector<double> left(static_cast<std::size_t>(width)), right(static_cast<std::size_t>(width));
+  for (int64_t f = 0; f < h.n_features; ++f) {
+    const double* stats = h.stats.data() + static_cast<std::size_t>(f) * h.max_bins * width;
+    const int64_t* rows = h.rows.data() + static_cast<std::size_t>(f) * h.max_bins;
+    int occupied = 0;
+    for (int b = 0; b < h.bins[f]; ++b) occupied += rows[b] > 0;
+    if (occupied <= 1) continue;  // constant in this node
+    if (constant) (*constant)[f] = false;
+    std::fill(left.begin(), left.end(), 0.0);
+    int64_t left_rows = 0;
+    for (int b = 0; b + 1 < h.bins[f]; ++b) {
+      for (int j = 0; j < width; ++j) left[j] += stats[static_cast<std::size_t>(b) * width + j];
+      left_rows += rows[b];
+      // The same partition as the previous threshold (an empty bin): that one was scored.
+      if (rows[b] == 0) continue;
+      const int64_t right_rows = node_rows - left_rows;
+      if (left_rows < rules.min_samples_leaf || right_rows < rules.min_samples_leaf) continue;
+      if (right_rows == 0) break;
+      for (int j = 0; j < width; ++j) right[j] = node[j] - left[j];
+      const double left_weight = weight_of(rules.criterion, left.data(), width);
+      const double right_weight = weight_of(rules.criterion, right.data(), width);
+      if (left_weight < rules.min_weight_leaf || right_weight < rules.min_weight_leaf) continue;
+      if (!(left_weight > 0.0) || !(right_weight > 0.0)) continue;
+      const double left_impurity = node_impurity(rules.criterion, left.data(), width);
+      const double right_impurity = node_impurity(rules.criterion, right.data(), width);
+      const double improvement = impurity_improvement(rules.root_weight, node_weight, best.impurity, left_weight,
+                                                      left_impurity, right_weight, right_impurity);
+      if (!best.found || improvement > best.improvement) {
+        best.found = true;
+        best.feature = f;
+        best.bin = b;
+        best.improvement = improvement;
+        best.left_impurity = left_impurity;
+        best.right_impurity = right_impurity;
+        best.left_rows = left_rows;
+        best.right_rows = right_rows;
+        best.left_stats = left;
+        best.right_stats = right;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace gpuml::detail

@@ -1,0 +1,173 @@
+// The forests' split finder (src/ensemble/split_finder.hpp) against a brute-force search over the
+// raw rows: fresh random nodes (weighted rows, features with few levels so that every threshold
+// is a bin threshold), gini, entropy and squared error, with min_samples_leaf. The brute force
+// computes each candidate's impurities straight from the rows with its own formulas.
+//
+// The split finder is internal: this file reaches it through the src/ header (exported for it).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "../../../src/ensemble/split_finder.hpp"
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using detail::Criterion;
+using test::uniform_int;
+using test::uniform_real;
+
+struct Node {
+  int64_t n, d;
+  int k;                          // classes (classification) or 0 (regression)
+  std::vector<int> levels;        // n x d feature levels: bin = level
+  std::vector<int> bins;          // per feature
+  std::vector<int> label;         // classification
+  std::vector<double> y, w;
+};
+
+Node random_node(std::mt19937_64& rng, bool classification) {
+  Node node;
+  node.n = uniform_int(rng, 2, 300);
+  node.d = uniform_int(rng, 1, 6);
+  node.k = classification ? static_cast<int>(uniform_int(rng, 2, 5)) : 0;
+  for (int64_t j = 0; j < node.d; ++j) node.bins.push_back(static_cast<int>(uniform_int(rng, 1, 12)));
+  for (int64_t i = 0; i < node.n; ++i) {
+    for (int64_t j = 0; j < node.d; ++j) node.levels.push_back(static_cast<int>(uniform_int(rng, 0, node.bins[j] - 1)));
+    node.label.push_back(classification ? static_cast<int>(uniform_int(rng, 0, node.k - 1)) : 0);
+    node.y.push_back(uniform_real(rng, -3.0, 5.0));
+    // Integer weights, as bootstrap counts give, or real ones.
+    node.w.push_back(uniform_int(rng, 0, 1) ? static_cast<double>(uniform_int(rng, 1, 4)) : uniform_real(rng, 0.1, 2.0));
+  }
+  return node;
+}
+
+detail::NodeHistogram histogram_of(const Node& node) {
+  detail::NodeHistogram h;
+  h.n_features = node.d;
+  h.max_bins = *std::max_element(node.bins.begin(), node.bins.end());
+  h.width = node.k > 0 ? node.k : 3;
+  h.bins = node.bins;
+  h.stats.assign(static_cast<std::size_t>(node.d * h.max_bins * h.width), 0.0);
+  h.rows.assign(static_cast<std::size_t>(node.d * h.max_bins), 0);
+  for (int64_t i = 0; i < node.n; ++i)
+    for (int64_t j = 0; j < node.d; ++j) {
+      const int64_t cell = j * h.max_bins + node.levels[i * node.d + j];
+      ++h.rows[cell];
+      double* s = h.stats.data() + cell * h.width;
+      if (node.k > 0) {
+        s[node.label[i]] += node.w[i];
+      } else {
+        s[0] += node.w[i];
+        s[1] += node.w[i] * node.y[i];
+        s[2] += node.w[i] * node.y[i] * node.y[i];
+      }
+    }
+  return h;
+}
+
+// Impurity of a set of rows, from the rows.
+double impurity_of(const Node& node, const std::vector<int64_t>& rows, Criterion criterion, double& weight) {
+  weight = 0.0;
+  for (int64_t i : rows) weight += node.w[i];
+  if (criterion == Criterion::squared_error) {
+    double mean = 0.0;
+    for (int64_t i : rows) mean += node.w[i] * node.y[i];
+    mean /= weight;
+    double v = 0.0;
+    for (int64_t i : rows) v += node.w[i] * (node.y[i] - mean) * (node.y[i] - mean);
+    return v / weight;
+  }
+  std::map<int, double> per_class;
+  for (int64_t i : rows) per_class[node.label[i]] += node.w[i];
+  double impurity = criterion == Criterion::gini ? 1.0 : 0.0;
+  for (const auto& [c, wc] : per_class) {
+    const double p = wc / weight;
+    impurity += criterion == Criterion::gini ? -p * p : -p * std::log(p) / std::log(2.0);
+  }
+  return impurity;
+}
+
+TEST(SplitFinder, MatchesABruteForceSearch) {
+  GPUML_FRESH_RNG(rng);
+  for (int rep = 0; rep < 300; ++rep) {
+    const Criterion criterion = std::vector<Criterion>{Criterion::gini, Criterion::entropy, Criterion::squared_error}[rep % 3];
+    const Node node = random_node(rng, criterion != Criterion::squared_error);
+    detail::SplitRules rules;
+    rules.criterion = criterion;
+    rules.min_samples_leaf = uniform_int(rng, 1, 5);
+    rules.root_weight = uniform_real(rng, 1.0, 3.0) * 1000.0;
+    std::vector<bool> constant;
+    const detail::Split got = detail::best_split(histogram_of(node), rules, &constant);
+
+    std::vector<int64_t> all(node.n);
+    for (int64_t i = 0; i < node.n; ++i) all[i] = i;
+    double node_weight = 0.0;
+    const double node_imp = impurity_of(node, all, criterion, node_weight);
+    bool found = false;
+    double best = 0.0;
+    for (int64_t j = 0; j < node.d; ++j) {
+      std::vector<int> present;
+      for (int64_t i = 0; i < node.n; ++i) present.push_back(node.levels[i * node.d + j]);
+      std::sort(present.begin(), present.end());
+      present.erase(std::unique(present.begin(), present.end()), present.end());
+      EXPECT_EQ(constant[j], present.size() <= 1) << "feature " << j;
+      for (std::size_t t = 0; t + 1 < present.size(); ++t) {  // thresholds between levels present
+        std::vector<int64_t> left, right;
+        for (int64_t i = 0; i < node.n; ++i) (node.levels[i * node.d + j] <= present[t] ? left : right).push_back(i);
+        if (static_cast<int64_t>(left.size()) < rules.min_samples_leaf || static_cast<int64_t>(right.size()) < rules.min_samples_leaf)
+          continue;
+        double wl = 0.0, wr = 0.0;
+        const double il = impurity_of(node, left, criterion, wl), ir = impurity_of(node, right, criterion, wr);
+        const double improvement = node_weight / rules.root_weight * (node_imp - wl / node_weight * il - wr / node_weight * ir);
+        if (!found || improvement > best) best = improvement;
+        found = true;
+      }
+    }
+    SCOPED_TRACE("rep " + std::to_string(rep));
+    ASSERT_EQ(got.found, found);
+    if (!found) continue;
+    // Same maximum (the formulas differ in rounding: sums of stats vs sums over rows).
+    EXPECT_NEAR(got.improvement, best, 1e-9 * (std::abs(best) + node_imp));
+    EXPECT_NEAR(got.impurity, node_imp, 1e-12 * (1.0 + node_imp));
+    EXPECT_GE(got.left_rows, rules.min_samples_leaf);
+    EXPECT_GE(got.right_rows, rules.min_samples_leaf);
+    EXPECT_EQ(got.left_rows + got.right_rows, node.n);
+    // The chosen threshold's rows really are its left side.
+    int64_t left_rows = 0;
+    for (int64_t i = 0; i < node.n; ++i) left_rows += node.levels[i * node.d + got.feature] <= got.bin;
+    EXPECT_EQ(left_rows, got.left_rows);
+  }
+}
+
+TEST(SplitFinder, PureOrTinyNodesDoNotSplit) {
+  detail::NodeHistogram h;
+  h.n_features = 1;
+  h.max_bins = 2;
+  h.width = 2;
+  h.bins = {2};
+  h.stats = {3.0, 0.0, 0.0, 0.0};  // every row in bin 0: constant feature
+  h.rows = {3, 0};
+  std::vector<bool> constant;
+  EXPECT_FALSE(detail::best_split(h, {}, &constant).found);
+  EXPECT_TRUE(constant[0]);
+  h.stats = {1.0, 0.0, 0.0, 1.0};  // two rows, one per bin; min_samples_leaf 2 forbids the split
+  h.rows = {1, 1};
+  detail::SplitRules rules;
+  rules.min_samples_leaf = 2;
+  EXPECT_FALSE(detail::best_split(h, rules, &constant).found);
+  rules.min_samples_leaf = 1;
+  const detail::Split s = detail::best_split(h, rules);
+  ASSERT_TRUE(s.found);
+  EXPECT_DOUBLE_EQ(s.impurity, 0.5);  // gini of (1, 1)
+  EXPECT_DOUBLE_EQ(s.left_impurity, 0.0);
+  EXPECT_DOUBLE_EQ(s.right_impurity, 0.0);
+}
+
+}  // namespace
+}  // namespace gpuml
