@@ -78,9 +78,14 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
       const double improvement = impurity_improvement(rules.root_weight, node_weight, best.impurity, left_weight,
                                                       left_impurity, right_weight, right_impurity);
       if (!best.found || improvement > best.improvement) {
+        // The same rows go left for any threshold from b up to the next occupied bin b': as
+        // scikit-learn cuts halfway between a node's neighbouring values, cut halfway between
+        // the two bins, (b + b') / 2 (unseen values in between split evenly).
+        int next = b + 1;
+        while (rows[next] == 0) ++next;  // exists: right_rows > 0
         best.found = true;
         best.feature = f;
-        best.bin = b;
+        best.bin = (b + next) / 2;
         best.improvement = improvement;
         best.left_impurity = left_impurity;
         best.right_impurity = right_impurity;

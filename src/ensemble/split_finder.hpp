@@ -34,7 +34,8 @@ struct SplitRules {
 struct Split {
   bool found = false;
   int64_t feature = -1;      // index into the node's feature list
-  int bin = -1;              // threshold index: bins <= bin go left
+  int bin = -1;              // threshold index: bins <= bin go left (halfway between the node's
+                             // occupied bins on either side of the cut)
   double improvement = 0.0;  // impurity_improvement (criteria.hpp)
   double impurity = 0.0;     // the node's
   double left_impurity = 0.0, right_impurity = 0.0;

@@ -62,6 +62,16 @@ std::string datasets_dir();
                std::to_string(name##_seed) + ")");                                       \
   std::mt19937_64 name(name##_seed)
 
+// In a test body: declares `gpuml::test::Table name`, the bundled data set `relative` (a path
+// under datasets_dir()), or skips the test when it cannot be read.
+#define GPUML_DATASET_OR_SKIP(name, relative)                                              \
+  ::gpuml::test::Table name;                                                               \
+  try {                                                                                    \
+    name = ::gpuml::test::read_csv(::gpuml::test::datasets_dir() + "/" + (relative));      \
+  } catch (const std::exception& gpuml_dataset_error_) {                                   \
+    GTEST_SKIP() << "data set not available: " << gpuml_dataset_error_.what();             \
+  }
+
 // In a test body: declares `gpuml::Context name` on CUDA device 0, or skips the test when no
 // device is present (fails instead when GPUML_REQUIRE_CUDA=1). A macro because GTEST_SKIP and
 // FAIL return from the function they are written in.

@@ -318,13 +318,7 @@ TEST(KMeansCpu, Float32MatchesReference) {
 }
 
 TEST(KMeansCpu, SteelPlatesMatchesReference) {
-  const std::string path = test::datasets_dir() + "/steel-plates-faults/steel_plates_faults.csv";
-  test::Table table;
-  try {
-    table = test::read_csv(path);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "data set not available: " << e.what();
-  }
+  GPUML_DATASET_OR_SKIP(table, "steel-plates-faults/steel_plates_faults.csv");
   GPUML_FRESH_RNG(rng);
   // The 27 measurements (the last 7 columns are the one-hot fault labels), standardized.
   const int64_t n = table.rows, d = static_cast<int64_t>(table.columns.size()) - 7;

@@ -1,0 +1,148 @@
+#include "ensemble/tree_builder.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <numeric>
+#include <string>
+
+#include "core/random.hpp"
+#include "ensemble/split_finder.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+struct Pending {
+  int32_t node;
+  int64_t begin, end;  // the node's rows: rows[begin, end)
+  int64_t depth;
+  uint64_t seed;
+};
+
+int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows) {
+  tree.feature.push_back(-1);
+  tree.bin.push_back(-1);
+  tree.left.push_back(-1);
+  tree.right.push_back(-1);
+  tree.threshold.push_back(0.0);
+  tree.stats.insert(tree.stats.end(), stats, stats + width);
+  tree.impurity.push_back(impurity);
+  tree.rows.push_back(rows);
+  tree.improvement.push_back(0.0);
+  return static_cast<int32_t>(tree.feature.size() - 1);
+}
+
+}  // namespace
+
+Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins, const double* row_stats,
+               std::vector<int32_t> rows, const TreeRules& rules, uint64_t seed) {
+  GPUML_EXPECT(rules.max_features >= 1 && rules.max_features <= d, "max_features must be in [1, n_features]");
+  const int width = rules.width;
+  Tree tree;
+  std::vector<double> root(static_cast<std::size_t>(width), 0.0);
+  for (int32_t r : rows)
+    for (int j = 0; j < width; ++j) root[j] += row_stats[static_cast<int64_t>(r) * width + j];
+  const double root_weight = rules.criterion == Criterion::squared_error ? root[0] : std::accumulate(root.begin(), root.end(), 0.0);
+  new_node(tree, width, root.data(), node_impurity(rules.criterion, root.data(), width), static_cast<int64_t>(rows.size()));
+
+  int max_bins = 1;
+  for (int64_t f = 0; f < d; ++f) max_bins = std::max<int>(max_bins, static_cast<int>(bins.bins(f)));
+  SplitRules split_rules;
+  split_rules.criterion = rules.criterion;
+  split_rules.min_samples_leaf = rules.min_samples_leaf;
+  split_rules.root_weight = root_weight;
+
+  std::vector<Pending> stack{{0, 0, static_cast<int64_t>(rows.size()), 0, seed}};
+  std::vector<int64_t> order(static_cast<std::size_t>(d));
+  std::vector<int32_t> scratch(rows.size());
+  NodeHistogram h;
+  h.max_bins = max_bins;
+  h.width = width;
+  while (!stack.empty()) {
+    const Pending p = stack.back();
+    stack.pop_back();
+    const int64_t count = p.end - p.begin;
+    const bool leaf = (rules.max_depth >= 0 && p.depth >= rules.max_depth) || count < rules.min_samples_split ||
+                      count < 2 * rules.min_samples_leaf || tree.impurity[p.node] <= DBL_EPSILON;
+    if (leaf) continue;
+
+    // Features in a random order (from the node's seed), histogram by histogram, until
+    // max_features of them are not constant here or none are left (scikit-learn's rule).
+    Random random(p.seed);
+    std::iota(order.begin(), order.end(), int64_t{0});
+    h.n_features = 0;
+    h.bins.clear();
+    h.stats.clear();
+    h.rows.clear();
+    std::vector<int64_t> drawn;
+    int64_t informative = 0;
+    for (int64_t i = 0; i < d && informative < rules.max_features; ++i) {
+      std::swap(order[i], order[i + static_cast<int64_t>(random.below(static_cast<uint64_t>(d - i)))]);
+      const int64_t f = order[i];
+      h.bins.push_back(static_cast<int>(bins.bins(f)));
+      h.stats.resize(h.stats.size() + static_cast<std::size_t>(max_bins) * width, 0.0);
+      h.rows.resize(h.rows.size() + static_cast<std::size_t>(max_bins), 0);
+      double* stats = h.stats.data() + static_cast<std::size_t>(h.n_features) * max_bins * width;
+      int64_t* counts = h.rows.data() + static_cast<std::size_t>(h.n_features) * max_bins;
+      const uint8_t* column = codes + f * n;
+      for (int64_t k = p.begin; k < p.end; ++k) {
+        const int32_t r = rows[k];
+        const int b = column[r];
+        ++counts[b];
+        for (int j = 0; j < width; ++j) stats[b * width + j] += row_stats[static_cast<int64_t>(r) * width + j];
+      }
+      int occupied = 0;
+      for (int b = 0; b < h.bins.back(); ++b) occupied += counts[b] > 0;
+      informative += occupied > 1;
+      drawn.push_back(f);
+      ++h.n_features;
+    }
+    const Split split = best_split(h, split_rules);
+    if (!split.found || split.improvement + DBL_EPSILON < rules.min_impurity_decrease) continue;
+
+    // Stable partition of the node's rows: bins <= split.bin go left.
+    const int64_t f = drawn[split.feature];
+    const uint8_t* column = codes + f * n;
+    int64_t left_end = p.begin, right_fill = 0;
+    for (int64_t k = p.begin; k < p.end; ++k) {
+      const int32_t r = rows[k];
+      if (column[r] <= split.bin) rows[left_end++] = r;
+      else scratch[right_fill++] = r;
+    }
+    std::copy(scratch.begin(), scratch.begin() + right_fill, rows.begin() + left_end);
+
+    const int32_t left = new_node(tree, width, split.left_stats.data(), split.left_impurity, split.left_rows);
+    const int32_t right = new_node(tree, width, split.right_stats.data(), split.right_impurity, split.right_rows);
+    tree.feature[p.node] = static_cast<int32_t>(f);
+    tree.bin[p.node] = split.bin;
+    tree.threshold[p.node] = bins.begin(f)[split.bin];
+    tree.left[p.node] = left;
+    tree.right[p.node] = right;
+    tree.improvement[p.node] = split.improvement;
+    stack.push_back({right, left_end, p.end, p.depth + 1, mix(p.seed ^ 0x2)});
+    stack.push_back({left, p.begin, left_end, p.depth + 1, mix(p.seed ^ 0x1)});
+  }
+  return tree;
+}
+
+template <typename T>
+void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, int32_t* leaves) {
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t node = 0;
+    while (tree.feature[node] >= 0)
+      node = static_cast<double>(X[i * d + tree.feature[node]]) <= tree.threshold[node] ? tree.left[node] : tree.right[node];
+    leaves[i] = node;
+  }
+}
+
+template void tree_leaves<float>(const Tree&, const float*, int64_t, int64_t, int32_t*);
+template void tree_leaves<double>(const Tree&, const double*, int64_t, int64_t, int32_t*);
+
+}  // namespace gpuml::detail

@@ -1,0 +1,79 @@
+#pragma once
+// One histogram tree on binned rows, and a forest of them: the host reference of the random
+// forests (docs/random_forest.md), in scikit-learn's semantics. It is the CPU backend's core and
+// the reference the CUDA primitives will be checked against; the public estimators come next.
+#include <cstdint>
+#include <vector>
+
+#include "binning.hpp"
+#include "criteria.hpp"
+#include "gpuml/core/export.hpp"
+
+namespace gpuml::detail {
+
+struct TreeRules {
+  Criterion criterion = Criterion::gini;
+  int width = 2;                  // statistics per row: k class weights, or W, S, Q (regression)
+  int64_t max_depth = -1;         // < 0: none
+  int64_t min_samples_split = 2;  // rows
+  int64_t min_samples_leaf = 1;   // rows
+  double min_impurity_decrease = 0.0;
+  int64_t max_features = 1;       // features drawn per node (more when the drawn ones are constant)
+};
+
+// Flat node arrays; node 0 is the root. A leaf has feature −1.
+struct Tree {
+  std::vector<int32_t> feature, bin, left, right;
+  std::vector<double> threshold;    // the bin's upper threshold: x <= threshold goes left
+  std::vector<double> stats;        // nodes x width: the node's summed row statistics
+  std::vector<double> impurity;
+  std::vector<int64_t> rows;        // n_node_samples
+  std::vector<double> improvement;  // impurity_improvement of each split (0 at leaves)
+  int64_t node_count() const { return static_cast<int64_t>(feature.size()); }
+};
+
+// Grows a tree over `rows` (the in-bag row ids, each with nonzero weight) of the feature-major
+// codes (d x n) from the rows' statistics row_stats (n x width: w times the one-hot label, or
+// w, w y, w y²). Feature draws come from `seed` and each node's position, not from the order in
+// which nodes are grown.
+GPUML_API Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins, const double* row_stats,
+                         std::vector<int32_t> rows, const TreeRules& rules, uint64_t seed);
+
+// The leaf of each of X's rows (n x d, row-major) in `tree`.
+template <typename T>
+GPUML_API void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, int32_t* leaves);
+
+}  // namespace gpuml::detail
+
+namespace gpuml::detail {
+
+// A forest of such trees with scikit-learn's bootstrap: per tree, n draws with replacement (from
+// a seed derived from `seed` and the tree's index) whose counts multiply the sample weights.
+struct ForestRules {
+  TreeRules tree;
+  int64_t n_estimators = 100;
+  bool bootstrap = true;
+  int max_bins = 256;
+  uint64_t seed = 0;
+  int threads = 1;
+};
+
+struct Forest {
+  FeatureBins bins;
+  std::vector<Tree> trees;
+  int width = 0;
+  bool classification = true;
+};
+
+// Classification: labels in [0, k) with k = rules.tree.width; regression: y (labels null). Weights
+// may be null (ones).
+template <typename T>
+GPUML_API Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const T* sample_weight,
+                            const ForestRules& rules);
+
+// out: n x k class probabilities (the mean over trees of each leaf's class distribution), or n
+// means of the leaves' values (regression).
+template <typename T>
+GPUML_API void forest_predict(const Forest& forest, const T* X, int64_t n, int64_t d, double* out, int threads);
+
+}  // namespace gpuml::detail

@@ -1,0 +1,170 @@
+// The host reference forest (src/ensemble/tree_builder.hpp): scikit-learn's quality bar on the
+// steel plates (shuffled stratified 5-fold CV), a regression, determinism across thread counts,
+// and a full-depth tree that fits its training rows.
+//
+// The forest is internal: this file reaches it through the src/ header (exported for it).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "../../../src/ensemble/tree_builder.hpp"
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using test::uniform_int;
+using test::uniform_real;
+
+// Stratified folds with the rows shuffled (scikit-learn's StratifiedKFold(shuffle=True) in
+// spirit; its exact folds need numpy's generator, so the Python tests use those): each class's
+// rows in a random order, dealt round-robin over the folds, continuing from class to class.
+std::vector<int> stratified_folds(const std::vector<int32_t>& y, int splits, std::mt19937_64& rng) {
+  std::map<int32_t, std::vector<int64_t>> by_class;
+  for (int64_t i = 0; i < static_cast<int64_t>(y.size()); ++i) by_class[y[i]].push_back(i);
+  std::vector<int> fold(y.size());
+  int next = 0;
+  for (auto& [label, rows] : by_class) {
+    std::shuffle(rows.begin(), rows.end(), rng);
+    for (int64_t i : rows) fold[i] = next++ % splits;
+  }
+  return fold;
+}
+
+TEST(ForestReference, SteelPlatesAccuracyMatchesScikitLearn) {
+  GPUML_DATASET_OR_SKIP(table, "steel-plates-faults/steel_plates_faults.csv");
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = table.rows, cols = static_cast<int64_t>(table.columns.size()), d = cols - 7;
+  std::vector<double> X(n * d);
+  std::vector<int32_t> y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) X[i * d + j] = table.values[i * cols + j];
+    const double* onehot = table.values.data() + i * cols + d;
+    y[i] = static_cast<int32_t>(std::max_element(onehot, onehot + 7) - onehot);
+  }
+  // Three repetitions (each its own shuffle and forest seed), averaged: one repetition's mean
+  // accuracy varies by about +-0.5 point with the shuffle and the seed.
+  constexpr int kRepeats = 3;
+  double accuracy = 0.0;
+  for (int repeat = 0; repeat < kRepeats; ++repeat) {
+    const std::vector<int> fold = stratified_folds(y, 5, rng);
+    detail::ForestRules rules;  // scikit-learn's defaults: 100 trees, gini, sqrt(27) = 5 features
+    rules.tree.width = 7;
+    rules.tree.max_features = 5;
+    rules.threads = 2;
+    rules.seed = rng();
+    for (int f = 0; f < 5; ++f) {
+      std::vector<double> Xtr, Xte;
+      std::vector<int32_t> ytr, yte;
+      for (int64_t i = 0; i < n; ++i) {
+        auto& Xs = fold[i] == f ? Xte : Xtr;
+        Xs.insert(Xs.end(), X.begin() + i * d, X.begin() + (i + 1) * d);
+        (fold[i] == f ? yte : ytr).push_back(y[i]);
+      }
+      const int64_t ntr = static_cast<int64_t>(ytr.size()), nte = static_cast<int64_t>(yte.size());
+      const detail::Forest forest = detail::fit_forest<double>(Xtr.data(), ntr, d, ytr.data(), nullptr, nullptr, rules);
+      std::vector<double> proba(nte * 7);
+      detail::forest_predict(forest, Xte.data(), nte, d, proba.data(), 2);
+      int64_t right = 0;
+      for (int64_t i = 0; i < nte; ++i)
+        right += std::max_element(proba.begin() + i * 7, proba.begin() + (i + 1) * 7) - (proba.begin() + i * 7) == yte[i];
+      accuracy += static_cast<double>(right) / nte / (5.0 * kRepeats);
+    }
+  }
+  // The bar is scikit-learn's 0.7805 (RandomForestClassifier(random_state=0),
+  // StratifiedKFold(5, shuffle=True, random_state=0)) minus 0.5 point, on scikit-learn's folds:
+  // the Python tests will check it on those folds. Here the folds are our own shuffles, so the bar
+  // allows for their spread. Measured, one repetition:
+  //   - this forest, 20 runs: 0.769-0.788, mean 0.781;
+  //   - scikit-learn over random_state 0-5 (forest and folds): 0.776-0.787, mean 0.783;
+  //   - scikit-learn on codes binned by its own 256-bin mapper: mean 0.781;
+  //   - without shuffling (the file is sorted by class): scikit-learn 0.6105, this forest ~0.61.
+  EXPECT_GE(accuracy, 0.770) << "mean 5-fold accuracy over " << kRepeats << " repetitions";
+  RecordProperty("steel_plates_cv_accuracy", std::to_string(accuracy));
+}
+
+TEST(ForestReference, RegressionFollowsASmoothTarget) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 4000, d = 4;
+  std::normal_distribution<double> noise(0.0, 0.1);
+  auto make = [&](int64_t rows, std::vector<float>& X, std::vector<float>& y) {
+    for (int64_t i = 0; i < rows; ++i) {
+      double x[d];
+      for (int64_t j = 0; j < d; ++j) X.push_back(static_cast<float>(x[j] = uniform_real(rng, -2.0, 2.0)));
+      y.push_back(static_cast<float>(3.0 * std::sin(x[0]) + x[1] * x[1] + noise(rng)));
+    }
+  };
+  std::vector<float> X, y, Xt, yt;
+  make(n, X, y);
+  make(1000, Xt, yt);
+  detail::ForestRules rules;  // the regressor's defaults: 100 trees, all features
+  rules.tree.criterion = detail::Criterion::squared_error;
+  rules.tree.width = 3;
+  rules.tree.max_features = d;
+  rules.threads = 2;
+  rules.seed = rng();
+  const detail::Forest forest = detail::fit_forest<float>(X.data(), n, d, nullptr, y.data(), nullptr, rules);
+  std::vector<double> pred(1000);
+  detail::forest_predict(forest, Xt.data(), 1000, d, pred.data(), 2);
+  double mean = std::accumulate(yt.begin(), yt.end(), 0.0) / 1000.0, ss_res = 0.0, ss_tot = 0.0;
+  for (int i = 0; i < 1000; ++i) ss_res += (yt[i] - pred[i]) * (yt[i] - pred[i]), ss_tot += (yt[i] - mean) * (yt[i] - mean);
+  // Noise variance 0.01 against a target variance of ~5: a forest gets R² well above 0.95.
+  EXPECT_GT(1.0 - ss_res / ss_tot, 0.95);
+}
+
+TEST(ForestReference, SameSeedSameForestOnAnyThreadCount) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 200, 2000), d = uniform_int(rng, 2, 10);
+  std::vector<double> X(n * d);
+  std::vector<int32_t> y(n);
+  for (auto& v : X) v = uniform_real(rng, -1.0, 1.0);
+  for (int64_t i = 0; i < n; ++i) y[i] = X[i * d] + 0.3 * uniform_real(rng, -1.0, 1.0) > 0 ? 1 : 0;
+  detail::ForestRules rules;
+  rules.n_estimators = 20;
+  rules.tree.max_features = std::max<int64_t>(1, static_cast<int64_t>(std::sqrt(static_cast<double>(d))));
+  rules.seed = rng();
+  rules.threads = 1;
+  const detail::Forest a = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, nullptr, rules);
+  rules.threads = 2;
+  const detail::Forest b = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, nullptr, rules);
+  ASSERT_EQ(a.trees.size(), b.trees.size());
+  for (std::size_t t = 0; t < a.trees.size(); ++t) {
+    EXPECT_EQ(a.trees[t].feature, b.trees[t].feature);
+    EXPECT_EQ(a.trees[t].threshold, b.trees[t].threshold);
+    EXPECT_EQ(a.trees[t].stats, b.trees[t].stats);
+  }
+  rules.seed += 1;
+  const detail::Forest c = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, nullptr, rules);
+  EXPECT_NE(a.trees[0].threshold, c.trees[0].threshold);  // another seed, another forest
+}
+
+TEST(ForestReference, AFullTreeFitsItsTrainingRows) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 50, 200), d = 3;
+  std::vector<double> X(n * d);
+  std::vector<int32_t> y(n);
+  for (auto& v : X) v = static_cast<double>(uniform_int(rng, 0, 1000));  // distinct rows (almost surely)
+  for (auto& v : y) v = static_cast<int32_t>(uniform_int(rng, 0, 2));   // labels unrelated to X
+  detail::ForestRules rules;
+  rules.n_estimators = 1;
+  rules.bootstrap = false;
+  rules.tree.width = 3;
+  rules.tree.max_features = d;
+  rules.seed = rng();
+  const detail::Forest forest = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, nullptr, rules);
+  std::vector<double> proba(n * 3);
+  detail::forest_predict(forest, X.data(), n, d, proba.data(), 1);
+  // n <= 200 rows: every value of a feature is its own bin, so pure leaves are reachable.
+  for (int64_t i = 0; i < n; ++i) EXPECT_DOUBLE_EQ(proba[i * 3 + y[i]], 1.0) << "row " << i;
+  const detail::Tree& tree = forest.trees[0];
+  for (int64_t node = 0; node < tree.node_count(); ++node)
+    if (tree.feature[node] < 0) EXPECT_LE(tree.impurity[node], 1e-12);
+}
+
+}  // namespace
+}  // namespace gpuml
