@@ -83,9 +83,10 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
         // the two bins, (b + b') / 2 (unseen values in between split evenly).
         int next = b + 1;
         while (rows[next] == 0) ++next;  // exists: right_rows > 0
+        const int* ids = h.bin_ids.empty() ? nullptr : h.bin_ids.data() + static_cast<std::size_t>(f) * h.max_bins;
         best.found = true;
         best.feature = f;
-        best.bin = (b + next) / 2;
+        best.bin = ids ? (ids[b] + ids[next]) / 2 : (b + next) / 2;
         best.improvement = improvement;
         best.left_impurity = left_impurity;
         best.right_impurity = right_impurity;

@@ -22,6 +22,9 @@ struct NodeHistogram {
   std::vector<int> bins;
   std::vector<double> stats;
   std::vector<int64_t> rows;
+  // Empty, or compact histograms: entry (i, b) is bin bin_ids[i * max_bins + b] of feature i
+  // (ascending; a node with fewer rows than bins keeps only its occupied ones).
+  std::vector<int> bin_ids;
 };
 
 struct SplitRules {

@@ -62,6 +62,8 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   std::vector<Pending> stack{{0, 0, static_cast<int64_t>(rows.size()), 0, seed}};
   std::vector<int64_t> order(static_cast<std::size_t>(d));
   std::vector<int32_t> scratch(rows.size());
+  std::vector<double> node_stats;
+  std::vector<int64_t> keyed;  // (code << 32) | row position, for compact histograms
   NodeHistogram h;
   h.max_bins = max_bins;
   h.width = width;
@@ -77,29 +79,58 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
     // max_features of them are not constant here or none are left (scikit-learn's rule).
     Random random(p.seed);
     std::iota(order.begin(), order.end(), int64_t{0});
+    // Nodes with fewer rows than bins keep only their occupied bins (sorted codes), so that their
+    // cost follows their rows, not 256 bins per feature; the sums come out in the same order
+    // either way (rows ascending within a bin), so both give the same tree.
+    const bool compact = count < max_bins;
+    const int stride = compact ? static_cast<int>(count) : max_bins;
+    h.max_bins = stride;
     h.n_features = 0;
     h.bins.clear();
     h.stats.clear();
     h.rows.clear();
+    h.bin_ids.clear();
+    // The node's row statistics gathered in row order once: each feature's pass then reads them
+    // sequentially (only the one-byte codes are gathered per feature).
+    node_stats.resize(static_cast<std::size_t>(count * width));
+    for (int64_t k = p.begin; k < p.end; ++k)
+      std::copy_n(row_stats + static_cast<int64_t>(rows[k]) * width, width, node_stats.data() + (k - p.begin) * width);
     std::vector<int64_t> drawn;
     int64_t informative = 0;
     for (int64_t i = 0; i < d && informative < rules.max_features; ++i) {
       std::swap(order[i], order[i + static_cast<int64_t>(random.below(static_cast<uint64_t>(d - i)))]);
       const int64_t f = order[i];
-      h.bins.push_back(static_cast<int>(bins.bins(f)));
-      h.stats.resize(h.stats.size() + static_cast<std::size_t>(max_bins) * width, 0.0);
-      h.rows.resize(h.rows.size() + static_cast<std::size_t>(max_bins), 0);
-      double* stats = h.stats.data() + static_cast<std::size_t>(h.n_features) * max_bins * width;
-      int64_t* counts = h.rows.data() + static_cast<std::size_t>(h.n_features) * max_bins;
+      h.stats.resize(h.stats.size() + static_cast<std::size_t>(stride) * width, 0.0);
+      h.rows.resize(h.rows.size() + static_cast<std::size_t>(stride), 0);
+      double* stats = h.stats.data() + static_cast<std::size_t>(h.n_features) * stride * width;
+      int64_t* counts = h.rows.data() + static_cast<std::size_t>(h.n_features) * stride;
       const uint8_t* column = codes + f * n;
-      for (int64_t k = p.begin; k < p.end; ++k) {
-        const int32_t r = rows[k];
-        const int b = column[r];
-        ++counts[b];
-        for (int j = 0; j < width; ++j) stats[b * width + j] += row_stats[static_cast<int64_t>(r) * width + j];
-      }
       int occupied = 0;
-      for (int b = 0; b < h.bins.back(); ++b) occupied += counts[b] > 0;
+      if (compact) {
+        keyed.resize(static_cast<std::size_t>(count));
+        for (int64_t k = 0; k < count; ++k) keyed[k] = (static_cast<int64_t>(column[rows[p.begin + k]]) << 32) | k;
+        std::sort(keyed.begin(), keyed.end());  // by code, then row position
+        h.bin_ids.resize(h.bin_ids.size() + static_cast<std::size_t>(stride), 0);
+        int* ids = h.bin_ids.data() + static_cast<std::size_t>(h.n_features) * stride;
+        for (int64_t q = 0; q < count; ++q) {
+          const int code = static_cast<int>(keyed[q] >> 32);
+          const int64_t k = keyed[q] & 0xffffffff;
+          if (occupied == 0 || ids[occupied - 1] != code) ids[occupied++] = code;
+          ++counts[occupied - 1];
+          const double* s = node_stats.data() + k * width;
+          for (int j = 0; j < width; ++j) stats[(occupied - 1) * width + j] += s[j];
+        }
+        h.bins.push_back(occupied);
+      } else {
+        for (int64_t k = p.begin; k < p.end; ++k) {
+          const int b = column[rows[k]];
+          ++counts[b];
+          const double* s = node_stats.data() + (k - p.begin) * width;
+          for (int j = 0; j < width; ++j) stats[b * width + j] += s[j];
+        }
+        h.bins.push_back(static_cast<int>(bins.bins(f)));
+        for (int b = 0; b < h.bins.back(); ++b) occupied += counts[b] > 0;
+      }
       informative += occupied > 1;
       drawn.push_back(f);
       ++h.n_features;
