@@ -19,6 +19,98 @@ uint64_t tree_seed(uint64_t seed, int64_t tree) {  // splitmix64 of (seed, tree)
   return x ^ (x >> 31);
 }
 
+// A tree's bootstrap: n draws with replacement from the tree's seed, as counts (all ones without
+// bootstrap).
+std::vector<int32_t> bootstrap_counts(uint64_t seed, int64_t n, bool bootstrap) {
+  std::vector<int32_t> counts(static_cast<std::size_t>(n), bootstrap ? 0 : 1);
+  if (bootstrap) {
+    Random random(seed);
+    for (int64_t draw = 0; draw < n; ++draw) ++counts[random.below(static_cast<uint64_t>(n))];
+  }
+  return counts;
+}
+
+// One tree's prediction for a row: its leaf's class distribution (normalized) or value, added
+// into out (k values, or 1).
+void add_leaf(const Forest& forest, const Tree& tree, int32_t leaf, double scale, double* out) {
+  const double* s = tree.stats.data() + static_cast<int64_t>(leaf) * forest.width;
+  if (forest.classification) {
+    double total = 0.0;
+    for (int c = 0; c < forest.width; ++c) total += s[c];
+    for (int c = 0; c < forest.width; ++c) out[c] += scale * s[c] / total;
+  } else {
+    out[0] += scale * s[1] / s[0];
+  }
+}
+
+void compute_importances(Forest& forest, int64_t d) {
+  forest.feature_importances.assign(static_cast<std::size_t>(d), 0.0);
+  int64_t used = 0;
+  std::vector<double> per_tree(static_cast<std::size_t>(d));
+  for (const Tree& tree : forest.trees) {
+    if (tree.node_count() <= 1) continue;
+    std::fill(per_tree.begin(), per_tree.end(), 0.0);
+    for (int64_t node = 0; node < tree.node_count(); ++node)
+      if (tree.feature[node] >= 0) per_tree[tree.feature[node]] += tree.improvement[node];
+    double total = 0.0;
+    for (double v : per_tree) total += v;
+    if (total > 0.0)
+      for (int64_t f = 0; f < d; ++f) forest.feature_importances[f] += per_tree[f] / total;
+    ++used;  // scikit-learn averages over every tree with a split, even one of zero improvement
+  }
+  double total = 0.0;
+  for (double& v : forest.feature_importances) total += (v /= std::max<int64_t>(used, 1));
+  if (total > 0.0)
+    for (double& v : forest.feature_importances) v /= total;
+}
+
+template <typename T>
+void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const ForestRules& rules) {
+  const int k = forest.classification ? forest.width : 1;
+  std::vector<double> sums(static_cast<std::size_t>(n * k), 0.0);
+  std::vector<int32_t> trees_out(static_cast<std::size_t>(n), 0);
+  for (int64_t t = 0; t < static_cast<int64_t>(forest.trees.size()); ++t) {  // trees in order: fixed sums
+    const std::vector<int32_t> counts = bootstrap_counts(tree_seed(rules.seed, t), n, rules.bootstrap);
+    const Tree& tree = forest.trees[t];
+#pragma omp parallel for num_threads(rules.threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      if (counts[i] != 0) continue;
+      int32_t leaf = 0;
+      tree_leaves(tree, X + i * d, 1, d, &leaf);
+      add_leaf(forest, tree, leaf, 1.0, sums.data() + i * k);
+      ++trees_out[i];
+    }
+  }
+  forest.oob_decision.assign(static_cast<std::size_t>(n * k), 0.0);
+  forest.oob_missing = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (trees_out[i] == 0) {
+      ++forest.oob_missing;
+      continue;
+    }
+    for (int c = 0; c < k; ++c) forest.oob_decision[i * k + c] = sums[i * k + c] / trees_out[i];
+  }
+  if (forest.classification) {
+    int64_t right = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double* p = forest.oob_decision.data() + i * k;
+      right += std::max_element(p, p + k) - p == labels[i];
+    }
+    forest.oob_score = static_cast<double>(right) / static_cast<double>(n);
+  } else {
+    double mean = 0.0;
+    for (int64_t i = 0; i < n; ++i) mean += static_cast<double>(y[i]);
+    mean /= static_cast<double>(n);
+    double ss_res = 0.0, ss_tot = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = static_cast<double>(y[i]);
+      ss_res += (v - forest.oob_decision[i]) * (v - forest.oob_decision[i]);
+      ss_tot += (v - mean) * (v - mean);
+    }
+    forest.oob_score = ss_tot > 0.0 ? 1.0 - ss_res / ss_tot : 0.0;
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -35,6 +127,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     GPUML_EXPECT(std::all_of(labels, labels + n, [&](int32_t c) { return c >= 0 && c < rules.tree.width; }),
                  "fit_forest: labels must be class indices in [0, k)");
   GPUML_EXPECT(rules.tree.max_features >= 1 && rules.tree.max_features <= d, "max_features must be in [1, n_features]");
+  GPUML_EXPECT(!rules.oob_score || rules.bootstrap, "oob_score needs bootstrap");
   forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads);
   std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
   bin_rows(X, n, d, forest.bins, codes.data(), rules.threads);
@@ -43,12 +136,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
   for (int64_t t = 0; t < rules.n_estimators; ++t) {
     const uint64_t seed = tree_seed(rules.seed, t);
-    std::vector<int32_t> counts(static_cast<std::size_t>(n), 1);
-    if (rules.bootstrap) {
-      std::fill(counts.begin(), counts.end(), 0);
-      Random random(seed);
-      for (int64_t draw = 0; draw < n; ++draw) ++counts[random.below(static_cast<uint64_t>(n))];
-    }
+    const std::vector<int32_t> counts = bootstrap_counts(seed, n, rules.bootstrap);
     std::vector<double> row_stats(static_cast<std::size_t>(n * width), 0.0);
     std::vector<int32_t> rows;
     for (int64_t i = 0; i < n; ++i) {
@@ -66,6 +154,8 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     // The feature draws: a second seed from the tree's (the first drew the bootstrap).
     forest.trees[t] = grow_tree(codes.data(), n, d, forest.bins, row_stats.data(), std::move(rows), rules.tree, tree_seed(seed, 0));
   }
+  compute_importances(forest, d);
+  if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules);
   return forest;
 }
 
@@ -83,17 +173,7 @@ void forest_predict(const Forest& forest, const T* X, int64_t n, int64_t d, doub
     std::vector<int32_t> leaves(static_cast<std::size_t>(rows));
     for (const Tree& tree : forest.trees) {  // trees in order: the same sums on any thread count
       tree_leaves(tree, X + begin * d, rows, d, leaves.data());
-      for (int64_t i = 0; i < rows; ++i) {
-        const double* s = tree.stats.data() + static_cast<int64_t>(leaves[i]) * forest.width;
-        double* o = out + (begin + i) * k;
-        if (forest.classification) {
-          double total = 0.0;
-          for (int c = 0; c < k; ++c) total += s[c];
-          for (int c = 0; c < k; ++c) o[c] += share * s[c] / total;
-        } else {
-          o[0] += share * s[1] / s[0];
-        }
-      }
+      for (int64_t i = 0; i < rows; ++i) add_leaf(forest, tree, leaves[i], share, out + (begin + i) * k);
     }
   }
 }

@@ -56,6 +56,7 @@ struct ForestRules {
   int max_bins = 256;
   uint64_t seed = 0;
   int threads = 1;
+  bool oob_score = false;  // with bootstrap: the out-of-bag predictions and score
 };
 
 struct Forest {
@@ -63,6 +64,15 @@ struct Forest {
   std::vector<Tree> trees;
   int width = 0;
   bool classification = true;
+  // scikit-learn's feature_importances_: each tree's impurity improvements per feature normalized
+  // to 1 (trees without a split left out), averaged, normalized again (zeros without any split).
+  std::vector<double> feature_importances;
+  // With oob_score: per row the mean over the trees that did not draw it of their predictions
+  // (n x k class probabilities, or n values), 0 for rows every tree drew (oob_missing counts them,
+  // scikit-learn warns about them); oob_score is the accuracy (classification) or R² of those.
+  std::vector<double> oob_decision;
+  int64_t oob_missing = 0;
+  double oob_score = 0.0;
 };
 
 // Classification: labels in [0, k) with k = rules.tree.width; regression: y (labels null). Weights
