@@ -128,6 +128,9 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
                  "fit_forest: labels must be class indices in [0, k)");
   GPUML_EXPECT(rules.tree.max_features >= 1 && rules.tree.max_features <= d, "max_features must be in [1, n_features]");
   GPUML_EXPECT(!rules.oob_score || rules.bootstrap, "oob_score needs bootstrap");
+  GPUML_EXPECT(rules.class_weight.empty() || (labels && static_cast<int>(rules.class_weight.size()) == rules.tree.width),
+               "class_weight needs one weight per class (classification)");
+  GPUML_EXPECT(!rules.balanced_subsample || labels, "balanced_subsample is for classification");
   forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads);
   std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
   bin_rows(X, n, d, forest.bins, codes.data(), rules.threads);
@@ -137,10 +140,23 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   for (int64_t t = 0; t < rules.n_estimators; ++t) {
     const uint64_t seed = tree_seed(rules.seed, t);
     const std::vector<int32_t> counts = bootstrap_counts(seed, n, rules.bootstrap);
+    std::vector<double> subsample_weight;  // per class, balanced_subsample
+    if (rules.balanced_subsample) {
+      std::vector<int64_t> drawn(static_cast<std::size_t>(width), 0);
+      for (int64_t i = 0; i < n; ++i) drawn[labels[i]] += counts[i];
+      const int64_t present = std::count_if(drawn.begin(), drawn.end(), [](int64_t c) { return c > 0; });
+      int64_t total = 0;
+      for (int64_t c : drawn) total += c;
+      subsample_weight.assign(static_cast<std::size_t>(width), 0.0);
+      for (int c = 0; c < width; ++c)
+        if (drawn[c] > 0) subsample_weight[c] = static_cast<double>(total) / (static_cast<double>(present) * drawn[c]);
+    }
     std::vector<double> row_stats(static_cast<std::size_t>(n * width), 0.0);
     std::vector<int32_t> rows;
     for (int64_t i = 0; i < n; ++i) {
-      const double w = counts[i] * (sample_weight ? static_cast<double>(sample_weight[i]) : 1.0);
+      double w = counts[i] * (sample_weight ? static_cast<double>(sample_weight[i]) : 1.0);
+      if (labels && !rules.class_weight.empty()) w *= rules.class_weight[labels[i]];
+      if (labels && rules.balanced_subsample) w *= subsample_weight[labels[i]];
       if (!(w > 0.0)) continue;
       rows.push_back(static_cast<int32_t>(i));
       double* s = row_stats.data() + i * width;

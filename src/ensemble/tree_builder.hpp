@@ -57,6 +57,11 @@ struct ForestRules {
   uint64_t seed = 0;
   int threads = 1;
   bool oob_score = false;  // with bootstrap: the out-of-bag predictions and score
+  // Classification: a weight per class multiplying each row's weight (empty: ones; the estimator
+  // turns a dict or "balanced" into it), and scikit-learn's "balanced_subsample": per tree, class c
+  // also weighs n / (k_drawn · n_c drawn), from the tree's own draws.
+  std::vector<double> class_weight;
+  bool balanced_subsample = false;
 };
 
 struct Forest {

@@ -236,6 +236,38 @@ TEST(ForestReference, SameSeedSameForestOnAnyThreadCount) {
   EXPECT_NE(a.trees[0].threshold, c.trees[0].threshold);  // another seed, another forest
 }
 
+TEST(ForestReference, ClassWeightsScaleEachClassAtTheRoot) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 300, 3000), d = 3;
+  const int k = 3;
+  std::vector<double> X(n * d);
+  std::vector<int32_t> y(n);
+  for (auto& v : X) v = uniform_real(rng, -1.0, 1.0);
+  std::vector<int64_t> per_class(k, 0);
+  for (auto& v : y) {  // imbalanced: class 0 about 70%
+    v = uniform_int(rng, 0, 9) < 7 ? 0 : static_cast<int32_t>(uniform_int(rng, 1, 2));
+    ++per_class[v];
+  }
+  detail::ForestRules rules;
+  rules.n_estimators = 5;
+  rules.tree.width = k;
+  rules.tree.max_features = 2;
+  rules.seed = rng();
+  // Given weights, no bootstrap: the root holds w_c n_c of class c.
+  rules.bootstrap = false;
+  rules.class_weight = {uniform_real(rng, 0.5, 2.0), uniform_real(rng, 0.5, 2.0), uniform_real(rng, 0.5, 2.0)};
+  const detail::Forest weighted = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, nullptr, rules);
+  for (int c = 0; c < k; ++c) EXPECT_NEAR(weighted.trees[0].stats[c], rules.class_weight[c] * per_class[c], 1e-9 * n);
+  // balanced_subsample with bootstrap: every tree's root holds the same weight for every class
+  // drawn (n / k_drawn each), whatever the draws.
+  rules.bootstrap = true;
+  rules.class_weight.clear();
+  rules.balanced_subsample = true;
+  const detail::Forest balanced = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, nullptr, rules);
+  for (const detail::Tree& tree : balanced.trees)
+    for (int c = 0; c < k; ++c) EXPECT_NEAR(tree.stats[c], static_cast<double>(n) / k, 1e-9 * n) << "class " << c;
+}
+
 TEST(ForestReference, AFullTreeFitsItsTrainingRows) {
   GPUML_FRESH_RNG(rng);
   const int64_t n = uniform_int(rng, 50, 200), d = 3;
