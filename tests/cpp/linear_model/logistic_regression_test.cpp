@@ -304,8 +304,10 @@ TEST(LogisticRegression, ClassWeightsEqualSampleWeights) {
   for (int64_t i = 0; i < c.n; ++i) combined[i] = c.w[i] * S / (3 * count[static_cast<int>(c.y[i] / 2)]);
   const LogisticRegression by_sample = fit_logistic<double>(ctx, c, tight({}), &combined);
   const std::vector<double> a = doubles(by_class.coef()), b = doubles(by_sample.coef());
-  for (std::size_t j = 0; j < a.size(); ++j)  // the same problem solved twice to gtol 1e-10
-    EXPECT_NEAR(a[j], b[j], 1e-7 * (1 + std::abs(b[j])));
+  // The same problem (up to the rounding of the weights) solved twice to gtol 1e-10: the
+  // coefficients then differ by up to gtol / λ_min of the Hessian; up to 2.2e-7 was seen in 1000
+  // fits (0.2% of them passed 1e-7), so 1e-6.
+  for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-6 * (1 + std::abs(b[j])));
 
   LogisticRegressionParams dict = tight({});
   dict.class_weight = {{2.0, 3.5}, {0.0, 0.5}};  // label 4 not listed: weight 1
@@ -313,7 +315,7 @@ TEST(LogisticRegression, ClassWeightsEqualSampleWeights) {
   for (int64_t i = 0; i < c.n; ++i) combined[i] = c.w[i] * (c.y[i] == 2.0 ? 3.5 : c.y[i] == 0.0 ? 0.5 : 1.0);
   const LogisticRegression listed_ref = fit_logistic<double>(ctx, c, tight({}), &combined);
   const std::vector<double> e = doubles(listed.coef()), f = doubles(listed_ref.coef());
-  for (std::size_t j = 0; j < e.size(); ++j) EXPECT_NEAR(e[j], f[j], 1e-7 * (1 + std::abs(f[j])));
+  for (std::size_t j = 0; j < e.size(); ++j) EXPECT_NEAR(e[j], f[j], 1e-6 * (1 + std::abs(f[j])));
 }
 
 TEST(LogisticRegression, PredictionsAgreeWithProbabilitiesAndScores) {
@@ -365,9 +367,14 @@ TEST(LogisticRegression, Float32FitsCloseToFloat64) {
   const std::vector<double> a = doubles(f32.coef()), b = doubles(f64.coef());
   double largest = 0;
   for (double v : b) largest = std::max(largest, std::abs(v));
-  // Both stop at a gradient of 1e-6; float32 rounding of X and of the scores moves the optimum by
-  // about 1e-6 relative; 1e-4 of the largest coefficient covers both.
-  for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-4 * largest);
+  // The objective (in long double, on the float64 data) is what float32 can match closely: its
+  // rounding of X and of the scores moves f by ~1e-7 relative. The coefficients move further along
+  // flat directions of f (3 classes, possibly near-separable data): up to 1.9e-4 of the largest
+  // coefficient was seen in 400 fits (4% of them passed 1e-4), so they get 1e-3.
+  const double f32_objective = objective_value(c, a, doubles(f32.intercept()), {}, p.C, 0.0);
+  const double f64_objective = objective_value(c, b, doubles(f64.intercept()), {}, p.C, 0.0);
+  EXPECT_NEAR(f32_objective, f64_objective, 1e-6 * f64_objective);
+  for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-3 * largest);
 }
 
 TEST(LogisticRegression, ReachingMaxIterIsReportedAndZeroIterationsGivesZeros) {
