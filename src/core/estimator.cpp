@@ -44,6 +44,8 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"logistic_regression", detail::logistic_regression_from_params},
       {"pca", detail::pca_from_params},
       {"truncated_svd", detail::truncated_svd_from_params},
+      {"random_forest_classifier", detail::random_forest_classifier_from_params},
+      {"random_forest_regressor", detail::random_forest_regressor_from_params},
   };
   return table;
 }

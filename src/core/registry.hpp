@@ -15,6 +15,9 @@ std::unique_ptr<Estimator> elastic_net_from_params(const nlohmann::json& params)
 std::unique_ptr<Estimator> lasso_from_params(const nlohmann::json& params);  // src/linear_model/elastic_net.cpp
 std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json& params);  // src/linear_model/logistic_regression.cpp
 
+std::unique_ptr<Estimator> random_forest_classifier_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp
+std::unique_ptr<Estimator> random_forest_regressor_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp
+
 std::unique_ptr<Estimator> pca_from_params(const nlohmann::json& params);  // src/decomposition/pca.cpp
 std::unique_ptr<Estimator> truncated_svd_from_params(const nlohmann::json& params);  // src/decomposition/truncated_svd.cpp
 

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/random.hpp"
@@ -19,15 +20,36 @@ uint64_t tree_seed(uint64_t seed, int64_t tree) {  // splitmix64 of (seed, tree)
   return x ^ (x >> 31);
 }
 
-// A tree's bootstrap: n draws with replacement from the tree's seed, as counts (all ones without
-// bootstrap).
-std::vector<int32_t> bootstrap_counts(uint64_t seed, int64_t n, bool bootstrap) {
-  std::vector<int32_t> counts(static_cast<std::size_t>(n), bootstrap ? 0 : 1);
-  if (bootstrap) {
-    Random random(seed);
-    for (int64_t draw = 0; draw < n; ++draw) ++counts[random.below(static_cast<uint64_t>(n))];
+// A tree's rows as counts: all ones without bootstrap; with it, `draws` draws with replacement
+// from the tree's seed, uniform, or in proportion to the weights when there are weights
+// (scikit-learn 1.9: the weights then pick the rows instead of weighing them).
+std::vector<int32_t> bootstrap_counts(uint64_t seed, int64_t n, const ForestRules& rules, const std::vector<double>& cumulative) {
+  std::vector<int32_t> counts(static_cast<std::size_t>(n), rules.bootstrap ? 0 : 1);
+  if (!rules.bootstrap) return counts;
+  const int64_t draws = rules.bootstrap_draws > 0 ? rules.bootstrap_draws : n;
+  Random random(seed);
+  if (cumulative.empty()) {
+    for (int64_t draw = 0; draw < draws; ++draw) ++counts[random.below(static_cast<uint64_t>(n))];
+  } else {
+    const double total = cumulative.back();
+    for (int64_t draw = 0; draw < draws; ++draw) {
+      // The first row whose cumulative weight exceeds u: rows of weight 0 are never drawn.
+      const double u = random.uniform() * total;
+      const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), u);
+      ++counts[std::min<int64_t>(it - cumulative.begin(), n - 1)];
+    }
   }
   return counts;
+}
+
+// Running sums of the weights (empty without weights), for the weighted draws.
+std::vector<double> cumulative_weights(const double* sample_weight, int64_t n) {
+  std::vector<double> cumulative;
+  if (!sample_weight) return cumulative;
+  cumulative.resize(static_cast<std::size_t>(n));
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) cumulative[i] = total += sample_weight[i];
+  return cumulative;
 }
 
 // One tree's prediction for a row: its leaf's class distribution (normalized) or value, added
@@ -65,12 +87,13 @@ void compute_importances(Forest& forest, int64_t d) {
 }
 
 template <typename T>
-void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const ForestRules& rules) {
+void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const ForestRules& rules,
+                 const std::vector<double>& cumulative) {
   const int k = forest.classification ? forest.width : 1;
   std::vector<double> sums(static_cast<std::size_t>(n * k), 0.0);
   std::vector<int32_t> trees_out(static_cast<std::size_t>(n), 0);
   for (int64_t t = 0; t < static_cast<int64_t>(forest.trees.size()); ++t) {  // trees in order: fixed sums
-    const std::vector<int32_t> counts = bootstrap_counts(tree_seed(rules.seed, t), n, rules.bootstrap);
+    const std::vector<int32_t> counts = bootstrap_counts(tree_seed(rules.seed, t), n, rules, cumulative);
     const Tree& tree = forest.trees[t];
 #pragma omp parallel for num_threads(rules.threads) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
@@ -114,7 +137,7 @@ void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t
 }  // namespace
 
 template <typename T>
-Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const T* sample_weight,
+Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const double* sample_weight,
                   const ForestRules& rules) {
   GPUML_EXPECT(n >= 1 && d >= 1, "a forest needs at least one sample and one feature");
   GPUML_EXPECT(rules.n_estimators >= 1, "n_estimators must be >= 1");
@@ -128,18 +151,24 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
                  "fit_forest: labels must be class indices in [0, k)");
   GPUML_EXPECT(rules.tree.max_features >= 1 && rules.tree.max_features <= d, "max_features must be in [1, n_features]");
   GPUML_EXPECT(!rules.oob_score || rules.bootstrap, "oob_score needs bootstrap");
-  GPUML_EXPECT(rules.class_weight.empty() || (labels && static_cast<int>(rules.class_weight.size()) == rules.tree.width),
-               "class_weight needs one weight per class (classification)");
+  if (sample_weight) {
+    GPUML_EXPECT(std::all_of(sample_weight, sample_weight + n, [](double w) { return std::isfinite(w) && w >= 0; }),
+                 "sample_weight must be finite and >= 0");
+    GPUML_EXPECT(std::any_of(sample_weight, sample_weight + n, [](double w) { return w > 0; }),
+                 "the sample weights sum to 0");
+  }
   GPUML_EXPECT(!rules.balanced_subsample || labels, "balanced_subsample is for classification");
   forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads);
   std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
   bin_rows(X, n, d, forest.bins, codes.data(), rules.threads);
+  forest.n_features = d;
   forest.trees.resize(static_cast<std::size_t>(rules.n_estimators));
   const int width = forest.width;
+  const std::vector<double> cumulative = rules.bootstrap ? cumulative_weights(sample_weight, n) : std::vector<double>();
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
   for (int64_t t = 0; t < rules.n_estimators; ++t) {
     const uint64_t seed = tree_seed(rules.seed, t);
-    const std::vector<int32_t> counts = bootstrap_counts(seed, n, rules.bootstrap);
+    const std::vector<int32_t> counts = bootstrap_counts(seed, n, rules, cumulative);
     std::vector<double> subsample_weight;  // per class, balanced_subsample
     if (rules.balanced_subsample) {
       std::vector<int64_t> drawn(static_cast<std::size_t>(width), 0);
@@ -154,8 +183,8 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     std::vector<double> row_stats(static_cast<std::size_t>(n * width), 0.0);
     std::vector<int32_t> rows;
     for (int64_t i = 0; i < n; ++i) {
-      double w = counts[i] * (sample_weight ? static_cast<double>(sample_weight[i]) : 1.0);
-      if (labels && !rules.class_weight.empty()) w *= rules.class_weight[labels[i]];
+      // With bootstrap the weights chose the rows; without, they weigh them.
+      double w = rules.bootstrap ? counts[i] : (sample_weight ? sample_weight[i] : 1.0);
       if (labels && rules.balanced_subsample) w *= subsample_weight[labels[i]];
       if (!(w > 0.0)) continue;
       rows.push_back(static_cast<int32_t>(i));
@@ -171,14 +200,14 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     forest.trees[t] = grow_tree(codes.data(), n, d, forest.bins, row_stats.data(), std::move(rows), rules.tree, tree_seed(seed, 0));
   }
   compute_importances(forest, d);
-  if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules);
+  if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, cumulative);
   return forest;
 }
 
 template <typename T>
 void forest_predict(const Forest& forest, const T* X, int64_t n, int64_t d, double* out, int threads) {
-  GPUML_EXPECT(forest.bins.n_features() == d, "X has " + std::to_string(d) + " features, the forest " +
-                                                  std::to_string(forest.bins.n_features()));
+  GPUML_EXPECT(forest.n_features == d, "X has " + std::to_string(d) + " features, the forest " +
+                                         std::to_string(forest.n_features));
   const int k = forest.classification ? forest.width : 1;
   std::fill(out, out + n * k, 0.0);
   const double share = 1.0 / static_cast<double>(forest.trees.size());
@@ -194,7 +223,8 @@ void forest_predict(const Forest& forest, const T* X, int64_t n, int64_t d, doub
   }
 }
 
-template Forest fit_forest<float>(const float*, int64_t, int64_t, const int32_t*, const float*, const float*, const ForestRules&);
+template Forest fit_forest<float>(const float*, int64_t, int64_t, const int32_t*, const float*, const double*,
+                                  const ForestRules&);
 template Forest fit_forest<double>(const double*, int64_t, int64_t, const int32_t*, const double*, const double*,
                                    const ForestRules&);
 template void forest_predict<float>(const Forest&, const float*, int64_t, int64_t, double*, int);

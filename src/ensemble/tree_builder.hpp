@@ -47,25 +47,28 @@ GPUML_API void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, i
 
 namespace gpuml::detail {
 
-// A forest of such trees with scikit-learn's bootstrap: per tree, n draws with replacement (from
-// a seed derived from `seed` and the tree's index) whose counts multiply the sample weights.
+// A forest of such trees with scikit-learn 1.9's bootstrap: per tree, n (or bootstrap_draws)
+// draws with replacement from a seed derived from `seed` and the tree's index, uniform, or in
+// proportion to the sample weights when there are some; the tree weighs each row by its count.
+// Without bootstrap, every row is in every tree with its sample weight.
 struct ForestRules {
   TreeRules tree;
   int64_t n_estimators = 100;
   bool bootstrap = true;
+  int64_t bootstrap_draws = 0;  // <= 0: n (scikit-learn's max_samples=None)
   int max_bins = 256;
   uint64_t seed = 0;
   int threads = 1;
   bool oob_score = false;  // with bootstrap: the out-of-bag predictions and score
-  // Classification: a weight per class multiplying each row's weight (empty: ones; the estimator
-  // turns a dict or "balanced" into it), and scikit-learn's "balanced_subsample": per tree, class c
-  // also weighs n / (k_drawn · n_c drawn), from the tree's own draws.
-  std::vector<double> class_weight;
+  // scikit-learn's "balanced_subsample" (classification, with bootstrap): per tree, class c also
+  // weighs draws / (k_drawn · draws of c), from the tree's own draws. Other class weights come in
+  // the sample weights (the estimator multiplies them in).
   bool balanced_subsample = false;
 };
 
 struct Forest {
   FeatureBins bins;
+  int64_t n_features = 0;
   std::vector<Tree> trees;
   int width = 0;
   bool classification = true;
@@ -81,9 +84,9 @@ struct Forest {
 };
 
 // Classification: labels in [0, k) with k = rules.tree.width; regression: y (labels null). Weights
-// may be null (ones).
+// may be null (ones); else finite, >= 0, not all 0.
 template <typename T>
-GPUML_API Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const T* sample_weight,
+GPUML_API Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const double* sample_weight,
                             const ForestRules& rules);
 
 // out: n x k class probabilities (the mean over trees of each leaf's class distribution), or n

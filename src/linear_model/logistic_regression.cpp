@@ -10,6 +10,7 @@
 
 #include "core/parallel.hpp"
 #include "core/params.hpp"
+#include "core/labels.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
 #include "core/trace.hpp"
@@ -30,11 +31,7 @@ std::unique_ptr<detail::LogisticBackend<T>> make_backend(const Context& ctx) {
   return ctx.is_cuda() ? detail::make_logistic_cuda_backend<T>(ctx) : detail::make_logistic_cpu_backend<T>(ctx);
 }
 
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+std::string number(double v) { return detail::number_text(v); }
 
 void validate_params(const LogisticRegressionParams& p) {
   const std::string& pen = p.penalty;
@@ -67,141 +64,16 @@ double l1_fraction(const LogisticRegressionParams& p) {
   return 0.0;
 }
 
-// Labels as host doubles: classes (sorted distinct values) and each row's class index.
-struct Labels {
-  std::vector<double> classes;
-  std::vector<int32_t> index;
-};
-
-// The distinct values, ascending. Classes are few: each thread keeps a sorted list of those seen
-// in its rows, and the lists are merged; everything is sorted only when there turn out to be
-// many (y of n distinct values is an error later, but must not take quadratic time first).
-std::vector<double> distinct_sorted(const double* values, int64_t n, int threads) {
-  constexpr std::size_t kFew = 256;
-  const detail::RowBlocks blocks(n, threads, 1 << 15);
-  std::vector<std::vector<double>> seen(static_cast<std::size_t>(blocks.count()));
-  std::vector<char> many(static_cast<std::size_t>(blocks.count()), 0);
-#pragma omp parallel for num_threads(detail::threads_for(threads, n)) schedule(static)
-  for (int b = 0; b < blocks.count(); ++b) {
-    std::vector<double>& list = seen[b];
-    double last = std::nan("");
-    for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
-      const double v = values[i];
-      if (v == last) continue;  // runs of one label are common
-      last = v;
-      auto it = std::lower_bound(list.begin(), list.end(), v);
-      if (it != list.end() && *it == v) continue;
-      if (list.size() >= kFew) {
-        many[b] = 1;
-        break;
-      }
-      list.insert(it, v);
-    }
-  }
-  std::vector<double> all;
-  if (std::find(many.begin(), many.end(), 1) != many.end()) {
-    all.assign(values, values + n);
-  } else {
-    for (const auto& list : seen) all.insert(all.end(), list.begin(), list.end());
-  }
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  return all;
-}
-
-Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n) {
-  GPUML_EXPECT(y.ndim == 1, "LogisticRegression: y must be a 1-d array of class labels, got " +
-                                std::to_string(y.ndim) + " dimension(s)");
-  GPUML_EXPECT(y.shape[0] == n, "y has " + std::to_string(y.shape[0]) + " samples but X has " + std::to_string(n));
-  detail::Staged staged = detail::stage(ctx, y, DType::float64, "y");
-  detail::require_finite(ctx, staged.view, "y");
-  HostArray copy;
-  if (staged.view.device.is_cuda()) copy = detail::to_host(ctx, staged.view);
-  const double* values = staged.view.device.is_cuda() ? copy.as<const double>() : staged.view.as<const double>();
-  Labels labels;
-  labels.classes = distinct_sorted(values, n, ctx.n_threads());
-  GPUML_EXPECT(labels.classes.size() >= 2,
-               "LogisticRegression needs samples of at least 2 classes in the data, but the data contains only one "
-               "class: " + number(labels.classes[0]));
-  GPUML_EXPECT(labels.classes.size() <= (1u << 24), "LogisticRegression: too many classes (" +
-                                                         std::to_string(labels.classes.size()) + ")");
-  labels.index.resize(static_cast<std::size_t>(n));
-  const std::vector<double>& classes = labels.classes;
-  const int64_t n_classes = static_cast<int64_t>(classes.size());
-  int32_t* index = labels.index.data();
-  if (n_classes <= 16) {  // the count of classes below the value: no branches, vectorizes
-#pragma omp parallel for num_threads(detail::threads_for(ctx.n_threads(), n)) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      int32_t below = 0;
-      for (int64_t c = 1; c < n_classes; ++c) below += values[i] >= classes[c];
-      index[i] = below;
-    }
-  } else {
-#pragma omp parallel for num_threads(detail::threads_for(ctx.n_threads(), n)) schedule(static)
-    for (int64_t i = 0; i < n; ++i)
-      index[i] = static_cast<int32_t>(std::lower_bound(classes.begin(), classes.end(), values[i]) - classes.begin());
-  }
-  return labels;
-}
-
 // The weight of each row: sample_weight (checked) times its class's weight. Empty when every
 // weight is 1.
-std::vector<double> row_weights(Context& ctx, const ArrayView* sample_weight, const Labels& labels,
+std::vector<double> row_weights(Context& ctx, const ArrayView* sample_weight, const detail::Labels& labels,
                                 const LogisticRegressionParams& p) {
-  const std::size_t n = labels.index.size(), n_classes = labels.classes.size();
-  std::vector<double> w;
-  if (sample_weight) {
-    const ArrayView& sw = *sample_weight;
-    GPUML_EXPECT(sw.ndim == 1, "sample_weight must be a 1-d array, got " + std::to_string(sw.ndim) + " dimension(s)");
-    GPUML_EXPECT(sw.shape[0] == static_cast<int64_t>(n), "sample_weight has " + std::to_string(sw.shape[0]) +
-                                                             " entries but X has " + std::to_string(n) + " samples");
-    detail::Staged staged = detail::stage(ctx, sw, DType::float64, "sample_weight");
-    detail::require_finite(ctx, staged.view, "sample_weight");
-    HostArray copy;
-    if (staged.view.device.is_cuda()) copy = detail::to_host(ctx, staged.view);
-    const double* v = staged.view.device.is_cuda() ? copy.as<const double>() : staged.view.as<const double>();
-    w.assign(v, v + n);
-    for (std::size_t i = 0; i < n; ++i)
-      GPUML_EXPECT(w[i] >= 0, "sample_weight must be non-negative, got " + number(w[i]) + " at index " + std::to_string(i));
-  }
-  std::vector<double> class_weight(n_classes, 1.0);
-  if (p.class_weight_balanced) {
-    std::vector<double> count(n_classes, 0.0);
-    double total = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double wi = w.empty() ? 1.0 : w[i];
-      count[labels.index[i]] += wi;
-      total += wi;
-    }
-    for (std::size_t c = 0; c < n_classes; ++c) {
-      GPUML_EXPECT(count[c] > 0, "LogisticRegression: class_weight=\"balanced\" needs a positive total sample_weight "
-                                 "in every class; class " + number(labels.classes[c]) + " has none");
-      class_weight[c] = total / (static_cast<double>(n_classes) * count[c]);
-    }
-  } else if (!p.class_weight.empty()) {
-    // As scikit-learn: labels that are not listed weigh 1; a listed label that is not a class is
-    // an error unless every class is listed.
-    std::vector<double> missing;
-    std::size_t listed = 0;
-    for (std::size_t c = 0; c < n_classes; ++c) {
-      auto it = std::find_if(p.class_weight.begin(), p.class_weight.end(),
-                             [&](const auto& e) { return e.first == labels.classes[c]; });
-      if (it == p.class_weight.end()) {
-        missing.push_back(labels.classes[c]);
-      } else {
-        class_weight[c] = it->second;
-        ++listed;
-      }
-    }
-    if (!missing.empty() && listed != p.class_weight.size()) {
-      std::string names;
-      for (double m : missing) names += (names.empty() ? "" : ", ") + number(m);
-      throw_error(ErrorCode::invalid_argument, "LogisticRegression: class_weight lists labels that are not in y, and "
-                                               "the classes [" + names + "] are not in class_weight");
-    }
-  }
+  std::vector<double> w = detail::host_sample_weights(ctx, sample_weight, static_cast<int64_t>(labels.index.size()));
+  const std::vector<double> class_weight =
+      detail::class_weights(labels, w, p.class_weight_balanced, p.class_weight, "LogisticRegression");
   const bool unit_classes = std::all_of(class_weight.begin(), class_weight.end(), [](double v) { return v == 1.0; });
   if (unit_classes) return w;
+  const std::size_t n = labels.index.size();
   if (w.empty()) w.assign(n, 1.0);
   for (std::size_t i = 0; i < n; ++i) w[i] *= class_weight[labels.index[i]];
   return w;
@@ -212,7 +84,7 @@ std::vector<double> row_weights(Context& ctx, const ArrayView* sample_weight, co
 template <typename T>
 class LogisticFit {
  public:
-  LogisticFit(Context& ctx, const LogisticRegressionParams& p, const ArrayView& X, const Labels& labels,
+  LogisticFit(Context& ctx, const LogisticRegressionParams& p, const ArrayView& X, const detail::Labels& labels,
               const std::vector<double>& weights)
       : backend_(make_backend<T>(ctx)), n_(X.shape[0]), d_(X.shape[1]),
         k_(labels.classes.size() == 2 ? 1 : static_cast<int64_t>(labels.classes.size())),
@@ -302,7 +174,7 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
   detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
   detail::require_finite(ctx, Xs.view, "X");
   trace.mark("stage and check X");
-  const Labels labels = encode_labels(ctx, y, n);
+  const detail::Labels labels = detail::encode_labels(ctx, y, n, "LogisticRegression");
   trace.mark("labels");
   const std::vector<double> weights = row_weights(ctx, sample_weight, labels, params_);
   trace.mark("weights");

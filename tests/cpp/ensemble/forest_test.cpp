@@ -253,15 +253,44 @@ TEST(ForestReference, ClassWeightsScaleEachClassAtTheRoot) {
   rules.tree.width = k;
   rules.tree.max_features = 2;
   rules.seed = rng();
-  // Given weights, no bootstrap: the root holds w_c n_c of class c.
+  // Per-class weights as sample weights, no bootstrap: the root holds w_c n_c of class c.
   rules.bootstrap = false;
-  rules.class_weight = {uniform_real(rng, 0.5, 2.0), uniform_real(rng, 0.5, 2.0), uniform_real(rng, 0.5, 2.0)};
-  const detail::Forest weighted = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, nullptr, rules);
-  for (int c = 0; c < k; ++c) EXPECT_NEAR(weighted.trees[0].stats[c], rules.class_weight[c] * per_class[c], 1e-9 * n);
+  const std::vector<double> class_weight = {uniform_real(rng, 0.5, 2.0), uniform_real(rng, 0.5, 2.0), uniform_real(rng, 0.5, 2.0)};
+  std::vector<double> w(n);
+  for (int64_t i = 0; i < n; ++i) w[i] = class_weight[y[i]];
+  const detail::Forest weighted = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, w.data(), rules);
+  for (int c = 0; c < k; ++c) EXPECT_NEAR(weighted.trees[0].stats[c], class_weight[c] * per_class[c], 1e-9 * n);
+  // With bootstrap the weights pick the rows (scikit-learn 1.9): a tree's root holds n draws, of
+  // class c in proportion to w_c n_c, and rows of weight 0 are never drawn.
+  rules.bootstrap = true;
+  rules.n_estimators = 40;
+  for (int64_t i = 0; i < n; i += 5) w[i] = 0.0;
+  double total = 0.0;
+  std::vector<double> class_total(k, 0.0);
+  for (int64_t i = 0; i < n; ++i) total += w[i], class_total[y[i]] += w[i];
+  const detail::Forest drawn = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, w.data(), rules);
+  std::vector<double> mean_root(k, 0.0);
+  for (const detail::Tree& tree : drawn.trees) {
+    double root = 0.0;
+    for (int c = 0; c < k; ++c) root += tree.stats[c], mean_root[c] += tree.stats[c] / rules.n_estimators;
+    EXPECT_EQ(root, static_cast<double>(n));  // counts: n draws
+  }
+  for (int c = 0; c < k; ++c) {
+    // Binomial draws: 40 trees x n draws; 6 standard deviations of the mean over trees.
+    const double p = class_total[c] / total, sd = std::sqrt(n * p * (1 - p) / rules.n_estimators);
+    EXPECT_NEAR(mean_root[c], n * p, 6 * sd + 1e-9) << "class " << c;
+  }
+  // Rows of weight 0 are in no tree: a full tree on them would have to be out of bag everywhere.
+  rules.oob_score = true;
+  const detail::Forest oob = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, w.data(), rules);
+  int64_t never_drawn = 0;
+  for (int64_t i = 0; i < n; i += 5) never_drawn += oob.oob_decision[i * k] + oob.oob_decision[i * k + 1] + oob.oob_decision[i * k + 2] > 0.5;
+  EXPECT_EQ(never_drawn, (n + 4) / 5);  // out of bag in every tree: a full distribution
+  rules.oob_score = false;
+  rules.n_estimators = 5;
   // balanced_subsample with bootstrap: every tree's root holds the same weight for every class
   // drawn (n / k_drawn each), whatever the draws.
   rules.bootstrap = true;
-  rules.class_weight.clear();
   rules.balanced_subsample = true;
   const detail::Forest balanced = detail::fit_forest<double>(X.data(), n, d, y.data(), nullptr, nullptr, rules);
   for (const detail::Tree& tree : balanced.trees)

@@ -1,0 +1,119 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuml/core/estimator.hpp"
+
+namespace gpuml {
+
+namespace detail {
+struct Forest;
+}
+
+// A count given either as a number or as a fraction of something (scikit-learn's int-or-float
+// parameters: min_samples_split, min_samples_leaf, max_samples).
+struct CountOrFraction {
+  double value = 0.0;
+  bool fraction = false;  // value in (0, 1]: that share; else a whole number
+};
+
+// scikit-learn's RandomForestClassifier / RandomForestRegressor parameters (names and defaults).
+// X is binned once per fit into at most n_bins quantile bins per feature (scikit-learn's
+// histogram thresholds); splits are searched over those bins.
+struct RandomForestParams {
+  int64_t n_estimators = 100;           // >= 1
+  std::string criterion;                // "gini", "entropy", "log_loss" | "squared_error"; "" the default
+  int64_t max_depth = -1;               // < 0: no limit (None)
+  CountOrFraction min_samples_split{2, false};  // >= 2 rows, or a fraction of n (rounded up)
+  CountOrFraction min_samples_leaf{1, false};   // >= 1 row, or a fraction of n (rounded up)
+  double min_impurity_decrease = 0.0;   // >= 0
+  // "sqrt", "log2", "all" (None), "count" (max_features_value features) or "fraction" (of them);
+  // "" the default: "sqrt" for the classifier, "all" for the regressor.
+  std::string max_features;
+  double max_features_value = 0.0;
+  int64_t max_leaf_nodes = -1;          // < 0: None (other values are not supported yet)
+  bool bootstrap = true;
+  std::optional<CountOrFraction> max_samples;  // bootstrap draws: None = n
+  // Classifier only: "balanced" or "balanced_subsample", or (label, weight >= 0) pairs (labels
+  // not listed weigh 1), or neither.
+  std::string class_weight_mode;
+  std::vector<std::pair<double, double>> class_weight;
+  std::optional<uint64_t> random_state;
+  bool oob_score = false;               // needs bootstrap
+  int64_t n_bins = 256;                 // in [2, 256]
+};
+
+// What both forests share: the fit, the tree arrays, predictions, the fitted attributes.
+// Fitted attributes (scikit-learn's names where it has them):
+//   n_features_in_, feature_importances_ (d), and for the classifier classes_, n_classes_;
+//   with oob_score: oob_score_, and oob_decision_function_ (n x n_classes) or oob_prediction_ (n);
+//   the trees as flat node arrays concatenated over trees, tree t owning nodes
+//   [estimator_node_offsets_[t], estimator_node_offsets_[t + 1]) with children numbered within
+//   the tree (as scikit-learn's tree_ arrays): nodes_feature_ (int32, −2 at leaves),
+//   nodes_threshold_ (float64, x <= threshold goes left; −2 at leaves), nodes_children_left_,
+//   nodes_children_right_ (int32, −1 at leaves), nodes_value_ (nodes x n_classes class fractions,
+//   or nodes x 1 means), nodes_impurity_, nodes_n_samples_ (int64), nodes_weighted_n_samples_.
+class GPUML_API RandomForestBase : public Estimator {
+ public:
+  const RandomForestParams& params() const { return params_; }
+  std::string get_params_json() const override;
+
+  // X (n, d) float32 or float64, finite. Classifier: y (n,) class labels (numbers), at least two
+  // classes; regressor: y (n,) finite targets. sample_weight (n,) >= 0 with a positive sum.
+  void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  bool fitted() const override { return !n_features_in_.empty(); }
+
+  ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
+  void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
+
+  int64_t n_features_in() const;
+  int64_t n_estimators_fitted() const;
+  const HostArray& feature_importances() const;
+
+  std::vector<std::string> attribute_names() const override;
+  const HostArray& attribute(const std::string& name) const override;
+  void restore(std::map<std::string, HostArray> attributes) override;
+
+  ~RandomForestBase() override;
+
+ protected:
+  RandomForestBase(RandomForestParams params, bool classification);
+  // Per row: class probabilities (n x n_classes) or the mean prediction (n), float64, on the host.
+  HostArray predict_host(Context& ctx, const ArrayView& X) const;
+
+  RandomForestParams params_;
+  bool classification_;
+  std::map<std::string, HostArray> attributes_;
+  HostArray n_features_in_;                 // empty until fitted
+  std::shared_ptr<const detail::Forest> forest_;  // the trees for prediction, built from the attributes
+
+ private:
+  void rebuild_forest();
+};
+
+class GPUML_API RandomForestClassifier final : public RandomForestBase {
+ public:
+  explicit RandomForestClassifier(RandomForestParams params = {});
+  const char* kind() const override { return "random_forest_classifier"; }
+  RandomForestClassifier& fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight = nullptr);
+  using RandomForestBase::fit;
+  // "predict": (n,) labels (float64 by default), the most probable class; "predict_proba": (n, n_classes).
+  void predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
+  void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
+  const HostArray& classes() const;
+};
+
+class GPUML_API RandomForestRegressor final : public RandomForestBase {
+ public:
+  explicit RandomForestRegressor(RandomForestParams params = {});
+  const char* kind() const override { return "random_forest_regressor"; }
+  RandomForestRegressor& fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight = nullptr);
+  using RandomForestBase::fit;
+};
+
+}  // namespace gpuml

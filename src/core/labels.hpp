@@ -1,0 +1,36 @@
+#pragma once
+// Class labels and weights of the classifiers (LogisticRegression, RandomForestClassifier), read
+// on the host: labels become class indices, and sample and class weights become host doubles.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuml/core/array.hpp"
+#include "gpuml/core/context.hpp"
+
+namespace gpuml::detail {
+
+// classes: the distinct label values, ascending; index: each row's class.
+struct Labels {
+  std::vector<double> classes;
+  std::vector<int32_t> index;
+};
+
+// y (n,) of finite numeric labels with at least two distinct values (else invalid_argument,
+// naming `estimator`).
+Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n, const std::string& estimator);
+
+// sample_weight (n,) as host doubles, checked finite and >= 0; empty for nullptr.
+std::vector<double> host_sample_weights(Context& ctx, const ArrayView* sample_weight, int64_t n);
+
+// One weight per class: "balanced" (Σ w / (n_classes · Σ w of the class), w the sample weights or
+// ones), or the listed (label, weight) pairs as scikit-learn reads a dict (classes not listed
+// weigh 1; listing a label that is not a class is an error unless every class is listed), or
+// ones.
+std::vector<double> class_weights(const Labels& labels, const std::vector<double>& sample_weight, bool balanced,
+                                  const std::vector<std::pair<double, double>>& listed, const std::string& estimator);
+
+std::string number_text(double v);  // shortest round-trip-ish text of a number, for messages
+
+}  // namespace gpuml::detail

@@ -1,0 +1,603 @@
+// RandomForestClassifier and RandomForestRegressor: parameters, fitted attributes, the fit and
+// predictions, written once for both. The trees are grown by the host reference forest
+// (tree_builder.hpp, docs/random_forest.md); on a CUDA context the inputs are copied to the host
+// for it until the CUDA primitives land (issue 5).
+#include "gpuml/ensemble/random_forest.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/labels.hpp"
+#include "core/params.hpp"
+#include "core/registry.hpp"
+#include "core/staging.hpp"
+#include "ensemble/tree_builder.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml {
+
+namespace {
+
+constexpr int32_t kLeafFeature = -2;  // scikit-learn's TREE_UNDEFINED
+constexpr int32_t kLeafChild = -1;    // scikit-learn's TREE_LEAF
+
+const char* estimator_name(bool classification) {
+  return classification ? "RandomForestClassifier" : "RandomForestRegressor";
+}
+
+std::string default_criterion(bool classification) { return classification ? "gini" : "squared_error"; }
+std::string default_max_features(bool classification) { return classification ? "sqrt" : "all"; }
+
+void validate_params(RandomForestParams& p, bool classification) {
+  const std::string name = estimator_name(classification);
+  if (p.criterion.empty()) p.criterion = default_criterion(classification);
+  if (p.max_features.empty()) p.max_features = default_max_features(classification);
+  const std::string& c = p.criterion;
+  if (classification)
+    GPUML_EXPECT(c == "gini" || c == "entropy" || c == "log_loss",
+                 name + ": criterion must be \"gini\", \"entropy\" or \"log_loss\", got \"" + c + "\"");
+  else
+    GPUML_EXPECT(c == "squared_error" || c == "poisson",
+                 name + ": criterion must be \"squared_error\" or \"poisson\", got \"" + c + "\"");
+  GPUML_EXPECT(p.n_estimators >= 1, name + ": n_estimators must be >= 1, got " + std::to_string(p.n_estimators));
+  const CountOrFraction& split = p.min_samples_split;
+  GPUML_EXPECT(split.fraction ? split.value > 0 && split.value <= 1 : split.value >= 2 && split.value == std::floor(split.value),
+               name + ": min_samples_split must be an integer >= 2 or a fraction in (0, 1], got " +
+                   detail::number_text(split.value));
+  const CountOrFraction& leaf = p.min_samples_leaf;
+  GPUML_EXPECT(leaf.fraction ? leaf.value > 0 && leaf.value < 1 : leaf.value >= 1 && leaf.value == std::floor(leaf.value),
+               name + ": min_samples_leaf must be an integer >= 1 or a fraction in (0, 1), got " +
+                   detail::number_text(leaf.value));
+  GPUML_EXPECT(std::isfinite(p.min_impurity_decrease) && p.min_impurity_decrease >= 0,
+               name + ": min_impurity_decrease must be finite and >= 0");
+  const std::string& mf = p.max_features;
+  GPUML_EXPECT(mf == "sqrt" || mf == "log2" || mf == "all" || mf == "count" || mf == "fraction",
+               name + ": max_features must be \"sqrt\", \"log2\", None, an integer or a fraction, got \"" + mf + "\"");
+  if (mf == "count")
+    GPUML_EXPECT(p.max_features_value >= 1 && p.max_features_value == std::floor(p.max_features_value),
+                 name + ": max_features must be >= 1 as an integer, got " + detail::number_text(p.max_features_value));
+  if (mf == "fraction")
+    GPUML_EXPECT(p.max_features_value > 0 && p.max_features_value <= 1,
+                 name + ": max_features must be in (0, 1] as a fraction, got " + detail::number_text(p.max_features_value));
+  GPUML_EXPECT(p.max_leaf_nodes < 0 || p.max_leaf_nodes >= 2,
+               name + ": max_leaf_nodes must be >= 2 or None, got " + std::to_string(p.max_leaf_nodes));
+  if (p.max_samples) {
+    const CountOrFraction& ms = *p.max_samples;
+    GPUML_EXPECT(ms.fraction ? ms.value > 0 && std::isfinite(ms.value) : ms.value >= 1 && ms.value == std::floor(ms.value),
+                 name + ": max_samples must be an integer >= 1 or a fraction > 0, got " + detail::number_text(ms.value));
+  }
+  GPUML_EXPECT(p.n_bins >= 2 && p.n_bins <= 256, name + ": n_bins must be in [2, 256], got " + std::to_string(p.n_bins));
+  const std::string& cw = p.class_weight_mode;
+  GPUML_EXPECT(cw.empty() || cw == "balanced" || cw == "balanced_subsample",
+               name + ": class_weight must be \"balanced\", \"balanced_subsample\", a list of (label, weight) or None");
+  GPUML_EXPECT(classification || (cw.empty() && p.class_weight.empty()), name + " has no class_weight");
+  GPUML_EXPECT(cw.empty() || p.class_weight.empty(), name + ": class_weight is a preset or a list of pairs, not both");
+  for (const auto& [label, weight] : p.class_weight)
+    GPUML_EXPECT(std::isfinite(label) && std::isfinite(weight) && weight >= 0,
+                 name + ": class_weight labels must be finite and weights finite and >= 0");
+}
+
+// scikit-learn's resolution of max_features for d features.
+int64_t features_per_node(const RandomForestParams& p, int64_t d, const std::string& name) {
+  int64_t m = d;
+  if (p.max_features == "sqrt") m = static_cast<int64_t>(std::sqrt(static_cast<double>(d)));
+  else if (p.max_features == "log2") m = static_cast<int64_t>(std::log2(static_cast<double>(d)));
+  else if (p.max_features == "count") m = static_cast<int64_t>(p.max_features_value);
+  else if (p.max_features == "fraction") m = static_cast<int64_t>(p.max_features_value * static_cast<double>(d));
+  m = std::max<int64_t>(m, 1);
+  GPUML_EXPECT(m <= d, name + ": max_features must be <= n_features (" + std::to_string(d) + "), got " + std::to_string(m));
+  return m;
+}
+
+int64_t rows_of(const CountOrFraction& c, int64_t n) {
+  return c.fraction ? static_cast<int64_t>(std::ceil(c.value * static_cast<double>(n))) : static_cast<int64_t>(c.value);
+}
+
+template <typename T>
+HostArray array_of(DType dtype, const std::vector<T>& values) {
+  HostArray a(dtype, static_cast<int64_t>(values.size()));
+  std::copy(values.begin(), values.end(), a.as<T>());
+  return a;
+}
+
+template <typename T>
+HostArray scalar_of(DType dtype, T value) {
+  HostArray a = HostArray::scalar(dtype);
+  *a.as<T>() = value;
+  return a;
+}
+
+// The fitted trees as the attribute arrays (see random_forest.hpp).
+void tree_attributes(const detail::Forest& forest, std::map<std::string, HostArray>& out) {
+  int64_t total = 0;
+  std::vector<int64_t> offsets{0};
+  for (const detail::Tree& tree : forest.trees) offsets.push_back(total += tree.node_count());
+  const int width = forest.width;
+  const int64_t k = forest.classification ? width : 1;
+  HostArray feature(DType::int32, total), left(DType::int32, total), right(DType::int32, total);
+  HostArray threshold(DType::float64, total), impurity(DType::float64, total), weighted(DType::float64, total);
+  HostArray samples(DType::int64, total), value(DType::float64, total, k);
+  int64_t at = 0;
+  for (const detail::Tree& tree : forest.trees) {
+    for (int64_t node = 0; node < tree.node_count(); ++node, ++at) {
+      const bool leaf = tree.feature[node] < 0;
+      feature.as<int32_t>()[at] = leaf ? kLeafFeature : tree.feature[node];
+      threshold.as<double>()[at] = leaf ? double(kLeafFeature) : tree.threshold[node];
+      left.as<int32_t>()[at] = leaf ? kLeafChild : tree.left[node];
+      right.as<int32_t>()[at] = leaf ? kLeafChild : tree.right[node];
+      impurity.as<double>()[at] = tree.impurity[node];
+      samples.as<int64_t>()[at] = tree.rows[node];
+      const double* s = tree.stats.data() + node * width;
+      double w = 0.0;
+      if (forest.classification) {
+        for (int c = 0; c < width; ++c) w += s[c];
+        for (int c = 0; c < width; ++c) value.as<double>()[at * k + c] = s[c] / w;
+      } else {
+        w = s[0];
+        value.as<double>()[at] = s[1] / s[0];
+      }
+      weighted.as<double>()[at] = w;
+    }
+  }
+  out["estimator_node_offsets_"] = array_of(DType::int64, offsets);
+  out["nodes_feature_"] = std::move(feature);
+  out["nodes_threshold_"] = std::move(threshold);
+  out["nodes_children_left_"] = std::move(left);
+  out["nodes_children_right_"] = std::move(right);
+  out["nodes_value_"] = std::move(value);
+  out["nodes_impurity_"] = std::move(impurity);
+  out["nodes_n_samples_"] = std::move(samples);
+  out["nodes_weighted_n_samples_"] = std::move(weighted);
+}
+
+const std::vector<std::string> kTreeAttributes = {
+    "estimator_node_offsets_", "nodes_feature_",   "nodes_threshold_", "nodes_children_left_",     "nodes_children_right_",
+    "nodes_value_",            "nodes_impurity_", "nodes_n_samples_",  "nodes_weighted_n_samples_"};
+
+// A host copy of a staged array (the staged view itself on the CPU).
+struct HostCopy {
+  detail::Staged staged;
+  HostArray copy;
+  const void* data() const { return copy.empty() ? staged.view.data : copy.as<const void>(); }
+};
+HostCopy host_copy(Context& ctx, const ArrayView& a, DType dtype, const char* what) {
+  HostCopy h;
+  h.staged = detail::stage(ctx, a, dtype, what);
+  detail::require_finite(ctx, h.staged.view, what);
+  if (h.staged.view.device.is_cuda()) h.copy = detail::to_host(ctx, h.staged.view);
+  return h;
+}
+
+}  // namespace
+
+RandomForestBase::RandomForestBase(RandomForestParams params, bool classification)
+    : params_(std::move(params)), classification_(classification) {
+  validate_params(params_, classification_);
+}
+
+RandomForestBase::~RandomForestBase() = default;
+
+void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {
+  const std::string name = estimator_name(classification_);
+  GPUML_EXPECT(y != nullptr, name + ".fit needs y");
+  detail::check_matrix_shape(X);
+  const int64_t n = X.shape[0], d = X.shape[1];
+  GPUML_EXPECT(n >= 1 && d >= 1, name + ": X needs at least one sample and one feature");
+  GPUML_EXPECT(n <= INT32_MAX, name + ": at most 2^31 - 1 samples");
+  if (params_.criterion == "poisson")
+    throw_error(ErrorCode::unsupported, name + ": criterion \"poisson\" is not implemented yet");
+  if (params_.max_leaf_nodes >= 0)
+    throw_error(ErrorCode::unsupported, name + ": max_leaf_nodes (best-first growth) is not implemented yet");
+  GPUML_EXPECT(params_.bootstrap || !params_.max_samples,
+               name + ": max_samples cannot be set when bootstrap is False");
+  GPUML_EXPECT(params_.bootstrap || !params_.oob_score, name + ": out-of-bag estimation needs bootstrap=True");
+  const DType dtype = detail::float_dtype_for(X.dtype);
+  const HostCopy Xh = host_copy(ctx, X, dtype, "X");
+
+  detail::Labels labels;
+  HostCopy yh;
+  std::vector<double> weights = detail::host_sample_weights(ctx, sample_weight, n);
+  if (classification_) {
+    labels = detail::encode_labels(ctx, *y, n, name);
+    const bool subsample = params_.class_weight_mode == "balanced_subsample" && params_.bootstrap;
+    const bool balanced = params_.class_weight_mode == "balanced" ||
+                          (params_.class_weight_mode == "balanced_subsample" && !params_.bootstrap);
+    if (!subsample && (balanced || !params_.class_weight.empty())) {
+      const std::vector<double> per_class = detail::class_weights(labels, weights, balanced, params_.class_weight, name);
+      if (weights.empty()) weights.assign(static_cast<std::size_t>(n), 1.0);
+      for (int64_t i = 0; i < n; ++i) weights[i] *= per_class[labels.index[i]];
+    }
+  } else {
+    GPUML_EXPECT(y->ndim == 1 || (y->ndim == 2 && y->shape[1] == 1),
+                 name + ": y must be 1-d (one target); got " + detail::shape_string(*y));
+    GPUML_EXPECT(y->shape[0] == n, "y has " + std::to_string(y->shape[0]) + " samples but X has " + std::to_string(n));
+    ArrayView flat = *y;
+    if (flat.ndim == 2) flat = make_view(flat.data, flat.dtype, flat.device, n);  // (n, 1) rows are contiguous
+    yh = host_copy(ctx, flat, dtype, "y");
+  }
+  double weight_total = static_cast<double>(n);
+  if (!weights.empty()) {
+    weight_total = 0.0;
+    for (double w : weights) weight_total += w;
+    GPUML_EXPECT(weight_total > 0, name + ": the sample weights sum to 0");
+  }
+
+  detail::ForestRules rules;
+  rules.n_estimators = params_.n_estimators;
+  rules.tree.criterion = !classification_ ? detail::Criterion::squared_error
+                         : params_.criterion == "gini" ? detail::Criterion::gini
+                                                       : detail::Criterion::entropy;
+  rules.tree.width = classification_ ? static_cast<int>(labels.classes.size()) : 3;
+  rules.tree.max_depth = params_.max_depth;
+  rules.tree.min_samples_leaf = std::max<int64_t>(1, rows_of(params_.min_samples_leaf, n));
+  rules.tree.min_samples_split = std::max<int64_t>(2, rows_of(params_.min_samples_split, n));
+  rules.tree.min_impurity_decrease = params_.min_impurity_decrease;
+  rules.tree.max_features = features_per_node(params_, d, name);
+  rules.bootstrap = params_.bootstrap;
+  if (params_.max_samples) {
+    const CountOrFraction& ms = *params_.max_samples;
+    rules.bootstrap_draws = ms.fraction ? std::max<int64_t>(1, static_cast<int64_t>(ms.value * weight_total))
+                                        : static_cast<int64_t>(ms.value);
+  }
+  rules.max_bins = static_cast<int>(params_.n_bins);
+  rules.seed = params_.random_state ? *params_.random_state : std::random_device{}();
+  rules.threads = ctx.n_threads();
+  rules.oob_score = params_.oob_score;
+  rules.balanced_subsample = classification_ && params_.class_weight_mode == "balanced_subsample" && params_.bootstrap;
+
+  const detail::Forest forest = detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return detail::fit_forest<T>(static_cast<const T*>(Xh.data()), n, d, classification_ ? labels.index.data() : nullptr,
+                                 classification_ ? nullptr : static_cast<const T*>(yh.data()),
+                                 weights.empty() ? nullptr : weights.data(), rules);
+  });
+
+  std::map<std::string, HostArray> attributes;
+  tree_attributes(forest, attributes);
+  attributes["feature_importances_"] = array_of(DType::float64, forest.feature_importances);
+  if (classification_) {
+    attributes["classes_"] = array_of(DType::float64, labels.classes);
+    attributes["n_classes_"] = scalar_of<int64_t>(DType::int64, static_cast<int64_t>(labels.classes.size()));
+  }
+  if (params_.oob_score) {
+    attributes["oob_score_"] = scalar_of<double>(DType::float64, forest.oob_score);
+    const int64_t k = classification_ ? static_cast<int64_t>(labels.classes.size()) : 1;
+    HostArray oob = classification_ ? HostArray(DType::float64, n, k) : HostArray(DType::float64, n);
+    std::copy(forest.oob_decision.begin(), forest.oob_decision.end(), oob.as<double>());
+    attributes[classification_ ? "oob_decision_function_" : "oob_prediction_"] = std::move(oob);
+  }
+  attributes_ = std::move(attributes);
+  n_features_in_ = scalar_of<int64_t>(DType::int64, d);
+  rebuild_forest();
+}
+
+// The prediction trees from the attribute arrays: the one path for a fitted and a restored model.
+void RandomForestBase::rebuild_forest() {
+  auto forest = std::make_shared<detail::Forest>();
+  forest->classification = classification_;
+  forest->n_features = *n_features_in_.as<const int64_t>();
+  const int64_t k = attributes_.at("nodes_value_").spec().shape[1];
+  forest->width = classification_ ? static_cast<int>(k) : 3;
+  const int64_t* offsets = attributes_.at("estimator_node_offsets_").as<const int64_t>();
+  const int64_t n_trees = attributes_.at("estimator_node_offsets_").spec().shape[0] - 1;
+  const int32_t* feature = attributes_.at("nodes_feature_").as<const int32_t>();
+  const double* threshold = attributes_.at("nodes_threshold_").as<const double>();
+  const int32_t* left = attributes_.at("nodes_children_left_").as<const int32_t>();
+  const int32_t* right = attributes_.at("nodes_children_right_").as<const int32_t>();
+  const double* value = attributes_.at("nodes_value_").as<const double>();
+  forest->trees.resize(static_cast<std::size_t>(n_trees));
+  for (int64_t t = 0; t < n_trees; ++t) {
+    detail::Tree& tree = forest->trees[t];
+    for (int64_t at = offsets[t]; at < offsets[t + 1]; ++at) {
+      const bool leaf = feature[at] < 0;
+      tree.feature.push_back(leaf ? -1 : feature[at]);
+      tree.threshold.push_back(leaf ? 0.0 : threshold[at]);
+      tree.left.push_back(leaf ? -1 : left[at]);
+      tree.right.push_back(leaf ? -1 : right[at]);
+      if (classification_) {
+        tree.stats.insert(tree.stats.end(), value + at * k, value + (at + 1) * k);
+      } else {  // W = 1, S = the mean: the leaf's value is S / W
+        tree.stats.insert(tree.stats.end(), {1.0, value[at], 0.0});
+      }
+    }
+  }
+  forest_ = std::move(forest);
+}
+
+int64_t RandomForestBase::n_features_in() const {
+  require_fitted();
+  return *n_features_in_.as<const int64_t>();
+}
+
+int64_t RandomForestBase::n_estimators_fitted() const {
+  require_fitted();
+  return static_cast<int64_t>(forest_->trees.size());
+}
+
+const HostArray& RandomForestBase::feature_importances() const { return attribute("feature_importances_"); }
+
+ArraySpec RandomForestBase::output_spec(const std::string& method, int64_t n_rows) const {
+  const bool proba = classification_ && method == "predict_proba";
+  if (method != "predict" && !proba) return Estimator::output_spec(method, n_rows);
+  require_fitted();
+  GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
+  if (proba) return ArraySpec{DType::float64, 2, {n_rows, forest_->width}};
+  return ArraySpec{DType::float64, 1, {n_rows, 0}};
+}
+
+HostArray RandomForestBase::predict_host(Context& ctx, const ArrayView& X) const {
+  require_fitted();
+  detail::check_matrix_shape(X);
+  const int64_t n = X.shape[0], d = forest_->n_features;
+  GPUML_EXPECT(X.shape[1] == d, "X has " + std::to_string(X.shape[1]) + " features, but " +
+                                    estimator_name(classification_) + " was fitted with " + std::to_string(d) + " features");
+  const DType dtype = detail::float_dtype_for(X.dtype);
+  const HostCopy Xh = host_copy(ctx, X, dtype, "X");
+  HostArray out = classification_ ? HostArray(DType::float64, n, forest_->width) : HostArray(DType::float64, n);
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    detail::forest_predict<T>(*forest_, static_cast<const T*>(Xh.data()), n, d, out.as<double>(), ctx.n_threads());
+  });
+  return out;
+}
+
+void RandomForestBase::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  const HostArray means = predict_host(ctx, X);
+  const detail::Staged staged = detail::stage_host(ctx, means);
+  detail::write_output(ctx, staged.view, out, "predictions");
+}
+
+std::vector<std::string> RandomForestBase::attribute_names() const {
+  std::vector<std::string> names = {"n_features_in_", "feature_importances_"};
+  if (classification_) names.insert(names.end(), {"classes_", "n_classes_"});
+  if (params_.oob_score) names.insert(names.end(), {"oob_score_", classification_ ? "oob_decision_function_" : "oob_prediction_"});
+  names.insert(names.end(), kTreeAttributes.begin(), kTreeAttributes.end());
+  return names;
+}
+
+const HostArray& RandomForestBase::attribute(const std::string& name) const {
+  const std::vector<std::string> names = attribute_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    throw_error(ErrorCode::invalid_argument, std::string(kind()) + " has no attribute '" + name + "' (known: " + known + ")");
+  }
+  require_fitted();
+  if (name == "n_features_in_") return n_features_in_;
+  return attributes_.at(name);
+}
+
+void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
+  const std::string where = std::string(kind()) + " model: ";
+  const std::vector<std::string> names = attribute_names();
+  for (const auto& entry : attributes)
+    GPUML_EXPECT(std::find(names.begin(), names.end(), entry.first) != names.end(),
+                 where + "unknown attribute '" + entry.first + "'");
+  for (const std::string& name : names)
+    GPUML_EXPECT(attributes.count(name) && !attributes.at(name).empty(), where + "attribute '" + name + "' is missing");
+  auto expect_shape = [&](const std::string& name, DType dtype, int ndim, int64_t rows, int64_t cols) {
+    const ArraySpec spec = attributes.at(name).spec();
+    GPUML_EXPECT(attributes.at(name).dtype() == dtype && spec.ndim == ndim && (ndim == 0 || spec.shape[0] == rows) &&
+                     (ndim < 2 || spec.shape[1] == cols),
+                 where + name + " has the wrong dtype or shape");
+  };
+  expect_shape("n_features_in_", DType::int64, 0, 0, 0);
+  const int64_t d = *attributes.at("n_features_in_").as<const int64_t>();
+  GPUML_EXPECT(d >= 1, where + "n_features_in_ must be >= 1");
+  expect_shape("feature_importances_", DType::float64, 1, d, 0);
+  int64_t k = 1;
+  if (classification_) {
+    const HostArray& classes = attributes.at("classes_");
+    GPUML_EXPECT(classes.dtype() == DType::float64 && classes.spec().ndim == 1 && classes.spec().shape[0] >= 2,
+                 where + "classes_ must be a float64 array of at least 2 labels");
+    k = classes.spec().shape[0];
+    const double* cls = classes.as<const double>();
+    for (int64_t c = 0; c < k; ++c)
+      GPUML_EXPECT(std::isfinite(cls[c]) && (c == 0 || cls[c - 1] < cls[c]), where + "classes_ must be finite and increasing");
+    expect_shape("n_classes_", DType::int64, 0, 0, 0);
+    GPUML_EXPECT(*attributes.at("n_classes_").as<const int64_t>() == k, where + "n_classes_ must equal the size of classes_");
+  }
+  const HostArray& offsets_array = attributes.at("estimator_node_offsets_");
+  GPUML_EXPECT(offsets_array.dtype() == DType::int64 && offsets_array.spec().ndim == 1 && offsets_array.spec().shape[0] >= 2,
+               where + "estimator_node_offsets_ must be an int64 array of at least 2 entries");
+  const int64_t n_trees = offsets_array.spec().shape[0] - 1;
+  const int64_t* offsets = offsets_array.as<const int64_t>();
+  const int64_t total = offsets[n_trees];
+  GPUML_EXPECT(offsets[0] == 0 && total >= n_trees && total <= (int64_t(1) << 40), where + "bad estimator_node_offsets_");
+  for (int64_t t = 0; t < n_trees; ++t)
+    GPUML_EXPECT(offsets[t + 1] > offsets[t] && offsets[t + 1] - offsets[t] <= INT32_MAX,
+                 where + "estimator_node_offsets_ must increase: every tree has a node");
+  expect_shape("nodes_feature_", DType::int32, 1, total, 0);
+  expect_shape("nodes_threshold_", DType::float64, 1, total, 0);
+  expect_shape("nodes_children_left_", DType::int32, 1, total, 0);
+  expect_shape("nodes_children_right_", DType::int32, 1, total, 0);
+  expect_shape("nodes_value_", DType::float64, 2, total, k);
+  expect_shape("nodes_impurity_", DType::float64, 1, total, 0);
+  expect_shape("nodes_n_samples_", DType::int64, 1, total, 0);
+  expect_shape("nodes_weighted_n_samples_", DType::float64, 1, total, 0);
+  // Every walk must end at a leaf: children point forward within their tree (as grown, and as
+  // scikit-learn numbers them), split features exist, values are finite.
+  const int32_t* feature = attributes.at("nodes_feature_").as<const int32_t>();
+  const int32_t* left = attributes.at("nodes_children_left_").as<const int32_t>();
+  const int32_t* right = attributes.at("nodes_children_right_").as<const int32_t>();
+  const double* threshold = attributes.at("nodes_threshold_").as<const double>();
+  const double* value = attributes.at("nodes_value_").as<const double>();
+  for (int64_t t = 0; t < n_trees; ++t) {
+    const int64_t size = offsets[t + 1] - offsets[t];
+    for (int64_t node = 0; node < size; ++node) {
+      const int64_t at = offsets[t] + node;
+      if (feature[at] == kLeafFeature) {
+        GPUML_EXPECT(left[at] == kLeafChild && right[at] == kLeafChild, where + "a leaf has children");
+      } else {
+        GPUML_EXPECT(feature[at] >= 0 && feature[at] < d, where + "a split feature is out of range");
+        GPUML_EXPECT(left[at] > node && left[at] < size && right[at] > node && right[at] < size,
+                     where + "children must point forward within their tree");
+        GPUML_EXPECT(!std::isnan(threshold[at]), where + "a threshold is NaN");
+      }
+      for (int64_t c = 0; c < k; ++c) GPUML_EXPECT(std::isfinite(value[at * k + c]), where + "node values must be finite");
+    }
+  }
+  if (params_.oob_score) {
+    expect_shape("oob_score_", DType::float64, 0, 0, 0);
+    const std::string oob = classification_ ? "oob_decision_function_" : "oob_prediction_";
+    const ArraySpec spec = attributes.at(oob).spec();
+    GPUML_EXPECT(attributes.at(oob).dtype() == DType::float64 && spec.ndim == (classification_ ? 2 : 1) &&
+                     (!classification_ || spec.shape[1] == k),
+                 where + oob + " has the wrong dtype or shape");
+  }
+  n_features_in_ = std::move(attributes.at("n_features_in_"));
+  attributes.erase("n_features_in_");
+  attributes_ = std::move(attributes);
+  rebuild_forest();
+}
+
+std::string RandomForestBase::get_params_json() const {
+  nlohmann::json j;
+  auto count = [](const CountOrFraction& c) { return c.fraction ? nlohmann::json(c.value) : nlohmann::json(int64_t(c.value)); };
+  j["n_estimators"] = params_.n_estimators;
+  j["criterion"] = params_.criterion;
+  j["max_depth"] = params_.max_depth < 0 ? nlohmann::json(nullptr) : nlohmann::json(params_.max_depth);
+  j["min_samples_split"] = count(params_.min_samples_split);
+  j["min_samples_leaf"] = count(params_.min_samples_leaf);
+  j["min_impurity_decrease"] = params_.min_impurity_decrease;
+  const std::string& mf = params_.max_features;
+  j["max_features"] = mf == "all"       ? nlohmann::json(nullptr)
+                      : mf == "count"    ? nlohmann::json(int64_t(params_.max_features_value))
+                      : mf == "fraction" ? nlohmann::json(params_.max_features_value)
+                                         : nlohmann::json(mf);
+  j["max_leaf_nodes"] = params_.max_leaf_nodes < 0 ? nlohmann::json(nullptr) : nlohmann::json(params_.max_leaf_nodes);
+  j["bootstrap"] = params_.bootstrap;
+  j["max_samples"] = params_.max_samples ? count(*params_.max_samples) : nlohmann::json(nullptr);
+  if (classification_) {
+    if (!params_.class_weight_mode.empty()) {
+      j["class_weight"] = params_.class_weight_mode;
+    } else if (!params_.class_weight.empty()) {
+      nlohmann::json pairs = nlohmann::json::array();
+      for (const auto& [label, weight] : params_.class_weight) pairs.push_back({label, weight});
+      j["class_weight"] = pairs;
+    } else {
+      j["class_weight"] = nullptr;
+    }
+  }
+  j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
+  j["oob_score"] = params_.oob_score;
+  j["n_bins"] = params_.n_bins;
+  return j.dump();
+}
+
+RandomForestClassifier::RandomForestClassifier(RandomForestParams params) : RandomForestBase(std::move(params), true) {}
+
+RandomForestClassifier& RandomForestClassifier::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
+                                                    const ArrayView* sample_weight) {
+  RandomForestBase::fit(ctx, X, &y, sample_weight);
+  return *this;
+}
+
+void RandomForestClassifier::predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  const HostArray proba = predict_host(ctx, X);
+  const detail::Staged staged = detail::stage_host(ctx, proba);
+  detail::write_output(ctx, staged.view, out, "probabilities");
+}
+
+void RandomForestClassifier::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  const HostArray proba = predict_host(ctx, X);
+  const int64_t n = proba.spec().shape[0], k = proba.spec().shape[1];
+  const double* cls = classes().as<const double>();
+  HostArray labels(DType::float64, n);
+  for (int64_t i = 0; i < n; ++i) {  // the first of equally probable classes, as numpy's argmax
+    const double* p = proba.as<const double>() + i * k;
+    labels.as<double>()[i] = cls[std::max_element(p, p + k) - p];
+  }
+  const detail::Staged staged = detail::stage_host(ctx, labels);
+  detail::write_output(ctx, staged.view, out, "predictions");
+}
+
+const HostArray& RandomForestClassifier::classes() const { return attribute("classes_"); }
+
+RandomForestRegressor::RandomForestRegressor(RandomForestParams params) : RandomForestBase(std::move(params), false) {}
+
+RandomForestRegressor& RandomForestRegressor::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
+                                                  const ArrayView* sample_weight) {
+  RandomForestBase::fit(ctx, X, &y, sample_weight);
+  return *this;
+}
+
+namespace detail {
+namespace {
+
+// An int-or-float parameter: JSON integers are counts, JSON floats fractions (as Python passes them).
+CountOrFraction count_or_fraction(ParamReader& reader, const char* name, CountOrFraction fallback) {
+  if (!reader.has(name)) return fallback;
+  const nlohmann::json& v = reader.raw(name);
+  if (v.is_number_integer() || v.is_number_unsigned()) return {static_cast<double>(v.get<int64_t>()), false};
+  if (v.is_number_float()) return {v.get<double>(), true};
+  reader.fail(name, "an integer or a float");
+}
+
+RandomForestParams forest_params_from(const nlohmann::json& params, const char* kind, bool classification) {
+  ParamReader reader(params, kind);
+  RandomForestParams p;
+  p.n_estimators = reader.get_int("n_estimators", p.n_estimators);
+  p.criterion = reader.get_string("criterion", default_criterion(classification));
+  if (reader.has("max_depth")) p.max_depth = reader.get_int("max_depth", -1);
+  if (reader.has("max_depth") && p.max_depth < 1) reader.fail("max_depth", "an integer >= 1 or null");
+  p.min_samples_split = count_or_fraction(reader, "min_samples_split", p.min_samples_split);
+  p.min_samples_leaf = count_or_fraction(reader, "min_samples_leaf", p.min_samples_leaf);
+  p.min_impurity_decrease = reader.get_double("min_impurity_decrease", p.min_impurity_decrease);
+  // max_features: absent = the default; null = all; "sqrt" / "log2"; an integer; a float.
+  if (params.is_object() && params.contains("max_features")) {
+    const nlohmann::json& mf = params["max_features"];
+    if (mf.is_null()) {
+      reader.has("max_features");
+      p.max_features = "all";
+    } else if (mf.is_string()) {
+      p.max_features = reader.get_string("max_features", "");
+      if (p.max_features != "sqrt" && p.max_features != "log2") reader.fail("max_features", "\"sqrt\", \"log2\", null, an integer or a float");
+    } else {
+      const CountOrFraction c = count_or_fraction(reader, "max_features", {});
+      p.max_features = c.fraction ? "fraction" : "count";
+      p.max_features_value = c.value;
+    }
+  } else {
+    p.max_features = default_max_features(classification);
+  }
+  if (reader.has("max_leaf_nodes")) p.max_leaf_nodes = reader.get_int("max_leaf_nodes", -1);
+  p.bootstrap = reader.get_bool("bootstrap", p.bootstrap);
+  if (reader.has("max_samples")) p.max_samples = count_or_fraction(reader, "max_samples", {});
+  if (classification && reader.has("class_weight")) {
+    const char* expected = "null, \"balanced\", \"balanced_subsample\" or a list of [label, weight] pairs with weight >= 0";
+    const nlohmann::json& cw = reader.raw("class_weight");
+    if (cw.is_string()) {
+      p.class_weight_mode = cw.get<std::string>();
+      if (p.class_weight_mode != "balanced" && p.class_weight_mode != "balanced_subsample") reader.fail("class_weight", expected);
+    } else if (cw.is_array()) {
+      for (const auto& pair : cw) {
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number())
+          reader.fail("class_weight", expected);
+        p.class_weight.emplace_back(pair[0].get<double>(), pair[1].get<double>());
+      }
+    } else {
+      reader.fail("class_weight", expected);
+    }
+  }
+  p.random_state = reader.get_seed("random_state");
+  p.oob_score = reader.get_bool("oob_score", p.oob_score);
+  p.n_bins = reader.get_int("n_bins", p.n_bins);
+  reader.finish();
+  return p;
+}
+
+}  // namespace
+
+std::unique_ptr<Estimator> random_forest_classifier_from_params(const nlohmann::json& params) {
+  return std::make_unique<RandomForestClassifier>(forest_params_from(params, "random_forest_classifier", true));
+}
+
+std::unique_ptr<Estimator> random_forest_regressor_from_params(const nlohmann::json& params) {
+  return std::make_unique<RandomForestRegressor>(forest_params_from(params, "random_forest_regressor", false));
+}
+
+}  // namespace detail
+
+}  // namespace gpuml
