@@ -26,6 +26,8 @@ _LAZY_ESTIMATORS = {
     "LinearRegression": "linear_model",
     "LogisticRegression": "linear_model",
     "PCA": "decomposition",
+    "RandomForestClassifier": "ensemble",
+    "RandomForestRegressor": "ensemble",
     "Ridge": "linear_model",
     "TruncatedSVD": "decomposition",
 }

@@ -4,15 +4,15 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import ClassifierMixin, MultiOutputMixin, RegressorMixin
+from sklearn.base import MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import accuracy_score, r2_score
+from sklearn.metrics import r2_score
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from . import _array
 from ._base import GpumlEstimator
+from ._classifier import GpumlClassifier
 from ._context import get_context
 
 __all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
@@ -339,49 +339,7 @@ class Lasso(ElasticNet):
 _PENALTIES = ("l2", "l1", "elasticnet")
 
 
-def _log(probabilities):
-    """The natural logarithm in the array's own library (NumPy, torch or CuPy)."""
-    if isinstance(probabilities, np.ndarray):
-        return np.log(probabilities)
-    if hasattr(probabilities, "log"):  # torch tensors
-        return probabilities.log()
-    import cupy
-
-    return cupy.log(probabilities)
-
-
-def _device_labels(y):
-    """(classes_ as NumPy, each row's class index as int32 on the device) for a 1-d numeric torch or
-    CuPy y, without copying y to the host: np.unique on a million host labels would cost more
-    than a GPU fit. Checks what check_classification_targets checks for numbers: float labels
-    must be finite and whole."""
-    torch_y = _array.ArrayKind.of(y).library == "torch"
-    if torch_y:
-        import torch as xp
-
-        floating = y.dtype.is_floating_point
-        if y.dtype.is_complex:
-            raise ValueError(f"Complex data not supported: y has dtype {y.dtype}")
-    else:
-        import cupy as xp
-
-        if y.dtype.kind not in "biuf":
-            raise ValueError(f"y has dtype {y.dtype}; device labels must be numbers")
-        floating = y.dtype.kind == "f"
-    if floating:
-        if not bool(xp.isfinite(y).all()):
-            raise ValueError("Input y contains NaN or infinity.")
-        if not bool((y == (xp.round(y) if torch_y else xp.around(y))).all()):
-            raise ValueError(
-                "Unknown label type: continuous. Maybe you are trying to fit a classifier, which expects "
-                "discrete classes on a regression target with continuous values."
-            )
-    classes, inverse = xp.unique(y, return_inverse=True)
-    index = inverse.to(xp.int32).contiguous() if torch_y else xp.ascontiguousarray(inverse.astype(xp.int32))
-    return _array.to_numpy(classes), index
-
-
-class LogisticRegression(ClassifierMixin, GpumlEstimator):
+class LogisticRegression(GpumlClassifier):
     """Logistic regression (binomial for two classes, multinomial for more), on the CPU or a CUDA GPU.
 
     Same results as ``sklearn.linear_model.LogisticRegression`` (its "lbfgs" solver, and "saga"
@@ -470,83 +428,14 @@ class LogisticRegression(ClassifierMixin, GpumlEstimator):
             "tol": _check_real(self.tol, "tol", 0.0),
         }
 
-    def _class_weight_json(self, classes):
-        """class_weight for the C ABI, where the labels are the class indices: None, "balanced",
-        or [[index, weight], ...]. A dict follows scikit-learn's rule: classes missing from it
-        weigh 1, and keys that are not classes are an error only when some class is missing."""
-        class_weight = self.class_weight
-        if class_weight is None or isinstance(class_weight, str):
-            return class_weight
-        pairs, missing = [], []
-        for index, label in enumerate(classes):
-            key = label.item() if isinstance(label, np.generic) else label
-            if key not in class_weight:
-                missing.append(key)
-                continue
-            weight = class_weight[key]
-            if isinstance(weight, (bool, np.bool_)) or not isinstance(weight, numbers.Real) or not (
-                np.isfinite(weight) and weight >= 0
-            ):
-                raise ValueError(f"class_weight[{key!r}] must be a finite number >= 0, got {weight!r}")
-            pairs.append([index, float(weight)])
-        if missing and len(pairs) != len(class_weight):
-            raise ValueError(f"The classes, {missing}, are not in class_weight")
-        return pairs
-
     # -- fitting -------------------------------------------------------------------------
-    def _prepare_X_labels(self, X, y):
-        """Validated X (for the C ABI) and the labels y; returns (X, y, ArrayKind of X), y either a
-        host 1-d array of labels or, for a numeric 1-d torch / CuPy y, that device array."""
-        kind = _array.ArrayKind.of(X)
-        if y is None:
-            raise ValueError(
-                f"This {type(self).__name__} estimator requires y to be passed, but the target y is None."
-            )
-        y_kind = _array.ArrayKind.of(y)
-        if kind.is_device and y_kind.is_device and y_kind.library in ("torch", "cupy") and len(tuple(y.shape)) == 1:
-            X, kind = self._prepare_X(X, reset=True)
-            if y.shape[0] != X.shape[0]:
-                raise ValueError(
-                    f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]"
-                )
-            return X, y, kind
-        # Other labels are read on the host: np.unique needs them there.
-        y_host = _array.to_numpy(y) if y_kind.is_device else _array.ArrayKind.host_input(y)
-        if not kind.is_device:
-            X, y = validate_data(
-                self,
-                _array.ArrayKind.host_input(X),
-                y_host,
-                reset=True,
-                dtype=[np.float64, np.float32],
-                order="C",
-                accept_sparse=False,
-            )
-            return X, y, kind
-        X, kind = self._prepare_X(X, reset=True)
-        y = column_or_1d(y_host, warn=True)
-        if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
-            raise ValueError("Input y contains NaN or infinity.")
-        check_consistent_length(np.empty((X.shape[0], 0)), y)
-        return X, y, kind
-
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and the labels y (n_samples,); returns self.
 
         Warns with ConvergenceWarning when the solver stopped before the gradient met tol."""
         params = self._gpuml_params()  # bad parameters fail before the data is looked at
         X, y, kind = self._prepare_X_labels(X, y)
-        if isinstance(y, np.ndarray):
-            check_classification_targets(y)
-            classes, class_index = np.unique(y, return_inverse=True)
-            labels = np.ascontiguousarray(class_index.reshape(-1), dtype=np.int32)
-        else:
-            classes, labels = _device_labels(y)
-        if classes.size < 2:
-            raise ValueError(
-                "This solver needs samples of at least 2 classes in the data, but the data contains only one "
-                f"class: {classes[0]!r}"
-            )
+        classes, labels = self._labels(y)
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
         params["class_weight"] = self._class_weight_json(classes)
         self._gpuml_fit(X, kind, sample_weight=weights, y=labels, params=params)
@@ -567,38 +456,10 @@ class LogisticRegression(ClassifierMixin, GpumlEstimator):
         self.n_iter_ = np.asarray(self.n_iter_, dtype=np.int32).reshape(1)  # as scikit-learn's
 
     # -- using the fitted model ------------------------------------------------------------
-    def _apply(self, method, X, dtype=None):
-        check_is_fitted(self)
-        X, kind = self._prepare_X(X, reset=False, dtype=(self.coef_.dtype,))
-        return self._gpuml_apply(method, X, kind, dtype=dtype), kind
+    def _predict_dtypes(self):
+        return (self.coef_.dtype,)
 
     def decision_function(self, X):
         """Scores X @ coef_.T + intercept_: (n_samples,) for two classes (the second class's score),
         else (n_samples, n_classes); coef_'s dtype, in X's array type."""
         return self._apply("transform", X)[0]
-
-    def predict_proba(self, X):
-        """Class probabilities (n_samples, n_classes), columns in classes_ order; coef_'s dtype, X's array type."""
-        return self._apply("predict_proba", X)[0]
-
-    def predict_log_proba(self, X):
-        """log(predict_proba(X)), as scikit-learn computes it."""
-        return _log(self.predict_proba(X))
-
-    def predict(self, X):
-        """The most probable class of each sample, as classes_'s values (X's array type and device
-        for numeric labels; a NumPy array for other labels)."""
-        # The C model's labels are the class indices, written as float64 (exact below 2^53).
-        index, kind = self._apply("predict", X)
-        classes = self.classes_
-        numeric = classes.dtype.kind in "biuf"
-        if kind.is_device and numeric:
-            return kind.from_numpy(classes)[_array.device_astype(index, np.int64)]  # the lookup stays on the device
-        labels = classes[_array.to_numpy(index).astype(np.intp)]
-        return kind.wrap(labels) if numeric else labels
-
-    def score(self, X, y, sample_weight=None):
-        """Mean accuracy of predict(X) against y (ClassifierMixin's score; device inputs are read back first)."""
-        y_pred = _array.to_numpy(self.predict(X))
-        weights = None if sample_weight is None else _array.to_numpy(sample_weight)
-        return accuracy_score(_array.to_numpy(y), y_pred, sample_weight=weights)

@@ -1,0 +1,186 @@
+"""gpuml.ensemble against scikit-learn: cross-validated accuracy on the issue's data sets with
+scikit-learn's own folds, C-MAPSS remaining useful life, the binning thresholds, attributes, and
+named errors. Quality bars are the issue's: scikit-learn's figure minus 0.5 point (accuracy), or
+within 2% (RMSE), computed in the same run."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.ensemble import RandomForestClassifier as SkForestClassifier
+from sklearn.ensemble import RandomForestRegressor as SkForestRegressor
+from sklearn.ensemble._hist_gradient_boosting.binning import _find_binning_thresholds
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+from conftest import DEVICES, cuda_or_skip
+from gpuml.ensemble import RandomForestClassifier, RandomForestRegressor
+
+
+def steel_plates():
+    from steel_plates import load_steel_plates
+
+    try:
+        X, y, _ = load_steel_plates()
+    except FileNotFoundError as e:
+        pytest.skip(f"steel plates data set missing: {e}")
+    return X, y
+
+
+def cmapss_capped():
+    from cmapss import load_cmapss_fd001
+
+    try:
+        X, y, X_test, y_test = load_cmapss_fd001()
+    except FileNotFoundError as e:
+        pytest.skip(f"C-MAPSS data set missing: {e}")
+    return X, np.minimum(y, 125.0), X_test, np.minimum(y_test, 125.0)
+
+
+def cv_accuracy(model, X, y):
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)  # the issue's folds
+    return cross_val_score(model, X, y, cv=folds, scoring="accuracy").mean()
+
+
+@pytest.mark.parametrize("dataset", ["steel_plates", "breast_cancer", "digits"])
+def test_cross_validated_accuracy_matches_sklearn(dataset):
+    if dataset == "steel_plates":
+        X, y = steel_plates()
+    else:
+        X, y = (load_breast_cancer if dataset == "breast_cancer" else load_digits)(return_X_y=True)
+    sklearn_accuracy = cv_accuracy(SkForestClassifier(random_state=0, n_jobs=-1), X, y)
+    # One seed's CV mean moves by about +-0.5 point with the seed (ours and scikit-learn's alike,
+    # measured on the steel plates over 20 seeds): three seeds, averaged, against the bar.
+    ours = np.mean([cv_accuracy(RandomForestClassifier(random_state=seed, device="cpu"), X, y) for seed in range(3)])
+    assert ours >= sklearn_accuracy - 0.005, f"{dataset}: gpuml {ours:.4f}, scikit-learn {sklearn_accuracy:.4f}"
+
+
+def test_cmapss_remaining_useful_life_matches_sklearn():
+    X, y, X_test, y_test = cmapss_capped()
+    params = dict(n_estimators=200, min_samples_leaf=5)
+    sklearn_pred = SkForestRegressor(random_state=0, n_jobs=-1, **params).fit(X, y).predict(X_test)
+    sklearn_rmse = np.sqrt(np.mean((sklearn_pred - y_test) ** 2))
+    # A seed moves the test RMSE by about +-0.3 (ours 17.09-17.66 over 8 seeds, scikit-learn
+    # 17.28-17.48 over 5): two seeds, averaged, within 2%.
+    rmse = []
+    for seed in range(2):
+        pred = RandomForestRegressor(random_state=seed, device="cpu", **params).fit(X, y).predict(X_test)
+        rmse.append(np.sqrt(np.mean((pred - y_test) ** 2)))
+    assert np.mean(rmse) <= 1.02 * sklearn_rmse, f"gpuml {rmse}, scikit-learn {sklearn_rmse:.3f}"
+
+
+def test_split_thresholds_are_sklearn_histogram_thresholds(rng):
+    # Every split sits on one of scikit-learn's quantile thresholds of its feature (the bins are
+    # computed as its histogram gradient boosting computes them).
+    X, y = steel_plates()
+    model = RandomForestClassifier(n_estimators=5, random_state=int(rng.integers(1 << 30)), device="cpu").fit(X, y)
+    split = model.nodes_feature_ >= 0
+    for feature in np.unique(model.nodes_feature_[split]):
+        thresholds = _find_binning_thresholds(X[:, feature], max_bins=256)
+        used = model.nodes_threshold_[split & (model.nodes_feature_ == feature)]
+        assert np.isin(used, thresholds).all(), f"feature {feature}"
+
+
+def test_tree_arrays_describe_the_predictions(rng):
+    # Walking the exported node arrays by hand gives predict_proba: the arrays are the model.
+    n, d = int(rng.integers(300, 900)), int(rng.integers(2, 6))
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, "yes", "no")
+    model = RandomForestClassifier(n_estimators=7, max_depth=5, random_state=int(rng.integers(1 << 30))).fit(X, y)
+    assert list(model.classes_) == ["no", "yes"] and model.n_classes_ == 2
+    offsets = model.estimator_node_offsets_
+    proba = np.zeros((n, 2))
+    for t in range(len(offsets) - 1):
+        base = offsets[t]
+        node = np.zeros(n, dtype=np.int64)
+        for _ in range(6):  # max_depth 5: at most 5 steps to a leaf
+            feature = model.nodes_feature_[base + node]
+            inner = feature >= 0
+            go_left = X[np.arange(n), np.maximum(feature, 0)] <= model.nodes_threshold_[base + node]
+            child = np.where(go_left, model.nodes_children_left_[base + node], model.nodes_children_right_[base + node])
+            node = np.where(inner, child, node)
+        assert (model.nodes_feature_[base + node] == -2).all()
+        proba += model.nodes_value_[base + node] / (len(offsets) - 1)
+    np.testing.assert_allclose(model.predict_proba(X), proba, rtol=0, atol=1e-12)
+    assert (model.predict(X) == model.classes_[np.argmax(proba, axis=1)]).all()
+
+
+def test_same_seed_same_forest_and_pickle(rng):
+    X, y = load_breast_cancer(return_X_y=True)
+    seed = int(rng.integers(1 << 30))
+    a = RandomForestClassifier(n_estimators=20, random_state=seed).fit(X, y)
+    b = RandomForestClassifier(n_estimators=20, random_state=seed).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    restored = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(restored.predict_proba(X), a.predict_proba(X))
+    np.testing.assert_array_equal(restored.nodes_threshold_, a.nodes_threshold_)
+
+
+def test_oob_score_close_to_cross_validation(rng):
+    X, y = steel_plates()
+    model = RandomForestClassifier(oob_score=True, random_state=int(rng.integers(1 << 30))).fit(X, y)
+    assert model.oob_decision_function_.shape == (X.shape[0], 7)
+    sk = SkForestClassifier(oob_score=True, random_state=0, n_jobs=-1).fit(X, y)
+    # OOB accuracy of a seed moves by about +-1 point: the two within 2.5 points.
+    assert abs(model.oob_score_ - sk.oob_score_) < 0.025, (model.oob_score_, sk.oob_score_)
+
+
+def test_class_weights_follow_sklearn_semantics(rng):
+    # "balanced" on imbalanced data raises the minority class's recall, as in scikit-learn.
+    n = 3000
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] + rng.normal(scale=1.0, size=n) > 1.6).astype(int)  # ~10% positives
+    seed = int(rng.integers(1 << 30))
+    plain = RandomForestClassifier(n_estimators=50, min_samples_leaf=20, random_state=seed).fit(X, y)
+    balanced = RandomForestClassifier(n_estimators=50, min_samples_leaf=20, class_weight="balanced", random_state=seed)
+    balanced.fit(X, y)
+    recall = lambda m: np.mean(m.predict(X)[y == 1] == 1)  # noqa: E731
+    assert recall(balanced) > recall(plain) + 0.1
+    # Equal class weights change nothing but the scale: the weights pick the bootstrap draws in
+    # proportion, so equal weights draw uniformly, as no weights do (accuracy within noise).
+    equal = RandomForestClassifier(n_estimators=50, class_weight={0: 2.0, 1: 2.0}, random_state=seed).fit(X, y)
+    unweighted = RandomForestClassifier(n_estimators=50, random_state=seed).fit(X, y)
+    assert abs(equal.score(X, y) - unweighted.score(X, y)) < 0.02
+
+
+def test_bad_input_gets_named_errors(rng):
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(NotFittedError):
+        RandomForestClassifier().predict(X)
+    bad = X.copy()
+    bad[int(rng.integers(60)), int(rng.integers(3))] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        RandomForestClassifier(n_estimators=3).fit(bad, y)
+    with pytest.raises(ValueError, match="only one class"):
+        RandomForestClassifier(n_estimators=3).fit(X, np.zeros(60))
+    weights = np.ones(60)
+    weights[int(rng.integers(60))] = -1.0
+    with pytest.raises(ValueError, match="(?i)negative"):
+        RandomForestClassifier(n_estimators=3).fit(X, y, sample_weight=weights)
+    for params in (dict(max_features=0), dict(max_features=1.5), dict(n_estimators=0), dict(min_samples_leaf=0),
+                   dict(criterion="mse"), dict(class_weight="even"), dict(n_bins=300)):
+        with pytest.raises(ValueError):
+            RandomForestClassifier(**params).fit(X, y)
+    with pytest.raises(ValueError, match="max_features"):
+        RandomForestRegressor(max_features=4).fit(X, X[:, 0])  # more than the 3 features
+    with pytest.raises(ValueError, match="bootstrap"):
+        RandomForestRegressor(bootstrap=False, oob_score=True).fit(X, X[:, 0])
+    with pytest.raises(NotImplementedError):
+        RandomForestRegressor(criterion="poisson").fit(X, np.abs(X[:, 0]))
+
+
+def test_device_inputs_give_the_host_results(rng):
+    if "cuda" not in DEVICES:
+        cuda_or_skip("no CUDA device: nothing to compare the host run with")
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    X = rng.normal(size=(500, 5)).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    seed = int(rng.integers(1 << 30))
+    reference = RandomForestClassifier(n_estimators=10, random_state=seed, device="cpu").fit(X, y).predict_proba(X)
+    Xd, yd = torch.from_numpy(X).cuda(), torch.from_numpy(y).cuda()
+    model = RandomForestClassifier(n_estimators=10, random_state=seed, device="cuda").fit(Xd, yd)
+    proba = model.predict_proba(Xd)
+    assert proba.is_cuda
+    np.testing.assert_array_equal(proba.cpu().numpy(), reference)
