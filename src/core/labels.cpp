@@ -151,4 +151,18 @@ std::vector<double> class_weights(const Labels& labels, const std::vector<double
   return weight;
 }
 
+void write_labels(Context& ctx, const ArrayView& labels, const HostArray& classes, const ArrayView& out) {
+  if (is_floating(out.dtype)) return write_output(ctx, labels, out, "predictions");
+  const double* cls = classes.as<const double>();
+  const int64_t n_classes = classes.spec().shape[0], n = labels.shape[0];
+  GPUML_EXPECT(std::all_of(cls, cls + n_classes, [](double c) { return c == std::floor(c) && std::abs(c) < 9e15; }),
+               "predictions: the classes are not all integers, so the output must be a float32/float64 array, got " +
+                   std::string(dtype_name(out.dtype)));
+  const HostArray host = labels.device.is_cuda() ? to_host(ctx, labels) : HostArray();
+  const double* values = labels.device.is_cuda() ? host.as<const double>() : labels.as<const double>();
+  HostArray integral(DType::int64, n);
+  std::transform(values, values + n, integral.as<int64_t>(), [](double v) { return static_cast<int64_t>(v); });
+  write_output(ctx, integral.view(), out, "predictions");
+}
+
 }  // namespace gpuml::detail

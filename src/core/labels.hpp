@@ -31,6 +31,10 @@ std::vector<double> host_sample_weights(Context& ctx, const ArrayView* sample_we
 std::vector<double> class_weights(const Labels& labels, const std::vector<double>& sample_weight, bool balanced,
                                   const std::vector<std::pair<double, double>>& listed, const std::string& estimator);
 
+// Writes predicted labels (float64, n, in the context's memory) to out: a float array, or an
+// integer array when every class is an integer (write_output never truncates floats).
+void write_labels(Context& ctx, const ArrayView& labels, const HostArray& classes, const ArrayView& out);
+
 std::string number_text(double v);  // shortest round-trip-ish text of a number, for messages
 
 }  // namespace gpuml::detail

@@ -510,7 +510,7 @@ void RandomForestClassifier::predict(Context& ctx, const ArrayView& X, const Arr
     labels.as<double>()[i] = cls[std::max_element(p, p + k) - p];
   }
   const detail::Staged staged = detail::stage_host(ctx, labels);
-  detail::write_output(ctx, staged.view, out, "predictions");
+  detail::write_labels(ctx, staged.view, classes(), out);
 }
 
 const HostArray& RandomForestClassifier::classes() const { return attribute("classes_"); }

@@ -281,19 +281,7 @@ void LogisticRegression::predict(Context& ctx, const ArrayView& X, const ArrayVi
   with_scores(ctx, X, coef_, intercept_, [&](auto* Z, int64_t n, int64_t k, auto& backend) {
     Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(double));
     backend.predict_labels(Z, n, k, classes_.as<const double>(), labels.as<double>());
-    const ArrayView view = make_view(labels.data(), DType::float64, ctx.device(), n);
-    if (is_floating(out.dtype)) return detail::write_output(ctx, view, out, "predictions");
-    // Integer outputs hold integral labels: converted here (write_output never truncates floats).
-    const double* cls = classes_.as<const double>();
-    const int64_t n_classes = classes_.spec().shape[0];
-    GPUML_EXPECT(std::all_of(cls, cls + n_classes, [](double c) { return c == std::floor(c) && std::abs(c) < 9e15; }),
-                 "predictions: the classes are not all integers, so the output must be a float32/float64 array, got " +
-                     std::string(dtype_name(out.dtype)));
-    const HostArray host = ctx.is_cuda() ? detail::to_host(ctx, view) : HostArray();
-    const double* values = ctx.is_cuda() ? host.as<const double>() : labels.as<const double>();
-    HostArray integral(DType::int64, n);
-    std::transform(values, values + n, integral.as<int64_t>(), [](double v) { return static_cast<int64_t>(v); });
-    detail::write_output(ctx, integral.view(), out, "predictions");
+    detail::write_labels(ctx, make_view(labels.data(), DType::float64, ctx.device(), n), classes_, out);
   });
 }
 

@@ -353,11 +353,13 @@ static void compare_with_cuda(const Problem* p, gpuml_context_t ctx, gpuml_estim
   CHECK_OK(gpuml_context_free(gctx));
 }
 
-/* ---- a classifier through the same entry points: LogisticRegression on the blobs ----------- */
+/* ---- classifiers through the same entry points: LogisticRegression and RandomForestClassifier on the blobs ---- */
 
-/* The blobs are far apart, so a lightly penalized logistic model classifies every row; its
- * probabilities sum to 1 per row, predict is their argmax, transform is the decision function. */
-static void check_logistic_regression(gpuml_context_t ctx, const Problem* p) {
+/* The blobs are far apart, so a lightly penalized logistic model (or a forest) classifies every
+ * row; probabilities sum to 1 per row, predict is their argmax, and a logistic model's transform
+ * is its decision function. bad_params must fail naming bad_name. */
+static void check_classifier(gpuml_context_t ctx, const Problem* p, const char* kind, const char* bad_params,
+                             const char* bad_name, const char* params, int has_transform) {
   gpuml_estimator_t est = NULL;
   int64_t i, c, shape[2] = {0, 0};
   int32_t dtype = -1, ndim = -1;
@@ -371,11 +373,11 @@ static void check_logistic_regression(gpuml_context_t ctx, const Problem* p) {
   gpuml_array_t out_proba = matrix(proba, GPUML_FLOAT64, p->n, p->k);
   int sums_ok = 1, argmax_ok = 1, correct = 1;
 
-  EXPECT_ERROR(gpuml_estimator_create("logistic_regression", "{\"C\": -1}", &est), GPUML_ERROR_INVALID_ARGUMENT, "C");
-  CHECK_OK(gpuml_estimator_create("logistic_regression", "{\"C\": 10.0, \"max_iter\": 1000}", &est));
+  EXPECT_ERROR(gpuml_estimator_create(kind, bad_params, &est), GPUML_ERROR_INVALID_ARGUMENT, bad_name);
+  CHECK_OK(gpuml_estimator_create(kind, params, &est));
   for (i = 0; i < p->n; ++i) y[i] = 0;
   EXPECT_ERROR(gpuml_estimator_fit(ctx, est, &X, &labels, NULL), GPUML_ERROR_INVALID_ARGUMENT, "class");
-  EXPECT_ERROR(gpuml_estimator_predict(ctx, est, &X, &out_labels), GPUML_ERROR_NOT_FITTED, "logistic_regression");
+  EXPECT_ERROR(gpuml_estimator_predict(ctx, est, &X, &out_labels), GPUML_ERROR_NOT_FITTED, kind);
   for (i = 0; i < p->n; ++i) y[i] = p->blob[i] * 3 + 1; /* labels need not be 0..k-1 */
   CHECK_OK(gpuml_estimator_fit(ctx, est, &X, &labels, NULL));
 
@@ -398,11 +400,13 @@ static void check_logistic_regression(gpuml_context_t ctx, const Problem* p) {
   CHECK(argmax_ok);
   CHECK(correct);
 
-  CHECK_OK(gpuml_estimator_output_shape(est, "transform", p->n, &dtype, &ndim, shape));
-  CHECK(ndim == (p->k == 2 ? 1 : 2) && shape[0] == p->n);
-  {
+  if (has_transform) {
+    CHECK_OK(gpuml_estimator_output_shape(est, "transform", p->n, &dtype, &ndim, shape));
+    CHECK(ndim == (p->k == 2 ? 1 : 2) && shape[0] == p->n);
     gpuml_array_t out_scores = array_of_shape(scores, GPUML_FLOAT64, ndim, shape);
     CHECK_OK(gpuml_estimator_transform(ctx, est, &X, &out_scores));
+  } else {
+    EXPECT_ERROR(gpuml_estimator_output_shape(est, "transform", p->n, &dtype, &ndim, shape), GPUML_ERROR_UNSUPPORTED, "transform");
   }
   CHECK_OK(gpuml_estimator_free(est));
   free(y);
@@ -961,7 +965,9 @@ int main(void) {
   }
 
   compare_with_cuda(&p, ctx, est, labels, attributes);
-  check_logistic_regression(ctx, &p);
+  check_classifier(ctx, &p, "logistic_regression", "{\"C\": -1}", "C", "{\"C\": 10.0, \"max_iter\": 1000}", 1);
+  check_classifier(ctx, &p, "random_forest_classifier", "{\"max_features\": 0}", "max_features",
+                   "{\"n_estimators\": 10, \"random_state\": 3}", 0);
   check_pca(ctx, &p);
 
   free_attributes(attributes);
