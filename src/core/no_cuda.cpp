@@ -2,6 +2,7 @@
 // would touch a GPU says so with ErrorCode::unsupported. (Not compiled when CUDA is on.)
 #include "cluster/kmeans_backend.hpp"
 #include "core/device_ops.hpp"
+#include "ensemble/forest_backend.hpp"
 #include "linear_model/linear_backend.hpp"
 #include "linear_model/logistic_backend.hpp"
 #include "gpuml/core/error.hpp"
@@ -57,5 +58,10 @@ template <typename T>
 std::unique_ptr<LogisticBackend<T>> make_logistic_cuda_backend(const Context&) { no_cuda(); }
 template std::unique_ptr<LogisticBackend<float>> make_logistic_cuda_backend<float>(const Context&);
 template std::unique_ptr<LogisticBackend<double>> make_logistic_cuda_backend<double>(const Context&);
+
+template <typename T>
+std::unique_ptr<ForestBackend<T>> make_forest_cuda_backend(const Context&) { no_cuda(); }
+template std::unique_ptr<ForestBackend<float>> make_forest_cuda_backend<float>(const Context&);
+template std::unique_ptr<ForestBackend<double>> make_forest_cuda_backend<double>(const Context&);
 
 }  // namespace gpuml::detail

@@ -1,7 +1,8 @@
 // RandomForestClassifier and RandomForestRegressor: parameters, fitted attributes, the fit and
 // predictions, written once for both. The trees are grown by the host reference forest
-// (tree_builder.hpp, docs/random_forest.md); on a CUDA context the inputs are copied to the host
-// for it until the CUDA primitives land (issue 5).
+// (tree_builder.hpp, docs/random_forest.md); on a CUDA context the fit's inputs are copied to the
+// host for it until the fit's CUDA primitives land (issue 5). Predictions run on the context's
+// backend (forest_backend.hpp).
 #include "gpuml/ensemble/random_forest.hpp"
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include "core/params.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
+#include "ensemble/forest_backend.hpp"
 #include "ensemble/tree_builder.hpp"
+#include "linear_model/logistic_backend.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml {
@@ -302,7 +305,7 @@ void RandomForestBase::rebuild_forest() {
       }
     }
   }
-  forest_ = std::move(forest);
+  forest_ = std::make_shared<const detail::PackedForest>(detail::pack_forest(*forest));
 }
 
 int64_t RandomForestBase::n_features_in() const {
@@ -312,7 +315,7 @@ int64_t RandomForestBase::n_features_in() const {
 
 int64_t RandomForestBase::n_estimators_fitted() const {
   require_fitted();
-  return static_cast<int64_t>(forest_->trees.size());
+  return forest_->n_trees();
 }
 
 const HostArray& RandomForestBase::feature_importances() const { return attribute("feature_importances_"); }
@@ -322,30 +325,31 @@ ArraySpec RandomForestBase::output_spec(const std::string& method, int64_t n_row
   if (method != "predict" && !proba) return Estimator::output_spec(method, n_rows);
   require_fitted();
   GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
-  if (proba) return ArraySpec{DType::float64, 2, {n_rows, forest_->width}};
+  if (proba) return ArraySpec{DType::float64, 2, {n_rows, forest_->k}};
   return ArraySpec{DType::float64, 1, {n_rows, 0}};
 }
 
-HostArray RandomForestBase::predict_host(Context& ctx, const ArrayView& X) const {
+Buffer RandomForestBase::predict_values(Context& ctx, const ArrayView& X) const {
   require_fitted();
   detail::check_matrix_shape(X);
   const int64_t n = X.shape[0], d = forest_->n_features;
   GPUML_EXPECT(X.shape[1] == d, "X has " + std::to_string(X.shape[1]) + " features, but " +
                                     estimator_name(classification_) + " was fitted with " + std::to_string(d) + " features");
   const DType dtype = detail::float_dtype_for(X.dtype);
-  const HostCopy Xh = host_copy(ctx, X, dtype, "X");
-  HostArray out = classification_ ? HostArray(DType::float64, n, forest_->width) : HostArray(DType::float64, n);
+  const detail::Staged staged = detail::stage(ctx, X, dtype, "X");
+  detail::require_finite(ctx, staged.view, "X");
+  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * forest_->k, 1)) * sizeof(double));
   detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
-    detail::forest_predict<T>(*forest_, static_cast<const T*>(Xh.data()), n, d, out.as<double>(), ctx.n_threads());
+    auto backend = ctx.is_cuda() ? detail::make_forest_cuda_backend<T>(ctx) : detail::make_forest_cpu_backend<T>(ctx);
+    backend->predict(*forest_, staged.view.as<const T>(), n, d, out.as<double>());
   });
   return out;
 }
 
 void RandomForestBase::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
-  const HostArray means = predict_host(ctx, X);
-  const detail::Staged staged = detail::stage_host(ctx, means);
-  detail::write_output(ctx, staged.view, out, "predictions");
+  const Buffer means = predict_values(ctx, X);
+  detail::write_output(ctx, make_view(means.data(), DType::float64, ctx.device(), X.shape[0]), out, "predictions");
 }
 
 std::vector<std::string> RandomForestBase::attribute_names() const {
@@ -495,22 +499,20 @@ RandomForestClassifier& RandomForestClassifier::fit(Context& ctx, const ArrayVie
 }
 
 void RandomForestClassifier::predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const {
-  const HostArray proba = predict_host(ctx, X);
-  const detail::Staged staged = detail::stage_host(ctx, proba);
-  detail::write_output(ctx, staged.view, out, "probabilities");
+  const Buffer proba = predict_values(ctx, X);
+  detail::write_output(ctx, make_view(proba.data(), DType::float64, ctx.device(), X.shape[0], forest_->k), out,
+                       "probabilities");
 }
 
 void RandomForestClassifier::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
-  const HostArray proba = predict_host(ctx, X);
-  const int64_t n = proba.spec().shape[0], k = proba.spec().shape[1];
-  const double* cls = classes().as<const double>();
-  HostArray labels(DType::float64, n);
-  for (int64_t i = 0; i < n; ++i) {  // the first of equally probable classes, as numpy's argmax
-    const double* p = proba.as<const double>() + i * k;
-    labels.as<double>()[i] = cls[std::max_element(p, p + k) - p];
-  }
-  const detail::Staged staged = detail::stage_host(ctx, labels);
-  detail::write_labels(ctx, staged.view, classes(), out);
+  const Buffer proba = predict_values(ctx, X);
+  const int64_t n = X.shape[0];
+  Buffer labels(ctx, static_cast<std::size_t>(std::max<int64_t>(n, 1)) * sizeof(double));
+  // The first most probable class (numpy's argmax): the logistic backends' label primitive, on
+  // the probabilities as scores.
+  auto backend = ctx.is_cuda() ? detail::make_logistic_cuda_backend<double>(ctx) : detail::make_logistic_cpu_backend<double>(ctx);
+  backend->predict_labels(proba.as<const double>(), n, forest_->k, classes().as<const double>(), labels.as<double>());
+  detail::write_labels(ctx, make_view(labels.data(), DType::float64, ctx.device(), n), classes(), out);
 }
 
 const HostArray& RandomForestClassifier::classes() const { return attribute("classes_"); }

@@ -12,7 +12,7 @@
 namespace gpuml {
 
 namespace detail {
-struct Forest;
+struct PackedForest;
 }
 
 // A count given either as a number or as a fraction of something (scikit-learn's int-or-float
@@ -83,14 +83,15 @@ class GPUML_API RandomForestBase : public Estimator {
 
  protected:
   RandomForestBase(RandomForestParams params, bool classification);
-  // Per row: class probabilities (n x n_classes) or the mean prediction (n), float64, on the host.
-  HostArray predict_host(Context& ctx, const ArrayView& X) const;
+  // Per row: class probabilities (n x n_classes) or the mean prediction (n), float64, in the
+  // context's memory (a Buffer of n * columns doubles).
+  Buffer predict_values(Context& ctx, const ArrayView& X) const;
 
   RandomForestParams params_;
   bool classification_;
   std::map<std::string, HostArray> attributes_;
   HostArray n_features_in_;                 // empty until fitted
-  std::shared_ptr<const detail::Forest> forest_;  // the trees for prediction, built from the attributes
+  std::shared_ptr<const detail::PackedForest> forest_;  // the trees for prediction, built from the attributes
 
  private:
   void rebuild_forest();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpuml/ensemble/random_forest.hpp"
+#include "../backend_test_util.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
@@ -203,6 +204,62 @@ TEST(RandomForest, BadInputGetsNamedErrors) {
   left[0] = 0;
   RandomForestClassifier broken(small);
   GPUML_EXPECT_ERROR(broken.restore(std::move(attributes)), ErrorCode::invalid_argument);
+}
+
+// GPU predictions from device arrays equal the CPU backend's bit for bit (the same walk and the
+// same unfused sums in tree order): classifiers of few classes (register sums) and of more than 8
+// (sums in the output), a regressor, float32 and float64 X. A fit on the CUDA context grows the
+// same forest as on the CPU.
+template <typename T>
+void check_gpu_predictions(Context& gpu, std::mt19937_64& rng, int k) {
+  SCOPED_TRACE("k=" + std::to_string(k) + (sizeof(T) == 4 ? " float32" : " float64"));
+  Context cpu = Context::cpu(2);
+  std::vector<double> labels;
+  for (int c = 0; c < std::max(k, 2); ++c) labels.push_back(2.0 * c - 5.0);
+  const Blobs b = make_blobs(rng, uniform_int(rng, 2000, 5000), uniform_int(rng, 2, 7), labels);
+  std::vector<T> X(b.X.begin(), b.X.end()), y(b.y.begin(), b.y.end());
+  const int64_t n = b.n, d = b.d;
+  const std::string params = R"({"n_estimators": 15, "random_state": )" + std::to_string(rng() >> 12) + "}";
+  const bool classify = k >= 2;
+  const char* kind = classify ? "random_forest_classifier" : "random_forest_regressor";
+  auto on_cpu = make_estimator(kind, params), on_gpu = make_estimator(kind, params);
+  const ArrayView Xh = host_view(X.data(), n, d), yh = host_view(y.data(), n);
+  on_cpu->fit(cpu, Xh, &yh, nullptr);
+  Buffer Xd = test::to_device(gpu, X), yd = test::to_device(gpu, y);
+  const ArrayView Xdv = make_view(Xd.data(), dtype_of<T>::value, gpu.device(), n, d);
+  const ArrayView ydv = make_view(yd.data(), dtype_of<T>::value, gpu.device(), n);
+  on_gpu->fit(gpu, Xdv, &ydv, nullptr);
+  EXPECT_EQ(serialize(*on_cpu), serialize(*on_gpu));
+  const int64_t width = classify ? k : 1;
+  const char* method = classify ? "predict_proba" : "predict";
+  std::vector<double> want(n * width);
+  const ArrayView want_view = classify ? host_view(want.data(), n, width) : host_view(want.data(), n);
+  if (classify) on_cpu->predict_proba(cpu, Xh, want_view);
+  else on_cpu->predict(cpu, Xh, want_view);
+  Buffer out(gpu, n * width * sizeof(double));
+  const ArrayView out_view = classify ? make_view(out.data(), DType::float64, gpu.device(), n, width)
+                                      : make_view(out.data(), DType::float64, gpu.device(), n);
+  if (classify) on_cpu->predict_proba(gpu, Xdv, out_view);
+  else on_cpu->predict(gpu, Xdv, out_view);
+  EXPECT_EQ(test::to_host<double>(gpu, out, n * width), want) << method;
+  if (classify) {  // labels on the device: the first most probable class
+    Buffer predicted(gpu, n * sizeof(double));
+    on_cpu->predict(gpu, Xdv, make_view(predicted.data(), DType::float64, gpu.device(), n));
+    const std::vector<double> got = test::to_host<double>(gpu, predicted, n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double* p = want.data() + i * k;
+      ASSERT_EQ(got[i], labels[std::max_element(p, p + k) - p]) << "row " << i;
+    }
+  }
+}
+
+TEST(RandomForest, GpuPredictionsEqualTheCpuBackend) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  check_gpu_predictions<float>(gpu, rng, 3);
+  check_gpu_predictions<double>(gpu, rng, 2);
+  check_gpu_predictions<float>(gpu, rng, 11);  // more classes than register sums
+  check_gpu_predictions<double>(gpu, rng, 0);  // regression
 }
 
 }  // namespace

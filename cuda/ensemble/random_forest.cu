@@ -1,0 +1,95 @@
+// The CUDA backend of the random forests (src/ensemble/forest_backend.hpp).
+//
+// predict: a thread per row walks the trees in order (packed_leaf, shared with the CPU backend)
+// and sums the leaves' values in registers (up to kRegisterValues per leaf; more go through
+// the output in global memory), so a row's sum has the CPU's order and bits. The nodes are
+// 16 bytes with neighbouring children: one load per step, served by L1/L2 for the forest's top
+// levels. The packed forest is copied to the device on each call.
+#include <algorithm>
+#include <vector>
+
+#include "cuda/core/kernel_util.cuh"
+#include "cuda/core/resources.cuh"
+#include "ensemble/forest_backend.hpp"
+#include "gpuml/core/array.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+constexpr int kRegisterValues = 8;
+constexpr int kPredictBlock = 128;
+
+template <typename T>
+__global__ void __launch_bounds__(kPredictBlock) predict_kernel(const PackedNode* __restrict__ nodes,
+                                                                const int32_t* __restrict__ roots, int64_t n_trees,
+                                                                const double* __restrict__ values, int k,
+                                                                const T* __restrict__ X, int64_t n, int64_t d,
+                                                                double* __restrict__ out) {
+  const double share = 1.0 / static_cast<double>(n_trees);
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    const T* x = X + i * d;
+    double* o = out + i * k;
+    if (k <= kRegisterValues) {
+      double acc[kRegisterValues];
+#pragma unroll
+      for (int c = 0; c < kRegisterValues; ++c) acc[c] = 0.0;
+      for (int64_t t = 0; t < n_trees; ++t) {
+        const double* v = values + static_cast<int64_t>(packed_leaf(nodes, roots[t], x)) * k;
+#pragma unroll
+        for (int c = 0; c < kRegisterValues; ++c)
+          if (c < k) acc[c] = add_share(acc[c], share, v[c]);
+      }
+#pragma unroll
+      for (int c = 0; c < kRegisterValues; ++c)
+        if (c < k) o[c] = acc[c];
+    } else {
+      for (int c = 0; c < k; ++c) o[c] = 0.0;
+      for (int64_t t = 0; t < n_trees; ++t) {
+        const double* v = values + static_cast<int64_t>(packed_leaf(nodes, roots[t], x)) * k;
+        for (int c = 0; c < k; ++c) o[c] = add_share(o[c], share, v[c]);
+      }
+    }
+  }
+}
+
+template <typename T>
+class CudaForestBackend final : public ForestBackend<T> {
+ public:
+  explicit CudaForestBackend(const Context& ctx) : ctx_(ctx) {}
+
+  void predict(const PackedForest& forest, const T* X, int64_t n, int64_t d, double* out) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n == 0) return;
+    Buffer nodes = upload(res, forest.nodes);
+    Buffer roots = upload(res, forest.roots);
+    Buffer values = upload(res, forest.values);
+    predict_kernel<T><<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, 0, res.stream>>>(
+        nodes.as<PackedNode>(), roots.as<int32_t>(), forest.n_trees(), values.as<double>(), forest.k, X, n, d, out);
+    GPUML_CUDA_CHECK_LAUNCH();
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));  // the uploads' host vectors may go
+  }
+
+ private:
+  template <typename V>
+  Buffer upload(cuda::Resources& res, const std::vector<V>& host) {
+    Buffer buffer(ctx_, std::max<std::size_t>(host.size(), 1) * sizeof(V));
+    if (!host.empty())
+      GPUML_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), host.data(), host.size() * sizeof(V), cudaMemcpyHostToDevice, res.stream));
+    return buffer;
+  }
+
+  Context ctx_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<ForestBackend<T>> make_forest_cuda_backend(const Context& ctx) {
+  return std::make_unique<CudaForestBackend<T>>(ctx);
+}
+
+template std::unique_ptr<ForestBackend<float>> make_forest_cuda_backend<float>(const Context&);
+template std::unique_ptr<ForestBackend<double>> make_forest_cuda_backend<double>(const Context&);
+
+}  // namespace gpuml::detail

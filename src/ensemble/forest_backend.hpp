@@ -1,0 +1,25 @@
+#pragma once
+// The primitives a backend provides for the random forests (the estimator's driver is
+// src/ensemble/random_forest.cpp; docs/random_forest.md has the plan for the fit's primitives).
+#include <cstdint>
+#include <memory>
+
+#include "ensemble/forest_layout.hpp"
+#include "gpuml/core/context.hpp"
+#include "gpuml/core/export.hpp"
+
+namespace gpuml::detail {
+
+template <typename T>
+class ForestBackend {
+ public:
+  virtual ~ForestBackend() = default;
+  // out (n x forest.k doubles, the context's memory) = the mean over the trees, in tree order, of
+  // the value rows of the leaves the rows of X (n x d, the context's memory) fall in.
+  virtual void predict(const PackedForest& forest, const T* X, int64_t n, int64_t d, double* out) = 0;
+};
+
+template <typename T> GPUML_API std::unique_ptr<ForestBackend<T>> make_forest_cpu_backend(const Context& ctx);
+template <typename T> GPUML_API std::unique_ptr<ForestBackend<T>> make_forest_cuda_backend(const Context& ctx);
+
+}  // namespace gpuml::detail

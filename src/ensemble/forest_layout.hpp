@@ -1,0 +1,53 @@
+#pragma once
+// The fitted forest as both backends predict with it: one array of 16-byte nodes for all trees,
+// numbered breadth-first within each tree so that a node's children are neighbours (one load
+// per step down the tree), and one row of leaf values per leaf, already normalized (class
+// fractions, or the mean). The walk and the sum are inline functions shared by the CPU loop and
+// the CUDA kernel, so the two backends compute the same bits.
+#include <cstdint>
+#include <vector>
+
+#include "ensemble/criteria.hpp"  // GPUML_HOST_DEVICE
+
+namespace gpuml::detail {
+
+struct Forest;
+
+struct PackedNode {
+  double threshold;  // x <= threshold goes to child, else to child + 1
+  int32_t feature;   // < 0: a leaf, whose values are row `child` of PackedForest::values
+  int32_t child;
+};
+static_assert(sizeof(PackedNode) == 16, "one 16-byte load per node");
+
+struct PackedForest {
+  std::vector<PackedNode> nodes;
+  std::vector<int32_t> roots;   // per tree, its root's index in nodes
+  std::vector<double> values;   // leaves x k
+  int k = 1;                    // values per leaf: classes, or 1 (regression)
+  int64_t n_features = 0;
+  int64_t n_trees() const { return static_cast<int64_t>(roots.size()); }
+};
+
+PackedForest pack_forest(const Forest& forest);
+
+// The value row of the leaf x (one row of X) falls in, in the tree rooted at `root`.
+template <typename T>
+GPUML_HOST_DEVICE inline int32_t packed_leaf(const PackedNode* nodes, int32_t root, const T* x) {
+  PackedNode node = nodes[root];
+  while (node.feature >= 0)
+    node = nodes[node.child + (static_cast<double>(x[node.feature]) <= node.threshold ? 0 : 1)];
+  return node.child;
+}
+
+// acc + share · v, rounded twice (never fused into one FMA), on the host and the device alike.
+GPUML_HOST_DEVICE inline double add_share(double acc, double share, double v) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(acc, __dmul_rn(share, v));
+#else
+  const volatile double product = share * v;  // volatile: no contraction into an FMA
+  return acc + product;
+#endif
+}
+
+}  // namespace gpuml::detail
