@@ -7,6 +7,7 @@ max_depth) with random_state 0; scikit-learn uses every core (n_jobs=-1).
 
   gpuml fit        on the host reference (the CUDA fit primitives are not written yet), all cores
   gpuml predict    predict_proba on the GPU with X already there (torch tensor), else on the CPU
+  gpuml save/load  pickle.dumps / pickle.loads of the fitted model
   scikit-learn     fit and predict_proba with n_jobs=-1
 
 There is no plain-PyTorch random forest to compare with. Prints times, ratios, held-out accuracy
@@ -18,6 +19,7 @@ of both, and the issue's targets (fit <= 0.5 s, predict of 1M rows <= 20 ms on o
 
 import argparse
 import os
+import pickle
 import sys
 import time
 
@@ -67,8 +69,11 @@ def main():
 
     rows = []
     fit_time, model = best_time(lambda: RandomForestClassifier(device="cpu", **params).fit(X, y), 1)
+    save_time, saved = best_time(lambda: pickle.dumps(model), 3)
+    load_time, _ = best_time(lambda: pickle.loads(saved), 3)
     predict_on = "cpu"
     if use_gpu:
+        model.set_params(device="cuda")  # fitted on the host; predict where the data are
         import torch
 
         Xd = torch.from_numpy(Xp).cuda()
@@ -102,6 +107,8 @@ def main():
     for name, f, f_on, p, p_on, acc in rows:
         print(f"{name:14s} {f:9.3f} {f_on:>16s} {f / rows[0][1]:9.1f}x {p * 1e3:11.2f} {p_on:>5s} "
               f"{p / rows[0][3]:9.1f}x {acc:9.4f}")
+    nodes = int(model.estimator_node_offsets_[-1])
+    print(f"model: {nodes} nodes, pickle {len(saved) / 1e6:.1f} MB, save {save_time * 1e3:.1f} ms, load {load_time * 1e3:.1f} ms")
     issue_shape = (args.n, args.d, args.trees, args.max_depth) == (500_000, 32, 100, 12)
     if issue_shape:
         print(f"target fit <= 0.5 s: {'met' if fit_time <= 0.5 else 'MISSED'} ({fit_time:.3f} s, on the host: "

@@ -5,7 +5,7 @@
 //
 // A node's statistics:
 //  - classification: the weighted count of each of k classes (and their total W);
-//  - regression: W = Σ w, S = Σ w y, Q = Σ w y².
+//  - regression: W = Σ w, S = Σ w y, and Q = Σ w y² (squared_error) or Σ w y log y (poisson).
 #include <cmath>
 
 #if defined(__CUDACC__)
@@ -16,7 +16,18 @@
 
 namespace gpuml::detail {
 
-enum class Criterion { gini, entropy, squared_error };
+enum class Criterion { gini, entropy, squared_error, poisson };
+
+// scikit-learn's EPSILON of the Poisson criterion: a node or child whose Σ w y is at most this
+// has an infinite impurity (a child of such a split is refused).
+inline constexpr double kPoissonEpsilon = 10 * 2.220446049250313e-16;
+
+// A regression row's statistics (W, S, Q) for the criterion.
+GPUML_HOST_DEVICE inline void regression_row_stats(Criterion criterion, double w, double y, double* s) {
+  s[0] = w;
+  s[1] = w * y;
+  s[2] = criterion == Criterion::poisson ? (y > 0.0 ? w * y * log(y) : 0.0) : w * y * y;  // xlogy(y, y): 0 at y = 0
+}
 
 // Gini impurity 1 − Σ p_c² of class weights w (k of them) with total W > 0.
 GPUML_HOST_DEVICE inline double gini_impurity(const double* w, int k, double total) {
@@ -40,6 +51,14 @@ GPUML_HOST_DEVICE inline double entropy_impurity(const double* w, int k, double 
 GPUML_HOST_DEVICE inline double squared_error_impurity(double total, double sum, double sum_sq) {
   const double mean = sum / total;
   const double v = sum_sq / total - mean * mean;
+  return v > 0.0 ? v : 0.0;
+}
+
+// Half Poisson deviance Σ w y log(y / mean) / W = (L − S log(S / W)) / W (scikit-learn's
+// "poisson"), infinite when S <= kPoissonEpsilon.
+GPUML_HOST_DEVICE inline double poisson_impurity(double total, double sum, double sum_ylogy) {
+  if (sum <= kPoissonEpsilon) return INFINITY;
+  const double v = (sum_ylogy - sum * log(sum / total)) / total;
   return v > 0.0 ? v : 0.0;
 }
 

@@ -192,8 +192,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
       if (labels) {
         s[labels[i]] = w;
       } else {
-        const double v = static_cast<double>(y[i]);
-        s[0] = w, s[1] = w * v, s[2] = w * v * v;
+        regression_row_stats(rules.tree.criterion, w, static_cast<double>(y[i]), s);
       }
     }
     // The feature draws: a second seed from the tree's (the first drew the bootstrap).

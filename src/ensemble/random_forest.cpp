@@ -188,8 +188,6 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   const int64_t n = X.shape[0], d = X.shape[1];
   GPUML_EXPECT(n >= 1 && d >= 1, name + ": X needs at least one sample and one feature");
   GPUML_EXPECT(n <= INT32_MAX, name + ": at most 2^31 - 1 samples");
-  if (params_.criterion == "poisson")
-    throw_error(ErrorCode::unsupported, name + ": criterion \"poisson\" is not implemented yet");
   if (params_.max_leaf_nodes >= 0)
     throw_error(ErrorCode::unsupported, name + ": max_leaf_nodes (best-first growth) is not implemented yet");
   GPUML_EXPECT(params_.bootstrap || !params_.max_samples,
@@ -218,6 +216,16 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
     ArrayView flat = *y;
     if (flat.ndim == 2) flat = make_view(flat.data, flat.dtype, flat.device, n);  // (n, 1) rows are contiguous
     yh = host_copy(ctx, flat, dtype, "y");
+    if (params_.criterion == "poisson") {  // scikit-learn's checks, in its words
+      double total = 0.0;
+      bool negative = false;
+      detail::with_float_type(dtype, [&](auto tag) {
+        const auto* v = static_cast<const decltype(tag)*>(yh.data());
+        for (int64_t i = 0; i < n; ++i) negative |= v[i] < 0, total += static_cast<double>(v[i]);
+      });
+      GPUML_EXPECT(!negative, name + ": some value(s) of y are negative, which is not allowed for Poisson regression");
+      GPUML_EXPECT(total > 0, name + ": the sum of y is not strictly positive, which is necessary for Poisson regression");
+    }
   }
   double weight_total = static_cast<double>(n);
   if (!weights.empty()) {
@@ -228,9 +236,10 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
 
   detail::ForestRules rules;
   rules.n_estimators = params_.n_estimators;
-  rules.tree.criterion = !classification_ ? detail::Criterion::squared_error
-                         : params_.criterion == "gini" ? detail::Criterion::gini
-                                                       : detail::Criterion::entropy;
+  rules.tree.criterion = params_.criterion == "gini"            ? detail::Criterion::gini
+                         : params_.criterion == "squared_error" ? detail::Criterion::squared_error
+                         : params_.criterion == "poisson"       ? detail::Criterion::poisson
+                                                                : detail::Criterion::entropy;
   rules.tree.width = classification_ ? static_cast<int>(labels.classes.size()) : 3;
   rules.tree.max_depth = params_.max_depth;
   rules.tree.min_samples_leaf = std::max<int64_t>(1, rows_of(params_.min_samples_leaf, n));

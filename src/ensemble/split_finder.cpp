@@ -19,6 +19,9 @@ double node_impurity(Criterion criterion, const double* stats, int width) {
     case Criterion::squared_error:
       GPUML_EXPECT(width == 3, "squared_error needs W, S, Q statistics");
       return stats[0] > 0.0 ? squared_error_impurity(stats[0], stats[1], stats[2]) : 0.0;
+    case Criterion::poisson:
+      GPUML_EXPECT(width == 3, "poisson needs W, S, L statistics");
+      return stats[0] > 0.0 ? poisson_impurity(stats[0], stats[1], stats[2]) : 0.0;
   }
   throw_error(ErrorCode::internal, "unknown split criterion");
 }
@@ -26,7 +29,7 @@ double node_impurity(Criterion criterion, const double* stats, int width) {
 namespace {
 
 double weight_of(Criterion criterion, const double* stats, int width) {
-  if (criterion == Criterion::squared_error) return stats[0];
+  if (criterion == Criterion::squared_error || criterion == Criterion::poisson) return stats[0];
   double total = 0.0;
   for (int c = 0; c < width; ++c) total += stats[c];
   return total;
@@ -50,7 +53,7 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
   best.impurity = node_impurity(rules.criterion, node.data(), width);
   if (!(node_weight > 0.0)) return best;
 
-  std::vector<double> left(static_cast<std::size_t>(width)), right(static_cast<std::size_t>(width));
+  std::vector<double> left(static_cast<std::size_t>(width)), right(static_cast<std::size_t>(width)), right_target;
   for (int64_t f = 0; f < h.n_features; ++f) {
     const double* stats = h.stats.data() + static_cast<std::size_t>(f) * h.max_bins * width;
     const int64_t* rows = h.rows.data() + static_cast<std::size_t>(f) * h.max_bins;
@@ -60,6 +63,12 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
     if (constant) (*constant)[f] = false;
     std::fill(left.begin(), left.end(), 0.0);
     int64_t left_rows = 0;
+    // Poisson: Σ w y of the bins above each threshold, summed from the top, so that a right side
+    // of zero targets sums to exactly 0 (node − left leaves rounding residue above EPSILON).
+    if (rules.criterion == Criterion::poisson) {
+      right_target.assign(static_cast<std::size_t>(h.bins[f]), 0.0);
+      for (int b = h.bins[f] - 2; b >= 0; --b) right_target[b] = right_target[b + 1] + stats[static_cast<std::size_t>(b + 1) * width + 1];
+    }
     for (int b = 0; b + 1 < h.bins[f]; ++b) {
       for (int j = 0; j < width; ++j) left[j] += stats[static_cast<std::size_t>(b) * width + j];
       left_rows += rows[b];
@@ -73,6 +82,8 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
       const double right_weight = weight_of(rules.criterion, right.data(), width);
       if (left_weight < rules.min_weight_leaf || right_weight < rules.min_weight_leaf) continue;
       if (!(left_weight > 0.0) || !(right_weight > 0.0)) continue;
+      // Poisson: both children need Σ w y above EPSILON (scikit-learn refuses the split).
+      if (rules.criterion == Criterion::poisson && (left[1] <= kPoissonEpsilon || right_target[b] <= kPoissonEpsilon)) continue;
       const double left_impurity = node_impurity(rules.criterion, left.data(), width);
       const double right_impurity = node_impurity(rules.criterion, right.data(), width);
       const double improvement = impurity_improvement(rules.root_weight, node_weight, best.impurity, left_weight,

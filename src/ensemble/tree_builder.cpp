@@ -49,7 +49,8 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   std::vector<double> root(static_cast<std::size_t>(width), 0.0);
   for (int32_t r : rows)
     for (int j = 0; j < width; ++j) root[j] += row_stats[static_cast<int64_t>(r) * width + j];
-  const double root_weight = rules.criterion == Criterion::squared_error ? root[0] : std::accumulate(root.begin(), root.end(), 0.0);
+  const bool regression = rules.criterion == Criterion::squared_error || rules.criterion == Criterion::poisson;
+  const double root_weight = regression ? root[0] : std::accumulate(root.begin(), root.end(), 0.0);
   new_node(tree, width, root.data(), node_impurity(rules.criterion, root.data(), width), static_cast<int64_t>(rows.size()));
 
   int max_bins = 1;

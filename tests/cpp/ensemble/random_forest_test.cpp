@@ -184,8 +184,13 @@ TEST(RandomForest, BadInputGetsNamedErrors) {
   GPUML_EXPECT_ERROR(too_many->fit(ctx, X, &y, nullptr), ErrorCode::invalid_argument);  // d = 3
   auto oob = make_estimator("random_forest_regressor", R"({"bootstrap": false, "oob_score": true})");
   GPUML_EXPECT_ERROR(oob->fit(ctx, X, &y, nullptr), ErrorCode::invalid_argument);
-  auto poisson = make_estimator("random_forest_regressor", R"({"criterion": "poisson"})");
-  GPUML_EXPECT_ERROR(poisson->fit(ctx, X, &y, nullptr), ErrorCode::unsupported);
+  auto poisson = make_estimator("random_forest_regressor", R"({"criterion": "poisson", "n_estimators": 2})");
+  std::vector<double> negative = b.y;
+  negative[uniform_int(rng, 0, b.n - 1)] = -1.0;
+  const ArrayView negative_y = host_view(negative.data(), b.n);
+  GPUML_EXPECT_ERROR(poisson->fit(ctx, X, &negative_y, nullptr), ErrorCode::invalid_argument);
+  auto best_first = make_estimator("random_forest_regressor", R"({"max_leaf_nodes": 8})");
+  GPUML_EXPECT_ERROR(best_first->fit(ctx, X, &y, nullptr), ErrorCode::unsupported);
   // A corrupted model is refused: a child pointing back to the root would loop forever.
   RandomForestClassifier model(small);
   model.fit(ctx, X, y);

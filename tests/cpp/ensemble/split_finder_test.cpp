@@ -31,7 +31,7 @@ struct Node {
   std::vector<double> y, w;
 };
 
-Node random_node(std::mt19937_64& rng, bool classification) {
+Node random_node(std::mt19937_64& rng, bool classification, bool counts = false) {
   Node node;
   node.n = uniform_int(rng, 2, 300);
   node.d = uniform_int(rng, 1, 6);
@@ -40,14 +40,15 @@ Node random_node(std::mt19937_64& rng, bool classification) {
   for (int64_t i = 0; i < node.n; ++i) {
     for (int64_t j = 0; j < node.d; ++j) node.levels.push_back(static_cast<int>(uniform_int(rng, 0, node.bins[j] - 1)));
     node.label.push_back(classification ? static_cast<int>(uniform_int(rng, 0, node.k - 1)) : 0);
-    node.y.push_back(uniform_real(rng, -3.0, 5.0));
+    // Poisson targets: counts, zeros included.
+    node.y.push_back(counts ? static_cast<double>(uniform_int(rng, 0, 4)) : uniform_real(rng, -3.0, 5.0));
     // Integer weights, as bootstrap counts give, or real ones.
     node.w.push_back(uniform_int(rng, 0, 1) ? static_cast<double>(uniform_int(rng, 1, 4)) : uniform_real(rng, 0.1, 2.0));
   }
   return node;
 }
 
-detail::NodeHistogram histogram_of(const Node& node) {
+detail::NodeHistogram histogram_of(const Node& node, Criterion criterion) {
   detail::NodeHistogram h;
   h.n_features = node.d;
   h.max_bins = *std::max_element(node.bins.begin(), node.bins.end());
@@ -63,9 +64,9 @@ detail::NodeHistogram histogram_of(const Node& node) {
       if (node.k > 0) {
         s[node.label[i]] += node.w[i];
       } else {
-        s[0] += node.w[i];
-        s[1] += node.w[i] * node.y[i];
-        s[2] += node.w[i] * node.y[i] * node.y[i];
+        double r[3];
+        detail::regression_row_stats(criterion, node.w[i], node.y[i], r);
+        for (int c = 0; c < 3; ++c) s[c] += r[c];
       }
     }
   return h;
@@ -97,6 +98,15 @@ detail::NodeHistogram compact_of(const detail::NodeHistogram& dense) {
 double impurity_of(const Node& node, const std::vector<int64_t>& rows, Criterion criterion, double& weight) {
   weight = 0.0;
   for (int64_t i : rows) weight += node.w[i];
+  if (criterion == Criterion::poisson) {  // Σ w y log(y / mean) / W over the rows
+    double sum = 0.0;
+    for (int64_t i : rows) sum += node.w[i] * node.y[i];
+    if (sum <= detail::kPoissonEpsilon) return INFINITY;
+    const double mean = sum / weight;
+    double v = 0.0;
+    for (int64_t i : rows) v += node.y[i] > 0 ? node.w[i] * node.y[i] * std::log(node.y[i] / mean) : 0.0;
+    return v / weight;
+  }
   if (criterion == Criterion::squared_error) {
     double mean = 0.0;
     for (int64_t i : rows) mean += node.w[i] * node.y[i];
@@ -118,16 +128,18 @@ double impurity_of(const Node& node, const std::vector<int64_t>& rows, Criterion
 TEST(SplitFinder, MatchesABruteForceSearch) {
   GPUML_FRESH_RNG(rng);
   for (int rep = 0; rep < 300; ++rep) {
-    const Criterion criterion = std::vector<Criterion>{Criterion::gini, Criterion::entropy, Criterion::squared_error}[rep % 3];
-    const Node node = random_node(rng, criterion != Criterion::squared_error);
+    const Criterion criterion =
+        std::vector<Criterion>{Criterion::gini, Criterion::entropy, Criterion::squared_error, Criterion::poisson}[rep % 4];
+    const bool regression = criterion == Criterion::squared_error || criterion == Criterion::poisson;
+    const Node node = random_node(rng, !regression, criterion == Criterion::poisson);
     detail::SplitRules rules;
     rules.criterion = criterion;
     rules.min_samples_leaf = uniform_int(rng, 1, 5);
     rules.root_weight = uniform_real(rng, 1.0, 3.0) * 1000.0;
     std::vector<bool> constant;
-    const detail::Split got = detail::best_split(histogram_of(node), rules, &constant);
+    const detail::Split got = detail::best_split(histogram_of(node, criterion), rules, &constant);
     // The compact form finds the same split, to the bit (the same sums, bins renumbered).
-    const detail::Split compact = detail::best_split(compact_of(histogram_of(node)), rules);
+    const detail::Split compact = detail::best_split(compact_of(histogram_of(node, criterion)), rules);
     ASSERT_EQ(compact.found, got.found);
     if (got.found) {
       EXPECT_EQ(compact.feature, got.feature);
@@ -154,6 +166,7 @@ TEST(SplitFinder, MatchesABruteForceSearch) {
           continue;
         double wl = 0.0, wr = 0.0;
         const double il = impurity_of(node, left, criterion, wl), ir = impurity_of(node, right, criterion, wr);
+        if (std::isinf(il) || std::isinf(ir)) continue;  // Poisson: a child without positive targets
         const double improvement = node_weight / rules.root_weight * (node_imp - wl / node_weight * il - wr / node_weight * ir);
         if (!found || improvement > best) best = improvement;
         found = true;
@@ -164,7 +177,7 @@ TEST(SplitFinder, MatchesABruteForceSearch) {
     if (!found) continue;
     // Same maximum (the formulas differ in rounding: sums of stats vs sums over rows).
     EXPECT_NEAR(got.improvement, best, 1e-9 * (std::abs(best) + node_imp));
-    EXPECT_NEAR(got.impurity, node_imp, 1e-12 * (1.0 + node_imp));
+    EXPECT_NEAR(got.impurity, node_imp, 1e-12 * (1.0 + node_imp));  // finite: a split was found
     EXPECT_GE(got.left_rows, rules.min_samples_leaf);
     EXPECT_GE(got.right_rows, rules.min_samples_leaf);
     EXPECT_EQ(got.left_rows + got.right_rows, node.n);
