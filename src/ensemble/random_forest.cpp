@@ -188,8 +188,6 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   const int64_t n = X.shape[0], d = X.shape[1];
   GPUML_EXPECT(n >= 1 && d >= 1, name + ": X needs at least one sample and one feature");
   GPUML_EXPECT(n <= INT32_MAX, name + ": at most 2^31 - 1 samples");
-  if (params_.max_leaf_nodes >= 0)
-    throw_error(ErrorCode::unsupported, name + ": max_leaf_nodes (best-first growth) is not implemented yet");
   GPUML_EXPECT(params_.bootstrap || !params_.max_samples,
                name + ": max_samples cannot be set when bootstrap is False");
   GPUML_EXPECT(params_.bootstrap || !params_.oob_score, name + ": out-of-bag estimation needs bootstrap=True");
@@ -246,6 +244,7 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   rules.tree.min_samples_split = std::max<int64_t>(2, rows_of(params_.min_samples_split, n));
   rules.tree.min_impurity_decrease = params_.min_impurity_decrease;
   rules.tree.max_features = features_per_node(params_, d, name);
+  rules.tree.max_leaf_nodes = params_.max_leaf_nodes;
   rules.bootstrap = params_.bootstrap;
   if (params_.max_samples) {
     const CountOrFraction& ms = *params_.max_samples;

@@ -60,7 +60,6 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   split_rules.min_samples_leaf = rules.min_samples_leaf;
   split_rules.root_weight = root_weight;
 
-  std::vector<Pending> stack{{0, 0, static_cast<int64_t>(rows.size()), 0, seed}};
   std::vector<int64_t> order(static_cast<std::size_t>(d));
   std::vector<int32_t> scratch(rows.size());
   std::vector<double> node_stats;
@@ -68,14 +67,13 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   NodeHistogram h;
   h.max_bins = max_bins;
   h.width = width;
-  while (!stack.empty()) {
-    const Pending p = stack.back();
-    stack.pop_back();
+
+  // The best split of a pending node, in feature `chosen` (none when the node stays a leaf).
+  auto evaluate = [&](const Pending& p, int64_t& chosen) -> Split {
     const int64_t count = p.end - p.begin;
     const bool leaf = (rules.max_depth >= 0 && p.depth >= rules.max_depth) || count < rules.min_samples_split ||
                       count < 2 * rules.min_samples_leaf || tree.impurity[p.node] <= DBL_EPSILON;
-    if (leaf) continue;
-
+    if (leaf) return Split{};
     // Features in a random order (from the node's seed), histogram by histogram, until
     // max_features of them are not constant here or none are left (scikit-learn's rule).
     Random random(p.seed);
@@ -136,11 +134,15 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
       drawn.push_back(f);
       ++h.n_features;
     }
-    const Split split = best_split(h, split_rules);
-    if (!split.found || split.improvement + DBL_EPSILON < rules.min_impurity_decrease) continue;
+    Split split = best_split(h, split_rules);
+    if (!split.found || split.improvement + DBL_EPSILON < rules.min_impurity_decrease) return Split{};
+    chosen = drawn[split.feature];
+    return split;
+  };
 
+  // Splits node p (its rows partitioned in place) and returns its two children.
+  auto apply = [&](const Pending& p, const Split& split, int64_t f) -> std::pair<Pending, Pending> {
     // Stable partition of the node's rows: bins <= split.bin go left.
-    const int64_t f = drawn[split.feature];
     const uint8_t* column = codes + f * n;
     int64_t left_end = p.begin, right_fill = 0;
     for (int64_t k = p.begin; k < p.end; ++k) {
@@ -149,7 +151,6 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
       else scratch[right_fill++] = r;
     }
     std::copy(scratch.begin(), scratch.begin() + right_fill, rows.begin() + left_end);
-
     const int32_t left = new_node(tree, width, split.left_stats.data(), split.left_impurity, split.left_rows);
     const int32_t right = new_node(tree, width, split.right_stats.data(), split.right_impurity, split.right_rows);
     tree.feature[p.node] = static_cast<int32_t>(f);
@@ -158,8 +159,55 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
     tree.left[p.node] = left;
     tree.right[p.node] = right;
     tree.improvement[p.node] = split.improvement;
-    stack.push_back({right, left_end, p.end, p.depth + 1, mix(p.seed ^ 0x2)});
-    stack.push_back({left, p.begin, left_end, p.depth + 1, mix(p.seed ^ 0x1)});
+    return {Pending{left, p.begin, left_end, p.depth + 1, mix(p.seed ^ 0x1)},
+            Pending{right, left_end, p.end, p.depth + 1, mix(p.seed ^ 0x2)}};
+  };
+
+  const Pending root_node{0, 0, static_cast<int64_t>(rows.size()), 0, seed};
+  if (rules.max_leaf_nodes < 0) {  // depth first, left before right
+    std::vector<Pending> stack{root_node};
+    while (!stack.empty()) {
+      const Pending p = stack.back();
+      stack.pop_back();
+      int64_t f = -1;
+      const Split split = evaluate(p, f);
+      if (!split.found) continue;
+      const auto [left, right] = apply(p, split, f);
+      stack.push_back(right);
+      stack.push_back(left);
+    }
+  } else {
+    // Best first (scikit-learn's max_leaf_nodes): a node's split is found when the node is made;
+    // the splittable node of the largest improvement splits next (ties: the older node), until
+    // the tree has max_leaf_nodes leaves.
+    struct Candidate {
+      double improvement;
+      int32_t node;
+      Pending pending;
+      Split split;
+      int64_t feature;
+    };
+    auto later = [](const Candidate& a, const Candidate& b) {
+      return a.improvement < b.improvement || (a.improvement == b.improvement && a.node > b.node);
+    };
+    std::vector<Candidate> frontier;
+    auto offer = [&](const Pending& p) {
+      int64_t f = -1;
+      Split split = evaluate(p, f);
+      if (!split.found) return;
+      const double improvement = split.improvement;
+      frontier.push_back(Candidate{improvement, p.node, p, std::move(split), f});
+      std::push_heap(frontier.begin(), frontier.end(), later);
+    };
+    offer(root_node);
+    for (int64_t leaves = 1; leaves < rules.max_leaf_nodes && !frontier.empty(); ++leaves) {
+      std::pop_heap(frontier.begin(), frontier.end(), later);
+      const Candidate best = std::move(frontier.back());
+      frontier.pop_back();
+      const auto [left, right] = apply(best.pending, best.split, best.feature);
+      offer(left);
+      offer(right);
+    }
   }
   return tree;
 }

@@ -19,6 +19,7 @@ struct TreeRules {
   int64_t min_samples_leaf = 1;   // rows
   double min_impurity_decrease = 0.0;
   int64_t max_features = 1;       // features drawn per node (more when the drawn ones are constant)
+  int64_t max_leaf_nodes = -1;    // < 0: none (depth-first growth); else best-first growth to that many leaves
 };
 
 // Flat node arrays; node 0 is the root. A leaf has feature −1.

@@ -148,8 +148,9 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
     thresholds), which reproduce scikit-learn's exact thresholds wherever a feature has at most
     ``n_bins`` distinct values. Bootstrap follows scikit-learn 1.9: with sample or class weights,
     rows are drawn in proportion to them. The same ``random_state`` gives the same forest on any
-    thread count. Not supported yet: ``max_leaf_nodes`` (raises), ``min_weight_fraction_leaf``,
-    ``ccp_alpha``, ``warm_start``, ``monotonic_cst``, multi-output y.
+    thread count. With ``max_leaf_nodes``, trees grow best-first as in scikit-learn. Not supported
+    yet: ``min_weight_fraction_leaf``, ``ccp_alpha``, ``warm_start``, ``monotonic_cst``,
+    multi-output y.
 
     Labels may be of any type np.unique sorts. Inputs may be NumPy arrays, CuPy arrays or PyTorch
     tensors. On ``device="cuda"`` the forest is computed on the host for now (the CUDA kernels
@@ -228,7 +229,7 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
 class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
     """A random forest regressor with scikit-learn's RandomForestRegressor semantics (see
     RandomForestClassifier for the binning, the bootstrap, devices and what is not supported yet;
-    criterion "squared_error" only for now: "poisson" raises).
+    criterion "squared_error" or "poisson").
 
     Attributes
     ----------

@@ -36,7 +36,7 @@ struct RandomForestParams {
   // "" the default: "sqrt" for the classifier, "all" for the regressor.
   std::string max_features;
   double max_features_value = 0.0;
-  int64_t max_leaf_nodes = -1;          // < 0: None (other values are not supported yet)
+  int64_t max_leaf_nodes = -1;          // >= 2, or < 0: None; with it, trees grow best-first to that many leaves
   bool bootstrap = true;
   std::optional<CountOrFraction> max_samples;  // bootstrap draws: None = n
   // Classifier only: "balanced" or "balanced_subsample", or (label, weight >= 0) pairs (labels
