@@ -134,6 +134,21 @@ def test_tree_arrays_describe_the_predictions(rng):
     assert (model.predict(X) == model.classes_[np.argmax(proba, axis=1)]).all()
 
 
+def test_conversion_to_sklearn_gives_the_same_predictions(rng):
+    # float32 X: scikit-learn compares float32 values with the thresholds, as gpuml does here.
+    X = rng.normal(size=(int(rng.integers(300, 900)), 5)).astype(np.float32)
+    y = np.where(X[:, 0] + X[:, 1] ** 2 > 0.5, "high", "low")
+    seed = int(rng.integers(1 << 30))
+    model = RandomForestClassifier(n_estimators=8, random_state=seed).fit(X, y)
+    converted = model.to_sklearn()
+    np.testing.assert_allclose(converted.predict_proba(X), model.predict_proba(X), rtol=0, atol=1e-12)
+    assert (converted.predict(X) == model.predict(X)).all()
+    assert len(model.estimators_) == 8 and model.estimators_[0].tree_.node_count == model.estimator_node_offsets_[1]
+    target = X[:, 0] * 2.0 + rng.normal(scale=0.1, size=X.shape[0])
+    regressor = RandomForestRegressor(n_estimators=8, criterion="squared_error", random_state=seed).fit(X, target)
+    np.testing.assert_allclose(regressor.to_sklearn().predict(X), regressor.predict(X), rtol=1e-12, atol=1e-12)
+
+
 def test_same_seed_same_forest_and_pickle(rng):
     X, y = load_breast_cancer(return_X_y=True)
     seed = int(rng.integers(1 << 30))

@@ -131,6 +131,81 @@ class _Forest:
             setattr(self, name, _python_scalar(self._gpuml_handle.attribute(context, name)))
         self.n_outputs_ = 1
 
+    def _sklearn_trees(self, tree_class, tree_params, classes):
+        """The fitted trees as scikit-learn estimators of `tree_class` (their tree_ arrays built from ours)."""
+        from sklearn.tree._tree import NODE_DTYPE, Tree
+
+        n_classes = 1 if classes is None else len(classes)
+        offsets = self.estimator_node_offsets_
+        trees = []
+        for t in range(len(offsets) - 1):
+            nodes = slice(offsets[t], offsets[t + 1])
+            count = offsets[t + 1] - offsets[t]
+            records = np.zeros(count, dtype=NODE_DTYPE)
+            records["left_child"] = self.nodes_children_left_[nodes]
+            records["right_child"] = self.nodes_children_right_[nodes]
+            records["feature"] = self.nodes_feature_[nodes]
+            records["threshold"] = self.nodes_threshold_[nodes]
+            records["impurity"] = self.nodes_impurity_[nodes]
+            records["n_node_samples"] = self.nodes_n_samples_[nodes]
+            records["weighted_n_node_samples"] = self.nodes_weighted_n_samples_[nodes]
+            depth = np.zeros(count, dtype=np.int64)
+            for node in range(count):  # children come after their parent
+                if records["left_child"][node] >= 0:
+                    depth[records["left_child"][node]] = depth[records["right_child"][node]] = depth[node] + 1
+            tree = Tree(self.n_features_in_, np.array([n_classes], dtype=np.intp), 1)
+            values = np.ascontiguousarray(self.nodes_value_[nodes].reshape(count, 1, n_classes))
+            tree.__setstate__({"max_depth": int(depth.max()), "node_count": int(count), "nodes": records, "values": values})
+            estimator = tree_class(**tree_params)
+            estimator.tree_ = tree
+            estimator.n_features_in_ = self.n_features_in_
+            estimator.n_outputs_ = 1
+            estimator.max_features_ = self._resolved_max_features()
+            if classes is not None:
+                estimator.classes_ = np.arange(n_classes)  # as scikit-learn's forests' trees (class indices)
+                estimator.n_classes_ = n_classes
+            trees.append(estimator)
+        return trees
+
+    def _resolved_max_features(self):
+        d, mf = self.n_features_in_, self.max_features
+        if mf is None:
+            return d
+        if mf == "sqrt":
+            return max(1, int(np.sqrt(d)))
+        if mf == "log2":
+            return max(1, int(np.log2(d)))
+        if _is_int(mf):
+            return int(mf)
+        return max(1, int(mf * d))
+
+    def _to_sklearn(self, forest_class, tree_class, classes):
+        check_is_fitted(self)
+        shared = dict(
+            criterion=self.criterion, max_depth=self.max_depth, min_samples_split=self.min_samples_split,
+            min_samples_leaf=self.min_samples_leaf, max_features=self.max_features, max_leaf_nodes=self.max_leaf_nodes,
+            min_impurity_decrease=self.min_impurity_decrease,
+        )
+        forest = forest_class(n_estimators=self.n_estimators, bootstrap=self.bootstrap, oob_score=self.oob_score,
+                              max_samples=self.max_samples, random_state=self.random_state, **shared)
+        forest.estimators_ = self._sklearn_trees(tree_class, shared, classes)
+        forest.estimator_ = tree_class(**shared)
+        forest.n_features_in_ = self.n_features_in_
+        forest.n_outputs_ = 1
+        if hasattr(self, "feature_names_in_"):
+            forest.feature_names_in_ = self.feature_names_in_
+        if classes is not None:
+            forest.classes_ = classes
+            forest.n_classes_ = len(classes)
+        return forest
+
+    @property
+    def estimators_(self):
+        """The trees as fitted scikit-learn DecisionTreeClassifier / DecisionTreeRegressor objects
+        (their ``tree_`` arrays built from the node arrays), for inspection (``export_text``,
+        ``plot_tree``, ``decision_path``). Built on each access."""
+        return self.to_sklearn().estimators_
+
     def _warn_rows_without_oob(self, missing):
         if missing:
             warnings.warn(
@@ -225,6 +300,16 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
             self._warn_rows_without_oob(int(np.sum(self.oob_decision_function_.sum(axis=1) == 0)))
         return self
 
+    def to_sklearn(self):
+        """This forest as a fitted ``sklearn.ensemble.RandomForestClassifier`` (same trees, same
+        predictions for float32 X; scikit-learn compares float32 values with the thresholds)."""
+        from sklearn.ensemble import RandomForestClassifier as SkForest
+        from sklearn.tree import DecisionTreeClassifier
+
+        forest = self._to_sklearn(SkForest, DecisionTreeClassifier, self.classes_)
+        forest.class_weight = self.class_weight
+        return forest
+
 
 class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
     """A random forest regressor with scikit-learn's RandomForestRegressor semantics (see
@@ -294,6 +379,14 @@ class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
         self._gpuml_fit(X, kind, sample_weight=weights, y=y, params=params)
         return self
+
+    def to_sklearn(self):
+        """This forest as a fitted ``sklearn.ensemble.RandomForestRegressor`` (same trees, same
+        predictions for float32 X)."""
+        from sklearn.ensemble import RandomForestRegressor as SkForest
+        from sklearn.tree import DecisionTreeRegressor
+
+        return self._to_sklearn(SkForest, DecisionTreeRegressor, None)
 
     def predict(self, X):
         """The mean prediction of the trees, (n_samples,) float64, in X's array type."""
