@@ -4,7 +4,7 @@
 // and sums the leaves' values in registers (up to kRegisterValues per leaf; more go through
 // the output in global memory), so a row's sum has the CPU's order and bits. The nodes are
 // 16 bytes with neighbouring children: one load per step, served by L1/L2 for the forest's top
-// levels. The packed forest is copied to the device on each call.
+// levels. The packed forest is copied to a device once (stage) and kept by the estimator.
 #include <algorithm>
 #include <vector>
 
@@ -58,16 +58,24 @@ class CudaForestBackend final : public ForestBackend<T> {
  public:
   explicit CudaForestBackend(const Context& ctx) : ctx_(ctx) {}
 
-  void predict(const PackedForest& forest, const T* X, int64_t n, int64_t d, double* out) override {
+  std::shared_ptr<const StagedForest> stage(const PackedForest& forest) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    auto staged = std::make_shared<StagedForest>();
+    staged->nodes = upload(res, forest.nodes);
+    staged->roots = upload(res, forest.roots);
+    staged->values = upload(res, forest.values);
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));  // usable from any stream from now on
+    return staged;
+  }
+
+  void predict(const PackedForest& forest, const StagedForest& staged, const T* X, int64_t n, int64_t d,
+               double* out) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (n == 0) return;
-    Buffer nodes = upload(res, forest.nodes);
-    Buffer roots = upload(res, forest.roots);
-    Buffer values = upload(res, forest.values);
     predict_kernel<T><<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, 0, res.stream>>>(
-        nodes.as<PackedNode>(), roots.as<int32_t>(), forest.n_trees(), values.as<double>(), forest.k, X, n, d, out);
+        staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(), staged.values.as<double>(), forest.k,
+        X, n, d, out);
     GPUML_CUDA_CHECK_LAUNCH();
-    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));  // the uploads' host vectors may go
   }
 
  private:

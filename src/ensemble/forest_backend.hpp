@@ -5,18 +5,29 @@
 #include <memory>
 
 #include "ensemble/forest_layout.hpp"
+#include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/export.hpp"
 
 namespace gpuml::detail {
 
+// A packed forest copied into a device's memory once, for every later predict there (the
+// estimator keeps one per device). Empty on the CPU, which walks the packed forest itself.
+struct StagedForest {
+  Buffer nodes, roots, values;
+};
+
 template <typename T>
 class ForestBackend {
  public:
   virtual ~ForestBackend() = default;
+  // The forest in this backend's memory (complete when this returns).
+  virtual std::shared_ptr<const StagedForest> stage(const PackedForest& forest) = 0;
   // out (n x forest.k doubles, the context's memory) = the mean over the trees, in tree order, of
-  // the value rows of the leaves the rows of X (n x d, the context's memory) fall in.
-  virtual void predict(const PackedForest& forest, const T* X, int64_t n, int64_t d, double* out) = 0;
+  // the value rows of the leaves the rows of X (n x d, the context's memory) fall in; `staged`
+  // is this backend's stage(forest).
+  virtual void predict(const PackedForest& forest, const StagedForest& staged, const T* X, int64_t n, int64_t d,
+                       double* out) = 0;
 };
 
 template <typename T> GPUML_API std::unique_ptr<ForestBackend<T>> make_forest_cpu_backend(const Context& ctx);

@@ -31,12 +31,17 @@ struct PackedForest {
 
 PackedForest pack_forest(const Forest& forest);
 
+// One step down from a split node for the row x: the index of the child it goes to.
+template <typename T>
+GPUML_HOST_DEVICE inline int32_t packed_next(const PackedNode& node, const T* x) {
+  return node.child + (static_cast<double>(x[node.feature]) <= node.threshold ? 0 : 1);
+}
+
 // The value row of the leaf x (one row of X) falls in, in the tree rooted at `root`.
 template <typename T>
 GPUML_HOST_DEVICE inline int32_t packed_leaf(const PackedNode* nodes, int32_t root, const T* x) {
   PackedNode node = nodes[root];
-  while (node.feature >= 0)
-    node = nodes[node.child + (static_cast<double>(x[node.feature]) <= node.threshold ? 0 : 1)];
+  while (node.feature >= 0) node = nodes[packed_next(node, x)];
   return node.child;
 }
 

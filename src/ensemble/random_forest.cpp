@@ -314,6 +314,8 @@ void RandomForestBase::rebuild_forest() {
     }
   }
   forest_ = std::make_shared<const detail::PackedForest>(detail::pack_forest(*forest));
+  const std::lock_guard<std::mutex> lock(staged_mutex_);
+  staged_.clear();
 }
 
 int64_t RandomForestBase::n_features_in() const {
@@ -350,7 +352,14 @@ Buffer RandomForestBase::predict_values(Context& ctx, const ArrayView& X) const 
   detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     auto backend = ctx.is_cuda() ? detail::make_forest_cuda_backend<T>(ctx) : detail::make_forest_cpu_backend<T>(ctx);
-    backend->predict(*forest_, staged.view.as<const T>(), n, d, out.as<double>());
+    std::shared_ptr<const detail::StagedForest> trees;
+    {
+      const std::lock_guard<std::mutex> lock(staged_mutex_);
+      std::shared_ptr<const detail::StagedForest>& slot = staged_[device_name(ctx.device())];
+      if (!slot) slot = backend->stage(*forest_);
+      trees = slot;
+    }
+    backend->predict(*forest_, *trees, staged.view.as<const T>(), n, d, out.as<double>());
   });
   return out;
 }

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@ namespace gpuml {
 
 namespace detail {
 struct PackedForest;
+struct StagedForest;
 }
 
 // A count given either as a number or as a fraction of something (scikit-learn's int-or-float
@@ -92,6 +94,9 @@ class GPUML_API RandomForestBase : public Estimator {
   std::map<std::string, HostArray> attributes_;
   HostArray n_features_in_;                 // empty until fitted
   std::shared_ptr<const detail::PackedForest> forest_;  // the trees for prediction, built from the attributes
+  // The packed trees staged on each device that predicted (made on first use, dropped on refit).
+  mutable std::mutex staged_mutex_;
+  mutable std::map<std::string, std::shared_ptr<const detail::StagedForest>> staged_;
 
  private:
   void rebuild_forest();
