@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <limits>
 #include <atomic>
 #include <cmath>
 #include <numeric>
@@ -106,9 +107,29 @@ void bin_rows(const T* X, int64_t n, int64_t d, const FeatureBins& bins, uint8_t
   GPUML_EXPECT(finite, "X contains NaN or infinity");
 }
 
+template <typename T>
+void value_ranges(const T* X, int64_t n, int64_t d, const uint8_t* codes, FeatureBins& bins, int threads) {
+  const std::size_t cells = static_cast<std::size_t>(bins.values.size() + d);
+  bins.low.assign(cells, std::numeric_limits<double>::infinity());
+  bins.high.assign(cells, -std::numeric_limits<double>::infinity());
+#pragma omp parallel for num_threads(threads_for(threads, n * d)) schedule(static)
+  for (int64_t j = 0; j < d; ++j) {
+    double* low = bins.low.data() + bins.bin_index(j, 0);
+    double* high = bins.high.data() + bins.bin_index(j, 0);
+    const uint8_t* column = codes + j * n;
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = static_cast<double>(X[i * d + j]);
+      low[column[i]] = std::min(low[column[i]], x);
+      high[column[i]] = std::max(high[column[i]], x);
+    }
+  }
+}
+
 template FeatureBins find_bins<float>(const float*, int64_t, int64_t, int, int64_t, uint64_t, int);
 template FeatureBins find_bins<double>(const double*, int64_t, int64_t, int, int64_t, uint64_t, int);
 template void bin_rows<float>(const float*, int64_t, int64_t, const FeatureBins&, uint8_t*, int);
 template void bin_rows<double>(const double*, int64_t, int64_t, const FeatureBins&, uint8_t*, int);
+template void value_ranges<float>(const float*, int64_t, int64_t, const uint8_t*, FeatureBins&, int);
+template void value_ranges<double>(const double*, int64_t, int64_t, const uint8_t*, FeatureBins&, int);
 
 }  // namespace gpuml::detail

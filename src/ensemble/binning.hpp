@@ -21,11 +21,16 @@ namespace gpuml::detail {
 struct FeatureBins {
   std::vector<int64_t> offsets;  // feature j's thresholds are values[offsets[j], offsets[j + 1])
   std::vector<double> values;
+  // After value_ranges: the smallest and largest value of X in each bin (feature j's bins at
+  // offsets[j] + j ...; +inf / -inf for an empty bin). A split between two occupied bins cuts
+  // halfway between their values, as scikit-learn cuts halfway between neighbouring values.
+  std::vector<double> low, high;
 
   int64_t n_features() const { return static_cast<int64_t>(offsets.size()) - 1; }
   int64_t thresholds(int64_t j) const { return offsets[j + 1] - offsets[j]; }
   int64_t bins(int64_t j) const { return thresholds(j) + 1; }
   const double* begin(int64_t j) const { return values.data() + offsets[j]; }
+  int64_t bin_index(int64_t j, int b) const { return offsets[j] + j + b; }
 };
 
 // The thresholds of every feature of X (n x d, row-major), from all rows when n <= sample_rows,
@@ -39,5 +44,9 @@ GPUML_API FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, 
 // infinity is an invalid_argument error.
 template <typename T>
 GPUML_API void bin_rows(const T* X, int64_t n, int64_t d, const FeatureBins& bins, uint8_t* codes, int threads);
+
+// Fills bins.low and bins.high from X and its codes (bin_rows's), over every row.
+template <typename T>
+GPUML_API void value_ranges(const T* X, int64_t n, int64_t d, const uint8_t* codes, FeatureBins& bins, int threads);
 
 }  // namespace gpuml::detail

@@ -161,6 +161,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads);
   std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
   bin_rows(X, n, d, forest.bins, codes.data(), rules.threads);
+  value_ranges(X, n, d, codes.data(), forest.bins, rules.threads);
   forest.n_features = d;
   forest.trees.resize(static_cast<std::size_t>(rules.n_estimators));
   const int width = forest.width;

@@ -89,15 +89,16 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
       const double improvement = impurity_improvement(rules.root_weight, node_weight, best.impurity, left_weight,
                                                       left_impurity, right_weight, right_impurity);
       if (!best.found || improvement > best.improvement) {
-        // The same rows go left for any threshold from b up to the next occupied bin b': as
-        // scikit-learn cuts halfway between a node's neighbouring values, cut halfway between
-        // the two bins, (b + b') / 2 (unseen values in between split evenly).
+        // The same rows go left for any cut from bin b up to the next occupied bin: the tree
+        // cuts halfway between the two bins' values (tree_builder.cpp), as scikit-learn cuts
+        // halfway between a node's neighbouring values.
         int next = b + 1;
         while (rows[next] == 0) ++next;  // exists: right_rows > 0
         const int* ids = h.bin_ids.empty() ? nullptr : h.bin_ids.data() + static_cast<std::size_t>(f) * h.max_bins;
         best.found = true;
         best.feature = f;
-        best.bin = ids ? (ids[b] + ids[next]) / 2 : (b + next) / 2;
+        best.bin = ids ? ids[b] : b;
+        best.next_bin = ids ? ids[next] : next;
         best.improvement = improvement;
         best.left_impurity = left_impurity;
         best.right_impurity = right_impurity;

@@ -37,8 +37,8 @@ struct SplitRules {
 struct Split {
   bool found = false;
   int64_t feature = -1;      // index into the node's feature list
-  int bin = -1;              // threshold index: bins <= bin go left (halfway between the node's
-                             // occupied bins on either side of the cut)
+  int bin = -1;              // the last occupied bin on the left: bins <= bin go left
+  int next_bin = -1;         // the first occupied bin on the right (the cut lies between the two)
   double improvement = 0.0;  // impurity_improvement (criteria.hpp)
   double impurity = 0.0;     // the node's
   double left_impurity = 0.0, right_impurity = 0.0;

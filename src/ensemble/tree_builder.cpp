@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -26,6 +27,13 @@ struct Pending {
   uint64_t seed;
 };
 
+// scikit-learn's threshold between neighbouring values a < b: a / 2 + b / 2, or a when that
+// rounds to b (or overflows).
+double cut_between(double a, double b) {
+  const double t = a / 2.0 + b / 2.0;
+  return t == b || !std::isfinite(t) ? a : t;
+}
+
 int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows) {
   tree.feature.push_back(-1);
   tree.bin.push_back(-1);
@@ -44,6 +52,7 @@ int32_t new_node(Tree& tree, int width, const double* stats, double impurity, in
 Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins, const double* row_stats,
                std::vector<int32_t> rows, const TreeRules& rules, uint64_t seed) {
   GPUML_EXPECT(rules.max_features >= 1 && rules.max_features <= d, "max_features must be in [1, n_features]");
+  GPUML_EXPECT(!bins.low.empty(), "grow_tree: the bins need their value ranges (value_ranges)");
   const int width = rules.width;
   Tree tree;
   std::vector<double> root(static_cast<std::size_t>(width), 0.0);
@@ -155,7 +164,7 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
     const int32_t right = new_node(tree, width, split.right_stats.data(), split.right_impurity, split.right_rows);
     tree.feature[p.node] = static_cast<int32_t>(f);
     tree.bin[p.node] = split.bin;
-    tree.threshold[p.node] = bins.begin(f)[split.bin];
+    tree.threshold[p.node] = cut_between(bins.high[bins.bin_index(f, split.bin)], bins.low[bins.bin_index(f, split.next_bin)]);
     tree.left[p.node] = left;
     tree.right[p.node] = right;
     tree.improvement[p.node] = split.improvement;

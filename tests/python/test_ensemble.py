@@ -10,7 +10,6 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.ensemble import RandomForestClassifier as SkForestClassifier
 from sklearn.ensemble import RandomForestRegressor as SkForestRegressor
-from sklearn.ensemble._hist_gradient_boosting.binning import _find_binning_thresholds
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
@@ -98,16 +97,27 @@ def test_poisson_forest_matches_sklearn_deviance(rng):
     assert ours_dev < 0.8 * mean_poisson_deviance(y[n:], constant)
 
 
-def test_split_thresholds_are_sklearn_histogram_thresholds(rng):
-    # Every split sits on one of scikit-learn's quantile thresholds of its feature (the bins are
-    # computed as its histogram gradient boosting computes them).
-    X, y = steel_plates()
-    model = RandomForestClassifier(n_estimators=5, random_state=int(rng.integers(1 << 30)), device="cpu").fit(X, y)
-    split = model.nodes_feature_ >= 0
-    for feature in np.unique(model.nodes_feature_[split]):
-        thresholds = _find_binning_thresholds(X[:, feature], max_bins=256)
-        used = model.nodes_threshold_[split & (model.nodes_feature_ == feature)]
-        assert np.isin(used, thresholds).all(), f"feature {feature}"
+def test_splits_cut_halfway_between_neighbouring_values(rng):
+    # scikit-learn's rule: a split sits at u / 2 + v / 2 between the largest value on its left and
+    # the smallest on its right among the node's rows. With at most 255 distinct values per
+    # feature every value has its own bin, so gpuml's cuts must be exactly those (bit for bit).
+    n, d = int(rng.integers(300, 800)), 4
+    X = (rng.integers(0, 200, size=(n, d)) / 7.0).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > X[:, 2] + 10).astype(int)
+    model = RandomForestClassifier(n_estimators=4, bootstrap=False, max_features=2, random_state=int(rng.integers(1 << 30)))
+    model.fit(X, y)
+    checked = 0
+    for tree in model.estimators_:
+        t = tree.tree_
+        reach = tree.decision_path(X).tocsc()  # rows x nodes
+        for node in np.flatnonzero(t.children_left >= 0):
+            rows = reach[:, node].nonzero()[0]
+            values = X[rows, t.feature[node]].astype(np.float64)
+            u, v = values[values <= t.threshold[node]].max(), values[values > t.threshold[node]].min()
+            expected = u / 2.0 + v / 2.0
+            assert t.threshold[node] == (u if expected == v else expected), (node, u, v, t.threshold[node])
+            checked += 1
+    assert checked > 20
 
 
 def test_tree_arrays_describe_the_predictions(rng):

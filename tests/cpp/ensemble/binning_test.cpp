@@ -60,8 +60,22 @@ TEST(Binning, CodesFollowTheThresholdsOnRandomData) {
   const detail::FeatureBins bins = detail::find_bins(X.data(), n, d, max_bins, n, 0, 2);
   std::vector<uint8_t> codes(n * d);
   detail::bin_rows(X.data(), n, d, bins, codes.data(), 2);
+  detail::FeatureBins ranged = bins;
+  detail::value_ranges(X.data(), n, d, codes.data(), ranged, 2);
   for (int64_t j = 0; j < d; ++j) {
     const std::vector<double> t = thresholds_of(bins, j);
+    // Each bin's value range is the exact min and max of its rows, inside its thresholds.
+    std::vector<double> low(t.size() + 1, INFINITY), high(t.size() + 1, -INFINITY);
+    for (int64_t i = 0; i < n; ++i) {
+      const int b = codes[j * n + i];
+      low[b] = std::min(low[b], static_cast<double>(X[i * d + j]));
+      high[b] = std::max(high[b], static_cast<double>(X[i * d + j]));
+    }
+    for (int b = 0; b <= static_cast<int>(t.size()); ++b) {
+      EXPECT_EQ(ranged.low[ranged.bin_index(j, b)], low[b]) << "feature " << j << " bin " << b;
+      EXPECT_EQ(ranged.high[ranged.bin_index(j, b)], high[b]) << "feature " << j << " bin " << b;
+      if (b < static_cast<int>(t.size()) && high[b] >= low[b]) EXPECT_LE(high[b], t[b]);
+    }
     ASSERT_LE(static_cast<int64_t>(t.size()), max_bins - 1);
     ASSERT_TRUE(std::is_sorted(t.begin(), t.end()) && std::adjacent_find(t.begin(), t.end()) == t.end()) << "feature " << j;
     std::vector<int64_t> counts(t.size() + 1, 0);
