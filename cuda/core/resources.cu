@@ -5,6 +5,9 @@
 #include "core/device_ops.hpp"
 #include "cuda/core/resources.cuh"
 
+#include <algorithm>
+#include <cstring>
+
 namespace gpuml::cuda {
 
 void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
@@ -55,6 +58,36 @@ Resources::~Resources() {
     cudaStreamSynchronize(stream);
     cudaStreamDestroy(stream);
   }
+  if (pinned_) cudaFreeHost(pinned_);
+}
+
+void* Resources::pinned(std::size_t bytes) {
+  if (bytes > pinned_bytes_) {
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));  // earlier copies may still read the old area
+    if (pinned_) GPUML_CUDA_CHECK(cudaFreeHost(pinned_));
+    pinned_ = nullptr;
+    pinned_bytes_ = 0;
+    const std::size_t grown = std::max<std::size_t>(bytes, std::size_t(1) << 20);
+    GPUML_CUDA_CHECK(cudaMallocHost(&pinned_, grown));
+    pinned_bytes_ = grown;
+  }
+  return pinned_;
+}
+
+void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t bytes) {
+  if (bytes == 0) return;
+  void* staging = pinned(bytes);
+  GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, device_ptr, bytes, cudaMemcpyDeviceToHost, stream));
+  GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::memcpy(host, staging, bytes);
+}
+
+void Resources::copy_to_device(void* device_ptr, const void* host, std::size_t bytes) {
+  if (bytes == 0) return;
+  GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));  // the pinned area is free once earlier copies are done
+  void* staging = pinned(bytes);
+  std::memcpy(staging, host, bytes);
+  GPUML_CUDA_CHECK(cudaMemcpyAsync(device_ptr, staging, bytes, cudaMemcpyHostToDevice, stream));
 }
 
 cusolverDnHandle_t Resources::cusolver() {

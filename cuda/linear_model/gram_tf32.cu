@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "cuda/core/kernel_util.cuh"
@@ -367,11 +368,16 @@ void fused_gram_tf32(const Context& ctx, const float* X, int64_t n, int64_t m, c
   reduce_fused_extras_kernel<<<cuda::grid_for(m * kExtras + 1, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(
       extra_partials.as<float>(), m, n_chunks, extras.as<double>());
   GPUML_CUDA_CHECK_LAUNCH();
+  // Both results back through the context's pinned area, one wait.
+  const std::size_t gram_bytes = static_cast<std::size_t>(m * m) * sizeof(double);
   std::vector<double> extras_host(static_cast<std::size_t>(m * kExtras + 1));
-  GPUML_CUDA_CHECK(cudaMemcpyAsync(gram_host, gram.data(), m * m * sizeof(double), cudaMemcpyDeviceToHost, res.stream));
-  GPUML_CUDA_CHECK(cudaMemcpyAsync(extras_host.data(), extras.data(), extras_host.size() * sizeof(double), cudaMemcpyDeviceToHost,
-                                   res.stream));
+  const std::size_t extras_bytes = extras_host.size() * sizeof(double);
+  char* staging = static_cast<char*>(res.pinned(gram_bytes + extras_bytes));
+  GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, gram.data(), gram_bytes, cudaMemcpyDeviceToHost, res.stream));
+  GPUML_CUDA_CHECK(cudaMemcpyAsync(staging + gram_bytes, extras.data(), extras_bytes, cudaMemcpyDeviceToHost, res.stream));
   GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+  std::memcpy(gram_host, staging, gram_bytes);
+  std::memcpy(extras_host.data(), staging + gram_bytes, extras_bytes);
   for (int64_t j = 0; j < m; ++j) {
     for (int64_t k = 0; k < t; ++k) cross_host[j * t + k] = extras_host[j * kExtras + k];
     sums_host[j] = extras_host[j * kExtras + kExtras - 1];

@@ -22,6 +22,7 @@
 //  - predict: out^T (column-major t x n) = coef (t x d) * X^T, one GEMM onto out pre-filled
 //    with the intercept.
 #include <algorithm>
+#include <cstring>
 #include <climits>
 #include <cmath>
 #include <string>
@@ -501,17 +502,22 @@ class CudaLinearBackend final : public LinearBackend<T> {
     if (m < kDeviceCholeskyFrom) return host_cholesky(M_host, m, L_host);
     cuda::Resources& res = cuda::activate(ctx_);
     const int m_ = checked_int(m, "matrix size");
-    Buffer A = to_device(res, M_host, m * m);  // symmetric: row-major and column-major agree
-    Buffer info = device(sizeof(int));
+    const std::size_t bytes = static_cast<std::size_t>(m * m) * sizeof(double);
+    Buffer A = device(bytes + sizeof(double));  // the matrix, then potrf's info
+    int* info = reinterpret_cast<int*>(A.as<char>() + bytes);
+    res.copy_to_device(A.data(), M_host, bytes);  // symmetric: row-major and column-major agree
     cusolverDnHandle_t handle = res.cusolver();
     int lwork = 0;
     GPUML_CUSOLVER_CHECK(cusolverDnDpotrf_bufferSize(handle, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(), m_, &lwork));
-    Buffer work = device(static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double));
-    GPUML_CUSOLVER_CHECK(cusolverDnDpotrf(handle, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(), m_, work.as<double>(), lwork, info.as<int>()));
-    std::vector<double> factored(static_cast<std::size_t>(m * m));
+    const std::size_t work_bytes = static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double);
+    if (potrf_work_.bytes() < work_bytes) potrf_work_ = device(work_bytes);  // kept: one allocation per backend
+    GPUML_CUSOLVER_CHECK(cusolverDnDpotrf(handle, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(), m_, potrf_work_.as<double>(),
+                                          lwork, info));
+    // The factor and info come back in one copy.
+    std::vector<double> factored(static_cast<std::size_t>(m * m) + 1);
+    res.copy_to_host(factored.data(), A.data(), bytes + sizeof(double));
     int status = 0;
-    copy_to_host_async(res, factored.data(), A.data(), factored.size() * sizeof(double));
-    copy_to_host(res, &status, info.data(), sizeof(int));
+    std::memcpy(&status, factored.data() + m * m, sizeof(int));
     if (status < 0) throw Error(ErrorCode::cuda, "cuSOLVER potrf: bad argument " + std::to_string(-status));
     if (status > 0) return false;  // the leading minor of that order is not positive definite
     for (int64_t i = 0; i < m; ++i)  // column-major lower L: element (i, j) at j * m + i
@@ -716,6 +722,7 @@ class CudaLinearBackend final : public LinearBackend<T> {
   }
 
   Buffer device(std::size_t bytes) { return Buffer(ctx_, bytes); }
+  Buffer potrf_work_;  // cholesky's workspace, kept across calls
 
   template <typename U>
   Buffer to_device(cuda::Resources& res, const U* host, int64_t count) {
