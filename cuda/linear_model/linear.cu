@@ -498,8 +498,8 @@ class CudaLinearBackend final : public LinearBackend<T> {
     gram(A.as<const T>(), with_cross ? B : nullptr, n, m, t, gram_host, cross_host);
   }
 
-  bool cholesky(const double* M_host, int64_t m, double* L_host) override {
-    if (m < kDeviceCholeskyFrom) return host_cholesky(M_host, m, L_host);
+  bool cholesky(const double* M_host, int64_t m, double* U_host) override {
+    if (m < kDeviceCholeskyFrom) return host_cholesky(M_host, m, U_host);
     cuda::Resources& res = cuda::activate(ctx_);
     const int m_ = checked_int(m, "matrix size");
     const std::size_t bytes = static_cast<std::size_t>(m * m) * sizeof(double);
@@ -513,15 +513,17 @@ class CudaLinearBackend final : public LinearBackend<T> {
     if (potrf_work_.bytes() < work_bytes) potrf_work_ = device(work_bytes);  // kept: one allocation per backend
     GPUML_CUSOLVER_CHECK(cusolverDnDpotrf(handle, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(), m_, potrf_work_.as<double>(),
                                           lwork, info));
-    // The factor and info come back in one copy.
-    std::vector<double> factored(static_cast<std::size_t>(m * m) + 1);
-    res.copy_to_host(factored.data(), A.data(), bytes + sizeof(double));
+    // The factor and info come back in one copy. The column-major lower factor, read row-major,
+    // is U = Lᵀ: no transpose (below its diagonal: M's untouched entries, unspecified).
+    const double* staging = static_cast<const double*>(res.pinned(bytes + sizeof(double)));
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(const_cast<double*>(staging), A.data(), bytes + sizeof(double), cudaMemcpyDeviceToHost,
+                                     res.stream));
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
     int status = 0;
-    std::memcpy(&status, factored.data() + m * m, sizeof(int));
+    std::memcpy(&status, staging + m * m, sizeof(int));
     if (status < 0) throw Error(ErrorCode::cuda, "cuSOLVER potrf: bad argument " + std::to_string(-status));
     if (status > 0) return false;  // the leading minor of that order is not positive definite
-    for (int64_t i = 0; i < m; ++i)  // column-major lower L: element (i, j) at j * m + i
-      for (int64_t j = 0; j < m; ++j) L_host[i * m + j] = j <= i ? factored[j * m + i] : 0.0;
+    std::memcpy(U_host, staging, bytes);
     return true;
   }
 

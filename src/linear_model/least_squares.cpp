@@ -97,12 +97,12 @@ Matrix svd_solve(const Svd& svd, const Matrix& QtB, const std::vector<double>& a
 // A Cholesky factorization M = L Lᵀ from the backend, and solves with it.
 struct CholeskyFactor {
   bool ok = false;
-  Matrix L;  // lower triangular
+  Matrix U;  // M = Uᵀ U; only the upper triangle is meaningful (LinearBackend::cholesky)
   // M⁻¹ B.
   template <typename Rhs>
   Eigen::MatrixXd solve(const Eigen::MatrixBase<Rhs>& B) const {
-    const Eigen::MatrixXd Y = L.triangularView<Eigen::Lower>().solve(B);
-    return L.transpose().triangularView<Eigen::Upper>().solve(Y);
+    const Eigen::MatrixXd Y = U.transpose().triangularView<Eigen::Lower>().solve(B);
+    return U.triangularView<Eigen::Upper>().solve(Y);
   }
 };
 
@@ -286,8 +286,8 @@ class LeastSquares {
 
   // The Cholesky factorization of a symmetric d x d matrix by the backend (on the device for CUDA).
   bool factor(const Eigen::MatrixXd& M, CholeskyFactor& f) const {
-    f.L.resize(M.rows(), M.cols());
-    f.ok = backend_->cholesky(M.data(), M.rows(), f.L.data());  // symmetric: either layout
+    f.U.resize(M.rows(), M.cols());
+    f.ok = backend_->cholesky(M.data(), M.rows(), f.U.data());  // M symmetric: either layout
     return f.ok;
   }
   bool factors(const Eigen::MatrixXd& M) const {
@@ -418,7 +418,7 @@ class LeastSquares {
     for (int pass = 1; pass <= kMaxPasses; ++pass) {
       CholeskyFactor llt;
       if (!factor(G, llt)) return false;
-      const Eigen::MatrixXd Rk = llt.L.transpose();
+      const Eigen::MatrixXd Rk = llt.U.triangularView<Eigen::Upper>();  // below the diagonal: unspecified
       if (!(Rk.diagonal().minCoeff() > 0)) return false;
       factors.push_back(Rk);
       const bool final_pass = pass > 1 && (G - Eigen::MatrixXd::Identity(d_, d_)).cwiseAbs().maxCoeff() <= kOrthogonalEnough;
@@ -546,7 +546,7 @@ class LeastSquares {
       M.diagonal().array() += a;
       factor(M, llt_);
       // A numerically singular matrix can factor with tiny pivots: those count as failures.
-      const double pivot_min = llt_.ok ? llt_.L.diagonal().minCoeff() : 0.0;
+      const double pivot_min = llt_.ok ? llt_.U.diagonal().minCoeff() : 0.0;
       if (!llt_.ok || !(pivot_min * pivot_min > rcond_ * (diag_max + a)))
         throw_error(ErrorCode::invalid_argument,
                     std::string(request_.estimator) + ": solver=\"cholesky\" failed: XᵀX + alpha I is not positive " +

@@ -44,10 +44,12 @@ class LinearBackend {
                             double* gram_host, double* cross_host, double* sums_host) = 0;
 
   // The Cholesky factor of the symmetric positive definite m x m M_host (row-major double, both
-  // triangles): L_host = L, lower triangular (upper part zero) with M = L Lᵀ. Returns false when M
-  // is not numerically positive definite. CUDA factors on the device (cuSOLVER potrf: ~0.1 ms at
-  // m = 256, against ~1 ms on a host core) once m is large enough to pay for the copies.
-  virtual bool cholesky(const double* M_host, int64_t m, double* L_host) = 0;
+  // triangles): U_host = U = Lᵀ, row-major, with M = Uᵀ U; only the upper triangle is set (what
+  // lies below it is unspecified: the device's column-major lower factor is this, uncopied).
+  // Returns false when M is not numerically positive definite. CUDA factors on the device
+  // (cuSOLVER potrf: ~0.1 ms at m = 256, against ~1 ms on a host core) once m is large enough to
+  // pay for the copies.
+  virtual bool cholesky(const double* M_host, int64_t m, double* U_host) = 0;
 
   // gram_host = A^T A (m x m, both triangles) and cross_host = A^T B (m x t), row-major double.
   // Products are formed in T with exact arithmetic (no TF32).
@@ -78,7 +80,7 @@ class LinearBackend {
 
 // The host Cholesky factorization (Eigen, double) behind LinearBackend::cholesky: the CPU
 // backend's, and CUDA's for small m.
-GPUML_API bool host_cholesky(const double* M_host, int64_t m, double* L_host);
+GPUML_API bool host_cholesky(const double* M_host, int64_t m, double* U_host);
 
 // Exported (GPUML_API) only so that tests/cpp/linear_model/linear_backend_gpu_test.cpp can
 // compare the two backends primitive by primitive; not part of the public API.

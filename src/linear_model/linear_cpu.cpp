@@ -166,7 +166,7 @@ class LinearCpuBackend final : public LinearBackend<T> {
     gram(A.data(), B, n, m, t, gram_host, cross_host);
   }
 
-  bool cholesky(const double* M_host, int64_t m, double* L_host) override { return host_cholesky(M_host, m, L_host); }
+  bool cholesky(const double* M_host, int64_t m, double* U_host) override { return host_cholesky(M_host, m, U_host); }
 
   void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) override {
     const RowBlocks blocks(n, threads_, kGramChunk);
@@ -197,11 +197,11 @@ class LinearCpuBackend final : public LinearBackend<T> {
 
 }  // namespace
 
-bool host_cholesky(const double* M_host, int64_t m, double* L_host) {
+bool host_cholesky(const double* M_host, int64_t m, double* U_host) {
   using RowDouble = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Eigen::LLT<RowDouble> llt(Eigen::Map<const RowDouble>(M_host, m, m));
   if (llt.info() != Eigen::Success) return false;
-  Eigen::Map<RowDouble>(L_host, m, m) = llt.matrixL().toDenseMatrix();
+  Eigen::Map<RowDouble>(U_host, m, m) = llt.matrixU().toDenseMatrix();
   return true;
 }
 

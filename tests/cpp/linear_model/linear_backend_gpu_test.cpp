@@ -157,18 +157,26 @@ TEST(LinearBackendGpu, CholeskyOnTheDeviceMatchesTheHost) {
     for (int64_t k = 0; k < m + 10; ++k)
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < m; ++j) M[i * m + j] += Y[k * m + i] * Y[k * m + j];
-    std::vector<double> L_host(m * m), L_gpu(m * m, std::nan(""));
-    ASSERT_TRUE(detail::host_cholesky(M.data(), m, L_host.data()));
-    ASSERT_TRUE(backend->cholesky(M.data(), m, L_gpu.data()));
+    std::vector<double> U_host(m * m), U_gpu(m * m, std::nan(""));
+    ASSERT_TRUE(detail::host_cholesky(M.data(), m, U_host.data()));
+    ASSERT_TRUE(backend->cholesky(M.data(), m, U_gpu.data()));
     double scale = 0.0;
-    for (double v : L_host) scale = std::max(scale, std::abs(v));
+    for (double v : U_host) scale = std::max(scale, std::abs(v));
     // Both factor the same double matrix (a Wishart matrix with 10 spare rows: cond up to ~2e4),
-    // each with error ~ eps cond |L|.
-    for (int64_t i = 0; i < m * m; ++i) ASSERT_NEAR(L_gpu[i], L_host[i], 1e-9 * scale) << "entry " << i;
+    // each with error ~ eps cond |U|; only the upper triangles are the factor.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = i; j < m; ++j) ASSERT_NEAR(U_gpu[i * m + j], U_host[i * m + j], 1e-9 * scale) << "entry " << i << ", " << j;
+    // Uᵀ U = M, from the upper triangle alone.
+    for (int64_t i = 0; i < m; i += 7)
+      for (int64_t j = 0; j < m; j += 5) {
+        double v = 0.0;
+        for (int64_t k = 0; k <= std::min(i, j); ++k) v += U_gpu[k * m + i] * U_gpu[k * m + j];
+        ASSERT_NEAR(v, M[i * m + j], 1e-9 * scale * scale * m) << "entry " << i << ", " << j;
+      }
     // A negative diagonal entry: not positive definite.
     std::vector<double> bad = M;
     bad[0] = -1.0;
-    EXPECT_FALSE(backend->cholesky(bad.data(), m, L_gpu.data()));
+    EXPECT_FALSE(backend->cholesky(bad.data(), m, U_gpu.data()));
   }
 }
 
