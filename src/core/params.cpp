@@ -1,5 +1,6 @@
 #include "core/params.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -79,6 +80,36 @@ void ParamReader::finish() const {
   for (auto it = params_.begin(); it != params_.end(); ++it)
     if (!known_.count(it.key())) unknown += (unknown.empty() ? "'" : ", '") + it.key() + "'";
   GPUML_EXPECT(unknown.empty(), std::string("unknown ") + kind_ + " parameter(s): " + unknown);
+}
+
+nlohmann::json class_weight_json(const std::string& preset, const std::vector<std::pair<double, double>>& pairs) {
+  if (!preset.empty()) return preset;
+  if (pairs.empty()) return nullptr;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [label, weight] : pairs) list.push_back({label, weight});
+  return list;
+}
+
+void read_class_weight(ParamReader& reader, const std::vector<std::string>& presets, std::string& preset,
+                       std::vector<std::pair<double, double>>& pairs) {
+  if (!reader.has("class_weight")) return;
+  std::string expected = "null, a list of [label, weight] pairs with weight >= 0";
+  for (const std::string& p : presets) expected += ", \"" + p + "\"";
+  const nlohmann::json& cw = reader.raw("class_weight");
+  if (cw.is_string()) {
+    preset = cw.get<std::string>();
+    if (std::find(presets.begin(), presets.end(), preset) == presets.end()) reader.fail("class_weight", expected);
+  } else if (cw.is_array()) {
+    for (const auto& pair : cw) {
+      if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number())
+        reader.fail("class_weight", expected);
+      const double label = pair[0].get<double>(), weight = pair[1].get<double>();
+      if (!std::isfinite(label) || !(std::isfinite(weight) && weight >= 0)) reader.fail("class_weight", expected);
+      pairs.emplace_back(label, weight);
+    }
+  } else {
+    reader.fail("class_weight", expected);
+  }
 }
 
 }  // namespace gpuml::detail

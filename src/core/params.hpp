@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpuml/core/error.hpp"
 
@@ -39,5 +41,14 @@ class ParamReader {
   const char* kind_;
   std::set<std::string> known_;
 };
+
+// A classifier's class_weight in the C ABI's JSON: one of the presets (a string), or a list of
+// [label, weight] pairs (JSON object keys would have to be strings, and labels are numbers), or
+// null. Empty preset and no pairs: null.
+nlohmann::json class_weight_json(const std::string& preset, const std::vector<std::pair<double, double>>& pairs);
+// Reads it (absent or null: nothing), checking the preset is one of `presets`, labels finite
+// and weights finite and >= 0.
+void read_class_weight(ParamReader& reader, const std::vector<std::string>& presets, std::string& preset,
+                       std::vector<std::pair<double, double>>& pairs);
 
 }  // namespace gpuml::detail

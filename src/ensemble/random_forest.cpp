@@ -490,17 +490,7 @@ std::string RandomForestBase::get_params_json() const {
   j["max_leaf_nodes"] = params_.max_leaf_nodes < 0 ? nlohmann::json(nullptr) : nlohmann::json(params_.max_leaf_nodes);
   j["bootstrap"] = params_.bootstrap;
   j["max_samples"] = params_.max_samples ? count(*params_.max_samples) : nlohmann::json(nullptr);
-  if (classification_) {
-    if (!params_.class_weight_mode.empty()) {
-      j["class_weight"] = params_.class_weight_mode;
-    } else if (!params_.class_weight.empty()) {
-      nlohmann::json pairs = nlohmann::json::array();
-      for (const auto& [label, weight] : params_.class_weight) pairs.push_back({label, weight});
-      j["class_weight"] = pairs;
-    } else {
-      j["class_weight"] = nullptr;
-    }
-  }
+  if (classification_) j["class_weight"] = detail::class_weight_json(params_.class_weight_mode, params_.class_weight);
   j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
   j["oob_score"] = params_.oob_score;
   j["n_bins"] = params_.n_bins;
@@ -584,22 +574,7 @@ RandomForestParams forest_params_from(const nlohmann::json& params, const char* 
   if (reader.has("max_leaf_nodes")) p.max_leaf_nodes = reader.get_int("max_leaf_nodes", -1);
   p.bootstrap = reader.get_bool("bootstrap", p.bootstrap);
   if (reader.has("max_samples")) p.max_samples = count_or_fraction(reader, "max_samples", {});
-  if (classification && reader.has("class_weight")) {
-    const char* expected = "null, \"balanced\", \"balanced_subsample\" or a list of [label, weight] pairs with weight >= 0";
-    const nlohmann::json& cw = reader.raw("class_weight");
-    if (cw.is_string()) {
-      p.class_weight_mode = cw.get<std::string>();
-      if (p.class_weight_mode != "balanced" && p.class_weight_mode != "balanced_subsample") reader.fail("class_weight", expected);
-    } else if (cw.is_array()) {
-      for (const auto& pair : cw) {
-        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number())
-          reader.fail("class_weight", expected);
-        p.class_weight.emplace_back(pair[0].get<double>(), pair[1].get<double>());
-      }
-    } else {
-      reader.fail("class_weight", expected);
-    }
-  }
+  if (classification) read_class_weight(reader, {"balanced", "balanced_subsample"}, p.class_weight_mode, p.class_weight);
   p.random_state = reader.get_seed("random_state");
   p.oob_score = reader.get_bool("oob_score", p.oob_score);
   p.n_bins = reader.get_int("n_bins", p.n_bins);

@@ -388,15 +388,7 @@ std::string LogisticRegression::get_params_json() const {
   j["fit_intercept"] = params_.fit_intercept;
   j["max_iter"] = params_.max_iter;
   j["tol"] = params_.tol;
-  if (params_.class_weight_balanced) {
-    j["class_weight"] = "balanced";
-  } else if (!params_.class_weight.empty()) {
-    nlohmann::json pairs = nlohmann::json::array();
-    for (const auto& [label, weight] : params_.class_weight) pairs.push_back({label, weight});
-    j["class_weight"] = pairs;
-  } else {
-    j["class_weight"] = nullptr;
-  }
+  j["class_weight"] = detail::class_weight_json(params_.class_weight_balanced ? "balanced" : "", params_.class_weight);
   return j.dump();
 }
 
@@ -424,24 +416,9 @@ std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json&
   p.max_iter = static_cast<int>(max_iter);
   p.tol = reader.get_double("tol", p.tol);
   if (!(std::isfinite(p.tol) && p.tol >= 0)) reader.fail("tol", "a finite number >= 0");
-  const char* expected_weights = "null, \"balanced\" or a list of [label, weight] pairs with weight >= 0";
-  if (reader.has("class_weight")) {
-    const nlohmann::json& cw = reader.raw("class_weight");
-    if (cw.is_string()) {
-      if (cw.get<std::string>() != "balanced") reader.fail("class_weight", expected_weights);
-      p.class_weight_balanced = true;
-    } else if (cw.is_array()) {
-      for (const auto& pair : cw) {
-        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number())
-          reader.fail("class_weight", expected_weights);
-        const double label = pair[0].get<double>(), weight = pair[1].get<double>();
-        if (!std::isfinite(label) || !(std::isfinite(weight) && weight >= 0)) reader.fail("class_weight", expected_weights);
-        p.class_weight.emplace_back(label, weight);
-      }
-    } else {
-      reader.fail("class_weight", expected_weights);
-    }
-  }
+  std::string preset;
+  detail::read_class_weight(reader, {"balanced"}, preset, p.class_weight);
+  p.class_weight_balanced = preset == "balanced";
   reader.finish();
   GPUML_EXPECT(p.penalty != "elasticnet" || p.l1_ratio != -1.0,
                "logistic_regression: penalty \"elasticnet\" needs l1_ratio, a number in [0, 1]");
