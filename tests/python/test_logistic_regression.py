@@ -539,7 +539,9 @@ def test_cupy_inputs_give_cupy_outputs(rng):
     assert_array_equal(predicted.get(), on_cpu.predict(X))
     proba = on_gpu.predict_proba(cupy.asarray(X))
     assert isinstance(proba, cupy.ndarray)
-    assert_allclose(proba.get(), on_cpu.predict_proba(X), rtol=0, atol=1e-8)
+    # The coefficients agree to 1e-6 relative, so the scores to ~1e-6 |z| and the probabilities to
+    # p (1 - p) times that (1e-8 failed once in ~20 fresh seeds on the GPU machine, by 2.8e-8).
+    assert_allclose(proba.get(), on_cpu.predict_proba(X), rtol=0, atol=1e-6)
     # String labels cannot live on the device: predict gives them back as NumPy.
     named = LogisticRegression().fit(cupy.asarray(X), np.array(["a", "b"])[y])
     assert isinstance(named.predict(cupy.asarray(X)), np.ndarray)
