@@ -55,24 +55,14 @@ std::vector<double> distinct_sorted(const double* values, int64_t n, int threads
   return all;
 }
 
-// A 1-d float64 copy of `a` on the host (checked finite), for reading values.
-HostArray host_doubles(Context& ctx, const ArrayView& a, const char* what) {
-  Staged staged = stage(ctx, a, DType::float64, what);
-  require_finite(ctx, staged.view, what);
-  if (staged.view.device.is_cuda()) return to_host(ctx, staged.view);
-  HostArray copy(DType::float64, a.shape[0]);
-  std::copy(staged.view.as<const double>(), staged.view.as<const double>() + a.shape[0], copy.as<double>());
-  return copy;
-}
-
 }  // namespace
 
 Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n, const std::string& estimator) {
   GPUML_EXPECT(y.ndim == 1, estimator + ": y must be a 1-d array of class labels, got " + std::to_string(y.ndim) +
                                 " dimension(s)");
   GPUML_EXPECT(y.shape[0] == n, "y has " + std::to_string(y.shape[0]) + " samples but X has " + std::to_string(n));
-  const HostArray copy = host_doubles(ctx, y, "y");
-  const double* values = copy.as<const double>();
+  const HostReadable copy = host_readable(ctx, y, DType::float64, "y");
+  const double* values = static_cast<const double*>(copy.data());
   Labels labels;
   labels.classes = distinct_sorted(values, n, ctx.n_threads());
   GPUML_EXPECT(labels.classes.size() >= 2, estimator +
@@ -105,8 +95,8 @@ std::vector<double> host_sample_weights(Context& ctx, const ArrayView* sample_we
   GPUML_EXPECT(sw.ndim == 1, "sample_weight must be a 1-d array, got " + std::to_string(sw.ndim) + " dimension(s)");
   GPUML_EXPECT(sw.shape[0] == n,
                "sample_weight has " + std::to_string(sw.shape[0]) + " entries but X has " + std::to_string(n) + " samples");
-  const HostArray copy = host_doubles(ctx, sw, "sample_weight");
-  std::vector<double> w(copy.as<const double>(), copy.as<const double>() + n);
+  const HostReadable copy = host_readable(ctx, sw, DType::float64, "sample_weight");
+  std::vector<double> w(static_cast<const double*>(copy.data()), static_cast<const double*>(copy.data()) + n);
   for (int64_t i = 0; i < n; ++i)
     GPUML_EXPECT(w[i] >= 0, "sample_weight must be non-negative, got " + number_text(w[i]) + " at index " + std::to_string(i));
   return w;

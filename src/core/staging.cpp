@@ -210,4 +210,12 @@ HostArray to_host(const Context& ctx, const ArrayView& src) {
   return h;
 }
 
+HostReadable host_readable(const Context& ctx, const ArrayView& src, DType dtype, const char* what) {
+  HostReadable h;
+  h.staged = stage(ctx, src, dtype, what);
+  require_finite(ctx, h.staged.view, what);
+  if (h.staged.view.device.is_cuda()) h.copy = to_host(ctx, h.staged.view);
+  return h;
+}
+
 }  // namespace gpuml::detail

@@ -31,6 +31,15 @@ Staged stage_host(const Context& ctx, const HostArray& host);
 // Copies a contiguous array in the context's memory into a new host array.
 HostArray to_host(const Context& ctx, const ArrayView& src);
 
+// `src` as dtype, checked finite, readable on the host: the staged view itself in host memory,
+// else a host copy of it (for the host-side parts of a fit on a CUDA context).
+struct HostReadable {
+  Staged staged;
+  HostArray copy;
+  const void* data() const { return copy.empty() ? staged.view.data : copy.as<const void>(); }
+};
+HostReadable host_readable(const Context& ctx, const ArrayView& src, DType dtype, const char* what);
+
 std::string shape_string(const ArrayView& a);
 
 // The dtype an estimator computes in for input X: float32 stays float32, everything else

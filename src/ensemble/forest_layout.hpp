@@ -11,8 +11,6 @@
 
 namespace gpuml::detail {
 
-struct Forest;
-
 struct PackedNode {
   double threshold;  // x <= threshold goes to child, else to child + 1
   int32_t feature;   // < 0: a leaf, whose values are row `child` of PackedForest::values
@@ -29,7 +27,22 @@ struct PackedForest {
   int64_t n_trees() const { return static_cast<int64_t>(roots.size()); }
 };
 
-PackedForest pack_forest(const Forest& forest);
+// A fitted forest as the estimator's attribute arrays (random_forest.hpp): tree t owns nodes
+// [offsets[t], offsets[t + 1]), children numbered within the tree, feature < 0 at leaves, and k
+// values per node (class fractions, or the mean).
+struct ForestArrays {
+  const int64_t* offsets;
+  int64_t n_trees;
+  const int32_t* feature;
+  const double* threshold;
+  const int32_t* left;
+  const int32_t* right;
+  const double* value;
+  int k;
+  int64_t n_features;
+};
+
+PackedForest pack_forest(const ForestArrays& arrays);
 
 // One step down from a split node for the row x: the index of the child it goes to.
 template <typename T>

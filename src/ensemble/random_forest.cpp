@@ -158,20 +158,6 @@ const std::vector<std::string> kTreeAttributes = {
     "estimator_node_offsets_", "nodes_feature_",   "nodes_threshold_", "nodes_children_left_",     "nodes_children_right_",
     "nodes_value_",            "nodes_impurity_", "nodes_n_samples_",  "nodes_weighted_n_samples_"};
 
-// A host copy of a staged array (the staged view itself on the CPU).
-struct HostCopy {
-  detail::Staged staged;
-  HostArray copy;
-  const void* data() const { return copy.empty() ? staged.view.data : copy.as<const void>(); }
-};
-HostCopy host_copy(Context& ctx, const ArrayView& a, DType dtype, const char* what) {
-  HostCopy h;
-  h.staged = detail::stage(ctx, a, dtype, what);
-  detail::require_finite(ctx, h.staged.view, what);
-  if (h.staged.view.device.is_cuda()) h.copy = detail::to_host(ctx, h.staged.view);
-  return h;
-}
-
 }  // namespace
 
 RandomForestBase::RandomForestBase(RandomForestParams params, bool classification)
@@ -192,10 +178,10 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
                name + ": max_samples cannot be set when bootstrap is False");
   GPUML_EXPECT(params_.bootstrap || !params_.oob_score, name + ": out-of-bag estimation needs bootstrap=True");
   const DType dtype = detail::float_dtype_for(X.dtype);
-  const HostCopy Xh = host_copy(ctx, X, dtype, "X");
+  const detail::HostReadable Xh = detail::host_readable(ctx, X, dtype, "X");
 
   detail::Labels labels;
-  HostCopy yh;
+  detail::HostReadable yh;
   std::vector<double> weights = detail::host_sample_weights(ctx, sample_weight, n);
   if (classification_) {
     labels = detail::encode_labels(ctx, *y, n, name);
@@ -213,7 +199,7 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
     GPUML_EXPECT(y->shape[0] == n, "y has " + std::to_string(y->shape[0]) + " samples but X has " + std::to_string(n));
     ArrayView flat = *y;
     if (flat.ndim == 2) flat = make_view(flat.data, flat.dtype, flat.device, n);  // (n, 1) rows are contiguous
-    yh = host_copy(ctx, flat, dtype, "y");
+    yh = detail::host_readable(ctx, flat, dtype, "y");
     if (params_.criterion == "poisson") {  // scikit-learn's checks, in its words
       double total = 0.0;
       bool negative = false;
@@ -285,35 +271,17 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
 
 // The prediction trees from the attribute arrays: the one path for a fitted and a restored model.
 void RandomForestBase::rebuild_forest() {
-  auto forest = std::make_shared<detail::Forest>();
-  forest->classification = classification_;
-  forest->n_features = *n_features_in_.as<const int64_t>();
-  const int64_t k = attributes_.at("nodes_value_").spec().shape[1];
-  forest->width = classification_ ? static_cast<int>(k) : 3;
-  const int64_t* offsets = attributes_.at("estimator_node_offsets_").as<const int64_t>();
-  const int64_t n_trees = attributes_.at("estimator_node_offsets_").spec().shape[0] - 1;
-  const int32_t* feature = attributes_.at("nodes_feature_").as<const int32_t>();
-  const double* threshold = attributes_.at("nodes_threshold_").as<const double>();
-  const int32_t* left = attributes_.at("nodes_children_left_").as<const int32_t>();
-  const int32_t* right = attributes_.at("nodes_children_right_").as<const int32_t>();
-  const double* value = attributes_.at("nodes_value_").as<const double>();
-  forest->trees.resize(static_cast<std::size_t>(n_trees));
-  for (int64_t t = 0; t < n_trees; ++t) {
-    detail::Tree& tree = forest->trees[t];
-    for (int64_t at = offsets[t]; at < offsets[t + 1]; ++at) {
-      const bool leaf = feature[at] < 0;
-      tree.feature.push_back(leaf ? -1 : feature[at]);
-      tree.threshold.push_back(leaf ? 0.0 : threshold[at]);
-      tree.left.push_back(leaf ? -1 : left[at]);
-      tree.right.push_back(leaf ? -1 : right[at]);
-      if (classification_) {
-        tree.stats.insert(tree.stats.end(), value + at * k, value + (at + 1) * k);
-      } else {  // W = 1, S = the mean: the leaf's value is S / W
-        tree.stats.insert(tree.stats.end(), {1.0, value[at], 0.0});
-      }
-    }
-  }
-  forest_ = std::make_shared<const detail::PackedForest>(detail::pack_forest(*forest));
+  const HostArray& offsets = attributes_.at("estimator_node_offsets_");
+  const detail::ForestArrays arrays{offsets.as<const int64_t>(),
+                                    offsets.spec().shape[0] - 1,
+                                    attributes_.at("nodes_feature_").as<const int32_t>(),
+                                    attributes_.at("nodes_threshold_").as<const double>(),
+                                    attributes_.at("nodes_children_left_").as<const int32_t>(),
+                                    attributes_.at("nodes_children_right_").as<const int32_t>(),
+                                    attributes_.at("nodes_value_").as<const double>(),
+                                    static_cast<int>(attributes_.at("nodes_value_").spec().shape[1]),
+                                    *n_features_in_.as<const int64_t>()};
+  forest_ = std::make_shared<const detail::PackedForest>(detail::pack_forest(arrays));
   const std::lock_guard<std::mutex> lock(staged_mutex_);
   staged_.clear();
 }
