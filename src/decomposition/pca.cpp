@@ -94,24 +94,11 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
       GPUML_EXPECT(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }), "X contains NaN or infinity");
     };
     if (solver == "covariance_eigh") {
-      // One pass over X, as the least-squares Gram routes: the Gram matrix of X − c, c the mean
-      // of the first rows, with the column sums of X − c; then, with δ = x̄ − c,
-      // Σ (x − x̄)(x − x̄)ᵀ = (X − c)ᵀ(X − c) − n δδᵀ. c is near x̄: nothing cancels.
-      std::vector<double> shift(static_cast<std::size_t>(d)), sums(static_cast<std::size_t>(d + 1));
-      std::vector<double> G(static_cast<std::size_t>(d * d));
-      backend->weighted_means(Xs.view.as<const T>(), std::min<int64_t>(n, 4096), d, nullptr, shift.data());
-      for (double& c : shift) c = static_cast<double>(static_cast<T>(c));  // exact in T (see shifted_gram)
-      backend->shifted_gram(Xs.view.as<const T>(), n, d, shift.data(), nullptr, nullptr, 0, G.data(), nullptr, sums.data());
-      expect_finite(sums);
-      std::vector<double> delta(static_cast<std::size_t>(d));
-      for (int64_t j = 0; j < d; ++j) {
-        delta[j] = sums[j] / static_cast<double>(n);
-        mean[j] = shift[j] + delta[j];
-      }
-      for (int64_t i = 0; i < d; ++i)
-        for (int64_t j = 0; j < d; ++j) G[i * d + j] -= static_cast<double>(n) * delta[i] * delta[j];
-      GPUML_EXPECT(std::all_of(G.begin(), G.end(), [](double x) { return std::isfinite(x); }),
-                   "PCA: XᵀX overflows: X has values too large to square in its dtype");
+      // One pass over X, as the least-squares Gram routes (centered_gram): data with a large
+      // mean keep their precision.
+      detail::CenteredGram centered = detail::centered_gram<T>(*backend, Xs.view.as<const T>(), n, d, nullptr, nullptr, 0, true, "PCA");
+      std::vector<double>& G = centered.gram;
+      mean = centered.mean;
       trace.mark("sums and gram");
       for (double& g : G) g /= dof;  // the covariance
       std::vector<double> eigenvalues(static_cast<std::size_t>(d)), eigenvectors(static_cast<std::size_t>(d * d));

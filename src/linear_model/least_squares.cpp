@@ -106,8 +106,25 @@ struct CholeskyFactor {
   }
 };
 
-// The shift of a shifted preparation is the mean of the first rows, at most this many.
-constexpr int64_t kShiftRows = 4096;
+// Overflow of the squares shows as infinity in G. Σ 0·v is NaN exactly when some v is NaN or
+// infinite; eight independent sums let the compiler vectorize the pass (one dependent chain of
+// 65536 additions took ~0.1 ms at d = 256).
+void expect_finite_gram(const std::vector<double>& G, const std::string& estimator) {
+  constexpr std::size_t kLanes = 8;
+  double probe[kLanes] = {};
+  const std::size_t full = G.size() / kLanes * kLanes;
+  for (std::size_t i = 0; i < full; i += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) probe[l] += 0.0 * G[i + l];
+  for (std::size_t i = full; i < G.size(); ++i) probe[0] += 0.0 * G[i];
+  double total = 0.0;
+  for (double p : probe) total += p;
+  GPUML_EXPECT(total == 0.0, estimator + ": XᵀX overflows: X has values too large to square in its dtype");
+}
+
+void expect_finite_sums(const std::vector<double>& sums) {
+  GPUML_EXPECT(std::all_of(sums.begin(), sums.end(), [](double v) { return std::isfinite(v); }),
+               "X contains NaN or infinity");
+}
 
 template <typename T>
 class LeastSquares {
@@ -122,12 +139,7 @@ class LeastSquares {
   //  - the routes that factor A itself (QR, SVD): the working copy A = √w (X − x̄), the means
   //    first;
   //  - gram_only (the Gram routes: eig, Cholesky, the Gram system of coordinate descent): no copy
-  //    of A. One pass of the backend over X gives AᵀA and AᵀB for A = √w (X − c), c the mean of
-  //    the first rows (no shift without an intercept), and the sums Σ w (x − c) = S δ. The Gram
-  //    matrix of the exactly centered A follows on the host: with δ = x̄ − c,
-  //    (A − √w δᵀ)ᵀ(A − √w δᵀ) = AᵀA − S δδᵀ, and its products with the exactly centered B are
-  //    AᵀB (as √wᵀB = 0). c is near x̄, so δ is small and nothing cancels: data far from the
-  //    origin keep their precision.
+  //    of A; G and C from one pass over X (centered_gram).
   // NaN or infinity in X shows in the column sums of that pass (no separate check of X).
   void prepare(const T* X, const T* y, const T* w, bool gram_only) {
     X_ = X, y_ = y, w_ = w;  // kept for a second, exact preparation (fallbacks to QR or SVD)
@@ -140,37 +152,16 @@ class LeastSquares {
     B_ = Buffer(ctx_, static_cast<std::size_t>(n_ * t_) * sizeof(T));
     if (request_.fit_intercept) backend_->weighted_means(y, n_, t_, w, y_mean_.data());
     backend_->center_scale(y, n_, t_, request_.fit_intercept ? y_mean_.data() : nullptr, w, B_.as<T>());
-    std::vector<double> sums(static_cast<std::size_t>(d_ + 1));
+    trace_.mark("means and centering of y");
     if (gram_only_) {
-      std::vector<double> shift;
-      if (request_.fit_intercept) {
-        shift.resize(static_cast<std::size_t>(d_));
-        backend_->weighted_means(X, std::min<int64_t>(n_, kShiftRows), d_, w, shift.data());
-        for (double& c : shift) c = static_cast<double>(static_cast<T>(c));  // exact in T (see shifted_gram)
-      }
-      G_.assign(static_cast<std::size_t>(d_ * d_), 0.0);
-      C_.assign(static_cast<std::size_t>(d_ * t_), 0.0);
-      backend_->shifted_gram(X, n_, d_, shift.empty() ? nullptr : shift.data(), w, B_.as<const T>(), t_, G_.data(), C_.data(),
-                             sums.data());
-      expect_finite_sums(sums);
-      if (request_.fit_intercept) {
-        GPUML_EXPECT(sums[d_] > 0, std::string(request_.estimator) + ": the sample weights sum to 0");
-        std::vector<double> delta(static_cast<std::size_t>(d_));
-        for (int64_t j = 0; j < d_; ++j) {
-          delta[j] = sums[j] / sums[d_];
-          x_mean_[j] = shift[j] + delta[j];
-        }
-        // G = AᵀA − S δδᵀ, formed on the upper triangle and mirrored: G_ stays exactly symmetric
-        // (gram_matrix relies on it).
-        for (int64_t i = 0; i < d_; ++i)
-          for (int64_t j = i; j < d_; ++j) G_[j * d_ + i] = G_[i * d_ + j] -= sums[d_] * delta[i] * delta[j];
-      } else {
-        mirror_upper_gram();
-      }
-      expect_finite_gram();
-      trace_.mark("center y; sums and gram of X");
+      CenteredGram g = centered_gram(*backend_, X, n_, d_, w, B_.as<const T>(), t_, request_.fit_intercept, request_.estimator);
+      G_ = std::move(g.gram);
+      C_ = std::move(g.cross);
+      if (request_.fit_intercept) x_mean_ = std::move(g.mean);
+      trace_.mark("sums and gram of X");
       return;
     }
+    std::vector<double> sums(static_cast<std::size_t>(d_ + 1));
     A_ = Buffer(ctx_, static_cast<std::size_t>(n_ * d_) * sizeof(T));
     if (request_.fit_intercept) {
       backend_->weighted_means(X, n_, d_, w, x_mean_.data());
@@ -224,24 +215,8 @@ class LeastSquares {
     G_.assign(static_cast<std::size_t>(d_ * d_), 0.0);
     C_.assign(static_cast<std::size_t>(d_ * t_), 0.0);
     backend_->gram(A_.as<const T>(), B_.as<const T>(), n_, d_, t_, G_.data(), C_.data());
-    mirror_upper_gram();
-    expect_finite_gram();
+    expect_finite_gram(G_, request_.estimator);
     trace_.mark("gram");
-  }
-
-  // The backends' Gram matrices may differ across the diagonal by rounding (GEMMs): the upper
-  // triangle, mirrored, makes G_ exactly symmetric (gram_matrix relies on it).
-  void mirror_upper_gram() {
-    for (int64_t i = 0; i < d_; ++i)
-      for (int64_t j = i + 1; j < d_; ++j) G_[j * d_ + i] = G_[i * d_ + j];
-  }
-
-  void expect_finite_gram() const {
-    // Σ 0·v is NaN exactly when some v is NaN or infinite (a branch-free pass: std::isfinite per
-    // entry took ~70 us at 256 x 256).
-    double probe = 0.0;
-    for (double v : G_) probe += 0.0 * v;
-    GPUML_EXPECT(probe == 0.0, std::string(request_.estimator) + ": XᵀX overflows: X has values too large to square in its dtype");
   }
 
   // An exactly centered A for the routes that factor A itself (after a gram-only preparation).
@@ -250,10 +225,6 @@ class LeastSquares {
     prepare(X_, y_, w_, false);
   }
 
-  void expect_finite_sums(const std::vector<double>& sums) const {
-    GPUML_EXPECT(std::all_of(sums.begin(), sums.end(), [](double v) { return std::isfinite(v); }),
-                 "X contains NaN or infinity");
-  }
   // G as an Eigen (column-major) matrix. G_ is symmetric, so its row-major array is also its
   // column-major one: a straight copy (the transposing copy took ~130 us at 256 x 256).
   Eigen::MatrixXd gram_matrix() const { return Eigen::Map<const Eigen::MatrixXd>(G_.data(), d_, d_); }
@@ -324,6 +295,7 @@ class LeastSquares {
   // limits leave.
   bool factor_if_well_conditioned(const Eigen::MatrixXd& G, double limit, CholeskyFactor& llt) const {
     if (!factor(G, llt)) return false;
+    trace_.mark("Cholesky of the gram");
     const Eigen::Index d = G.rows();
     // Row sums of |G| as column sums (G is symmetric; columns are contiguous).
     const Vector radius = G.cwiseAbs().colwise().sum().transpose() - G.diagonal().cwiseAbs();
@@ -359,6 +331,7 @@ class LeastSquares {
     Eigen::MatrixXd G = gram_matrix();
     // Well conditioned (the common case): full rank, a Cholesky solve, and the singular values
     // only if someone asks for them.
+    trace_.mark("gram as an Eigen matrix");
     CholeskyFactor llt;
     const bool well_conditioned = factor_if_well_conditioned(G, eig_condition_limit(fall_back), llt);
     trace_.mark("Cholesky and conditioning");
@@ -630,6 +603,48 @@ int64_t check_targets(const ArrayView& y, int64_t n) {
 }
 
 }  // namespace
+
+template <typename T>
+CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int64_t d, const T* w, const T* B, int64_t t,
+                           bool center, const std::string& estimator) {
+  CenteredGram out;
+  std::vector<double> shift;
+  if (center) {
+    shift.resize(static_cast<std::size_t>(d));
+    backend.weighted_means(X, std::min<int64_t>(n, kShiftRows), d, w, shift.data());
+    for (double& c : shift) c = static_cast<double>(static_cast<T>(c));  // exact in T (see shifted_gram)
+  }
+  out.gram.resize(static_cast<std::size_t>(d * d));
+  out.cross.resize(static_cast<std::size_t>(d * t));
+  std::vector<double> sums(static_cast<std::size_t>(d + 1));
+  backend.shifted_gram(X, n, d, shift.empty() ? nullptr : shift.data(), w, B, t, out.gram.data(), out.cross.data(),
+                       sums.data());
+  expect_finite_sums(sums);
+  out.weight_sum = sums[d];
+  out.mean.assign(static_cast<std::size_t>(d), 0.0);
+  if (center) {
+    GPUML_EXPECT(sums[d] > 0, estimator + ": the sample weights sum to 0");
+    std::vector<double> delta(static_cast<std::size_t>(d));
+    for (int64_t j = 0; j < d; ++j) {
+      delta[j] = sums[j] / sums[d];
+      out.mean[j] = shift[j] + delta[j];
+    }
+    // G −= S δδᵀ over whole rows (vectorized): S (δ_i δ_j) is symmetric in i and j bit for bit,
+    // so G stays exactly symmetric (the backends return both triangles equal).
+    const double S = sums[d];
+    for (int64_t i = 0; i < d; ++i) {
+      double* row = out.gram.data() + i * d;
+      const double di = delta[i];
+      for (int64_t j = 0; j < d; ++j) row[j] -= S * (di * delta[j]);
+    }
+  }
+  expect_finite_gram(out.gram, estimator);
+  return out;
+}
+template CenteredGram centered_gram<float>(LinearBackend<float>&, const float*, int64_t, int64_t, const float*, const float*,
+                                           int64_t, bool, const std::string&);
+template CenteredGram centered_gram<double>(LinearBackend<double>&, const double*, int64_t, int64_t, const double*,
+                                            const double*, int64_t, bool, const std::string&);
 
 GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
                        bool fit_intercept, bool rescale_weights) {

@@ -60,6 +60,24 @@ struct GramSystem {
 GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
                        bool fit_intercept, bool rescale_weights);
 
+// The Gram products of the weighted, exactly centered X from one pass of the backend over X
+// (LinearBackend::shifted_gram): with A = √w (X − c), c the mean of the first kShiftRows rows
+// rounded to T (no shift without `center`), the pass gives AᵀA, AᵀB and the sums S δ = Σ w (x − c);
+// with δ = x̄ − c, the Gram matrix of the exactly centered A is AᵀA − S δδᵀ, and its products with
+// an exactly centered B are AᵀB (as √wᵀB = 0). c is near x̄, so δ is small and nothing cancels:
+// data far from the origin keep their precision. NaN or infinity in X shows in the sums, and
+// overflow of the squares in the Gram matrix: both are named errors (`estimator` prefixes them).
+struct CenteredGram {
+  std::vector<double> gram;   // d x d, row-major, exactly symmetric
+  std::vector<double> cross;  // d x t, row-major
+  std::vector<double> mean;   // x̄ (d), zeros without `center`
+  double weight_sum = 0.0;    // Σ w (n without weights)
+};
+inline constexpr int64_t kShiftRows = 4096;
+template <typename T>
+CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int64_t d, const T* w, const T* B, int64_t t,
+                           bool center, const std::string& estimator);
+
 // What predict returns: (n,) or (n, t) in coef's dtype.
 ArraySpec linear_output_spec(const HostArray& coef, int64_t n_rows);
 
