@@ -527,6 +527,49 @@ class CudaLinearBackend final : public LinearBackend<T> {
     return true;
   }
 
+  bool cholesky_solve(const double* M_host, int64_t m, const double* R_host, int64_t t, double* Z_host,
+                      double* diagonal_host) override {
+    if (m < kDeviceCholeskyFrom) return host_cholesky_solve(M_host, m, R_host, t, Z_host, diagonal_host);
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int m_ = checked_int(m, "matrix size"), t_ = checked_int(t, "right-hand sides");
+    // One device buffer: [M | Z (column-major m x t) | potrf's and potrs's info | U's diagonal].
+    // M and R go in with one copy; Z, the infos and the diagonal come back with one copy.
+    const int64_t mm = m * m, mt = m * t, back = mt + 1 + m;
+    Buffer A = device(static_cast<std::size_t>(mm + back) * sizeof(double));
+    double* M = A.as<double>();
+    double* Z = M + mm;
+    int* info = reinterpret_cast<int*>(Z + mt);  // two ints in one double's slot
+    double* diagonal = Z + mt + 1;
+    double* staging = static_cast<double*>(res.pinned(static_cast<std::size_t>(std::max(mm + mt, back)) * sizeof(double)));
+    std::memcpy(staging, M_host, static_cast<std::size_t>(mm) * sizeof(double));  // symmetric: column-major as it is
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t k = 0; k < t; ++k) staging[mm + k * m + i] = R_host[i * t + k];
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(M, staging, static_cast<std::size_t>(mm + mt) * sizeof(double), cudaMemcpyHostToDevice,
+                                     res.stream));
+    cusolverDnHandle_t handle = res.cusolver();
+    int lwork = 0;
+    GPUML_CUSOLVER_CHECK(cusolverDnDpotrf_bufferSize(handle, CUBLAS_FILL_MODE_LOWER, m_, M, m_, &lwork));
+    const std::size_t work_bytes = static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double);
+    if (potrf_work_.bytes() < work_bytes) potrf_work_ = device(work_bytes);
+    GPUML_CUSOLVER_CHECK(cusolverDnDpotrf(handle, CUBLAS_FILL_MODE_LOWER, m_, M, m_, potrf_work_.as<double>(), lwork, info));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(info + 1, 0, sizeof(int), res.stream));
+    if (t > 0) GPUML_CUSOLVER_CHECK(cusolverDnDpotrs(handle, CUBLAS_FILL_MODE_LOWER, m_, t_, M, m_, Z, m_, info + 1));
+    GPUML_CUDA_CHECK(cudaMemcpy2DAsync(diagonal, sizeof(double), M, static_cast<std::size_t>(m + 1) * sizeof(double),
+                                       sizeof(double), static_cast<std::size_t>(m), cudaMemcpyDeviceToDevice, res.stream));
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, Z, static_cast<std::size_t>(back) * sizeof(double), cudaMemcpyDeviceToHost,
+                                     res.stream));
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+    int status[2] = {0, 0};
+    std::memcpy(status, staging + mt, sizeof(status));
+    if (status[0] < 0) throw Error(ErrorCode::cuda, "cuSOLVER potrf: bad argument " + std::to_string(-status[0]));
+    if (status[0] > 0) return false;  // the leading minor of that order is not positive definite
+    if (status[1] != 0) throw Error(ErrorCode::cuda, "cuSOLVER potrs: bad argument " + std::to_string(-status[1]));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t k = 0; k < t; ++k) Z_host[i * t + k] = staging[k * m + i];
+    std::memcpy(diagonal_host, staging + mt + 1, static_cast<std::size_t>(m) * sizeof(double));
+    return true;
+  }
+
   void qr(T* A, T* B, int64_t n, int64_t m, int64_t t, double* R_host, double* QtB_host) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (m <= 0) return;

@@ -278,13 +278,27 @@ class LeastSquares {
     f.ok = backend_->cholesky(M.data(), M.rows(), f.U.data());  // M symmetric: either layout
     return f.ok;
   }
+  // Z = M⁻¹ R and the diagonal of M's Cholesky factor, by the backend (on the device for CUDA,
+  // which then returns only these).
+  struct CholeskySolve {
+    bool ok = false;
+    Matrix Z;         // d x t
+    Vector diagonal;  // of U, M = Uᵀ U
+  };
+  bool cholesky_solve(const Eigen::MatrixXd& M, const Matrix& R, CholeskySolve& s) const {
+    s.Z.resize(M.rows(), R.cols());
+    s.diagonal.resize(M.rows());
+    s.ok = backend_->cholesky_solve(M.data(), M.rows(), R.data(), R.cols(), s.Z.data(), s.diagonal.data());  // M symmetric
+    return s.ok;
+  }
+  // Whether M has a Cholesky factorization (is numerically positive definite).
   bool factors(const Eigen::MatrixXd& M) const {
-    CholeskyFactor f;
-    return factor(M, f);
+    CholeskySolve s;
+    return cholesky_solve(M, Matrix(M.rows(), 0), s);
   }
 
-  // Factors G, and proves cond(G) < limit without the eigenvalues or says it cannot, cheapest
-  // proof first (each Cholesky factorization of a 256 x 256 matrix: ~0.1 ms on the device, 0.5-1.3
+  // Solves G Z = C by Cholesky, and proves cond(G) < limit without the eigenvalues or says it
+  // cannot, cheapest proof first (each Cholesky factorization of a 256 x 256 matrix: ~0.1 ms on the device, 0.5-1.3
   // ms on a host core):
   //  1. Gershgorin's discs bound every eigenvalue: λ_max <= max_i (G_ii + r_i) = β and
   //     λ_min >= min_i (G_ii − r_i), r_i = Σ_{j≠i} |G_ij|. Enough when the features are nearly
@@ -293,8 +307,8 @@ class LeastSquares {
   //  3. A tighter β from power iterations (checked by factoring βI − G), then 2 again.
   // In double, the factorizations' rounding (~d eps_64 λ_max) is far below the margins these
   // limits leave.
-  bool factor_if_well_conditioned(const Eigen::MatrixXd& G, double limit, CholeskyFactor& llt) const {
-    if (!factor(G, llt)) return false;
+  bool solve_if_well_conditioned(const Eigen::MatrixXd& G, double limit, CholeskySolve& llt) const {
+    if (!cholesky_solve(G, cross_matrix(), llt)) return false;
     trace_.mark("Cholesky of the gram");
     const Eigen::Index d = G.rows();
     // Row sums of |G| as column sums (G is symmetric; columns are contiguous).
@@ -332,20 +346,20 @@ class LeastSquares {
     // Well conditioned (the common case): full rank, a Cholesky solve, and the singular values
     // only if someone asks for them.
     trace_.mark("gram as an Eigen matrix");
-    CholeskyFactor llt;
-    const bool well_conditioned = factor_if_well_conditioned(G, eig_condition_limit(fall_back), llt);
+    CholeskySolve llt;
+    const bool well_conditioned = solve_if_well_conditioned(G, eig_condition_limit(fall_back), llt);
     trace_.mark("Cholesky and conditioning");
     if (well_conditioned) {
       HostSolution sol;
       sol.rank = d_;
-      sol.coef = llt.solve(cross_matrix()).transpose();
+      sol.coef = llt.Z.transpose();
       const int64_t count = std::min(n_, d_);
       sol.singular_values_later = [G = std::move(G), count, estimator = std::string(request_.estimator)] {
         Vector lambda;
         GPUML_EXPECT(eigenvalues_of(G, lambda), estimator + ": the eigenvalues of XᵀX did not converge");
         return singular_values_from(lambda, count);
       };
-      trace_.mark("host solve (Cholesky)");
+      trace_.mark("coefficients");
       return sol;
     }
     // Near the limits: the eigenvalues decide.
@@ -367,7 +381,7 @@ class LeastSquares {
     // backward stable, error ~ eps * cond(G)). Where the factorization still fails (an
     // eigenvalue just above the rank cutoff), the eigenvectors solve it as before.
     if (llt.ok) {
-      sol.coef = llt.solve(cross_matrix()).transpose();
+      sol.coef = llt.Z.transpose();
     } else {
       const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(G);
       GPUML_EXPECT(es.info() == Eigen::Success, std::string(request_.estimator) + ": the eigen-decomposition of XᵀX failed");
@@ -526,24 +540,25 @@ class LeastSquares {
     sol.coef.resize(t_, d_);
     sol.rank = d_;
     const double diag_max = G.diagonal().maxCoeff();
-    for (int64_t k = 0; k < t_; ++k) {
-      const std::size_t ai = request_.alpha.size() == 1 ? 0 : static_cast<std::size_t>(k);
-      const double a = request_.alpha[ai];
-      if (k > 0 && request_.alpha[ai] == request_.alpha[request_.alpha.size() == 1 ? 0 : k - 1]) {
-        sol.coef.row(k) = llt_.solve(C.col(k)).transpose();  // same alpha: same factorization
-        continue;
-      }
+    auto alpha_of = [&](int64_t k) { return request_.alpha[request_.alpha.size() == 1 ? 0 : static_cast<std::size_t>(k)]; };
+    // Targets with the same alpha share one factorization: solved together.
+    for (int64_t k = 0; k < t_;) {
+      const double a = alpha_of(k);
+      int64_t end = k + 1;
+      while (end < t_ && alpha_of(end) == a) ++end;
       Eigen::MatrixXd M = G;
       M.diagonal().array() += a;
-      factor(M, llt_);
+      CholeskySolve llt;
+      cholesky_solve(M, C.middleCols(k, end - k), llt);
       // A numerically singular matrix can factor with tiny pivots: those count as failures.
-      const double pivot_min = llt_.ok ? llt_.U.diagonal().minCoeff() : 0.0;
-      if (!llt_.ok || !(pivot_min * pivot_min > rcond_ * (diag_max + a)))
+      const double pivot_min = llt.ok ? llt.diagonal.minCoeff() : 0.0;
+      if (!llt.ok || !(pivot_min * pivot_min > rcond_ * (diag_max + a)))
         throw_error(ErrorCode::invalid_argument,
                     std::string(request_.estimator) + ": solver=\"cholesky\" failed: XᵀX + alpha I is not positive " +
                         "definite (alpha=" + std::to_string(a) +
                         "; alpha=0 needs X of full column rank): use solver=\"svd\" or a larger alpha");
-      sol.coef.row(k) = llt_.solve(C.col(k)).transpose();
+      sol.coef.middleRows(k, end - k) = llt.Z.transpose();
+      k = end;
     }
     return sol;
   }
@@ -559,7 +574,6 @@ class LeastSquares {
   Buffer A_, B_;                  // the centered, weighted working copies
   bool gram_only_ = false;        // prepared without A: G and C straight from X (see prepare)
   std::vector<double> G_, C_;     // AᵀA and AᵀB once computed
-  CholeskyFactor llt_;
 };
 
 // Sample weights staged in T, checked (finite, non-negative, positive sum).

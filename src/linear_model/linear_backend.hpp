@@ -51,6 +51,14 @@ class LinearBackend {
   // pay for the copies.
   virtual bool cholesky(const double* M_host, int64_t m, double* U_host) = 0;
 
+  // Solves M Z = R by the Cholesky factorization M = Uᵀ U, for the symmetric positive definite
+  // M_host (m x m, row-major double, both triangles) and R_host (m x t, row-major double):
+  // Z_host (m x t, row-major) and U's diagonal (diagonal_host, m). Returns false when M is not
+  // numerically positive definite (Z_host and diagonal_host are then unspecified). For the solves
+  // that need no factor: CUDA keeps U on the device (512 kB at m = 256) and returns only these.
+  virtual bool cholesky_solve(const double* M_host, int64_t m, const double* R_host, int64_t t, double* Z_host,
+                              double* diagonal_host) = 0;
+
   // gram_host = A^T A (m x m, both triangles) and cross_host = A^T B (m x t), row-major double.
   // Products are formed in T with exact arithmetic (no TF32).
   virtual void gram(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* gram_host, double* cross_host) = 0;
@@ -78,9 +86,11 @@ class LinearBackend {
   virtual void symmetric_eigen(const double* M_host, int64_t m, double* values_host, double* vectors_host) = 0;
 };
 
-// The host Cholesky factorization (Eigen, double) behind LinearBackend::cholesky: the CPU
-// backend's, and CUDA's for small m.
+// The host Cholesky factorization and solve (Eigen, double) behind LinearBackend::cholesky and
+// cholesky_solve: the CPU backend's, and CUDA's for small m.
 GPUML_API bool host_cholesky(const double* M_host, int64_t m, double* U_host);
+GPUML_API bool host_cholesky_solve(const double* M_host, int64_t m, const double* R_host, int64_t t, double* Z_host,
+                                   double* diagonal_host);
 
 // Exported (GPUML_API) only so that tests/cpp/linear_model/linear_backend_gpu_test.cpp can
 // compare the two backends primitive by primitive; not part of the public API.

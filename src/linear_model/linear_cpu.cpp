@@ -168,6 +168,11 @@ class LinearCpuBackend final : public LinearBackend<T> {
 
   bool cholesky(const double* M_host, int64_t m, double* U_host) override { return host_cholesky(M_host, m, U_host); }
 
+  bool cholesky_solve(const double* M_host, int64_t m, const double* R_host, int64_t t, double* Z_host,
+                      double* diagonal_host) override {
+    return host_cholesky_solve(M_host, m, R_host, t, Z_host, diagonal_host);
+  }
+
   void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) override {
     const RowBlocks blocks(n, threads_, kGramChunk);
     const int64_t stride = m * t;
@@ -202,6 +207,16 @@ bool host_cholesky(const double* M_host, int64_t m, double* U_host) {
   const Eigen::LLT<RowDouble> llt(Eigen::Map<const RowDouble>(M_host, m, m));
   if (llt.info() != Eigen::Success) return false;
   Eigen::Map<RowDouble>(U_host, m, m) = llt.matrixU().toDenseMatrix();
+  return true;
+}
+
+bool host_cholesky_solve(const double* M_host, int64_t m, const double* R_host, int64_t t, double* Z_host,
+                         double* diagonal_host) {
+  using RowDouble = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::LLT<Eigen::MatrixXd> llt(Eigen::Map<const Eigen::MatrixXd>(M_host, m, m));  // symmetric: either layout
+  if (llt.info() != Eigen::Success) return false;
+  Eigen::Map<RowDouble>(Z_host, m, t) = llt.solve(Eigen::Map<const RowDouble>(R_host, m, t));
+  Eigen::Map<Eigen::VectorXd>(diagonal_host, m) = llt.matrixLLT().diagonal();
   return true;
 }
 
