@@ -150,7 +150,11 @@ class LeastSquares {
     C_.clear();
     A_ = Buffer();
     B_ = Buffer(ctx_, static_cast<std::size_t>(n_ * t_) * sizeof(T));
-    if (request_.fit_intercept) backend_->weighted_means(y, n_, t_, w, y_mean_.data());
+    if (request_.fit_intercept) {
+      backend_->weighted_means(y, n_, t_, w, y_mean_.data());
+      GPUML_EXPECT(std::all_of(y_mean_.begin(), y_mean_.end(), [](double v) { return std::isfinite(v); }),
+                   "y contains NaN or infinity");
+    }
     backend_->center_scale(y, n_, t_, request_.fit_intercept ? y_mean_.data() : nullptr, w, B_.as<T>());
     trace_.mark("means and centering of y");
     if (gram_only_) {
@@ -285,7 +289,7 @@ class LeastSquares {
     Matrix Z;         // d x t
     Vector diagonal;  // of U, M = Uᵀ U
   };
-  bool cholesky_solve(const Eigen::MatrixXd& M, const Matrix& R, CholeskySolve& s) const {
+  bool cholesky_solve(const Eigen::Ref<const Eigen::MatrixXd>& M, const Matrix& R, CholeskySolve& s) const {
     s.Z.resize(M.rows(), R.cols());
     s.diagonal.resize(M.rows());
     s.ok = backend_->cholesky_solve(M.data(), M.rows(), R.data(), R.cols(), s.Z.data(), s.diagonal.data());  // M symmetric
@@ -307,7 +311,7 @@ class LeastSquares {
   //  3. A tighter β from power iterations (checked by factoring βI − G), then 2 again.
   // In double, the factorizations' rounding (~d eps_64 λ_max) is far below the margins these
   // limits leave.
-  bool solve_if_well_conditioned(const Eigen::MatrixXd& G, double limit, CholeskySolve& llt) const {
+  bool solve_if_well_conditioned(const Eigen::Ref<const Eigen::MatrixXd>& G, double limit, CholeskySolve& llt) const {
     if (!cholesky_solve(G, cross_matrix(), llt)) return false;
     trace_.mark("Cholesky of the gram");
     const Eigen::Index d = G.rows();
@@ -342,10 +346,10 @@ class LeastSquares {
 
   HostSolution by_eig(bool fall_back) {
     compute_gram();
-    Eigen::MatrixXd G = gram_matrix();
+    // G_ symmetric: its row-major array is also its column-major one (no copy).
+    const Eigen::Map<const Eigen::MatrixXd> G(G_.data(), d_, d_);
     // Well conditioned (the common case): full rank, a Cholesky solve, and the singular values
     // only if someone asks for them.
-    trace_.mark("gram as an Eigen matrix");
     CholeskySolve llt;
     const bool well_conditioned = solve_if_well_conditioned(G, eig_condition_limit(fall_back), llt);
     trace_.mark("Cholesky and conditioning");
@@ -354,9 +358,10 @@ class LeastSquares {
       sol.rank = d_;
       sol.coef = llt.Z.transpose();
       const int64_t count = std::min(n_, d_);
-      sol.singular_values_later = [G = std::move(G), count, estimator = std::string(request_.estimator)] {
+      sol.singular_values_later = [G = std::move(G_), d = d_, count, estimator = std::string(request_.estimator)] {
         Vector lambda;
-        GPUML_EXPECT(eigenvalues_of(G, lambda), estimator + ": the eigenvalues of XᵀX did not converge");
+        GPUML_EXPECT(eigenvalues_of(Eigen::Map<const Eigen::MatrixXd>(G.data(), d, d), lambda),
+                     estimator + ": the eigenvalues of XᵀX did not converge");
         return singular_values_from(lambda, count);
       };
       trace_.mark("coefficients");
@@ -712,7 +717,8 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
   detail::Staged Xs = detail::stage(ctx, X, dtype, "X");  // NaN and infinity: found by the centering pass
   trace.mark("stage X");
   detail::Staged ys = detail::stage(ctx, y, dtype, "y");
-  detail::require_finite(ctx, ys.view, "y");
+  // With an intercept, NaN or infinity in y shows in its means (prepare): no pass of its own.
+  if (!request.fit_intercept) detail::require_finite(ctx, ys.view, "y");
   detail::Staged ws;
   if (sample_weight) ws = stage_weights(ctx, *sample_weight, dtype, n);
   trace.mark("stage y and weights");
