@@ -32,6 +32,7 @@
 #include "cuda/core/resources.cuh"
 #include "cuda/core/kernel_util.cuh"
 #include "cuda/linear_model/gram_tf32.cuh"
+#include "cuda/linear_model/symmetric_eigen.cuh"
 #include "gpuml/core/error.hpp"
 #include "linear_model/linear_backend.hpp"
 
@@ -52,6 +53,9 @@ constexpr int64_t kGramBlock = 128;
 constexpr int64_t kGramBlockedFrom = 192;
 // cholesky: smaller matrices are factored on the host (the copies and the launch cost more).
 constexpr int64_t kDeviceCholeskyFrom = 96;
+// The largest symmetric eigenproblem for device_symmetric_eigen_top (its kernels keep 4 vectors
+// of m doubles per block in shared memory).
+constexpr int64_t kEigenTopMaxSize = 1024;
 // right_triangular_solve: rows of A per GEMM into the scratch buffer (bounded in bytes; int rows).
 constexpr int64_t kTriangularScratchBytes = int64_t(128) << 20;
 // Transpose tiles.
@@ -680,9 +684,14 @@ class CudaLinearBackend final : public LinearBackend<T> {
   // AᵀB as the cross half of gram: the rows cut into chunks, one strided-batched GEMM forming each
   // chunk's A_pᵀB_p in T (pedantic math), the partials summed in double in chunk order by
   // reduce_cross_kernel. Same chunking constants as gram.
-  void symmetric_eigen(const double* M_host, int64_t m, double* values_host, double* vectors_host) override {
+  void symmetric_eigen(const double* M_host, int64_t m, int64_t k, double* values_host, double* vectors_host) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (m <= 0) return;
+    k = std::clamp<int64_t>(k, 0, m);
+    if (m <= kEigenTopMaxSize && 4 * k <= m) {  // few vectors: back-transform only those
+      device_symmetric_eigen_top(ctx_, M_host, m, k, values_host, vectors_host);
+      return;
+    }
     const int m_ = checked_int(m, "matrix size");
     Buffer A = to_device(res, M_host, m * m);  // symmetric: the column-major matrix cuSOLVER wants
     Buffer values = device(static_cast<std::size_t>(m) * sizeof(double));
@@ -696,7 +705,11 @@ class CudaLinearBackend final : public LinearBackend<T> {
                                           values.as<double>(), work.as<double>(), lwork, info.as<int>()));
     check_info(res, info, "syevd");
     copy_to_host(res, values_host, values.data(), static_cast<std::size_t>(m) * sizeof(double));
-    copy_to_host(res, vectors_host, A.data(), static_cast<std::size_t>(m * m) * sizeof(double));  // vector k: column k
+    // Vector i of the ascending decomposition is column i: the k largest are the last k columns.
+    const double* last = A.as<double>() + (m - k) * m;
+    std::vector<double> columns(static_cast<std::size_t>(k * m));
+    copy_to_host(res, columns.data(), last, columns.size() * sizeof(double));
+    for (int64_t i = 0; i < k; ++i) std::memcpy(vectors_host + i * m, columns.data() + (k - 1 - i) * m, m * sizeof(double));
   }
 
   void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) override {

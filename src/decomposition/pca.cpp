@@ -101,18 +101,20 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
       mean = centered.mean;
       trace.mark("sums and gram");
       for (double& g : G) g /= dof;  // the covariance
-      std::vector<double> eigenvalues(static_cast<std::size_t>(d)), eigenvectors(static_cast<std::size_t>(d * d));
-      backend->symmetric_eigen(G.data(), d, eigenvalues.data(), eigenvectors.data());
-      svd.count = d;
+      // Every eigenvalue (the variances), and the vectors of the components kept: all of them
+      // when a variance fraction decides how many.
+      const int64_t vectors = fraction ? d : std::min<int64_t>(d, static_cast<int64_t>(requested));
+      std::vector<double> eigenvalues(static_cast<std::size_t>(d));
+      svd.count = vectors;
       svd.d = d;
+      svd.Vt.resize(static_cast<std::size_t>(vectors * d));
+      backend->symmetric_eigen(G.data(), d, vectors, eigenvalues.data(), svd.Vt.data());  // largest first
       svd.s.resize(static_cast<std::size_t>(d));
-      svd.Vt.resize(static_cast<std::size_t>(d * d));
       variance_all.resize(static_cast<std::size_t>(d));
       for (int64_t i = 0; i < d; ++i) {  // descending; rounding-negative eigenvalues are 0, as in scikit-learn
         const double lambda = std::max(eigenvalues[d - 1 - i], 0.0);
         variance_all[i] = lambda;
         svd.s[i] = std::sqrt(lambda * dof);
-        for (int64_t j = 0; j < d; ++j) svd.Vt[i * d + j] = eigenvectors[(d - 1 - i) * d + j];
       }
       trace.mark("eigen-decomposition");
       return;

@@ -79,11 +79,12 @@ class LinearBackend {
   // double over chunks of rows as in gram (PCA's randomized range finder: A^T Q).
   virtual void cross(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* cross_host) = 0;
 
-  // The eigen-decomposition of a symmetric m x m matrix M_host (host, double; symmetric, so its
-  // row-major and column-major layouts agree): eigenvalues ascending into values_host (m), unit
-  // eigenvectors into vectors_host, eigenvector k at vectors_host[k * m, (k + 1) * m). Small dense
-  // work, but ~1.5 ms at m = 128 on a host CPU: CUDA does it on the device (cuSOLVER syevd).
-  virtual void symmetric_eigen(const double* M_host, int64_t m, double* values_host, double* vectors_host) = 0;
+  // The eigenvalues of a symmetric m x m matrix M_host (host, double, both triangles), all m of
+  // them ascending into values_host, and the unit eigenvectors of the k largest, largest first:
+  // vector i (of values_host[m − 1 − i]) at vectors_host[i * m, (i + 1) * m). Small dense work,
+  // but ~1.5 ms at m = 128 on a host core: CUDA does it on the device (for few vectors by
+  // bisection and inverse iteration, cuda/linear_model/symmetric_eigen.cu; else cuSOLVER syevd).
+  virtual void symmetric_eigen(const double* M_host, int64_t m, int64_t k, double* values_host, double* vectors_host) = 0;
 };
 
 // The host Cholesky factorization and solve (Eigen, double) behind LinearBackend::cholesky and

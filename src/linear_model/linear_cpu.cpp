@@ -152,11 +152,12 @@ class LinearCpuBackend final : public LinearBackend<T> {
     }
   }
 
-  void symmetric_eigen(const double* M_host, int64_t m, double* values_host, double* vectors_host) override {
+  void symmetric_eigen(const double* M_host, int64_t m, int64_t k, double* values_host, double* vectors_host) override {
     const Eigen::SelfAdjointEigenSolver<DoubleMatrix> es(Eigen::Map<const DoubleMatrix>(M_host, m, m));
     GPUML_EXPECT(es.info() == Eigen::Success, "the eigen-decomposition of a symmetric matrix did not converge");
     Eigen::Map<Eigen::VectorXd>(values_host, m) = es.eigenvalues();
-    Eigen::Map<DoubleMatrix>(vectors_host, m, m) = es.eigenvectors();  // column-major: vector k contiguous
+    for (int64_t i = 0; i < std::min(k, m); ++i)  // column-major: each vector contiguous
+      Eigen::Map<Eigen::VectorXd>(vectors_host + i * m, m) = es.eigenvectors().col(m - 1 - i);
   }
 
   void shifted_gram(const T* X, int64_t n, int64_t m, const double* shift_host, const T* w, const T* B, int64_t t,

@@ -2,14 +2,17 @@
 // double, on fresh random data (skipped without a GPU): shifted_gram through the fused float32
 // tensor-core pass (one tile and many, partial tiles, with and without weights, shift and
 // targets), through the exact SGEMM route (few features, many targets) and in float64; cholesky
-// on the device and its refusal of a matrix that is not positive definite.
+// on the device and its refusal of a matrix that is not positive definite; the symmetric
+// eigenproblem (all eigenvalues, the top eigenvectors) against the CPU backend's Eigen solver.
 //
 // The backends are internal: this file reaches them through the src/ headers (their factories,
 // host_cholesky and detail::copy_bytes are exported for it).
+#include <Eigen/Dense>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -218,6 +221,81 @@ TEST(LinearBackendGpu, CholeskySolveOnTheDeviceMatchesTheHost) {
       bad[(m / 2) * m + m / 2] = -1.0;  // a negative diagonal entry: not positive definite
       EXPECT_FALSE(backend->cholesky_solve(bad.data(), m, R.data(), t, Z_gpu.data(), diag_gpu.data()));
       EXPECT_FALSE(detail::host_cholesky_solve(bad.data(), m, R.data(), t, Z_host.data(), diag_host.data()));
+    }
+  }
+}
+
+// M = V diag(λ) Vᵀ with a random orthogonal V (QR of a Gaussian matrix) and the given spectrum.
+std::vector<double> symmetric_with_spectrum(std::mt19937_64& rng, const std::vector<double>& lambda) {
+  const int64_t m = static_cast<int64_t>(lambda.size());
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Eigen::MatrixXd Y(m, m);
+  for (int64_t i = 0; i < m * m; ++i) Y.data()[i] = normal(rng);
+  const Eigen::MatrixXd V = Eigen::HouseholderQR<Eigen::MatrixXd>(Y).householderQ();
+  const Eigen::MatrixXd M = V * Eigen::Map<const Eigen::VectorXd>(lambda.data(), m).asDiagonal() * V.transpose();
+  std::vector<double> out(m * m);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < m; ++j) out[i * m + j] = 0.5 * (M(i, j) + M(j, i));  // exactly symmetric
+  return out;
+}
+
+TEST(LinearBackendGpu, SymmetricEigenTopMatchesTheCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  auto cuda_backend = detail::make_linear_cuda_backend<float>(gpu);
+  auto cpu_backend = detail::make_linear_cpu_backend<float>(cpu);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  struct Case {
+    const char* name;
+    int64_t m, k;
+    std::vector<double> lambda;
+  };
+  std::vector<Case> cases;
+  for (int64_t m : {int64_t(7), int64_t(128), uniform_int(rng, 40, 300)}) {
+    const int64_t k = std::max<int64_t>(1, std::min<int64_t>(16, m / 4));
+    std::vector<double> spread(m), near_identity(m), clustered(m), rank_deficient(m);
+    for (int64_t i = 0; i < m; ++i) {
+      spread[i] = std::pow(10.0, 4.0 * unit(rng) - 2.0);          // distinct, over six decades
+      near_identity[i] = 1.0 + 0.04 * (unit(rng) - 0.5);           // PCA of white noise: one tight cluster
+      clustered[i] = static_cast<double>(1 + i % 3) * 10.0;        // three values, each repeated
+      rank_deficient[i] = i < m / 2 ? 0.0 : 1.0 + unit(rng);       // half the spectrum zero
+    }
+    cases.push_back({"spread", m, k, spread});
+    cases.push_back({"near identity", m, k, near_identity});
+    cases.push_back({"clustered", m, k, clustered});
+    cases.push_back({"rank deficient", m, k, rank_deficient});
+    cases.push_back({"spread, every vector (cuSOLVER syevd)", m, m, spread});
+  }
+  for (const Case& c : cases) {
+    const int64_t m = c.m, k = c.k;
+    SCOPED_TRACE(std::string(c.name) + ", m=" + std::to_string(m) + ", k=" + std::to_string(k));
+    const std::vector<double> M = symmetric_with_spectrum(rng, c.lambda);
+    std::vector<double> values_cpu(m), vectors_cpu(k * m), values_gpu(m, std::nan("")), vectors_gpu(k * m, std::nan(""));
+    cpu_backend->symmetric_eigen(M.data(), m, k, values_cpu.data(), vectors_cpu.data());
+    cuda_backend->symmetric_eigen(M.data(), m, k, values_gpu.data(), vectors_gpu.data());
+    const double norm = *std::max_element(c.lambda.begin(), c.lambda.end());
+    // Eigenvalues: both backward stable, each within ~m eps |M| of the truth.
+    for (int64_t i = 0; i < m; ++i) ASSERT_NEAR(values_gpu[i], values_cpu[i], 1e-12 * m * norm) << "eigenvalue " << i;
+    const Eigen::Map<const Eigen::MatrixXd> Mm(M.data(), m, m);
+    const Eigen::Map<const Eigen::MatrixXd> V(vectors_gpu.data(), m, k);  // column i: vector i
+    // Residuals |M v − λ v| and orthonormality: what defines eigenvectors when eigenvalues repeat.
+    for (int64_t i = 0; i < k; ++i) {
+      const double lambda = values_gpu[m - 1 - i];
+      ASSERT_LE((Mm * V.col(i) - lambda * V.col(i)).norm(), 1e-10 * m * norm) << "vector " << i;
+    }
+    ASSERT_LE((V.transpose() * V - Eigen::MatrixXd::Identity(k, k)).cwiseAbs().maxCoeff(), 1e-10) << "orthonormality";
+    // Where a vector's eigenvalue stands apart (relative gap > 1e-3), it is unique up to sign:
+    // equal to the CPU's within ~eps |M| / gap.
+    for (int64_t i = 0; i < k; ++i) {
+      const double lambda = values_cpu[m - 1 - i];
+      double gap = std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < m; ++j)
+        if (j != m - 1 - i) gap = std::min(gap, std::abs(values_cpu[j] - lambda));
+      if (gap <= 1e-3 * norm) continue;
+      const Eigen::Map<const Eigen::VectorXd> a(vectors_gpu.data() + i * m, m), b(vectors_cpu.data() + i * m, m);
+      const double sign = a.dot(b) < 0 ? -1.0 : 1.0;
+      ASSERT_LE((a - sign * b).cwiseAbs().maxCoeff(), 1e-12 * m * norm / gap) << "vector " << i;
     }
   }
 }

@@ -1,0 +1,332 @@
+// The top of a small symmetric eigenproblem on the device: all eigenvalues, and the eigenvectors
+// of the k largest only (PCA covariance_eigh wants n_components of them). cuSOLVER's syevd spends
+// ~1.2 of its ~1.7 ms at m = 128 back-transforming all m vectors (127 pairs of small ormtr
+// kernels); this path does the same arithmetic for k vectors in one kernel:
+//  1. cuSOLVER sytrd: M = Q T Qᵀ, T tridiagonal (one CTA, ~0.4 ms at m = 128);
+//  2. every eigenvalue of T by bisection on Sturm counts (LAPACK's dstebz), a warp per
+//     eigenvalue that cuts its interval into 33 parts per step (~12 steps to full precision);
+//  3. the k eigenvectors of T by inverse iteration (LAPACK's dstein): a thread per cluster of
+//     eigenvalues closer than 1e-3 |T|₁, Gram-Schmidt among a cluster's vectors after each solve;
+//  4. back to M's basis through Q's reflectors, a warp per vector.
+#include "cuda/linear_model/symmetric_eigen.cuh"
+
+#include <cusolverDn.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cstring>
+#include <vector>
+
+#include "cuda/core/kernel_util.cuh"
+#include "cuda/core/resources.cuh"
+#include "gpuml/core/array.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kInverseIterations = 3;   // accurate eigenvalues: the first solve already gives the vector
+constexpr double kClusterGap = 1e-3;    // dstein's ORTOL, relative to |T|₁
+constexpr unsigned kFullMask = 0xffffffffu;
+
+__device__ double warp_sum(double v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
+  return v;
+}
+__device__ double warp_max(double v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v = fmax(v, __shfl_xor_sync(kFullMask, v, offset));
+  return v;
+}
+
+// The number of eigenvalues of T (diagonal d, squared off-diagonal e2) below sigma: the negative
+// pivots of T − σI = L D Lᵀ, tiny pivots pushed to −pivmin as in LAPACK's dlaebz.
+__device__ int sturm_count(const double* d, const double* e2, int m, double sigma, double pivmin) {
+  double q = d[0] - sigma;
+  if (fabs(q) < pivmin) q = -pivmin;
+  int count = q < 0.0;
+  for (int i = 1; i < m; ++i) {
+    q = d[i] - sigma - e2[i - 1] / q;
+    if (fabs(q) < pivmin) q = -pivmin;
+    count += q < 0.0;
+  }
+  return count;
+}
+
+// Gershgorin bounds of T and |T|₁ (= its largest absolute row sum), over a warp.
+struct Bounds {
+  double low, high, norm;
+};
+__device__ Bounds tridiagonal_bounds(const double* d, const double* e, int m, int lane) {
+  double low = DBL_MAX, high = -DBL_MAX, norm = 0.0;
+  for (int i = lane; i < m; i += kWarp) {
+    const double r = (i > 0 ? fabs(e[i - 1]) : 0.0) + (i + 1 < m ? fabs(e[i]) : 0.0);
+    low = fmin(low, d[i] - r);
+    high = fmax(high, d[i] + r);
+    norm = fmax(norm, fabs(d[i]) + r);
+  }
+  return {-warp_max(-low), warp_max(high), warp_max(norm)};
+}
+
+// values[j] = the j-th smallest eigenvalue of T; a warp per j. Invariant: count(low) <= j <
+// count(high). Each step evaluates 32 interior points, one per lane, and keeps the part between
+// the last point with count <= j and the first with count > j (the first failing lane: safe even
+// where rounding made the counts non-monotone).
+__global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
+    bisection_kernel(const double* __restrict__ d_global, const double* __restrict__ e_global, int m,
+                     double* __restrict__ values) {
+  extern __shared__ double shared[];
+  double* d = shared;
+  double* e = shared + m;
+  double* e2 = shared + 2 * m;
+  for (int i = threadIdx.x; i < m; i += blockDim.x) {
+    d[i] = d_global[i];
+    const double v = i + 1 < m ? e_global[i] : 0.0;
+    e[i] = v;
+    e2[i] = v * v;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x % kWarp;
+  const int j = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp;
+  if (j >= m) return;
+  const Bounds b = tridiagonal_bounds(d, e, m, lane);
+  double e2_max = 0.0;
+  for (int i = lane; i + 1 < m; i += kWarp) e2_max = fmax(e2_max, e2[i]);
+  const double pivmin = DBL_MIN * fmax(1.0, warp_max(e2_max));
+  const double tnorm = fmax(fabs(b.low), fabs(b.high));
+  const double fudge = 2.1 * DBL_EPSILON * tnorm * m + 4.2 * pivmin;  // dstebz's widening
+  double low = b.low - fudge, high = b.high + fudge;
+  const double atol = DBL_EPSILON * tnorm;
+  for (int step = 0; step < 64; ++step) {
+    const double width = high - low;
+    if (width <= fmax(fmax(atol, pivmin), 2.0 * DBL_EPSILON * fmax(fabs(low), fabs(high)))) break;
+    const double sigma = low + width * ((lane + 1) / 33.0);
+    const bool below = sturm_count(d, e2, m, sigma, pivmin) <= j;
+    const unsigned passing = __ballot_sync(kFullMask, below);
+    const int first_fail = __ffs(~passing) - 1;  // -1 when every lane passed
+    const int p = first_fail < 0 ? kWarp : first_fail;
+    const double new_low = __shfl_sync(kFullMask, sigma, p > 0 ? p - 1 : 0);
+    const double new_high = __shfl_sync(kFullMask, sigma, p < kWarp ? p : kWarp - 1);
+    if (p > 0) low = new_low;
+    if (p < kWarp) high = new_high;
+  }
+  if (lane == 0) values[j] = 0.5 * (low + high);
+}
+
+// A start vector for inverse iteration: deterministic values in (−1, 1).
+__device__ double start_value(int vector, int i) {
+  uint32_t h = static_cast<uint32_t>(vector) * 0x9E3779B9u ^ (static_cast<uint32_t>(i) + 0x7F4A7C15u) * 0x85EBCA6Bu;
+  h ^= h >> 16;
+  h *= 0x7FEB352Du;
+  h ^= h >> 15;
+  h *= 0x846CA68Bu;
+  h ^= h >> 16;
+  return (static_cast<double>(h) + 0.5) / 2147483648.0 - 1.0;
+}
+
+// LU with partial pivoting of T − λI (LAPACK's dgttrf) into f (5 m doubles: the multipliers,
+// U's diagonal, first and second superdiagonals, 1.0 where rows i and i + 1 were swapped); pivots
+// smaller than eps3 are replaced by ±eps3 (dstein's perturbation), so that the solves stay finite.
+__device__ void tridiagonal_lu(const double* d, const double* e, int m, double lambda, double eps3, double* f) {
+  double* lower = f;
+  double* diag = f + m;
+  double* upper = f + 2 * m;
+  double* upper2 = f + 3 * m;
+  double* swapped = f + 4 * m;
+  for (int i = 0; i < m; ++i) {
+    diag[i] = d[i] - lambda;
+    lower[i] = upper[i] = i + 1 < m ? e[i] : 0.0;
+    upper2[i] = 0.0;
+    swapped[i] = 0.0;
+  }
+  for (int i = 0; i + 1 < m; ++i) {
+    if (fabs(diag[i]) >= fabs(lower[i])) {
+      if (diag[i] == 0.0) diag[i] = eps3;
+      const double factor = lower[i] / diag[i];
+      lower[i] = factor;
+      diag[i + 1] -= factor * upper[i];
+    } else {
+      const double factor = diag[i] / lower[i];
+      diag[i] = lower[i];
+      lower[i] = factor;
+      const double temp = upper[i];
+      upper[i] = diag[i + 1];
+      diag[i + 1] = temp - factor * diag[i + 1];
+      if (i + 2 < m) {
+        upper2[i] = upper[i + 1];
+        upper[i + 1] = -factor * upper[i + 1];
+      }
+      swapped[i] = 1.0;
+    }
+  }
+  for (int i = 0; i < m; ++i)
+    if (fabs(diag[i]) < eps3) diag[i] = diag[i] < 0.0 ? -eps3 : eps3;
+}
+
+// x = (T − λI)⁻¹ x from tridiagonal_lu's factors (LAPACK's dgttrs), then x / max |x| (the solve
+// grows x by up to ~1/eps).
+__device__ void tridiagonal_solve(const double* f, int m, double* x) {
+  const double* lower = f;
+  const double* diag = f + m;
+  const double* upper = f + 2 * m;
+  const double* upper2 = f + 3 * m;
+  const double* swapped = f + 4 * m;
+  for (int i = 0; i + 1 < m; ++i) {
+    if (swapped[i] == 0.0) {
+      x[i + 1] -= lower[i] * x[i];
+    } else {
+      const double temp = x[i];
+      x[i] = x[i + 1];
+      x[i + 1] = temp - lower[i] * x[i];
+    }
+  }
+  x[m - 1] /= diag[m - 1];
+  if (m > 1) x[m - 2] = (x[m - 2] - upper[m - 2] * x[m - 1]) / diag[m - 2];
+  for (int i = m - 3; i >= 0; --i) x[i] = (x[i] - upper[i] * x[i + 1] - upper2[i] * x[i + 2]) / diag[i];
+  double scale = 0.0;
+  for (int i = 0; i < m; ++i) scale = fmax(scale, fabs(x[i]));
+  const double inv = 1.0 / scale;
+  for (int i = 0; i < m; ++i) x[i] *= inv;
+}
+
+// The eigenvectors of T for its k largest eigenvalues (z: k x m, largest first), by inverse
+// iteration (LAPACK's dstein). Eigenvalues closer than kClusterGap |T|₁ form a cluster; warp j
+// handles the cluster that starts at vector j (and nothing when j continues one). Its lanes
+// factor and solve for the cluster's members side by side (a lane per member, in passes of 32);
+// after each round of solves the warp orthogonalizes the members in order (Gram-Schmidt) and
+// normalizes them. Eigenvalues equal to rounding are first separated by eps |T|₁.
+// scratch: 5 m doubles per vector.
+__global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
+    inverse_iteration_kernel(const double* __restrict__ d, const double* __restrict__ e, int m,
+                             const double* __restrict__ values, int k, double* __restrict__ z,
+                             double* __restrict__ scratch) {
+  const int lane = threadIdx.x % kWarp;
+  const int j = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp;
+  if (j >= k) return;
+  double norm = 0.0;  // |T|₁
+  for (int i = lane; i < m; i += kWarp)
+    norm = fmax(norm, fabs(d[i]) + (i > 0 ? fabs(e[i - 1]) : 0.0) + (i + 1 < m ? fabs(e[i]) : 0.0));
+  norm = warp_max(norm);
+  const double gap = kClusterGap * norm;
+  auto value_of = [&](int vector) { return values[m - 1 - vector]; };  // vector 0: the largest
+  if (j > 0 && value_of(j - 1) - value_of(j) <= gap) return;         // not the start of a cluster
+  int end = j + 1;
+  while (end < k && value_of(end - 1) - value_of(end) <= gap) ++end;
+  const double eps3 = DBL_EPSILON * fmax(norm, DBL_MIN);
+  for (int base = j; base < end; base += kWarp) {  // factors and start vectors, a lane per member
+    const int v = base + lane;
+    if (v >= end) continue;
+    double lambda = value_of(j), previous = lambda;
+    for (int u = j + 1; u <= v; ++u) {  // the separated shifts, in order (a short serial pass)
+      lambda = value_of(u);
+      if (previous - lambda < eps3) lambda = previous - eps3;
+      previous = lambda;
+    }
+    tridiagonal_lu(d, e, m, lambda, eps3, scratch + int64_t(v) * 5 * m);
+    double* x = z + int64_t(v) * m;
+    for (int i = 0; i < m; ++i) x[i] = start_value(v, i);
+  }
+  __syncwarp();
+  for (int it = 0; it < kInverseIterations; ++it) {
+    for (int base = j; base < end; base += kWarp) {
+      const int v = base + lane;
+      if (v < end) tridiagonal_solve(scratch + int64_t(v) * 5 * m, m, z + int64_t(v) * m);
+    }
+    __syncwarp();
+    for (int v = j; v < end; ++v) {
+      double* x = z + int64_t(v) * m;
+      for (int p = j; p < v; ++p) {
+        const double* y = z + int64_t(p) * m;
+        double dot = 0.0;
+        for (int i = lane; i < m; i += kWarp) dot += x[i] * y[i];
+        dot = warp_sum(dot);
+        for (int i = lane; i < m; i += kWarp) x[i] -= dot * y[i];
+      }
+      double sq = 0.0;
+      for (int i = lane; i < m; i += kWarp) sq += x[i] * x[i];
+      const double inv = 1.0 / sqrt(warp_sum(sq));
+      for (int i = lane; i < m; i += kWarp) x[i] *= inv;
+      __syncwarp();
+    }
+  }
+}
+
+// vectors (k x m) = Q z, Q = H(0) H(1) ⋯ H(m − 2) from sytrd (lower): H(i) = I − τ_i v vᵀ with
+// v_r = 0 for r <= i, v_{i+1} = 1 and v_r = A(r, i) below (A column-major, lda = m). A warp per
+// vector, applying H(m − 2) first.
+__global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
+    back_transform_kernel(const double* __restrict__ A, const double* __restrict__ tau, int m,
+                          const double* __restrict__ z, int k, double* __restrict__ vectors) {
+  extern __shared__ double shared[];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int v = blockIdx.x * kWarpsPerBlock + warp;
+  if (v >= k) return;
+  double* x = shared + warp * m;
+  for (int r = lane; r < m; r += kWarp) x[r] = z[int64_t(v) * m + r];
+  __syncwarp();
+  for (int i = m - 2; i >= 0; --i) {
+    const double* column = A + int64_t(i) * m;
+    double s = 0.0;
+    for (int r = i + 1 + lane; r < m; r += kWarp) s += (r == i + 1 ? 1.0 : column[r]) * x[r];
+    s = warp_sum(s) * tau[i];
+    for (int r = i + 1 + lane; r < m; r += kWarp) x[r] -= s * (r == i + 1 ? 1.0 : column[r]);
+    __syncwarp();
+  }
+  for (int r = lane; r < m; r += kWarp) vectors[int64_t(v) * m + r] = x[r];
+}
+
+}  // namespace
+
+void device_symmetric_eigen_top(const Context& ctx, const double* M_host, int64_t m, int64_t k, double* values_host,
+                                double* vectors_host) {
+  cuda::Resources& res = cuda::activate(ctx);
+  if (m <= 0) return;
+  Context context = ctx;  // buffers take a mutable context
+  const int m_ = checked_int(m, "matrix size");
+  const int k_ = static_cast<int>(std::clamp<int64_t>(k, 0, m));
+  // One buffer: [A (m x m) | values (m) | vectors (k x m) | d (m) | e (m) | tau (m) | z (k x m) |
+  // inverse-iteration scratch (5 m per vector) | info]; values and vectors come back in one copy.
+  const int64_t mm = m * m, back = m + k_ * m;
+  const int64_t doubles = mm + back + 3 * m + k_ * m + 5 * m * k_ + 1;
+  Buffer buffer(context, static_cast<std::size_t>(doubles) * sizeof(double));
+  double* A = buffer.as<double>();
+  double* values = A + mm;
+  double* vectors = values + m;
+  double* d = vectors + k_ * m;
+  double* e = d + m;
+  double* tau = e + m;
+  double* z = tau + m;
+  double* scratch = z + k_ * m;
+  int* info = reinterpret_cast<int*>(scratch + 5 * m * k_);
+  double* staging = static_cast<double*>(res.pinned(static_cast<std::size_t>(std::max(mm, back + 1)) * sizeof(double)));
+  std::memcpy(staging, M_host, static_cast<std::size_t>(mm) * sizeof(double));  // symmetric: column-major as it is
+  GPUML_CUDA_CHECK(cudaMemcpyAsync(A, staging, static_cast<std::size_t>(mm) * sizeof(double), cudaMemcpyHostToDevice, res.stream));
+
+  cusolverDnHandle_t handle = res.cusolver();
+  int lwork = 0;
+  GPUML_CUSOLVER_CHECK(cusolverDnDsytrd_bufferSize(handle, CUBLAS_FILL_MODE_LOWER, m_, A, m_, d, e, tau, &lwork));
+  Buffer work(context, static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double));
+  GPUML_CUSOLVER_CHECK(cusolverDnDsytrd(handle, CUBLAS_FILL_MODE_LOWER, m_, A, m_, d, e, tau, work.as<double>(), lwork, info));
+
+  const unsigned eigen_blocks = static_cast<unsigned>(ceil_div(m, kWarpsPerBlock));
+  bisection_kernel<<<eigen_blocks, kWarp * kWarpsPerBlock, 3 * m * sizeof(double), res.stream>>>(d, e, m_, values);
+  GPUML_CUDA_CHECK_LAUNCH();
+  if (k_ > 0) {
+    inverse_iteration_kernel<<<static_cast<unsigned>(ceil_div(k_, kWarpsPerBlock)), kWarp * kWarpsPerBlock, 0, res.stream>>>(
+        d, e, m_, values, k_, z, scratch);
+    GPUML_CUDA_CHECK_LAUNCH();
+    back_transform_kernel<<<static_cast<unsigned>(ceil_div(k_, kWarpsPerBlock)), kWarp * kWarpsPerBlock,
+                            kWarpsPerBlock * m * sizeof(double), res.stream>>>(A, tau, m_, z, k_, vectors);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+  GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, values, static_cast<std::size_t>(back) * sizeof(double), cudaMemcpyDeviceToHost,
+                                   res.stream));
+  GPUML_CUDA_CHECK(cudaMemcpyAsync(staging + back, info, sizeof(int), cudaMemcpyDeviceToHost, res.stream));
+  GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+  int status = 0;
+  std::memcpy(&status, staging + back, sizeof(int));
+  if (status != 0) throw Error(ErrorCode::cuda, "cuSOLVER sytrd failed with devInfo = " + std::to_string(status));
+  std::memcpy(values_host, staging, static_cast<std::size_t>(m) * sizeof(double));
+  std::memcpy(vectors_host, staging + m, static_cast<std::size_t>(k_ * m) * sizeof(double));
+}
+
+}  // namespace gpuml::detail
