@@ -23,6 +23,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--cprofile", action="store_true", help="the Python side of 200 small fits (cProfile)")
     args = parser.parse_args()
     import torch
     from gpuml.decomposition import PCA
@@ -39,6 +40,18 @@ def main():
     cases.append(("PCA covariance_eigh 1Mx128->16",
                   lambda: PCA(n_components=16, svd_solver="covariance_eigh", device="cuda").fit(Xp)))
     torch.cuda.synchronize()
+    if args.cprofile:
+        import cProfile
+        import pstats
+        fit = cases[2][1]  # OLS eig 4096 x 256: little device work, so the Python side shows
+        fit()
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(200):
+            fit()
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+        return
     for name, fit in cases:
         fit()
         torch.cuda.synchronize()
