@@ -28,6 +28,8 @@ constexpr int kWarpsPerBlock = 4;
 constexpr int kInverseIterations = 3;   // accurate eigenvalues: the first solve already gives the vector
 constexpr double kClusterGap = 1e-3;    // dstein's ORTOL, relative to |T|₁
 constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int64_t kBackTransformPartBytes = 48 * 1024;
+constexpr int kMaxVectorsPerBlock = 16;
 
 __device__ double warp_sum(double v) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
@@ -124,66 +126,76 @@ __device__ double start_value(int vector, int i) {
 }
 
 // LU with partial pivoting of T − λI (LAPACK's dgttrf) into f (5 m doubles: the multipliers,
-// U's diagonal, first and second superdiagonals, 1.0 where rows i and i + 1 were swapped); pivots
-// smaller than eps3 are replaced by ±eps3 (dstein's perturbation), so that the solves stay finite.
-__device__ void tridiagonal_lu(const double* d, const double* e, int m, double lambda, double eps3, double* f) {
+// the reciprocals of U's diagonal, U's first and second superdiagonals, 1.0 where rows i and
+// i + 1 were swapped); pivots smaller than eps3 are replaced by ±eps3 (dstein's perturbation), so
+// that the solves stay finite. The row being eliminated travels in registers: only stores go to
+// f (a loop-carried dependency through memory made each step wait for it).
+__device__ void tridiagonal_lu(const double* __restrict__ d, const double* __restrict__ e, int m, double lambda,
+                               double eps3, double* __restrict__ f) {
   double* lower = f;
-  double* diag = f + m;
+  double* inverse_diag = f + m;
   double* upper = f + 2 * m;
   double* upper2 = f + 3 * m;
   double* swapped = f + 4 * m;
-  for (int i = 0; i < m; ++i) {
-    diag[i] = d[i] - lambda;
-    lower[i] = upper[i] = i + 1 < m ? e[i] : 0.0;
-    upper2[i] = 0.0;
-    swapped[i] = 0.0;
-  }
+  auto pivot = [eps3](double v) { return fabs(v) < eps3 ? (v < 0.0 ? -eps3 : eps3) : v; };
+  double diag = d[0] - lambda, up = m > 1 ? e[0] : 0.0;  // row i of U as it stands
   for (int i = 0; i + 1 < m; ++i) {
-    if (fabs(diag[i]) >= fabs(lower[i])) {
-      if (diag[i] == 0.0) diag[i] = eps3;
-      const double factor = lower[i] / diag[i];
+    const double sub = e[i], next_diag = d[i + 1] - lambda, next_up = i + 2 < m ? e[i + 1] : 0.0;
+    if (fabs(diag) >= fabs(sub)) {
+      diag = pivot(diag);
+      const double factor = sub / diag;
       lower[i] = factor;
-      diag[i + 1] -= factor * upper[i];
-    } else {
-      const double factor = diag[i] / lower[i];
-      diag[i] = lower[i];
+      inverse_diag[i] = 1.0 / diag;
+      upper[i] = up;
+      upper2[i] = 0.0;
+      swapped[i] = 0.0;
+      diag = next_diag - factor * up;
+      up = next_up;
+    } else {  // rows i and i + 1 swapped
+      const double factor = diag / sub;
       lower[i] = factor;
-      const double temp = upper[i];
-      upper[i] = diag[i + 1];
-      diag[i + 1] = temp - factor * diag[i + 1];
-      if (i + 2 < m) {
-        upper2[i] = upper[i + 1];
-        upper[i + 1] = -factor * upper[i + 1];
-      }
+      inverse_diag[i] = 1.0 / pivot(sub);
+      upper[i] = next_diag;
+      upper2[i] = next_up;
       swapped[i] = 1.0;
+      diag = up - factor * next_diag;
+      up = -factor * next_up;
     }
   }
-  for (int i = 0; i < m; ++i)
-    if (fabs(diag[i]) < eps3) diag[i] = diag[i] < 0.0 ? -eps3 : eps3;
+  inverse_diag[m - 1] = 1.0 / pivot(diag);
+  lower[m - 1] = upper[m - 1] = upper2[m - 1] = swapped[m - 1] = 0.0;
 }
 
 // x = (T − λI)⁻¹ x from tridiagonal_lu's factors (LAPACK's dgttrs), then x / max |x| (the solve
-// grows x by up to ~1/eps).
-__device__ void tridiagonal_solve(const double* f, int m, double* x) {
+// grows x by up to ~1/eps). The running entries travel in registers.
+__device__ void tridiagonal_solve(const double* __restrict__ f, int m, double* __restrict__ x) {
   const double* lower = f;
-  const double* diag = f + m;
+  const double* inverse_diag = f + m;
   const double* upper = f + 2 * m;
   const double* upper2 = f + 3 * m;
   const double* swapped = f + 4 * m;
+  double carried = x[0];  // L solve: row i after the rows above it
   for (int i = 0; i + 1 < m; ++i) {
+    const double next = x[i + 1];
     if (swapped[i] == 0.0) {
-      x[i + 1] -= lower[i] * x[i];
+      x[i] = carried;
+      carried = next - lower[i] * carried;
     } else {
-      const double temp = x[i];
-      x[i] = x[i + 1];
-      x[i + 1] = temp - lower[i] * x[i];
+      x[i] = next;
+      carried = carried - lower[i] * next;
     }
   }
-  x[m - 1] /= diag[m - 1];
-  if (m > 1) x[m - 2] = (x[m - 2] - upper[m - 2] * x[m - 1]) / diag[m - 2];
-  for (int i = m - 3; i >= 0; --i) x[i] = (x[i] - upper[i] * x[i + 1] - upper2[i] * x[i + 2]) / diag[i];
-  double scale = 0.0;
-  for (int i = 0; i < m; ++i) scale = fmax(scale, fabs(x[i]));
+  x[m - 1] = carried;
+  double x1 = x[m - 1] * inverse_diag[m - 1], x2 = 0.0;  // U solve: x[i + 1], x[i + 2]
+  x[m - 1] = x1;
+  double scale = fabs(x1);
+  for (int i = m - 2; i >= 0; --i) {
+    const double v = (x[i] - upper[i] * x1 - upper2[i] * x2) * inverse_diag[i];
+    x[i] = v;
+    scale = fmax(scale, fabs(v));
+    x2 = x1;
+    x1 = v;
+  }
   const double inv = 1.0 / scale;
   for (int i = 0; i < m; ++i) x[i] *= inv;
 }
@@ -252,26 +264,42 @@ __global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
 
 // vectors (k x m) = Q z, Q = H(0) H(1) ⋯ H(m − 2) from sytrd (lower): H(i) = I − τ_i v vᵀ with
 // v_r = 0 for r <= i, v_{i+1} = 1 and v_r = A(r, i) below (A column-major, lda = m). A warp per
-// vector, applying H(m − 2) first.
-__global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
-    back_transform_kernel(const double* __restrict__ A, const double* __restrict__ tau, int m,
-                          const double* __restrict__ z, int k, double* __restrict__ vectors) {
+// vector (`per_block` of them), applying H(m − 2) first; the block brings the reflectors into
+// shared memory `chunk` columns at a time, so that each step of the sequential chain reads
+// shared memory rather than waiting on L2.
+__global__ void back_transform_kernel(const double* __restrict__ A, const double* __restrict__ tau, int m,
+                                      const double* __restrict__ z, int k, int per_block, int chunk,
+                                      double* __restrict__ vectors) {
   extern __shared__ double shared[];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int v = blockIdx.x * kWarpsPerBlock + warp;
-  if (v >= k) return;
+  const int v = blockIdx.x * per_block + warp;
+  const bool active = v < k;
   double* x = shared + warp * m;
-  for (int r = lane; r < m; r += kWarp) x[r] = z[int64_t(v) * m + r];
-  __syncwarp();
-  for (int i = m - 2; i >= 0; --i) {
-    const double* column = A + int64_t(i) * m;
-    double s = 0.0;
-    for (int r = i + 1 + lane; r < m; r += kWarp) s += (r == i + 1 ? 1.0 : column[r]) * x[r];
-    s = warp_sum(s) * tau[i];
-    for (int r = i + 1 + lane; r < m; r += kWarp) x[r] -= s * (r == i + 1 ? 1.0 : column[r]);
-    __syncwarp();
+  double* columns = shared + per_block * m;  // chunk x m
+  double* taus = columns + chunk * m;        // chunk
+  if (active)
+    for (int r = lane; r < m; r += kWarp) x[r] = z[int64_t(v) * m + r];
+  for (int high = m - 2; high >= 0; high -= chunk) {
+    const int low = max(0, high - chunk + 1), count = high - low + 1;
+    __syncthreads();  // the previous chunk is consumed
+    for (int idx = threadIdx.x; idx < count * m; idx += blockDim.x) {
+      const int c = idx / m, r = idx % m, i = low + c;
+      columns[idx] = r > i + 1 ? A[int64_t(i) * m + r] : (r == i + 1 ? 1.0 : 0.0);
+    }
+    for (int c = threadIdx.x; c < count; c += blockDim.x) taus[c] = tau[low + c];
+    __syncthreads();
+    if (!active) continue;
+    for (int i = high; i >= low; --i) {
+      const double* column = columns + (i - low) * m;
+      double s = 0.0;
+      for (int r = i + 1 + lane; r < m; r += kWarp) s += column[r] * x[r];
+      s = warp_sum(s) * taus[i - low];
+      for (int r = i + 1 + lane; r < m; r += kWarp) x[r] -= s * column[r];
+      __syncwarp();
+    }
   }
-  for (int r = lane; r < m; r += kWarp) vectors[int64_t(v) * m + r] = x[r];
+  if (active)
+    for (int r = lane; r < m; r += kWarp) vectors[int64_t(v) * m + r] = x[r];
 }
 
 }  // namespace
@@ -314,8 +342,15 @@ void device_symmetric_eigen_top(const Context& ctx, const double* M_host, int64_
     inverse_iteration_kernel<<<static_cast<unsigned>(ceil_div(k_, kWarpsPerBlock)), kWarp * kWarpsPerBlock, 0, res.stream>>>(
         d, e, m_, values, k_, z, scratch);
     GPUML_CUDA_CHECK_LAUNCH();
-    back_transform_kernel<<<static_cast<unsigned>(ceil_div(k_, kWarpsPerBlock)), kWarp * kWarpsPerBlock,
-                            kWarpsPerBlock * m * sizeof(double), res.stream>>>(A, tau, m_, z, k_, vectors);
+    // Shared memory: per_block vectors and chunk reflector columns of m doubles, ~48 kB each part.
+    const int per_row = static_cast<int>(std::max<int64_t>(1, kBackTransformPartBytes / (m * int64_t(sizeof(double)))));
+    const int per_block = std::min({per_row, kMaxVectorsPerBlock, k_});
+    const int chunk = std::max(1, std::min(per_row, m_ - 1));
+    const std::size_t shared_bytes = static_cast<std::size_t>((per_block + chunk) * m + chunk) * sizeof(double);
+    GPUML_CUDA_CHECK(cudaFuncSetAttribute(back_transform_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(shared_bytes)));
+    back_transform_kernel<<<static_cast<unsigned>(ceil_div(k_, per_block)), kWarp * per_block, shared_bytes, res.stream>>>(
+        A, tau, m_, z, k_, per_block, chunk, vectors);
     GPUML_CUDA_CHECK_LAUNCH();
   }
   GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, values, static_cast<std::size_t>(back) * sizeof(double), cudaMemcpyDeviceToHost,
