@@ -5,7 +5,7 @@
 //  1. cuSOLVER sytrd: M = Q T Qᵀ, T tridiagonal (one CTA, ~0.4 ms at m = 128);
 //  2. every eigenvalue of T by bisection on Sturm counts (LAPACK's dstebz), a warp per
 //     eigenvalue that cuts its interval into 33 parts per step (~12 steps to full precision);
-//  3. the k eigenvectors of T by inverse iteration (LAPACK's dstein): a thread per cluster of
+//  3. the k eigenvectors of T by inverse iteration (LAPACK's dstein): a warp per cluster of
 //     eigenvalues closer than 1e-3 |T|₁, Gram-Schmidt among a cluster's vectors after each solve;
 //  4. back to M's basis through Q's reflectors, a warp per vector.
 #include "cuda/linear_model/symmetric_eigen.cuh"
@@ -25,11 +25,14 @@ namespace gpuml::detail {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
-constexpr int kInverseIterations = 3;   // accurate eigenvalues: the first solve already gives the vector
+// Accurate eigenvalues: the first solve already gives a vector within ~eps |T| / gap of its own;
+// the second, after Gram-Schmidt, settles vectors of (nearly) equal eigenvalues.
+constexpr int kInverseIterations = 2;
 constexpr double kClusterGap = 1e-3;    // dstein's ORTOL, relative to |T|₁
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int64_t kBackTransformPartBytes = 48 * 1024;
 constexpr int kMaxVectorsPerBlock = 16;
+constexpr std::size_t kClusterSharedBytes = 96 * 1024;
 
 __device__ double warp_sum(double v) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
@@ -207,12 +210,15 @@ __device__ void tridiagonal_solve(const double* __restrict__ f, int m, double* _
 // after each round of solves the warp orthogonalizes the members in order (Gram-Schmidt) and
 // normalizes them. Eigenvalues equal to rounding are first separated by eps |T|₁.
 // scratch: 5 m doubles per vector.
-__global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
+// A warp per block; with `in_shared`, the cluster's vectors live in shared memory (k m doubles)
+// while the warp works on them: Gram-Schmidt's dependent loads then wait on shared memory.
+__global__ void __launch_bounds__(kWarp)
     inverse_iteration_kernel(const double* __restrict__ d, const double* __restrict__ e, int m,
-                             const double* __restrict__ values, int k, double* __restrict__ z,
+                             const double* __restrict__ values, int k, bool in_shared, double* __restrict__ z_global,
                              double* __restrict__ scratch) {
-  const int lane = threadIdx.x % kWarp;
-  const int j = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp;
+  extern __shared__ double shared[];
+  const int lane = threadIdx.x;
+  const int j = blockIdx.x;
   if (j >= k) return;
   double norm = 0.0;  // |T|₁
   for (int i = lane; i < m; i += kWarp)
@@ -223,6 +229,7 @@ __global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
   if (j > 0 && value_of(j - 1) - value_of(j) <= gap) return;         // not the start of a cluster
   int end = j + 1;
   while (end < k && value_of(end - 1) - value_of(end) <= gap) ++end;
+  auto row = [&](int v) { return in_shared ? shared + int64_t(v - j) * m : z_global + int64_t(v) * m; };
   const double eps3 = DBL_EPSILON * fmax(norm, DBL_MIN);
   for (int base = j; base < end; base += kWarp) {  // factors and start vectors, a lane per member
     const int v = base + lane;
@@ -234,20 +241,20 @@ __global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
       previous = lambda;
     }
     tridiagonal_lu(d, e, m, lambda, eps3, scratch + int64_t(v) * 5 * m);
-    double* x = z + int64_t(v) * m;
+    double* x = row(v);
     for (int i = 0; i < m; ++i) x[i] = start_value(v, i);
   }
   __syncwarp();
   for (int it = 0; it < kInverseIterations; ++it) {
     for (int base = j; base < end; base += kWarp) {
       const int v = base + lane;
-      if (v < end) tridiagonal_solve(scratch + int64_t(v) * 5 * m, m, z + int64_t(v) * m);
+      if (v < end) tridiagonal_solve(scratch + int64_t(v) * 5 * m, m, row(v));
     }
     __syncwarp();
     for (int v = j; v < end; ++v) {
-      double* x = z + int64_t(v) * m;
+      double* x = row(v);
       for (int p = j; p < v; ++p) {
-        const double* y = z + int64_t(p) * m;
+        const double* y = row(p);
         double dot = 0.0;
         for (int i = lane; i < m; i += kWarp) dot += x[i] * y[i];
         dot = warp_sum(dot);
@@ -260,6 +267,8 @@ __global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
       __syncwarp();
     }
   }
+  if (in_shared)
+    for (int64_t idx = lane; idx < int64_t(end - j) * m; idx += kWarp) z_global[int64_t(j) * m + idx] = shared[idx];
 }
 
 // vectors (k x m) = Q z, Q = H(0) H(1) ⋯ H(m − 2) from sytrd (lower): H(i) = I − τ_i v vᵀ with
@@ -339,8 +348,14 @@ void device_symmetric_eigen_top(const Context& ctx, const double* M_host, int64_
   bisection_kernel<<<eigen_blocks, kWarp * kWarpsPerBlock, 3 * m * sizeof(double), res.stream>>>(d, e, m_, values);
   GPUML_CUDA_CHECK_LAUNCH();
   if (k_ > 0) {
-    inverse_iteration_kernel<<<static_cast<unsigned>(ceil_div(k_, kWarpsPerBlock)), kWarp * kWarpsPerBlock, 0, res.stream>>>(
-        d, e, m_, values, k_, z, scratch);
+    // A block (one warp) per vector; the cluster's vectors in shared memory when all k fit.
+    const std::size_t cluster_bytes = static_cast<std::size_t>(k_ * m) * sizeof(double);
+    const bool in_shared = cluster_bytes <= kClusterSharedBytes;
+    if (in_shared)
+      GPUML_CUDA_CHECK(cudaFuncSetAttribute(inverse_iteration_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(cluster_bytes)));
+    inverse_iteration_kernel<<<static_cast<unsigned>(k_), kWarp, in_shared ? cluster_bytes : 0, res.stream>>>(
+        d, e, m_, values, k_, in_shared, z, scratch);
     GPUML_CUDA_CHECK_LAUNCH();
     // Shared memory: per_block vectors and chunk reflector columns of m doubles, ~48 kB each part.
     const int per_row = static_cast<int>(std::max<int64_t>(1, kBackTransformPartBytes / (m * int64_t(sizeof(double)))));
