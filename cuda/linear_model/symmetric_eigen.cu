@@ -1,7 +1,7 @@
 // The top of a small symmetric eigenproblem on the device: all eigenvalues, and the eigenvectors
 // of the k largest only (PCA covariance_eigh wants n_components of them). cuSOLVER's syevd spends
 // ~1.2 of its ~1.7 ms at m = 128 back-transforming all m vectors (127 pairs of small ormtr
-// kernels); this path does the same arithmetic for k vectors in one kernel:
+// kernels); this path back-transforms only the k vectors wanted, in a few kernels:
 //  1. cuSOLVER sytrd: M = Q T Qᵀ, T tridiagonal (one CTA, ~0.4 ms at m = 128);
 //  2. every eigenvalue of T by bisection on Sturm counts (LAPACK's dstebz), a warp per
 //     eigenvalue that cuts its interval into 33 parts per step (~12 steps to full precision);
