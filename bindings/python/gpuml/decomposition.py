@@ -50,8 +50,12 @@ class _Decomposition(ClassNamePrefixFeaturesOutMixin, TransformerMixin, GpumlEst
         params = self._gpuml_params()  # bad parameters fail before the data is looked at
         X, kind = self._prepare_X(X, reset=True)
         self._gpuml_fit(X, kind, params=params)
-        self._n_features_out = self.components_.shape[0]
         return self
+
+    @property
+    def _n_features_out(self):
+        # Read on use (get_feature_names_out), not in fit: components_ comes through the C ABI.
+        return self.components_.shape[0]
 
     def fit_transform(self, X, y=None):
         """Fits and returns transform(X) (in X's array type)."""
