@@ -15,14 +15,29 @@ its fitted attributes and outputs.
 
 import ctypes
 import json
+import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_array
+from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _array, _lib
 from ._context import check_device, get_context
+
+_SEED_BOUND = np.iinfo(np.int32).max
+
+
+def seed_from(random_state):
+    """The integer seed a fit hands the C estimator, read as scikit-learn reads random_state: an
+    int is the seed (scikit-learn's range, 0 to 2**32 - 1, checked here: building a RandomState
+    only to check it cost ~0.15 ms per fit); None (NumPy's global RandomState) or a RandomState
+    draws one."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
+        if not 0 <= random_state <= 2**32 - 1:
+            raise ValueError("Seed must be between 0 and 2**32 - 1")
+        return int(random_state)
+    return int(check_random_state(random_state).randint(_SEED_BOUND))
 
 
 class EstimatorHandle:

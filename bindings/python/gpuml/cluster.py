@@ -5,16 +5,15 @@ import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator
+from ._base import GpumlEstimator, seed_from
 
 __all__ = ["KMeans"]
 
 # What scikit-learn draws a seed below when random_state is None or a RandomState.
-_SEED_BOUND = np.iinfo(np.int32).max
 
 
 class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, GpumlEstimator):
@@ -114,10 +113,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
 
     def _seed(self):
         """A fresh seed per fit for None (numpy's global RNG) or a RandomState; ints are seeds."""
-        if isinstance(self.random_state, numbers.Integral) and not isinstance(self.random_state, bool):
-            check_random_state(self.random_state)  # same accepted range as scikit-learn
-            return int(self.random_state)
-        return int(check_random_state(self.random_state).randint(_SEED_BOUND))
+        return seed_from(self.random_state)
 
     def _gpuml_params(self, X):
         init_is_array = not isinstance(self.init, str)

@@ -4,11 +4,11 @@ import numbers
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator
+from ._base import GpumlEstimator, seed_from
 
 __all__ = ["PCA", "TruncatedSVD"]
 
@@ -16,7 +16,6 @@ _PCA_SOLVERS = ("auto", "full", "covariance_eigh", "randomized")
 _TSVD_ALGORITHMS = ("randomized", "full", "arpack")
 _NORMALIZERS = ("auto", "QR", "LU", "none")
 # What scikit-learn draws a seed below when random_state is None or a RandomState.
-_SEED_BOUND = np.iinfo(np.int32).max
 
 
 def _is_int(value):
@@ -33,13 +32,6 @@ def _check_choice(value, name, choices):
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
     return value
-
-
-def _seed(random_state):
-    if _is_int(random_state):
-        check_random_state(random_state)  # same accepted range as scikit-learn
-        return int(random_state)
-    return int(check_random_state(random_state).randint(_SEED_BOUND))
 
 
 class _Decomposition(ClassNamePrefixFeaturesOutMixin, TransformerMixin, GpumlEstimator):
@@ -181,7 +173,7 @@ class PCA(_Decomposition):
             "svd_solver": _check_choice(self.svd_solver, "svd_solver", _PCA_SOLVERS),
             "iterated_power": iterated_power,
             "n_oversamples": _check_int(self.n_oversamples, "n_oversamples", 0),
-            "random_state": _seed(self.random_state),
+            "random_state": seed_from(self.random_state),
         }
 
     def _read_fitted_attributes(self):
@@ -242,5 +234,5 @@ class TruncatedSVD(_Decomposition):
             "algorithm": "full" if algorithm == "arpack" else algorithm,
             "n_iter": _check_int(self.n_iter, "n_iter", 0),
             "n_oversamples": _check_int(self.n_oversamples, "n_oversamples", 0),
-            "random_state": _seed(self.random_state),
+            "random_state": seed_from(self.random_state),
         }

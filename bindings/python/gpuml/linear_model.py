@@ -7,11 +7,10 @@ import numpy as np
 from sklearn.base import MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator
+from ._base import GpumlEstimator, seed_from
 from ._classifier import GpumlClassifier
 from ._context import get_context
 
@@ -21,7 +20,6 @@ _LINEAR_REGRESSION_ALGORITHMS = ("auto", "eig", "qr", "svd")
 _RIDGE_SOLVERS = ("auto", "cholesky", "svd")
 _SELECTIONS = ("cyclic", "random")
 # What scikit-learn draws a seed below when random_state is None or a RandomState.
-_SEED_BOUND = np.iinfo(np.int32).max
 
 
 def _check_bool(value, name):
@@ -252,12 +250,8 @@ class ElasticNet(_LinearRegressor):
         self.device = device
 
     def _seed(self):
-        """None for cyclic selection; for random: ints are seeds, None or a RandomState draw one."""
-        if self.random_state is not None and not isinstance(self.random_state, (bool, np.bool_)):
-            if isinstance(self.random_state, numbers.Integral):
-                check_random_state(self.random_state)  # same accepted range as scikit-learn
-                return int(self.random_state)
-        return int(check_random_state(self.random_state).randint(_SEED_BOUND))
+        """The seed of random selection: ints are seeds, None or a RandomState draw one."""
+        return seed_from(self.random_state)
 
     def _gpuml_params(self, X=None):
         return {"l1_ratio": _check_real(self.l1_ratio, "l1_ratio", 0.0, 1.0), **self._shared_params()}
