@@ -322,6 +322,15 @@ class GpumlEstimator(BaseEstimator):
         return handle
 
     # -- pickling --------------------------------------------------------------------------
+    def save_model(self, path):
+        """Writes the fitted model in gpuml's own format (the C ABI's serialization, what
+        gpuml_estimator_deserialize and the C++ Estimator load: versioned and checksummed), for
+        services that embed gpuml without Python. Returns the number of bytes written."""
+        data = self._fitted_handle().serialize()
+        with open(path, "wb") as f:
+            f.write(data)
+        return len(data)
+
     def __getstate__(self):
         # The C model is the fitted state: save its bytes, and rebuild the Python copies of its
         # attributes from it when unpickling.
