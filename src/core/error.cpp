@@ -11,6 +11,7 @@ const char* error_code_name(ErrorCode code) noexcept {
     case ErrorCode::unsupported: return "unsupported";
     case ErrorCode::io: return "io";
     case ErrorCode::internal: return "internal";
+    case ErrorCode::not_converged: return "not_converged";
   }
   return "unknown";
 }

@@ -15,6 +15,7 @@ enum class ErrorCode : int {
   unsupported = 5,
   io = 6,
   internal = 7,
+  not_converged = 8,  // an iterative method stopped at its iteration limit (PageRank)
 };
 
 GPUML_API const char* error_code_name(ErrorCode code) noexcept;

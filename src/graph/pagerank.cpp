@@ -1,0 +1,168 @@
+// PageRank: validation, the dispatch to a backend, and the power iteration, written once on top
+// of the PageRankBackend<T> primitives. It follows networkx.pagerank (_pagerank_scipy):
+//   x <- alpha * (x A + sum(x[dangling]) * dangling_weights) + (1 - alpha) * p
+// with A the adjacency (duplicate edges summed) whose rows are divided by the weighted
+// out-degree, stopping when sum |x - x_last| < N * tol; personalization, nstart and dangling are
+// divided by their sums, and dangling defaults to the personalization vector.
+#include "gpuml/graph/pagerank.hpp"
+
+#include <climits>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/device_ops.hpp"
+#include "core/staging.hpp"
+#include "gpuml/core/error.hpp"
+#include "graph/pagerank_backend.hpp"
+
+namespace gpuml {
+
+namespace {
+
+// The single dispatch point between the backends.
+template <typename T>
+std::unique_ptr<detail::PageRankBackend<T>> make_backend(const Context& ctx) {
+  return ctx.is_cuda() ? detail::make_pagerank_cuda_backend<T>(ctx) : detail::make_pagerank_cpu_backend<T>(ctx);
+}
+
+void validate_params(const PageRankParams& p) {
+  GPUML_EXPECT(std::isfinite(p.alpha) && p.alpha > 0.0 && p.alpha < 1.0,
+               "pagerank: alpha must be in (0, 1), got " + std::to_string(p.alpha));
+  GPUML_EXPECT(p.max_iter >= 0, "pagerank: max_iter must be >= 0, got " + std::to_string(p.max_iter));
+  GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0.0, "pagerank: tol must be a finite number >= 0, got " + std::to_string(p.tol));
+}
+
+void check_vector(const ArrayView& a, int64_t length, const char* what, const char* length_name) {
+  GPUML_EXPECT(a.ndim == 1, std::string("pagerank: ") + what + " must be a 1-d array, got " + std::to_string(a.ndim) +
+                                " dimension(s)");
+  GPUML_EXPECT(a.shape[0] == length, std::string("pagerank: ") + what + " has length " + std::to_string(a.shape[0]) +
+                                         ", expected " + length_name + " = " + std::to_string(length));
+}
+
+// A per-vertex vector (personalization, nstart, dangling) divided by its sum, as T on the host.
+// Values must be finite and >= 0 with a positive sum.
+template <typename T>
+std::vector<T> normalized(const Context& ctx, const ArrayView& a, int64_t n, const char* what) {
+  check_vector(a, n, what, "n_vertices");
+  detail::HostReadable h = detail::host_readable(ctx, a, DType::float64, what);
+  const double* v = static_cast<const double*>(h.data());
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    GPUML_EXPECT(v[i] >= 0.0, std::string("pagerank: ") + what + " must be non-negative, got " + std::to_string(v[i]) +
+                                  " at index " + std::to_string(i));
+    sum += v[i];
+  }
+  GPUML_EXPECT(sum > 0.0 && std::isfinite(sum), std::string("pagerank: ") + what + " must have a positive (finite) sum, got " +
+                                                    std::to_string(sum));
+  std::vector<T> out(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(v[i] / sum);
+  return out;
+}
+
+template <typename T>
+Buffer upload(Context& ctx, const std::vector<T>& host) {
+  Buffer b(ctx, host.size() * sizeof(T));
+  detail::copy_bytes(ctx, b.data(), ctx.device(), host.data(), Device{}, host.size() * sizeof(T));
+  return b;
+}
+
+template <typename T>
+PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayView& dst, const ArrayView* weights,
+                   const ArrayView* personalization, const ArrayView* nstart, const ArrayView* dangling,
+                   const PageRankParams& params, const ArrayView& ranks_out) {
+  const int64_t m = src.shape[0];
+  detail::Staged s = detail::stage(ctx, src, DType::int64, "src");
+  detail::Staged d = detail::stage(ctx, dst, DType::int64, "dst");
+  detail::Staged w;
+  if (weights != nullptr) {
+    check_vector(*weights, m, "weights", "the number of edges");
+    w = detail::stage(ctx, *weights, dtype_of<T>::value, "weights");
+    detail::require_finite(ctx, w.view, "weights");
+  }
+  const T* wp = weights != nullptr ? w.view.as<const T>() : nullptr;
+
+  // Per-vertex vectors first: their errors need no graph.
+  std::vector<T> p_host, x_host, d_host;
+  if (personalization != nullptr) p_host = normalized<T>(ctx, *personalization, n, "personalization");
+  if (nstart != nullptr) x_host = normalized<T>(ctx, *nstart, n, "nstart");
+  if (dangling != nullptr) d_host = normalized<T>(ctx, *dangling, n, "dangling");
+  if (x_host.empty()) x_host.assign(static_cast<std::size_t>(n), static_cast<T>(1.0 / static_cast<double>(n)));
+
+  std::unique_ptr<detail::PageRankBackend<T>> backend = make_backend<T>(ctx);
+  const detail::EdgeSummary summary = backend->summarize(s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp, m);
+  if (m > 0) {
+    GPUML_EXPECT(summary.min_vertex >= 0, "pagerank: src and dst must hold vertex ids >= 0, found " +
+                                              std::to_string(summary.min_vertex));
+    GPUML_EXPECT(summary.max_vertex < n, "pagerank: src and dst must hold vertex ids < n_vertices = " + std::to_string(n) +
+                                             ", found " + std::to_string(summary.max_vertex));
+    if (weights != nullptr)
+      GPUML_EXPECT(summary.min_weight >= 0.0, "pagerank: weights must be non-negative, found " +
+                                                  std::to_string(summary.min_weight));
+  }
+  backend->build(s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp, m, n);
+  s = {};
+  d = {};
+  w = {};
+
+  Buffer p_buf = upload(ctx, p_host), d_buf = upload(ctx, d_host);
+  Buffer x = upload(ctx, x_host), x_new(ctx, static_cast<std::size_t>(n) * sizeof(T));
+  const T* p_dev = p_host.empty() ? nullptr : p_buf.as<const T>();
+  const T* d_dev = d_host.empty() ? nullptr : d_buf.as<const T>();
+
+  PageRankResult result;
+  const double threshold = static_cast<double>(n) * params.tol;
+  for (int64_t it = 0; it < params.max_iter; ++it) {
+    const double err = backend->iterate(x.as<const T>(), x_new.as<T>(), p_dev, d_dev, params.alpha);
+    std::swap(x, x_new);
+    result.n_iter = it + 1;
+    if (err < threshold) {
+      result.converged = true;
+      break;
+    }
+  }
+  if (!result.converged && !params.allow_unconverged)
+    throw_error(ErrorCode::not_converged, "pagerank: power iteration failed to converge within max_iter = " +
+                                              std::to_string(params.max_iter) +
+                                              " iterations (raise max_iter or tol, or set allow_unconverged)");
+  const ArrayView ranks = make_view(x.data(), dtype_of<T>::value, ctx.device(), n);
+  detail::write_output(ctx, ranks, ranks_out, "ranks_out");
+  return result;
+}
+
+}  // namespace
+
+PageRankResult pagerank(Context& ctx, int64_t n_vertices, const ArrayView& src, const ArrayView& dst,
+                        const ArrayView* weights, const ArrayView* personalization, const ArrayView* nstart,
+                        const ArrayView* dangling, const PageRankParams& params, const ArrayView& ranks_out) {
+  validate_params(params);
+  GPUML_EXPECT(n_vertices >= 0, "pagerank: n_vertices must be >= 0, got " + std::to_string(n_vertices));
+  if (n_vertices > INT32_MAX)
+    throw_error(ErrorCode::unsupported, "pagerank: n_vertices = " + std::to_string(n_vertices) +
+                                            " exceeds the supported 2^31 - 1 vertices");
+  GPUML_EXPECT(src.ndim == 1 && dst.ndim == 1, "pagerank: src and dst must be 1-d arrays, got " +
+                                                   std::to_string(src.ndim) + " and " + std::to_string(dst.ndim) +
+                                                   " dimension(s)");
+  GPUML_EXPECT(src.shape[0] == dst.shape[0], "pagerank: src and dst must have the same length, got " +
+                                                 std::to_string(src.shape[0]) + " and " + std::to_string(dst.shape[0]));
+  GPUML_EXPECT(src.dtype == DType::int32 || src.dtype == DType::int64,
+               std::string("pagerank: src must be an int32 or int64 array, got ") + dtype_name(src.dtype));
+  GPUML_EXPECT(dst.dtype == DType::int32 || dst.dtype == DType::int64,
+               std::string("pagerank: dst must be an int32 or int64 array, got ") + dtype_name(dst.dtype));
+  check_vector(ranks_out, n_vertices, "ranks_out", "n_vertices");
+  GPUML_EXPECT(is_floating(ranks_out.dtype),
+               std::string("pagerank: ranks_out must be a float32 or float64 array, got ") + dtype_name(ranks_out.dtype));
+  if (n_vertices == 0) {
+    GPUML_EXPECT(src.shape[0] == 0, "pagerank: src and dst must hold vertex ids < n_vertices = 0, but there are edges");
+    PageRankResult empty;
+    empty.converged = true;
+    return empty;
+  }
+  return detail::with_float_type(ranks_out.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    return run<T>(ctx, n_vertices, src, dst, weights, personalization, nstart, dangling, params, ranks_out);
+  });
+}
+
+}  // namespace gpuml

@@ -1,0 +1,49 @@
+#pragma once
+// The primitives a PageRank backend provides. The algorithm (validation, normalization of the
+// personalization / start / dangling vectors, the power iteration and its stopping test) is
+// written once, in src/graph/pagerank.cpp, on top of these; src/graph/pagerank_cpu.cpp and
+// cuda/graph/pagerank.cu implement them.
+//
+// Pointers without a `_host` suffix are in the backend's memory (host for the CPU, the device
+// for CUDA), contiguous. Vertex ids fit in int32 (the driver checks n < 2^31); edge counts are
+// int64.
+#include <cstdint>
+#include <memory>
+
+#include "gpuml/core/context.hpp"
+
+namespace gpuml::detail {
+
+struct EdgeSummary {
+  int64_t min_vertex = 0;  // over src and dst together (0 when there are no edges)
+  int64_t max_vertex = -1;
+  double min_weight = 0;   // smallest weight (0 when there are no weights or no edges)
+};
+
+template <typename T>
+class PageRankBackend {
+ public:
+  virtual ~PageRankBackend() = default;
+
+  // The range of the vertex ids and the smallest weight (weights may be nullptr), for the driver's checks.
+  virtual EdgeSummary summarize(const int64_t* src, const int64_t* dst, const T* weights, int64_t n_edges) = 0;
+
+  // Builds the backend's graph from checked edges (ids in [0, n)): the edges grouped by
+  // destination, in their input order within a destination (a stable sort: the layout, and so
+  // the summation order, depends only on the input), and each vertex's inverse weighted
+  // out-degree (the weights of its out-edges summed in double in input order; 0 for dangling
+  // vertices, whose weighted out-degree is 0). Returns the number of dangling vertices.
+  virtual int64_t build(const int64_t* src, const int64_t* dst, const T* weights, int64_t n_edges, int64_t n) = 0;
+
+  // One power iteration over the built graph:
+  //   x_new[i] = alpha * (sum_{edges j->i} w_e * x[j] / outdeg_w[j] + dsum * dangling[i]) + (1 - alpha) * p[i]
+  // where dsum = sum of x over the dangling vertices, p == nullptr means uniform 1/n, and
+  // dangling == nullptr means p. Row sums and both reductions are in double, in a fixed order
+  // (independent of the thread count). Returns sum_i |x_new[i] - x[i]|.
+  virtual double iterate(const T* x, T* x_new, const T* p, const T* dangling, double alpha) = 0;
+};
+
+template <typename T> std::unique_ptr<PageRankBackend<T>> make_pagerank_cpu_backend(const Context& ctx);
+template <typename T> std::unique_ptr<PageRankBackend<T>> make_pagerank_cuda_backend(const Context& ctx);
+
+}  // namespace gpuml::detail

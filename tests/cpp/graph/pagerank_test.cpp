@@ -1,0 +1,388 @@
+// PageRank: the CPU backend against an independent dense power iteration written here (the
+// NetworkX formula), on small random graphs with dangling vertices, self-loops, duplicate edges
+// and isolated vertices; the error paths; and the CUDA backend against the CPU backend
+// (skipped without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "backend_test_util.hpp"
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using test::uniform_int;
+using test::uniform_real;
+
+struct Graph {
+  int64_t n = 0;
+  std::vector<int64_t> src, dst;
+  std::vector<double> w;
+};
+
+// Random edges among the first n - isolated vertices; some vertices get no out-edges (dangling),
+// some edges are repeated and some are self-loops. The last `isolated` vertices touch nothing.
+Graph random_graph(std::mt19937_64& rng, int64_t n, int64_t m, bool weighted) {
+  Graph g;
+  g.n = n;
+  const int64_t isolated = n > 3 ? uniform_int(rng, 0, 2) : 0;
+  const int64_t used = n - isolated;
+  std::vector<bool> sink(static_cast<std::size_t>(n), false);
+  for (int64_t v = 0; v < used; ++v) sink[v] = uniform_real(rng, 0, 1) < 0.2;
+  for (int64_t e = 0; e < m; ++e) {
+    int64_t s = uniform_int(rng, 0, used - 1);
+    if (sink[s]) continue;
+    int64_t d = uniform_real(rng, 0, 1) < 0.1 ? s : uniform_int(rng, 0, used - 1);  // self-loops
+    const int repeats = uniform_real(rng, 0, 1) < 0.1 ? 2 : 1;                    // duplicates
+    for (int r = 0; r < repeats; ++r) {
+      g.src.push_back(s);
+      g.dst.push_back(d);
+      g.w.push_back(weighted ? uniform_real(rng, 0.0, 3.0) : 1.0);
+    }
+  }
+  return g;
+}
+
+std::vector<double> normalize(std::vector<double> v) {
+  double s = 0;
+  for (double x : v) s += x;
+  for (double& x : v) x /= s;
+  return v;
+}
+
+struct Reference {
+  std::vector<double> x;
+  int64_t n_iter = 0;
+  bool converged = false;
+};
+
+// NetworkX's _pagerank_scipy with a dense matrix, in double.
+Reference reference_pagerank(const Graph& g, bool weighted, const std::vector<double>* pers, const std::vector<double>* nstart,
+                             const std::vector<double>* dangling, double alpha, int64_t max_iter, double tol) {
+  const int64_t n = g.n;
+  std::vector<double> A(static_cast<std::size_t>(n * n), 0.0), out(static_cast<std::size_t>(n), 0.0);
+  for (std::size_t e = 0; e < g.src.size(); ++e) A[g.src[e] * n + g.dst[e]] += weighted ? g.w[e] : 1.0;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < n; ++i) out[j] += A[j * n + i];
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < n; ++i)
+      if (out[j] != 0) A[j * n + i] /= out[j];
+  const std::vector<double> uniform(static_cast<std::size_t>(n), 1.0 / n);
+  const std::vector<double> p = pers ? normalize(*pers) : uniform;
+  const std::vector<double> dw = dangling ? normalize(*dangling) : p;
+  Reference r;
+  r.x = nstart ? normalize(*nstart) : uniform;
+  for (int64_t it = 0; it < max_iter; ++it) {
+    double dsum = 0;
+    for (int64_t j = 0; j < n; ++j)
+      if (out[j] == 0) dsum += r.x[j];
+    std::vector<double> next(static_cast<std::size_t>(n), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (int64_t j = 0; j < n; ++j) s += r.x[j] * A[j * n + i];
+      next[i] = alpha * (s + dsum * dw[i]) + (1 - alpha) * p[i];
+    }
+    double err = 0;
+    for (int64_t i = 0; i < n; ++i) err += std::fabs(next[i] - r.x[i]);
+    r.x = next;
+    r.n_iter = it + 1;
+    if (err < n * tol) {
+      r.converged = true;
+      break;
+    }
+  }
+  return r;
+}
+
+struct Outcome {
+  std::vector<double> x;
+  PageRankResult result;
+};
+
+// gpuml::pagerank on `ctx` with ranks of type T and int64 or int32 ids.
+template <typename T>
+Outcome run_pagerank(Context& ctx, const Graph& g, bool weighted, const std::vector<double>* pers,
+                 const std::vector<double>* nstart, const std::vector<double>* dangling, const PageRankParams& params,
+                 bool int32_ids = false) {
+  const int64_t m = static_cast<int64_t>(g.src.size());
+  std::vector<int32_t> s32(g.src.begin(), g.src.end()), d32(g.dst.begin(), g.dst.end());
+  const ArrayView src = int32_ids ? host_view(s32.data(), m) : host_view(g.src.data(), m);
+  const ArrayView dst = int32_ids ? host_view(d32.data(), m) : host_view(g.dst.data(), m);
+  const ArrayView w = host_view(g.w.data(), m);
+  ArrayView pv, nv, dv;
+  if (pers) pv = host_view(pers->data(), g.n);
+  if (nstart) nv = host_view(nstart->data(), g.n);
+  if (dangling) dv = host_view(dangling->data(), g.n);
+  std::vector<T> ranks(static_cast<std::size_t>(g.n));
+  Outcome r;
+  r.result = pagerank(ctx, g.n, src, dst, weighted ? &w : nullptr, pers ? &pv : nullptr, nstart ? &nv : nullptr,
+                      dangling ? &dv : nullptr, params, host_view(ranks.data(), g.n));
+  r.x.assign(ranks.begin(), ranks.end());
+  return r;
+}
+
+double l1(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += std::fabs(a[i] - b[i]);
+  return s;
+}
+
+std::vector<double> random_vector(std::mt19937_64& rng, int64_t n, bool with_zeros) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (double& x : v) x = with_zeros && uniform_real(rng, 0, 1) < 0.3 ? 0.0 : uniform_real(rng, 0.1, 2.0);
+  v[0] = 1.0;  // a positive sum
+  return v;
+}
+
+TEST(PageRank, MatchesReferenceFloat64) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  for (int trial = 0; trial < 40; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int64_t n = uniform_int(rng, 1, 40);
+    const bool weighted = trial % 2 == 1;
+    const Graph g = random_graph(rng, n, uniform_int(rng, 0, 4 * n), weighted);
+    const int options = trial % 8;
+    std::vector<double> pers = random_vector(rng, n, true), nstart = random_vector(rng, n, true),
+                        dang = random_vector(rng, n, true);
+    const std::vector<double>* pp = options & 1 ? &pers : nullptr;
+    const std::vector<double>* np = options & 2 ? &nstart : nullptr;
+    const std::vector<double>* dp = options & 4 ? &dang : nullptr;
+    PageRankParams params;
+    params.alpha = uniform_real(rng, 0.5, 0.95);
+    params.tol = 1e-13;  // to the fixed point, so a differing iteration count cannot matter
+    params.max_iter = 2000;
+    const Reference ref = reference_pagerank(g, weighted, pp, np, dp, params.alpha, params.max_iter, params.tol);
+    ASSERT_TRUE(ref.converged);
+    const Outcome run = run_pagerank<double>(ctx, g, weighted, pp, np, dp, params, trial % 3 == 0);
+    EXPECT_TRUE(run.result.converged);
+    // float64, both converged to 1e-13 * n: the rest is summation order (~1e-16 per value).
+    EXPECT_LE(l1(run.x, ref.x), 1e-10);
+    // The same iteration count as the reference, give or take the last test at the threshold.
+    EXPECT_LE(std::llabs(run.result.n_iter - ref.n_iter), 1);
+  }
+}
+
+TEST(PageRank, DefaultToleranceIterationsLikeNetworkX) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Graph g = random_graph(rng, 300, 2000, true);
+  PageRankParams params;
+  const Reference ref = reference_pagerank(g, true, nullptr, nullptr, nullptr, params.alpha, params.max_iter, params.tol);
+  const Outcome run = run_pagerank<double>(ctx, g, true, nullptr, nullptr, nullptr, params);
+  EXPECT_LE(std::llabs(run.result.n_iter - ref.n_iter), 1);  // only a tie at the threshold could differ
+  EXPECT_LE(l1(run.x, ref.x), 1e-6);  // the bound: at worst one iteration apart (< n tol alpha)
+  double sum = 0;
+  for (double v : run.x) sum += v;
+  EXPECT_NEAR(sum, 1.0, 1e-12);  // rank mass is conserved (every vertex's rank goes somewhere)
+}
+
+TEST(PageRank, MatchesReferenceFloat32) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  for (int trial = 0; trial < 20; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int64_t n = uniform_int(rng, 1, 60);
+    const bool weighted = trial % 2 == 0;
+    const Graph g = random_graph(rng, n, uniform_int(rng, 0, 5 * n), weighted);
+    std::vector<double> pers = random_vector(rng, n, true);
+    const std::vector<double>* pp = trial % 3 == 0 ? &pers : nullptr;
+    PageRankParams params;
+    // float32 iterates stop changing only to within an ulp or so, which can exceed n * tol for
+    // tiny tol: iterate to a fixed count (alpha^400 ~ 1e-28) and take the partial result.
+    params.tol = 1e-9;
+    params.max_iter = 400;
+    params.allow_unconverged = true;
+    const Reference ref = reference_pagerank(g, weighted, pp, nullptr, nullptr, params.alpha, 5000, 1e-14);
+    const Outcome run = run_pagerank<float>(ctx, g, weighted, pp, nullptr, nullptr, params);
+    // float32 values (eps 6e-8) through a contraction of factor alpha: rounding stays below
+    // ~eps / (1 - alpha) per unit of mass; 1e-5 leaves room for the stopping point n * 1e-8.
+    EXPECT_LE(l1(run.x, ref.x), 1e-5);
+  }
+}
+
+TEST(PageRank, KnownSmallGraph) {
+  // 0 -> 1, 1 -> 2, 2 -> 0, 2 -> 1, 3 dangling and isolated. Computed by hand with the
+  // reference iteration below; the test only checks the driver against the reference.
+  Context ctx = Context::cpu();
+  Graph g;
+  g.n = 4;
+  g.src = {0, 1, 2, 2};
+  g.dst = {1, 2, 0, 1};
+  g.w = {1, 1, 1, 1};
+  PageRankParams params;
+  const Reference ref = reference_pagerank(g, false, nullptr, nullptr, nullptr, 0.85, 100, 1e-6);
+  const Outcome run = run_pagerank<double>(ctx, g, false, nullptr, nullptr, nullptr, params);
+  EXPECT_EQ(run.result.n_iter, ref.n_iter);  // the same arithmetic up to the summation order
+  EXPECT_TRUE(run.result.converged);
+  EXPECT_LE(l1(run.x, ref.x), 1e-14);  // float64 on 4 vertices: a few ulps
+}
+
+TEST(PageRank, NoEdgesAndEmptyGraph) {
+  Context ctx = Context::cpu();
+  Graph g;
+  g.n = 5;  // every vertex dangling: the ranks stay uniform
+  const Outcome run = run_pagerank<double>(ctx, g, false, nullptr, nullptr, nullptr, PageRankParams{});
+  for (double v : run.x) EXPECT_NEAR(v, 0.2, 1e-15);
+  EXPECT_EQ(run.result.n_iter, 1);
+  Graph empty;
+  const Outcome none = run_pagerank<double>(ctx, empty, false, nullptr, nullptr, nullptr, PageRankParams{});
+  EXPECT_TRUE(none.result.converged);
+  EXPECT_EQ(none.result.n_iter, 0);
+}
+
+TEST(PageRank, NotConverged) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Graph g = random_graph(rng, 50, 300, false);
+  PageRankParams params;
+  params.max_iter = 2;
+  GPUML_EXPECT_ERROR(run_pagerank<double>(ctx, g, false, nullptr, nullptr, nullptr, params), ErrorCode::not_converged);
+  params.allow_unconverged = true;
+  const Outcome run = run_pagerank<double>(ctx, g, false, nullptr, nullptr, nullptr, params);
+  EXPECT_FALSE(run.result.converged);
+  EXPECT_EQ(run.result.n_iter, 2);
+  const Reference ref = reference_pagerank(g, false, nullptr, nullptr, nullptr, 0.85, 2, 1e-6);
+  EXPECT_LE(l1(run.x, ref.x), 1e-14);  // the partial result is the second iterate
+}
+
+TEST(PageRank, Deterministic) {
+  GPUML_FRESH_RNG(rng);
+  const Graph g = random_graph(rng, 100000, 400000, true);
+  Context one = Context::cpu(1), many = Context::cpu(0);
+  const Outcome a = run_pagerank<float>(one, g, true, nullptr, nullptr, nullptr, PageRankParams{});
+  const Outcome b = run_pagerank<float>(many, g, true, nullptr, nullptr, nullptr, PageRankParams{});
+  EXPECT_EQ(a.x, b.x);  // fixed summation order: the same bits on any thread count
+  EXPECT_EQ(a.result.n_iter, b.result.n_iter);
+}
+
+TEST(PageRank, BadInput) {
+  Context ctx = Context::cpu();
+  Graph g;
+  g.n = 3;
+  g.src = {0, 1, 2};
+  g.dst = {1, 2, 0};
+  g.w = {1, 2, 3};
+  PageRankParams params;
+  auto run = [&](const Graph& graph, bool weighted, const std::vector<double>* pers, const PageRankParams& p) {
+    return run_pagerank<double>(ctx, graph, weighted, pers, nullptr, nullptr, p);
+  };
+  Graph bad = g;
+  bad.dst[1] = 3;  // vertex id >= n_vertices
+  GPUML_EXPECT_ERROR(run(bad, false, nullptr, params), ErrorCode::invalid_argument);
+  bad = g;
+  bad.src[0] = -1;
+  GPUML_EXPECT_ERROR(run(bad, false, nullptr, params), ErrorCode::invalid_argument);
+  bad = g;
+  bad.w[2] = -0.5;  // negative weight
+  GPUML_EXPECT_ERROR(run(bad, true, nullptr, params), ErrorCode::invalid_argument);
+  bad.w[2] = std::nan("");
+  GPUML_EXPECT_ERROR(run(bad, true, nullptr, params), ErrorCode::invalid_argument);
+  for (double alpha : {0.0, 1.0, -0.1, 1.5, std::nan("")}) {
+    PageRankParams p;
+    p.alpha = alpha;
+    GPUML_EXPECT_ERROR(run(g, false, nullptr, p), ErrorCode::invalid_argument);
+  }
+  PageRankParams p;
+  p.max_iter = -1;
+  GPUML_EXPECT_ERROR(run(g, false, nullptr, p), ErrorCode::invalid_argument);
+  p = {};
+  p.tol = -1;
+  GPUML_EXPECT_ERROR(run(g, false, nullptr, p), ErrorCode::invalid_argument);
+  const std::vector<double> zeros(3, 0.0), negative = {1.0, -1.0, 1.0};
+  GPUML_EXPECT_ERROR(run(g, false, &zeros, params), ErrorCode::invalid_argument);     // sums to zero
+  GPUML_EXPECT_ERROR(run(g, false, &negative, params), ErrorCode::invalid_argument);  // negative
+  // personalization of the wrong length
+  std::vector<double> ranks(3), short_p = {1.0, 1.0};
+  const ArrayView src = host_view(g.src.data(), 3), dst = host_view(g.dst.data(), 3), out = host_view(ranks.data(), 3);
+  const ArrayView pv = host_view(short_p.data(), 2);
+  GPUML_EXPECT_ERROR(pagerank(ctx, 3, src, dst, nullptr, &pv, nullptr, nullptr, params, out), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(pagerank(ctx, 3, src, dst, nullptr, nullptr, &pv, nullptr, params, out), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(pagerank(ctx, 3, src, dst, nullptr, nullptr, nullptr, &pv, params, out), ErrorCode::invalid_argument);
+  // src and dst of different lengths, float ids, a wrong output
+  GPUML_EXPECT_ERROR(pagerank(ctx, 3, src, host_view(g.dst.data(), 2), nullptr, nullptr, nullptr, nullptr, params, out),
+                     ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(pagerank(ctx, 3, host_view(g.w.data(), 3), dst, nullptr, nullptr, nullptr, nullptr, params, out),
+                     ErrorCode::invalid_argument);
+  std::vector<int64_t> int_out(3);
+  GPUML_EXPECT_ERROR(pagerank(ctx, 3, src, dst, nullptr, nullptr, nullptr, nullptr, params, host_view(int_out.data(), 3)),
+                     ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(pagerank(ctx, 4, src, dst, nullptr, nullptr, nullptr, nullptr, params, out), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(pagerank(ctx, -1, src, dst, nullptr, nullptr, nullptr, nullptr, params, out), ErrorCode::invalid_argument);
+  const ArrayView short_w = host_view(g.w.data(), 2);
+  GPUML_EXPECT_ERROR(pagerank(ctx, 3, src, dst, &short_w, nullptr, nullptr, nullptr, params, out), ErrorCode::invalid_argument);
+}
+
+// ---- the CUDA backend against the CPU backend ------------------------------------------------
+
+TEST(PageRankGpu, MatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  for (int trial = 0; trial < 12; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    // Small graphs, and larger ones with hubs (heavy rows go through the block-per-row kernel).
+    const int64_t n = trial < 6 ? uniform_int(rng, 1, 50) : uniform_int(rng, 1000, 50000);
+    const bool weighted = trial % 2 == 1;
+    Graph g = random_graph(rng, n, uniform_int(rng, 0, 8 * n), weighted);
+    if (trial >= 6)
+      for (int64_t e = 0; e < 5000; ++e) {  // a hub with in-degree 5000
+        g.src.push_back(uniform_int(rng, 0, n - 1));
+        g.dst.push_back(0);
+        g.w.push_back(uniform_real(rng, 0.0, 2.0));
+      }
+    std::vector<double> pers = random_vector(rng, n, true), dang = random_vector(rng, n, true);
+    const std::vector<double>* pp = trial % 3 == 0 ? &pers : nullptr;
+    const std::vector<double>* dp = trial % 4 == 1 ? &dang : nullptr;
+    PageRankParams params;
+    params.tol = 1e-12;
+    params.max_iter = 1000;
+    const Outcome c = run_pagerank<double>(cpu, g, weighted, pp, nullptr, dp, params);
+    const Outcome d = run_pagerank<double>(gpu, g, weighted, pp, nullptr, dp, params, trial % 2 == 0);
+    EXPECT_TRUE(d.result.converged);
+    // float64: only the order of each row's sum differs (GPU lanes vs one CPU thread).
+    EXPECT_LE(l1(d.x, c.x), 1e-12);
+    EXPECT_LE(std::llabs(d.result.n_iter - c.result.n_iter), 1);
+    PageRankParams p32;
+    const Outcome c32 = run_pagerank<float>(cpu, g, weighted, pp, nullptr, dp, p32);
+    const Outcome d32 = run_pagerank<float>(gpu, g, weighted, pp, nullptr, dp, p32);
+    // float32 ranks, sums in double on both: per-value differences of an ulp or so.
+    EXPECT_LE(l1(d32.x, c32.x), 1e-5);
+  }
+}
+
+TEST(PageRankGpu, DeviceInputsAndOutput) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  const Graph g = random_graph(rng, 2000, 10000, true);
+  const int64_t m = static_cast<int64_t>(g.src.size());
+  std::vector<double> host_ranks(static_cast<std::size_t>(g.n));
+  const ArrayView hw = host_view(g.w.data(), m);
+  const PageRankResult ref = pagerank(cpu, g.n, host_view(g.src.data(), m), host_view(g.dst.data(), m), &hw, nullptr,
+                                      nullptr, nullptr, PageRankParams{}, host_view(host_ranks.data(), g.n));
+  const std::vector<int32_t> s32(g.src.begin(), g.src.end());
+  Buffer s = test::to_device(gpu, s32), d = test::to_device(gpu, g.dst), w = test::to_device(gpu, g.w);
+  Buffer out(gpu, g.n * sizeof(double));
+  const ArrayView ds = make_view(s.data(), DType::int32, gpu.device(), m);
+  const ArrayView dd = make_view(d.data(), DType::int64, gpu.device(), m);
+  const ArrayView dw = make_view(w.data(), DType::float64, gpu.device(), m);
+  const PageRankResult r = pagerank(gpu, g.n, ds, dd, &dw, nullptr, nullptr, nullptr, PageRankParams{},
+                                    make_view(out.data(), DType::float64, gpu.device(), g.n));
+  const std::vector<double> back = test::to_host<double>(gpu, out, static_cast<std::size_t>(g.n));
+  EXPECT_LE(std::llabs(r.n_iter - ref.n_iter), 1);
+  EXPECT_LE(l1(back, host_ranks), 1e-6);  // float64 at the default tol: at most one iteration apart
+  // Bad ids on the device are found by the device summary.
+  std::vector<int64_t> bad_dst = g.dst;
+  bad_dst[m / 2] = g.n;
+  Buffer bd = test::to_device(gpu, bad_dst);
+  GPUML_EXPECT_ERROR(pagerank(gpu, g.n, ds, make_view(bd.data(), DType::int64, gpu.device(), m), &dw, nullptr, nullptr,
+                              nullptr, PageRankParams{}, make_view(out.data(), DType::float64, gpu.device(), g.n)),
+                     ErrorCode::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gpuml
