@@ -7,7 +7,8 @@
 //   thread. Successful calls leave it untouched (as errno does), so read it only after a call
 //   returned a status other than GPUML_OK. It is "" before any failure and never NULL.
 // - A NULL pointer argument is GPUML_ERROR_INVALID_ARGUMENT naming the argument, except where
-//   the header says "or NULL" (fit's y and sample_weight), context_create's device (NULL means
+//   the header says "or NULL" (fit's y and sample_weight; pagerank's weights, personalization,
+//   nstart and dangling), context_create's device (NULL means
 //   "auto"), and the two free functions, which accept NULL and do nothing (as free() does).
 //   gpuml_version skips NULL outputs (it has no status to report with); gpuml_build_info
 //   returns "{}" if building its JSON fails.
@@ -49,6 +50,8 @@
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/error.hpp"
 #include "gpuml/core/estimator.hpp"
+#include "core/params.hpp"
+#include "gpuml/graph/pagerank.hpp"
 
 #if !defined(GPUML_VERSION_MAJOR) || !defined(GPUML_VERSION_MINOR) || !defined(GPUML_VERSION_PATCH)
 #error "GPUML_VERSION_MAJOR/MINOR/PATCH must be defined by the build (see CMakeLists.txt)"
@@ -451,6 +454,50 @@ gpuml_status_t gpuml_estimator_deserialize(const void* buffer, uint64_t size, gp
     handle->impl = gpuml::deserialize(buffer, static_cast<std::size_t>(size));
     if (!handle->impl) gpuml::throw_error(ErrorCode::internal, std::string(function) + ": no estimator was made");
     *out = handle.release();
+  });
+}
+
+gpuml_status_t gpuml_pagerank(gpuml_context_t ctx, int64_t n_vertices, const gpuml_array_t* src, const gpuml_array_t* dst,
+                              const gpuml_array_t* weights, const gpuml_array_t* personalization,
+                              const gpuml_array_t* nstart, const gpuml_array_t* dangling, const char* params_json,
+                              gpuml_array_t* ranks_out, int64_t* n_iter, int32_t* converged) {
+  const char* function = "gpuml_pagerank";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    require_arg(n_iter, function, "n_iter");
+    require_arg(converged, function, "converged");
+    require_arg(params_json, function, "params_json");
+    *n_iter = 0;
+    *converged = 0;
+    const gpuml::ArrayView s = to_view(src, function, "src");
+    const gpuml::ArrayView d = to_view(dst, function, "dst");
+    const gpuml::ArrayView out = to_view(ranks_out, function, "ranks_out");
+    gpuml::ArrayView w, p, x0, dv;
+    if (weights != nullptr) w = to_view(weights, function, "weights");
+    if (personalization != nullptr) p = to_view(personalization, function, "personalization");
+    if (nstart != nullptr) x0 = to_view(nstart, function, "nstart");
+    if (dangling != nullptr) dv = to_view(dangling, function, "dangling");
+    gpuml::PageRankParams params;
+    {
+      const nlohmann::json json = gpuml::detail::parse_params(params_json, "pagerank");
+      gpuml::detail::ParamReader reader(json, "pagerank");
+      params.alpha = reader.get_double("alpha", params.alpha);
+      params.max_iter = reader.get_int("max_iter", params.max_iter);
+      params.tol = reader.get_double("tol", params.tol);
+      params.allow_unconverged = reader.get_bool("allow_unconverged", params.allow_unconverged);
+      reader.finish();
+    }
+    try {
+      const gpuml::PageRankResult result =
+          gpuml::pagerank(context, n_vertices, s, d, weights != nullptr ? &w : nullptr,
+                          personalization != nullptr ? &p : nullptr, nstart != nullptr ? &x0 : nullptr,
+                          dangling != nullptr ? &dv : nullptr, params, out);
+      *n_iter = result.n_iter;
+      *converged = result.converged ? 1 : 0;
+    } catch (const gpuml::Error& e) {
+      if (e.code() == ErrorCode::not_converged) *n_iter = params.max_iter;
+      throw;
+    }
   });
 }
 

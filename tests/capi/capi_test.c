@@ -473,6 +473,50 @@ static void check_pca(gpuml_context_t ctx, const Problem* p) {
   free(variance);
 }
 
+/* PageRank on 0->1, 1->2, 2->0, 2->1, 0->3 (3 dangling), against a plain power iteration
+ * written here (NetworkX's formula), then error statuses. */
+static void check_pagerank(gpuml_context_t ctx) {
+  int64_t src[5] = {0, 1, 2, 2, 0}, dst[5] = {1, 2, 0, 1, 3};
+  double outdeg[4] = {2, 1, 2, 0};
+  double x[4] = {0.25, 0.25, 0.25, 0.25}, next[4], ranks[4] = {0, 0, 0, 0};
+  double alpha = 0.85, err = 1, l1 = 0;
+  float ranks32[4];
+  int64_t n_iter = -1, ref_iter = 0, bad_dst[5] = {1, 2, 0, 1, 4};
+  int32_t converged = -1;
+  int i, e;
+  gpuml_array_t s = vector(src, GPUML_INT64, 5), d = vector(dst, GPUML_INT64, 5), out = vector(ranks, GPUML_FLOAT64, 4);
+  gpuml_array_t out32 = vector(ranks32, GPUML_FLOAT32, 4), bad = vector(bad_dst, GPUML_INT64, 5);
+  while (err >= 4 * 1e-6 && ref_iter < 100) {
+    double dsum = x[3];
+    for (i = 0; i < 4; ++i) next[i] = alpha * dsum * 0.25 + (1 - alpha) * 0.25;
+    for (e = 0; e < 5; ++e) next[dst[e]] += alpha * x[src[e]] / outdeg[src[e]];
+    err = 0;
+    for (i = 0; i < 4; ++i) { err += absolute(next[i] - x[i]); x[i] = next[i]; }
+    ++ref_iter;
+  }
+  CHECK_OK(gpuml_pagerank(ctx, 4, &s, &d, NULL, NULL, NULL, NULL, "{}", &out, &n_iter, &converged));
+  for (i = 0; i < 4; ++i) l1 += absolute(ranks[i] - x[i]);
+  CHECK(l1 < 1e-12); /* float64, the same iteration up to summation order */
+  CHECK(n_iter == ref_iter && converged == 1);
+  CHECK_OK(gpuml_pagerank(ctx, 4, &s, &d, NULL, NULL, NULL, NULL, "{\"alpha\": 0.85, \"tol\": 1e-6}", &out32, &n_iter, &converged));
+  for (i = 0, l1 = 0; i < 4; ++i) l1 += absolute(ranks32[i] - x[i]);
+  CHECK(l1 < 1e-5); /* float32 ranks */
+  EXPECT_ERROR(gpuml_pagerank(ctx, 4, &s, &bad, NULL, NULL, NULL, NULL, "{}", &out, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "n_vertices");
+  EXPECT_ERROR(gpuml_pagerank(ctx, 4, &s, &d, NULL, NULL, NULL, NULL, "{\"alpha\": 1.5}", &out, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "alpha");
+  EXPECT_ERROR(gpuml_pagerank(ctx, 4, &s, &d, NULL, NULL, NULL, NULL, "{\"damping\": 0.5}", &out, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "damping");
+  EXPECT_ERROR(gpuml_pagerank(ctx, 4, &s, &d, NULL, NULL, NULL, NULL, "{\"max_iter\": 1}", &out, &n_iter, &converged),
+               GPUML_ERROR_NOT_CONVERGED, "max_iter");
+  CHECK(n_iter == 1 && converged == 0);
+  CHECK_OK(gpuml_pagerank(ctx, 4, &s, &d, NULL, NULL, NULL, NULL, "{\"max_iter\": 1, \"allow_unconverged\": true}", &out,
+                          &n_iter, &converged));
+  CHECK(n_iter == 1 && converged == 0);
+  EXPECT_ERROR(gpuml_pagerank(ctx, 4, &s, &d, NULL, NULL, NULL, NULL, "{}", NULL, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "ranks_out");
+}
+
 int main(void) {
   uint64_t seed;
   const char* seed_text = getenv("GPUML_TEST_SEED");
@@ -972,6 +1016,7 @@ int main(void) {
   check_classifier(ctx, &p, "random_forest_classifier", "{\"max_features\": 0}", "max_features",
                    "{\"n_estimators\": 10, \"random_state\": 3}", 0, 0.98);
   check_pca(ctx, &p);
+  check_pagerank(ctx);
 
   free_attributes(attributes);
   CHECK_OK(gpuml_estimator_free(est));

@@ -21,7 +21,8 @@ typedef struct gpuml_context_s*   gpuml_context_t;
 typedef struct gpuml_estimator_s* gpuml_estimator_t;
 typedef enum { GPUML_OK = 0, GPUML_ERROR_INVALID_ARGUMENT = 1, GPUML_ERROR_NOT_FITTED = 2,
                GPUML_ERROR_OUT_OF_MEMORY = 3, GPUML_ERROR_CUDA = 4, GPUML_ERROR_UNSUPPORTED = 5,
-               GPUML_ERROR_IO = 6, GPUML_ERROR_INTERNAL = 7 } gpuml_status_t;
+               GPUML_ERROR_IO = 6, GPUML_ERROR_INTERNAL = 7,
+               GPUML_ERROR_NOT_CONVERGED = 8 /* an iteration limit was reached (pagerank) */ } gpuml_status_t;
 typedef enum { GPUML_FLOAT32 = 0, GPUML_FLOAT64 = 1, GPUML_INT32 = 2, GPUML_INT64 = 3 } gpuml_dtype_t;
 enum { GPUML_DEVICE_CPU = 1, GPUML_DEVICE_CUDA = 2 };      /* DLPack's kDLCPU / kDLCUDA */
 typedef struct { void* data; int32_t dtype; int32_t device_type; int32_t device_id;
@@ -53,6 +54,19 @@ GPUML_C_API gpuml_status_t gpuml_estimator_get_attribute(gpuml_context_t ctx, gp
 GPUML_C_API gpuml_status_t gpuml_estimator_serialized_size(gpuml_estimator_t est, uint64_t* size);
 GPUML_C_API gpuml_status_t gpuml_estimator_serialize(gpuml_estimator_t est, void* buffer, uint64_t size);
 GPUML_C_API gpuml_status_t gpuml_estimator_deserialize(const void* buffer, uint64_t size, gpuml_estimator_t* out);
+
+/* PageRank with networkx.pagerank's semantics over the edges src[e] -> dst[e] (1-d int32 or int64,
+ * ids in [0, n_vertices), host or device memory; duplicate edges add up). weights: one per edge,
+ * >= 0. personalization, nstart, dangling: length n_vertices, >= 0, divided by their sums.
+ * params_json: {"alpha": 0.85, "max_iter": 100, "tol": 1e-6, "allow_unconverged": false} (any subset).
+ * ranks_out: 1-d float32 or float64 of length n_vertices (its dtype is the precision used).
+ * Not converging is GPUML_ERROR_NOT_CONVERGED (ranks_out unwritten, *n_iter = max_iter, *converged = 0)
+ * unless allow_unconverged, which writes the last iterate and sets *converged = 0. */
+GPUML_C_API gpuml_status_t gpuml_pagerank(gpuml_context_t ctx, int64_t n_vertices,
+    const gpuml_array_t* src, const gpuml_array_t* dst, const gpuml_array_t* weights /* or NULL */,
+    const gpuml_array_t* personalization /* or NULL */, const gpuml_array_t* nstart /* or NULL */,
+    const gpuml_array_t* dangling /* or NULL */, const char* params_json, /* alpha, max_iter, tol, allow_unconverged */
+    gpuml_array_t* ranks_out, int64_t* n_iter, int32_t* converged);
 
 #ifdef __cplusplus
 }
