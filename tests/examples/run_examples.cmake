@@ -2,15 +2,7 @@
 # (examples/cpp_service and examples/c) and this test's harness against it with
 # find_package(gpuml), makes a model and rows (with bad ones), runs both classifiers and checks
 # their output: every good row classified right, every bad row reported by its line number.
-file(REMOVE_RECURSE ${WORK_DIR})
-set(prefix ${WORK_DIR}/prefix)
-macro(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed: ${ARGN}\n${out}\n${err}")
-  endif()
-endmacro()
-run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+include(${CMAKE_CURRENT_LIST_DIR}/../install_prefix.cmake)
 foreach(project cpp_service c)
   run(${CMAKE_COMMAND} -S ${EXAMPLES_DIR}/${project} -B ${WORK_DIR}/${project} -G ${GENERATOR}
       -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
