@@ -59,6 +59,7 @@ def test_check_maps_every_status():
         _lib.ERROR_UNSUPPORTED: NotImplementedError,
         _lib.ERROR_IO: OSError,
         _lib.ERROR_INTERNAL: RuntimeError,
+        _lib.ERROR_NOT_CONVERGED: RuntimeError,
     }
     _lib.check(_lib.OK)  # success raises nothing
     for status, exception in expected.items():

@@ -24,6 +24,7 @@ ERROR_CUDA = 4
 ERROR_UNSUPPORTED = 5
 ERROR_IO = 6
 ERROR_INTERNAL = 7
+ERROR_NOT_CONVERGED = 8
 
 # gpuml_dtype_t
 FLOAT32 = 0
@@ -81,6 +82,11 @@ _SIGNATURES = {
     "gpuml_estimator_serialized_size": (_status_t, [_estimator_t, ctypes.POINTER(ctypes.c_uint64)]),
     "gpuml_estimator_serialize": (_status_t, [_estimator_t, ctypes.c_void_p, ctypes.c_uint64]),
     "gpuml_estimator_deserialize": (_status_t, [ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(_estimator_t)]),
+    "gpuml_pagerank": (
+        _status_t,
+        [_context_t, ctypes.c_int64, _array_p, _array_p, _array_p, _array_p, _array_p, _array_p, ctypes.c_char_p,
+         _array_p, ctypes.POINTER(ctypes.c_int64), _i32_p],
+    ),
 }
 
 
@@ -136,6 +142,7 @@ _ERRORS = {
     ERROR_UNSUPPORTED: NotImplementedError,
     ERROR_IO: OSError,
     ERROR_INTERNAL: RuntimeError,
+    ERROR_NOT_CONVERGED: RuntimeError,  # gpuml.graph.pagerank raises PowerIterationFailedConvergence itself
 }
 
 

@@ -1,0 +1,249 @@
+"""Graph algorithms: PageRank with networkx.pagerank's semantics, on the GPU or the CPU.
+
+>>> import networkx as nx, gpuml.graph
+>>> gpuml.graph.pagerank(nx.karate_club_graph())  # doctest: +SKIP
+{0: 0.0970..., 1: 0.0528..., ...}
+"""
+
+import ctypes
+import json
+import numbers
+
+import numpy as np
+
+from . import _array, _lib
+from ._context import check_device, get_context
+
+try:  # the exception NetworkX raises, so callers can catch one type whichever library ran
+    from networkx.exception import PowerIterationFailedConvergence
+except ImportError:  # pragma: no cover - depends on what is installed
+
+    class PowerIterationFailedConvergence(RuntimeError):
+        """Raised when the power iteration does not converge within max_iter iterations."""
+
+        def __init__(self, num_iterations, *args):
+            msg = f"power iteration failed to converge within {num_iterations} iterations"
+            super().__init__(msg, *args)
+
+
+__all__ = ["pagerank", "PowerIterationFailedConvergence"]
+
+
+def _is_networkx_graph(G):
+    try:
+        import networkx as nx
+    except ImportError:
+        return False
+    return isinstance(G, nx.Graph)
+
+
+def _is_scipy_sparse(G):
+    try:
+        import scipy.sparse as sp
+    except ImportError:
+        return False
+    return sp.issparse(G)
+
+
+def _per_vertex(values, n, what, index=None):
+    """A float64 host vector of length n from a dict (keyed by node, or by vertex id when index is
+    None; missing keys are 0, as in NetworkX) or any array."""
+    if values is None:
+        return None
+    if isinstance(values, dict):
+        out = np.zeros(n, dtype=np.float64)
+        for key, value in values.items():
+            i = index.get(key) if index is not None else (int(key) if isinstance(key, numbers.Integral) else None)
+            if i is not None and 0 <= i < n:
+                out[i] = float(value)
+        return out
+    out = np.asarray(_array.to_numpy(values), dtype=np.float64)
+    if out.ndim != 1:
+        raise ValueError(f"{what} must be a dict or a 1-d array, got an array of shape {out.shape}")
+    return out
+
+
+def _networkx_edges(G, weight):
+    """src, dst, weights (float64) of G in G's node order; an undirected edge counts both ways
+    (a self-loop once), parallel edges add up, as networkx.to_scipy_sparse_array does."""
+    nodes = list(G)
+    index = {node: i for i, node in enumerate(nodes)}
+    src, dst, w = [], [], []
+    directed = G.is_directed()
+    for u, v, value in G.edges(data=weight, default=1):
+        if weight is None:
+            value = 1
+        i, j = index[u], index[v]
+        src.append(i)
+        dst.append(j)
+        w.append(value)
+        if not directed and i != j:
+            src.append(j)
+            dst.append(i)
+            w.append(value)
+    return (
+        nodes,
+        index,
+        np.asarray(src, dtype=np.int64),
+        np.asarray(dst, dtype=np.int64),
+        np.asarray(w, dtype=np.float64),
+    )
+
+
+def _call(context, n, src, dst, weights, personalization, nstart, dangling, params, out, device_id):
+    keep = []
+
+    def desc(a):
+        if a is None:
+            return None
+        d, k = _array.descriptor(a, device_id)
+        keep.append(k)
+        return ctypes.byref(d)
+
+    n_iter = ctypes.c_int64(0)
+    converged = ctypes.c_int32(0)
+    out_desc, keep_out = _array.descriptor(out, device_id)
+    status = _lib.lib.gpuml_pagerank(
+        context.handle,
+        n,
+        desc(src),
+        desc(dst),
+        desc(weights),
+        desc(personalization),
+        desc(nstart),
+        desc(dangling),
+        json.dumps(params).encode("ascii"),
+        ctypes.byref(out_desc),
+        ctypes.byref(n_iter),
+        ctypes.byref(converged),
+    )
+    if status == _lib.ERROR_NOT_CONVERGED:
+        raise PowerIterationFailedConvergence(params["max_iter"])
+    _lib.check(status)
+    del keep, keep_out
+    return n_iter.value, bool(converged.value)
+
+
+def _host_ids(a, what):
+    a = np.asarray(_array.ArrayKind.host_input(a))
+    if a.dtype not in (np.int32, np.int64):
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"{what} must hold integer vertex ids, got dtype {a.dtype}")
+        a = a.astype(np.int64)
+    return a
+
+
+def pagerank(
+    G,
+    alpha=0.85,
+    personalization=None,
+    max_iter=100,
+    tol=1e-06,
+    nstart=None,
+    weight="weight",
+    dangling=None,
+    device="auto",
+    *,
+    n_vertices=None,
+):
+    """PageRank of the vertices of G, as networkx.pagerank computes it.
+
+    G is one of:
+    - a NetworkX graph: returns a dict {node: rank}; nodes are taken in G's order, edge weights
+      from the attribute `weight` (1 when missing, every edge 1 when weight is None);
+      undirected edges count in both directions; parallel edges add their weights;
+    - a SciPy sparse adjacency matrix (A[i, j] is the weight of the edge i -> j; with
+      weight=None every stored entry weighs 1): returns a NumPy array;
+    - a tuple (src, dst) or (src, dst, weights) of NumPy / CuPy / PyTorch arrays (vertex ids
+      from 0 to n_vertices - 1; n_vertices defaults to the largest id + 1): returns an array of
+      src's kind, on its device, float32 when the weights are float32 and float64 otherwise.
+
+    personalization, nstart and dangling are dicts keyed by node (missing nodes count 0) or, for
+    array inputs, arrays of length n_vertices (or dicts keyed by vertex id); each is divided by
+    its sum. dangling defaults to the personalization vector (uniform without one).
+
+    device: "auto" (the GPU holding a device input, else the best device), "cpu", "cuda" or
+    "cuda:N". Raises ValueError for bad input (ids out of range, negative weights, alpha outside
+    (0, 1), vectors of the wrong length or with a zero sum) and PowerIterationFailedConvergence
+    (NetworkX's exception when NetworkX is installed) when max_iter iterations do not converge.
+    """
+    check_device(device)
+    alpha = float(alpha)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    params = {"alpha": alpha, "max_iter": int(max_iter), "tol": float(tol)}
+
+    if _is_networkx_graph(G):
+        if len(G) == 0:
+            return {}
+        nodes, index, src, dst, w = _networkx_edges(G, weight)
+        n = len(nodes)
+        vectors = [_per_vertex(v, n, name, index) for v, name in
+                   ((personalization, "personalization"), (nstart, "nstart"), (dangling, "dangling"))]
+        context = get_context(device)
+        out = np.empty(n, dtype=np.float64)
+        _call(context, n, src, dst, w if weight is not None else None, *vectors, params, out, 0)
+        return dict(zip(nodes, map(float, out)))
+
+    if _is_scipy_sparse(G):
+        A = G.tocoo()
+        if A.ndim != 2 or A.shape[0] != A.shape[1]:
+            raise ValueError(f"a sparse adjacency matrix must be square, got shape {A.shape}")
+        n = int(A.shape[0])
+        src = np.ascontiguousarray(A.row, dtype=np.int64)
+        dst = np.ascontiguousarray(A.col, dtype=np.int64)
+        w = None if weight is None else np.ascontiguousarray(A.data, dtype=np.float64)
+        vectors = [_per_vertex(v, n, name) for v, name in
+                   ((personalization, "personalization"), (nstart, "nstart"), (dangling, "dangling"))]
+        out = np.empty(n, dtype=np.float64)
+        if n == 0:
+            return out
+        _call(get_context(device), n, src, dst, w, *vectors, params, out, 0)
+        return out
+
+    if isinstance(G, (tuple, list)) and len(G) in (2, 3):
+        src, dst = G[0], G[1]
+        weights = G[2] if len(G) == 3 else None
+        if weight is None:
+            weights = None
+        kind = _array.ArrayKind.of(src)
+        if kind.is_device:
+            if not _array.has_cuda_array_interface(dst) or (
+                weights is not None and not _array.has_cuda_array_interface(weights)
+            ):
+                raise ValueError("src, dst and weights must all be device arrays or all host arrays")
+            if _array.device_dtype(src) not in (np.int32, np.int64):
+                src = _array.device_astype(src, np.int64)
+            if _array.device_dtype(dst) not in (np.int32, np.int64):
+                dst = _array.device_astype(dst, np.int64)
+            if weights is not None and _array.device_dtype(weights) not in (np.float32, np.float64):
+                weights = _array.device_astype(weights, np.float64)
+            src = src if _array.device_is_c_contiguous(src) else _array.device_astype(src, _array.device_dtype(src))
+            dst = dst if _array.device_is_c_contiguous(dst) else _array.device_astype(dst, _array.device_dtype(dst))
+            out_dtype = np.float32 if weights is not None and _array.device_dtype(weights) == np.float32 else np.float64
+        else:
+            src = _host_ids(src, "src")
+            dst = _host_ids(dst, "dst")
+            if weights is not None:
+                weights = np.asarray(_array.ArrayKind.host_input(weights))
+                if weights.dtype not in (np.float32, np.float64):
+                    weights = weights.astype(np.float64)
+            out_dtype = np.float32 if weights is not None and weights.dtype == np.float32 else np.float64
+        if n_vertices is None:
+            n_vertices = (int(src.max()) + 1 if len(src) else 0)
+            n_vertices = max(n_vertices, int(dst.max()) + 1 if len(dst) else 0)
+        n = int(n_vertices)
+        vectors = [_per_vertex(v, n, name) for v, name in
+                   ((personalization, "personalization"), (nstart, "nstart"), (dangling, "dangling"))]
+        if device == "auto" and kind.is_device:
+            device = f"cuda:{kind.device_id}"  # compute where the data already lives
+        context = get_context(device)
+        out = kind.empty((max(n, 0),), out_dtype)
+        kind.synchronize()
+        _call(context, n, src, dst, weights, *vectors, params, out, kind.device_id)
+        return kind.wrap(out)
+
+    raise TypeError(
+        "pagerank expects a NetworkX graph, a SciPy sparse adjacency matrix, or a tuple (src, dst[, weights]) "
+        f"of arrays; got {type(G).__name__}"
+    )
