@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""PageRank time per iteration: gpuml against SciPy (NetworkX's own algorithm) and PyTorch, same graph.
+
+Graph: R-MAT (datasets/rmat.py; a, b, c, d = 0.57, 0.19, 0.19, 0.05), scale --scale (default 22
+with a GPU, 16 without), edge factor 16, unweighted, float32 ranks for gpuml and PyTorch.
+
+  gpuml           gpuml.graph's C call with tol = 0 and the partial result allowed, timed with
+                  max_iter = 1 and 1 + --iters: the difference over --iters is one iteration
+                  (the graph build excluded; it is printed separately)
+  scipy           networkx's _pagerank_scipy iteration written over a SciPy CSR matrix, float64:
+                  x = alpha (x A + sum(x[dangling]) / n) + (1 - alpha) / n
+  torch           the same iteration with a torch sparse CSR matrix (A^T, rows normalized) and
+                  torch.sparse.mm, float32, on the GPU when there is one
+  networkx        networkx.pagerank itself, only for scale <= 14 (it builds a Python graph)
+
+Prints per-iteration times, ratios against gpuml, and the L1 distance of each result to SciPy's
+after the same number of iterations. Target (one H100/H200): scale 22 <= 0.3 ms per iteration.
+
+    GPUML_LIBRARY=build-gpu/libgpuml.so python3 benchmarks/compare_pagerank.py
+    python3 benchmarks/compare_pagerank.py --scale 14      # no GPU needed
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bindings", "python"))
+sys.path.insert(0, os.path.join(REPO, "datasets"))
+
+TARGET_MS = 0.3
+ALPHA = 0.85
+
+
+def main():
+    import gpuml
+    from gpuml import graph
+    from gpuml._context import get_context
+
+    has_gpu = gpuml.cuda_device_count() > 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", type=int, default=22 if has_gpu else 16)
+    parser.add_argument("--edge-factor", type=int, default=16)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    from rmat import rmat
+
+    t0 = time.perf_counter()
+    src, dst = rmat(args.scale, args.edge_factor, seed=args.seed)
+    n = 1 << args.scale
+    print(f"R-MAT scale {args.scale}: n={n} m={len(src)} (generated in {time.perf_counter() - t0:.1f} s)")
+    iters = args.iters
+    rows = []
+
+    # ---- gpuml ------------------------------------------------------------------------------
+    context = get_context(args.device)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    use_torch_cuda = torch is not None and torch.cuda.is_available() and context.is_cuda
+    if use_torch_cuda:
+        g_src, g_dst = torch.from_numpy(src).cuda(), torch.from_numpy(dst).cuda()
+        out = torch.empty(n, dtype=torch.float32, device="cuda")
+        device_id = torch.cuda.current_device()
+    else:
+        g_src, g_dst, out, device_id = src, dst, np.empty(n, dtype=np.float32), 0
+
+    def gpuml_run(k):
+        params = {"alpha": ALPHA, "max_iter": k, "tol": 0.0, "allow_unconverged": True}
+        start = time.perf_counter()
+        graph._call(context, n, g_src, g_dst, None, None, None, None, params, out, device_id)
+        context.synchronize()
+        return time.perf_counter() - start
+
+    gpuml_run(1)  # warm-up
+    one = min(gpuml_run(1) for _ in range(3))
+    many = min(gpuml_run(1 + iters) for _ in range(3))
+    per_iter = (many - one) / iters
+    ranks_gpuml = np.asarray(out.cpu().numpy() if use_torch_cuda else out, dtype=np.float64)
+    rows.append((f"gpuml ({'cuda' if context.is_cuda else 'cpu'}, float32)", per_iter, ranks_gpuml))
+    print(f"gpuml build + 1 iteration: {one * 1e3:.2f} ms")
+
+    # ---- SciPy: networkx's algorithm --------------------------------------------------------
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))  # duplicates summed, as networkx
+    S = np.asarray(A.sum(axis=1)).ravel()
+    inv = np.divide(1.0, S, out=np.zeros_like(S), where=S != 0)
+    A = sp.diags(inv) @ A
+    AT = A.T.tocsr()
+    dangling = S == 0
+
+    def scipy_iterations(k):
+        x = np.full(n, 1.0 / n)
+        for _ in range(k):
+            x = ALPHA * (AT @ x + x[dangling].sum() / n) + (1 - ALPHA) / n
+        return x
+
+    k_scipy = max(1, min(iters, 3 if args.scale >= 20 else iters))
+    start = time.perf_counter()
+    scipy_iterations(k_scipy)
+    rows.append(("scipy (networkx's iteration, float64)", (time.perf_counter() - start) / k_scipy, None))
+    reference = scipy_iterations(1 + iters)  # what gpuml computed, in float64
+
+    # ---- PyTorch sparse CSR -----------------------------------------------------------------
+    if torch is not None:
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+        coo = AT.tocoo()
+        T = torch.sparse_coo_tensor(np.vstack([coo.row, coo.col]), coo.data.astype(np.float32), (n, n)).to_sparse_csr().to(dev)
+        dmask = torch.from_numpy(dangling).to(dev)
+        sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+
+        def torch_iterations(k):
+            x = torch.full((n, 1), 1.0 / n, dtype=torch.float32, device=dev)
+            for _ in range(k):
+                x = ALPHA * (torch.sparse.mm(T, x) + x[dmask].sum() / n) + (1 - ALPHA) / n
+            return x
+
+        torch_iterations(2)
+        sync()
+        start = time.perf_counter()
+        x = torch_iterations(1 + iters)
+        sync()
+        rows.append((f"torch sparse CSR ({dev}, float32)", (time.perf_counter() - start) / (1 + iters),
+                     x.cpu().numpy().ravel().astype(np.float64)))
+    else:
+        print("(torch not installed: its row is skipped)")
+
+    # ---- networkx itself, small graphs only -------------------------------------------------
+    if args.scale <= 14:
+        try:
+            import networkx as nx
+        except ImportError:
+            nx = None
+        if nx is not None:
+            G = nx.MultiDiGraph()
+            G.add_nodes_from(range(n))
+            G.add_edges_from(zip(src.tolist(), dst.tolist()))
+            start = time.perf_counter()
+            try:
+                nx.pagerank(G, alpha=ALPHA, max_iter=1 + iters, tol=0.0)
+            except nx.PowerIterationFailedConvergence:
+                pass  # tol = 0: it runs all 1 + iters iterations, as the others
+            rows.append(("networkx.pagerank (whole call)", (time.perf_counter() - start) / (1 + iters), None))
+
+    base = rows[0][1]
+    print(f"{'implementation':<40}{'ms / iteration':>16}{'x gpuml':>10}{'L1 to scipy':>14}")
+    for name, seconds, ranks in rows:
+        dist = f"{np.abs(ranks - reference).sum():.2e}" if ranks is not None else "-"
+        print(f"{name:<40}{seconds * 1e3:>16.4f}{seconds / base:>10.2f}{dist:>14}")
+    if args.scale == 22 and context.is_cuda:
+        print(f"target: <= {TARGET_MS} ms per iteration -> {'met' if base * 1e3 <= TARGET_MS else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
