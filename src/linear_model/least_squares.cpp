@@ -94,16 +94,10 @@ Matrix svd_solve(const Svd& svd, const Matrix& QtB, const std::vector<double>& a
   return coef;
 }
 
-// A Cholesky factorization M = L Lᵀ from the backend, and solves with it.
+// A Cholesky factorization M = Uᵀ U from the backend (CholeskyQR keeps the factors).
 struct CholeskyFactor {
   bool ok = false;
   Matrix U;  // M = Uᵀ U; only the upper triangle is meaningful (LinearBackend::cholesky)
-  // M⁻¹ B.
-  template <typename Rhs>
-  Eigen::MatrixXd solve(const Eigen::MatrixBase<Rhs>& B) const {
-    const Eigen::MatrixXd Y = U.transpose().triangularView<Eigen::Lower>().solve(B);
-    return U.triangularView<Eigen::Upper>().solve(Y);
-  }
 };
 
 // Overflow of the squares shows as infinity in G. Σ 0·v is NaN exactly when some v is NaN or

@@ -32,7 +32,7 @@ class LinearBackend {
                             double* sums_host = nullptr) = 0;
 
   // The Gram products of A = sqrt(w) (X − shift) without a stored copy of A: gram_host = AᵀA
-  // (m x m, both triangles), cross_host = AᵀB (m x t; B is n x t, already centered and scaled;
+  // (m x m, both triangles, equal bit for bit), cross_host = AᵀB (m x t; B is n x t, already centered and scaled;
   // B == nullptr and t == 0 for none), and sums_host (m + 1): Σ_i w_i (X_ij − shift_j) and Σ_i w_i
   // (NaN or infinity in X shows in them). shift_host == nullptr: no shift; w == nullptr: ones.
   // Callers round the shift to T (so that X − shift is exact near it in either precision).
@@ -59,7 +59,7 @@ class LinearBackend {
   virtual bool cholesky_solve(const double* M_host, int64_t m, const double* R_host, int64_t t, double* Z_host,
                               double* diagonal_host) = 0;
 
-  // gram_host = A^T A (m x m, both triangles) and cross_host = A^T B (m x t), row-major double.
+  // gram_host = A^T A (m x m, both triangles, equal bit for bit: the driver relies on it) and cross_host = A^T B (m x t), row-major double.
   // Products are formed in T with exact arithmetic (no TF32).
   virtual void gram(const T* A, const T* B, int64_t n, int64_t m, int64_t t, double* gram_host, double* cross_host) = 0;
 
