@@ -4,7 +4,7 @@
 // max_iter = 1 and 1 + kIters (tol = 0, the partial result allowed), and reports the difference
 // over kIters: the per-iteration time without the graph build. CUDA inputs are copied to the
 // device before timing. Argument: the R-MAT scale (22 on CUDA: the target is <= 0.3 ms
-// per iteration on one H100/H200; 18 on the CPU).
+// per iteration on one H100/H200; 24 and 25 too; 18 on the CPU).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -97,6 +97,13 @@ void per_iteration(benchmark::State& state, bool on_cuda) {
       state.SetIterationTime((many - one) / kIters);
     }
     state.counters["build_plus_1_iter_ms"] = 1e3 * build / static_cast<double>(state.iterations());
+    // The compulsory traffic of one iteration, with every gathered rank a cache hit: the int32
+    // columns, the int64 row offsets, and x, 1/outdeg, y (written and read) and x_new as float32.
+    // Divided by the device's memory bandwidth, it is the floor; bytes_per_second is how near.
+    const double bytes = 4.0 * static_cast<double>(m) + 8.0 * static_cast<double>(n + 1) + 5.0 * 4.0 * static_cast<double>(n);
+    state.counters["floor_MB"] = bytes / 1e6;
+    state.counters["bytes_per_second"] = benchmark::Counter(bytes * static_cast<double>(state.iterations()),
+                                                            benchmark::Counter::kIsRate);
     state.SetItemsProcessed(m * state.iterations());  // edges per second, per iteration
     state.SetLabel(std::string(on_cuda ? "cuda" : "cpu") + " float32 R-MAT scale " + std::to_string(scale) +
                    " n=" + std::to_string(n) + " m=" + std::to_string(m));
@@ -111,6 +118,6 @@ void BM_PageRankIteration_CUDA(benchmark::State& state) { per_iteration(state, t
 }  // namespace
 
 BENCHMARK(BM_PageRankIteration_CPU)->Arg(18)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(3);
-BENCHMARK(BM_PageRankIteration_CUDA)->Arg(22)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
+BENCHMARK(BM_PageRankIteration_CUDA)->Arg(22)->Arg(24)->Arg(25)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
 
 BENCHMARK_MAIN();

@@ -1,21 +1,29 @@
 // The CUDA backend of PageRank (src/graph/pagerank_backend.hpp).
 //
-// build: the edges are sorted by destination with CUB's radix sort (stable: input order within
-// a destination, as the CPU backend's counting sort), row offsets found by binary search in the
-// sorted keys, source ids gathered as int32 columns (and weights as values). Unweighted
+// build: the vertices are renumbered by out-degree, largest first (the ranks gathered most then
+// sit together in cache lines); the edges are sorted by new destination with CUB's radix sort
+// (stable: input order within a destination, as the CPU backend's counting sort), row offsets
+// found by binary search in the sorted keys, new source ids gathered as int32 columns (and
+// weights as values). Unweighted
 // out-degrees are integer atomic counts; weighted ones come from a second stable sort by source,
 // each vertex's weights then summed by one thread in input order (the CPU's order and bits).
-// Rows longer than 32 * group lanes ("heavy", the hubs of power-law graphs) are listed once.
+// The rows are then cut into tiles, a CUDA block's work each (CSR-Adaptive's row blocks): a run
+// of consecutive short rows holding about kTile edges-plus-rows, or one piece of kTile edges of a
+// long row (in-degree > kLongRow, the hubs of power-law graphs).
 //
 // iterate (no host work but the one 8-byte read of the L1 change):
-//   1. y = x * inv_outdeg and the dangling mass, per fixed chunk of vertices (block_sum), then
+//   1. (first call only) y = x * inv_outdeg and the dangling mass, per fixed chunk of vertices,
 //      the chunks' partials summed in order by one block: dsum stays on the device;
-//   2. the pull SpMV: a group of G lanes per row (G = 4..32 from the mean in-degree), lanes
-//      strided over the row's edges, a fixed shuffle tree, sums in double; heavy rows get a
-//      block of kBlock threads each; both write x_new = alpha (s + dsum d_i) + (1 - alpha) p_i;
-//   3. sum |x_new - x| the same way as 1.
-// Every reduction has a fixed shape that depends only on n (not on the device), so results are
-// deterministic.
+//   2. the pull SpMV, a block per tile. A short-row tile first gathers its edges' terms into
+//      shared memory as T (every lane busy, each with up to 12 independent loads in flight: the
+//      gathers are the cost), then sums each row there in double with a group of lanes sized to
+//      the tile's row count, and writes x_new = alpha (s + dsum d_i) + (1 - alpha) p_i, the next
+//      iteration's y = x_new * inv_outdeg, and the tile's sums of |x_new - x| and of the new
+//      dangling mass. A long-row piece leaves its block sum; the last of a row's pieces to
+//      finish adds them in order and finishes the row;
+//   3. a block per 2048 tiles sums their changes and dangling masses; one block adds those.
+// Every reduction has a fixed shape that depends only on the graph (not on the device), so
+// results are deterministic.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
@@ -35,11 +43,40 @@ namespace gpuml::detail {
 namespace {
 
 constexpr int64_t kChunk = 8192;  // vertices per reduction block
+constexpr int64_t kTile = 2048;   // edges plus rows per short-row tile; edges per long-row piece
+constexpr int64_t kLongRow = kTile / 2;  // rows with more edges are split into pieces
+// A short-row tile's rows all start in one kTile window of (edge offset + row index) and none is
+// longer than kLongRow, so its edges fit in kTile + kLongRow.
+constexpr int64_t kTileEdges = kTile + kLongRow;
+static_assert(kTileEdges % kBlock == 0 && kTile % kBlock == 0, "tiles are whole rounds of a block");
 
 unsigned blocks_for(int64_t threads) { return cuda::grid_for(threads, kBlock, kMaxBlocks); }
 
-__global__ void narrow_kernel(const int64_t* __restrict__ in, int32_t* __restrict__ out, int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = static_cast<int32_t>(in[i]);
+// out[i] = in[i] as int32, or new_of[in[i]] when the new numbering is given.
+__global__ void narrow_kernel(const int64_t* __restrict__ in, const int32_t* __restrict__ new_of, int32_t* __restrict__ out,
+                              int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads())
+    out[i] = new_of != nullptr ? new_of[in[i]] : static_cast<int32_t>(in[i]);
+}
+
+__global__ void iota32_kernel(int32_t* __restrict__ out, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = static_cast<int32_t>(i);
+}
+
+__global__ void invert_permutation_kernel(const int32_t* __restrict__ old_of_new, int64_t n, int32_t* __restrict__ new_of) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) new_of[old_of_new[v]] = static_cast<int32_t>(v);
+}
+
+// to_new: out[v] = in[old_of_new[v]]; else out[old_of_new[v]] = in[v].
+template <typename T>
+__global__ void permute_kernel(const T* __restrict__ in, const int32_t* __restrict__ old_of_new, int64_t n, bool to_new,
+                               T* __restrict__ out) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) {
+    if (to_new)
+      out[v] = in[old_of_new[v]];
+    else
+      out[old_of_new[v]] = in[v];
+  }
 }
 
 __global__ void iota_kernel(int64_t* __restrict__ out, int64_t n) {
@@ -63,11 +100,11 @@ __global__ void offsets_kernel(const int32_t* __restrict__ sorted, int64_t m, in
 
 template <typename T>
 __global__ void gather_edges_kernel(const int64_t* __restrict__ order, const int64_t* __restrict__ src,
-                                    const T* __restrict__ weights, int64_t m, int32_t* __restrict__ col,
-                                    T* __restrict__ val) {
+                                    const int32_t* __restrict__ new_of, const T* __restrict__ weights, int64_t m,
+                                    int32_t* __restrict__ col, T* __restrict__ val) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) {
     const int64_t from = order[e];
-    col[e] = static_cast<int32_t>(src[from]);
+    col[e] = new_of[src[from]];
     if (weights != nullptr) val[e] = weights[from];
   }
 }
@@ -100,16 +137,41 @@ __global__ void inverse_weighted_kernel(const int64_t* __restrict__ offsets, con
   }
 }
 
-__global__ void heavy_flags_kernel(const int64_t* __restrict__ row_ptr, int64_t n, int64_t threshold,
-                                   int32_t* __restrict__ flags) {
-  for (int64_t v = global_thread(); v <= n; v += grid_threads())
-    flags[v] = v < n && row_ptr[v + 1] - row_ptr[v] > threshold ? 1 : 0;
+// Tiles per row: ceil(len / kTile) for a long row; for a short row 1 if it starts a tile (the
+// first row, the row after a long one, or the first in a new kTile window of offset + index), else 0.
+__global__ void tile_counts_kernel(const int64_t* __restrict__ row_ptr, int64_t n, int32_t* __restrict__ counts) {
+  for (int64_t r = global_thread(); r <= n; r += grid_threads()) {
+    if (r == n) {
+      counts[r] = 0;
+      continue;
+    }
+    const int64_t len = row_ptr[r + 1] - row_ptr[r];
+    if (len > kLongRow) {
+      counts[r] = static_cast<int32_t>(ceil_div(len, kTile));
+    } else {
+      bool start = r == 0;
+      if (!start) {
+        const int64_t previous = row_ptr[r] - row_ptr[r - 1];
+        start = previous > kLongRow || (row_ptr[r] + r) / kTile != (row_ptr[r - 1] + r - 1) / kTile;
+      }
+      counts[r] = start ? 1 : 0;
+    }
+  }
 }
 
-__global__ void heavy_scatter_kernel(const int32_t* __restrict__ flags, const int32_t* __restrict__ positions, int64_t n,
-                                     int32_t* __restrict__ heavy) {
-  for (int64_t v = global_thread(); v < n; v += grid_threads())
-    if (flags[v]) heavy[positions[v]] = static_cast<int32_t>(v);
+// tile_row[t] = the tile's first row; tile_piece[t] = its piece of a long row, or -1.
+__global__ void tile_scatter_kernel(const int64_t* __restrict__ row_ptr, const int32_t* __restrict__ counts,
+                                    const int32_t* __restrict__ offsets, int64_t n, int32_t* __restrict__ tile_row,
+                                    int32_t* __restrict__ tile_piece) {
+  for (int64_t r = global_thread(); r < n; r += grid_threads()) {
+    const int32_t count = counts[r];
+    if (count == 0) continue;
+    const bool long_row = row_ptr[r + 1] - row_ptr[r] > kLongRow;
+    for (int32_t k = 0; k < count; ++k) {
+      tile_row[offsets[r] + k] = static_cast<int32_t>(r);
+      tile_piece[offsets[r] + k] = long_row ? k : -1;
+    }
+  }
 }
 
 // Block b: y = x * inv over chunk b, and the chunk's dangling mass into partials[b].
@@ -127,20 +189,6 @@ __global__ void __launch_bounds__(kBlock) prepare_kernel(const T* __restrict__ x
     if (iv == T(0)) mass += static_cast<double>(xv);
   }
   const double total = block_sum(mass, shared);
-  if (threadIdx.x == 0) partials[blockIdx.x] = total;
-}
-
-// Block b: sum |x_new - x| over chunk b into partials[b].
-template <typename T>
-__global__ void __launch_bounds__(kBlock) change_kernel(const T* __restrict__ x, const T* __restrict__ x_new, int64_t n,
-                                                        double* __restrict__ partials) {
-  __shared__ double shared[kBlock];
-  const int64_t begin = blockIdx.x * kChunk;
-  const int64_t end = min(n, begin + kChunk);
-  double change = 0.0;
-  for (int64_t v = begin + threadIdx.x; v < end; v += kBlock)
-    change += fabs(static_cast<double>(x_new[v]) - static_cast<double>(x[v]));
-  const double total = block_sum(change, shared);
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
@@ -162,67 +210,166 @@ __device__ __forceinline__ T combine(double s, int64_t i, const T* p, const T* d
   return static_cast<T>(alpha * (s + *dsum * di) + (1.0 - alpha) * pi);
 }
 
-struct RowArgs {
+struct IterateArgs {
   const int64_t* row_ptr;
   const int32_t* col;
-  int64_t n;
-  int64_t heavy_threshold;
+  const int32_t* tile_row;
+  const int32_t* tile_piece;
+  int64_t tiles;
   double alpha;
   double uniform;
   const double* dsum;
 };
 
-// Groups of `group` lanes (a power of two <= 32), one row each, rows above the heavy threshold
-// skipped. The loop bound is uniform across a warp so that every lane reaches the shuffles.
-template <typename T>
-__global__ void __launch_bounds__(kBlock) rows_kernel(RowArgs a, int group, const T* __restrict__ val,
-                                                      const T* __restrict__ y, const T* __restrict__ p,
-                                                      const T* __restrict__ dangling, T* __restrict__ x_new) {
-  const int lane = threadIdx.x % kWarp;
-  const int groups_per_warp = kWarp / group;
-  const int64_t warp = global_thread() / kWarp;
-  const int64_t warps = grid_threads() / kWarp;
-  const int in_group = lane % group;
-  const int64_t group_in_warp = lane / group;
-  for (int64_t base = warp * groups_per_warp; base < a.n; base += warps * groups_per_warp) {
-    const int64_t r = base + group_in_warp;
-    int64_t begin = 0, end = 0;
-    bool write = false;
-    if (r < a.n) {
-      begin = a.row_ptr[r];
-      end = a.row_ptr[r + 1];
-      write = end - begin <= a.heavy_threshold;
-      if (!write) end = begin;
-    }
-    double s = 0.0;
-    if (val != nullptr)
-      for (int64_t e = begin + in_group; e < end; e += group) s += static_cast<double>(val[e]) * static_cast<double>(y[a.col[e]]);
-    else
-      for (int64_t e = begin + in_group; e < end; e += group) s += static_cast<double>(y[a.col[e]]);
-    for (int offset = group / 2; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset, group);
-    if (write && in_group == 0) x_new[r] = combine(s, r, p, dangling, a.dsum, a.alpha, a.uniform);
+// terms[k] for edges begin + threadIdx.x + k * kBlock < end (k < kPer): all column loads
+// first, then all gathers, so that each thread has kPer independent loads in flight. The terms
+// are y (exact) or weight * y, rounded to T.
+template <int kPer, typename T>
+__device__ __forceinline__ void gather_terms(const T* __restrict__ val, const T* __restrict__ y,
+                                             const int32_t* __restrict__ col, int64_t begin, int64_t end, T (&terms)[kPer]) {
+  int32_t c[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int64_t e = begin + threadIdx.x + int64_t(k) * kBlock;
+    c[k] = e < end ? col[e] : -1;
+  }
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int64_t e = begin + threadIdx.x + int64_t(k) * kBlock;
+    terms[k] = c[k] >= 0 ? (val != nullptr ? val[e] * y[c[k]] : y[c[k]]) : T(0);
   }
 }
 
-// A block per heavy row.
+// A block per tile (grid-stride over tiles). Writes x_new for short rows, piece_sums[t] for
+// long-row pieces, and changes[t] = sum of |x_new - x| over the tile's short rows. Shared memory
+// holds the tile's terms as T (12 kB for float): kTile = 1024 (6 kB, more L1 left) measured
+// slower, and the L1 hit rate stayed near 25% either way.
 template <typename T>
-__global__ void __launch_bounds__(kBlock) heavy_kernel(RowArgs a, const int32_t* __restrict__ heavy, int64_t n_heavy,
-                                                       const T* __restrict__ val, const T* __restrict__ y,
-                                                       const T* __restrict__ p, const T* __restrict__ dangling,
-                                                       T* __restrict__ x_new) {
+__global__ void __launch_bounds__(kBlock) tiles_kernel(IterateArgs a, const T* __restrict__ val, const T* __restrict__ y,
+                                                       const T* __restrict__ x, const T* __restrict__ p,
+                                                       const T* __restrict__ dangling, const T* __restrict__ inv,
+                                                       T* __restrict__ x_new, T* __restrict__ y_next,
+                                                       double* __restrict__ piece_sums, double* __restrict__ changes,
+                                                       double* __restrict__ masses, int* __restrict__ counters) {
+  constexpr int kPerTile = kTileEdges / kBlock, kPerPiece = kTile / kBlock;
+  __shared__ T terms[kTileEdges];
   __shared__ double shared[kBlock];
-  for (int64_t h = blockIdx.x; h < n_heavy; h += gridDim.x) {
-    const int64_t r = heavy[h];
-    const int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
-    double s = 0.0;
-    if (val != nullptr)
-      for (int64_t e = begin + threadIdx.x; e < end; e += kBlock) s += static_cast<double>(val[e]) * static_cast<double>(y[a.col[e]]);
-    else
-      for (int64_t e = begin + threadIdx.x; e < end; e += kBlock) s += static_cast<double>(y[a.col[e]]);
-    const double total = block_sum(s, shared);
-    if (threadIdx.x == 0) x_new[r] = combine(total, r, p, dangling, a.dsum, a.alpha, a.uniform);
-    __syncthreads();  // shared[] is reused by the next row
+  for (int64_t t = blockIdx.x; t < a.tiles; t += gridDim.x) {
+    const int64_t r0 = a.tile_row[t];
+    const int32_t piece = a.tile_piece[t];
+    if (piece >= 0) {
+      const int64_t begin = a.row_ptr[r0] + piece * kTile;
+      const int64_t end = min(a.row_ptr[r0 + 1], begin + kTile);
+      T mine[kPerPiece];
+      gather_terms<kPerPiece>(val, y, a.col, begin, end, mine);
+      double s = 0.0;
+#pragma unroll
+      for (int k = 0; k < kPerPiece; ++k) s += static_cast<double>(mine[k]);
+      const double total = block_sum(s, shared);
+      if (threadIdx.x == 0) {
+        piece_sums[t] = total;
+        changes[t] = 0.0;
+        masses[t] = 0.0;
+        // The block that adds the row's last piece (whichever finishes last) adds the pieces in
+        // order and finishes the row; it leaves the counter at 0 for the next iteration.
+        const int64_t first = t - piece;
+        const int pieces = static_cast<int>(ceil_div(a.row_ptr[r0 + 1] - a.row_ptr[r0], kTile));
+        __threadfence();
+        if (atomicAdd(counters + first, 1) == pieces - 1) {
+          __threadfence();
+          double row_sum = 0.0;
+          for (int k = 0; k < pieces; ++k) row_sum += __ldcg(piece_sums + first + k);
+          counters[first] = 0;
+          const T xv = combine(row_sum, r0, p, dangling, a.dsum, a.alpha, a.uniform);
+          x_new[r0] = xv;
+          const T iv = inv[r0];
+          y_next[r0] = xv * iv;
+          __stcg(changes + first, fabs(static_cast<double>(xv) - static_cast<double>(x[r0])));
+          __stcg(masses + first, iv == T(0) ? static_cast<double>(xv) : 0.0);
+        }
+      }
+      __syncthreads();  // shared[] is reused by the next tile
+      continue;
+    }
+    const int64_t r1 = a.tile_row[t + 1];  // the next tile's first row (tile_row[tiles] = n)
+    const int64_t e0 = a.row_ptr[r0], e1 = a.row_ptr[r1];
+    {
+      T mine[kPerTile];
+      gather_terms<kPerTile>(val, y, a.col, e0, e1, mine);
+#pragma unroll
+      for (int k = 0; k < kPerTile; ++k) terms[threadIdx.x + k * kBlock] = mine[k];
+    }
+    __syncthreads();
+    // Groups of `group` lanes, one row each; the loop bound is uniform across the block so that
+    // every lane reaches the shuffles.
+    const int64_t rows = r1 - r0;
+    int group = 1;
+    while (group < kWarp && rows * group * 2 <= kBlock) group *= 2;
+    const int lane = threadIdx.x % group;
+    const int64_t groups = kBlock / group;
+    double change = 0.0, mass = 0.0;
+    for (int64_t base = 0; base < rows; base += groups) {
+      const int64_t r = r0 + base + threadIdx.x / group;
+      double s = 0.0;
+      if (r < r1)
+        for (int64_t e = a.row_ptr[r] + lane; e < a.row_ptr[r + 1]; e += group) s += static_cast<double>(terms[e - e0]);
+      for (int offset = group / 2; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset, group);
+      if (r < r1 && lane == 0) {
+        const T xv = combine(s, r, p, dangling, a.dsum, a.alpha, a.uniform);
+        x_new[r] = xv;
+        change += fabs(static_cast<double>(xv) - static_cast<double>(x[r]));
+        const T iv = inv[r];
+        y_next[r] = xv * iv;
+        if (iv == T(0)) mass += static_cast<double>(xv);
+      }
+    }
+    const double total = block_sum(change, shared);
+    if (threadIdx.x == 0) changes[t] = total;
+    __syncthreads();
+    const double total_mass = block_sum(mass, shared);
+    if (threadIdx.x == 0) masses[t] = total_mass;
+    __syncthreads();  // terms[] and shared[] are reused by the next tile
   }
+}
+
+constexpr int64_t kTileSumsChunk = 8 * kBlock;  // tiles per block of tile_sums_kernel
+
+// Block b: the sums of changes[] and masses[] over tiles [b * kTileSumsChunk, (b + 1) *
+// kTileSumsChunk) into partials[2b], partials[2b + 1].
+__global__ void __launch_bounds__(kBlock) tile_sums_kernel(const double* __restrict__ changes,
+                                                           const double* __restrict__ masses, int64_t tiles,
+                                                           double* __restrict__ partials) {
+  __shared__ double shared[kBlock];
+  double change = 0.0, mass = 0.0;
+  for (int k = 0; k < kTileSumsChunk / kBlock; ++k) {
+    const int64_t t = blockIdx.x * kTileSumsChunk + k * kBlock + threadIdx.x;
+    if (t < tiles) {
+      change += changes[t];
+      mass += masses[t];
+    }
+  }
+  const double total_change = block_sum(change, shared);
+  if (threadIdx.x == 0) partials[2 * blockIdx.x] = total_change;
+  __syncthreads();
+  const double total_mass = block_sum(mass, shared);
+  if (threadIdx.x == 0) partials[2 * blockIdx.x + 1] = total_mass;
+}
+
+// One block: out0 = sum of pairs[0], pairs[2], ..., out1 = sum of pairs[1], pairs[3], ... (count
+// pairs), in a fixed order.
+__global__ void __launch_bounds__(kBlock) finish_pairs_kernel(const double* __restrict__ pairs, int64_t count,
+                                                              double* __restrict__ out0, double* __restrict__ out1) {
+  __shared__ double shared[kBlock];
+  double s = 0.0, u = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += kBlock) {
+    s += pairs[2 * i];
+    u += pairs[2 * i + 1];
+  }
+  const double total = block_sum(s, shared);
+  if (threadIdx.x == 0) *out0 = total;
+  __syncthreads();
+  const double total_second = block_sum(u, shared);
+  if (threadIdx.x == 0) *out1 = total_second;
 }
 
 int bits_for(int64_t n) {
@@ -277,126 +424,184 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     weighted_ = weights != nullptr;
     const int key_bits = bits_for(n);
 
-    // 1. Edges sorted by destination (stable), their order as edge indices.
+    // 1. The backend's numbering: the vertices by out-degree (edge count), largest first, ties
+    //    by id (a stable radix sort). The ranks gathered most then share cache sectors and lines
+    //    (on a power-law graph a few percent of the vertices are the sources of most edges).
+    Buffer counts = device(n * sizeof(unsigned long long));
+    Buffer sorted_counts = device(n * sizeof(unsigned long long));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, n * sizeof(unsigned long long), res.stream));
+    if (m > 0) {
+      count_out_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, m, counts.as<unsigned long long>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    old_of_new_ = device(n * sizeof(int32_t));
+    Buffer new_of = device(n * sizeof(int32_t));
+    {
+      Buffer ids = device(n * sizeof(int32_t));
+      iota32_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(ids.as<int32_t>(), n);
+      GPUML_CUDA_CHECK_LAUNCH();
+      int count_bits = 1;
+      while (count_bits < 64 && (static_cast<unsigned long long>(1) << count_bits) <= static_cast<unsigned long long>(m))
+        ++count_bits;
+      std::size_t temp_bytes = 0;
+      GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
+          nullptr, temp_bytes, counts.as<unsigned long long>(), sorted_counts.as<unsigned long long>(), ids.as<int32_t>(),
+          old_of_new_.as<int32_t>(), n, 0, count_bits, res.stream));
+      Buffer temp = device(temp_bytes);
+      GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
+          temp.data(), temp_bytes, counts.as<unsigned long long>(), sorted_counts.as<unsigned long long>(),
+          ids.as<int32_t>(), old_of_new_.as<int32_t>(), n, 0, count_bits, res.stream));
+      invert_permutation_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(old_of_new_.as<int32_t>(), n, new_of.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+
+    // 2. Edges sorted by (new) destination, stably, their order as edge indices; the columns are
+    //    the sources' new ids.
     Buffer order = device(std::max<int64_t>(m, 1) * sizeof(int64_t));
     row_ptr_ = device((n + 1) * sizeof(int64_t));
     col_ = device(std::max<int64_t>(m, 1) * sizeof(int32_t));
     val_ = weighted_ ? device(std::max<int64_t>(m, 1) * sizeof(T)) : Buffer();
     {
-      Buffer keys = sort_by(dst, m, key_bits, order, res);
+      Buffer keys = sort_by(dst, new_of.as<int32_t>(), m, key_bits, order, res);
       offsets_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(keys.as<int32_t>(), m, n, row_ptr_.as<int64_t>());
       GPUML_CUDA_CHECK_LAUNCH();
     }
     if (m > 0) {
-      gather_edges_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(order.as<int64_t>(), src, weights, m,
-                                                                         col_.as<int32_t>(), weighted_ ? val_.as<T>() : nullptr);
+      gather_edges_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(order.as<int64_t>(), src, new_of.as<int32_t>(),
+                                                                         weights, m, col_.as<int32_t>(),
+                                                                         weighted_ ? val_.as<T>() : nullptr);
       GPUML_CUDA_CHECK_LAUNCH();
     }
 
-    // 2. Inverse (weighted) out-degrees and the number of dangling vertices.
+    // 3. Inverse (weighted) out-degrees in the new numbering, and the number of dangling vertices.
     inv_out_ = device(n * sizeof(T));
     Buffer dangling = device(sizeof(unsigned long long));
     GPUML_CUDA_CHECK(cudaMemsetAsync(dangling.data(), 0, sizeof(unsigned long long), res.stream));
     if (!weighted_) {
-      Buffer counts = device(n * sizeof(unsigned long long));
-      GPUML_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, n * sizeof(unsigned long long), res.stream));
-      if (m > 0) {
-        count_out_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, m, counts.as<unsigned long long>());
-        GPUML_CUDA_CHECK_LAUNCH();
-      }
-      inverse_count_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(counts.as<unsigned long long>(), n, inv_out_.as<T>(),
-                                                                          dangling.as<unsigned long long>());
+      inverse_count_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(sorted_counts.as<unsigned long long>(), n,
+                                                                          inv_out_.as<T>(), dangling.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
     } else {
       Buffer out_ptr = device((n + 1) * sizeof(int64_t));
       {
-        Buffer keys = sort_by(src, m, key_bits, order, res);
+        Buffer keys = sort_by(src, nullptr, m, key_bits, order, res);
         offsets_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(keys.as<int32_t>(), m, n, out_ptr.as<int64_t>());
         GPUML_CUDA_CHECK_LAUNCH();
       }
+      Buffer inv_by_id = device(n * sizeof(T));
       inverse_weighted_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(
-          out_ptr.as<int64_t>(), order.as<int64_t>(), weights, n, inv_out_.as<T>(), dangling.as<unsigned long long>());
+          out_ptr.as<int64_t>(), order.as<int64_t>(), weights, n, inv_by_id.as<T>(), dangling.as<unsigned long long>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      permute_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(inv_by_id.as<T>(), old_of_new_.as<int32_t>(), n, true,
+                                                                  inv_out_.as<T>());
       GPUML_CUDA_CHECK_LAUNCH();
     }
 
-    // 3. The row group size from the mean in-degree, and the heavy rows.
-    const double mean = static_cast<double>(m) / static_cast<double>(n);
-    group_ = mean <= 6 ? 4 : mean <= 12 ? 8 : mean <= 24 ? 16 : 32;
-    heavy_threshold_ = int64_t(32) * group_;
-    Buffer flags = device((n + 1) * sizeof(int32_t));
-    Buffer positions = device((n + 1) * sizeof(int32_t));
-    heavy_flags_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(row_ptr_.as<int64_t>(), n, heavy_threshold_,
-                                                                    flags.as<int32_t>());
-    GPUML_CUDA_CHECK_LAUNCH();
-    std::size_t temp_bytes = 0;
-    GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, flags.as<int32_t>(), positions.as<int32_t>(), n + 1,
-                                                   res.stream));
-    Buffer temp = device(std::max<std::size_t>(temp_bytes, 1));
-    GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, flags.as<int32_t>(), positions.as<int32_t>(),
-                                                   n + 1, res.stream));
-    int32_t n_heavy = 0;
+    // 4. The tiles.
+    {
+      Buffer counts = device((n + 1) * sizeof(int32_t));
+      Buffer offsets = device((n + 1) * sizeof(int32_t));
+      tile_counts_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(row_ptr_.as<int64_t>(), n, counts.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      std::size_t temp_bytes = 0;
+      GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts.as<int32_t>(), offsets.as<int32_t>(), n + 1,
+                                                     res.stream));
+      Buffer temp = device(temp_bytes);
+      GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, counts.as<int32_t>(), offsets.as<int32_t>(),
+                                                     n + 1, res.stream));
+      int32_t tiles = 0;
+      res.copy_to_host(&tiles, offsets.as<int32_t>() + n, sizeof(int32_t));
+      tiles_ = tiles;
+      tile_row_ = device((tiles_ + 1) * sizeof(int32_t));
+      tile_piece_ = device(std::max<int64_t>(tiles_, 1) * sizeof(int32_t));
+      const int32_t end_row = static_cast<int32_t>(n);
+      res.copy_to_device(tile_row_.as<int32_t>() + tiles_, &end_row, sizeof(int32_t));
+      tile_scatter_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(row_ptr_.as<int64_t>(), counts.as<int32_t>(),
+                                                                    offsets.as<int32_t>(), n, tile_row_.as<int32_t>(),
+                                                                    tile_piece_.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
     unsigned long long n_dangling = 0;
-    res.copy_to_host(&n_heavy, positions.as<int32_t>() + n, sizeof(int32_t));
     res.copy_to_host(&n_dangling, dangling.data(), sizeof(n_dangling));
-    n_heavy_ = n_heavy;
-    heavy_ = device(std::max<int64_t>(n_heavy_, 1) * sizeof(int32_t));
-    if (n_heavy_ > 0) {
-      heavy_scatter_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(flags.as<int32_t>(), positions.as<int32_t>(), n,
-                                                                     heavy_.as<int32_t>());
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
 
-    // 4. Iteration scratch.
+    // 5. Iteration scratch.
     chunks_ = ceil_div(n, kChunk);
-    y_ = device(n * sizeof(T));
+    y_[0] = device(n * sizeof(T));
+    y_[1] = device(n * sizeof(T));
     partials_ = device(chunks_ * sizeof(double));
-    scalars_ = device(2 * sizeof(double));
+    piece_sums_ = device(std::max<int64_t>(tiles_, 1) * sizeof(double));
+    changes_ = device(std::max<int64_t>(tiles_, 1) * sizeof(double));
+    masses_ = device(std::max<int64_t>(tiles_, 1) * sizeof(double));
+    counters_ = device(std::max<int64_t>(tiles_, 1) * sizeof(int));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, std::max<int64_t>(tiles_, 1) * sizeof(int), res.stream));
+    tile_partials_ = device(2 * ceil_div(std::max<int64_t>(tiles_, 1), kTileSumsChunk) * sizeof(double));
+    scalars_ = device(3 * sizeof(double));
+    current_ = 0;
+    prepared_for_ = nullptr;
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));  // the temporaries above die with this call
     return static_cast<int64_t>(n_dangling);
   }
 
+  void to_backend_order(T* v) override { permute(v, true); }
+  void to_vertex_order(T* v) override { permute(v, false); }
+
+  // The SpMV also leaves the next iteration's y and dangling mass (from x_new), so a call whose x is
+  // the previous call's x_new (the driver's loop) skips step 1.
   double iterate(const T* x, T* x_new, const T* p, const T* dangling, double alpha) override {
     cuda::Resources& res = cuda::activate(ctx_);
     const int64_t n = n_;
-    double* dsum = scalars_.as<double>();
-    double* err = scalars_.as<double>() + 1;
-    prepare_kernel<T><<<static_cast<unsigned>(chunks_), kBlock, 0, res.stream>>>(x, inv_out_.as<T>(), n, y_.as<T>(),
-                                                                                  partials_.as<double>());
-    GPUML_CUDA_CHECK_LAUNCH();
-    finish_kernel<<<1, kBlock, 0, res.stream>>>(partials_.as<double>(), chunks_, dsum);
-    GPUML_CUDA_CHECK_LAUNCH();
-
-    RowArgs a{row_ptr_.as<int64_t>(), col_.as<int32_t>(), n, heavy_threshold_, alpha, 1.0 / static_cast<double>(n), dsum};
-    const T* val = weighted_ ? val_.as<T>() : nullptr;
-    const int64_t warps_needed = ceil_div(n, kWarp / group_);
-    rows_kernel<T><<<blocks_for(warps_needed * kWarp), kBlock, 0, res.stream>>>(a, group_, val, y_.as<T>(), p, dangling, x_new);
-    GPUML_CUDA_CHECK_LAUNCH();
-    if (n_heavy_ > 0) {
-      const unsigned grid = static_cast<unsigned>(std::min<int64_t>(n_heavy_, kMaxBlocks));
-      heavy_kernel<T><<<grid, kBlock, 0, res.stream>>>(a, heavy_.as<int32_t>(), n_heavy_, val, y_.as<T>(), p, dangling, x_new);
+    double* scalars = scalars_.as<double>();  // dangling mass for y_[0], for y_[1], the change
+    T* y = y_[current_].template as<T>();
+    T* y_next = y_[1 - current_].template as<T>();
+    if (x != prepared_for_) {
+      prepare_kernel<T><<<static_cast<unsigned>(chunks_), kBlock, 0, res.stream>>>(x, inv_out_.as<T>(), n, y,
+                                                                                    partials_.as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      finish_kernel<<<1, kBlock, 0, res.stream>>>(partials_.as<double>(), chunks_, scalars + current_);
       GPUML_CUDA_CHECK_LAUNCH();
     }
-
-    change_kernel<T><<<static_cast<unsigned>(chunks_), kBlock, 0, res.stream>>>(x, x_new, n, partials_.as<double>());
+    IterateArgs a{row_ptr_.as<int64_t>(), col_.as<int32_t>(), tile_row_.as<int32_t>(), tile_piece_.as<int32_t>(), tiles_,
+                  alpha, 1.0 / static_cast<double>(n), scalars + current_};
+    const T* val = weighted_ ? val_.as<T>() : nullptr;
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles_, kMaxBlocks));
+    tiles_kernel<T><<<grid, kBlock, 0, res.stream>>>(a, val, y, x, p, dangling, inv_out_.as<T>(), x_new, y_next,
+                                                     piece_sums_.as<double>(), changes_.as<double>(), masses_.as<double>(),
+                                                     counters_.as<int>());
     GPUML_CUDA_CHECK_LAUNCH();
-    finish_kernel<<<1, kBlock, 0, res.stream>>>(partials_.as<double>(), chunks_, err);
+    const int64_t sum_blocks = ceil_div(tiles_, kTileSumsChunk);
+    tile_sums_kernel<<<static_cast<unsigned>(sum_blocks), kBlock, 0, res.stream>>>(changes_.as<double>(), masses_.as<double>(),
+                                                                                  tiles_, tile_partials_.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    finish_pairs_kernel<<<1, kBlock, 0, res.stream>>>(tile_partials_.as<double>(), sum_blocks, scalars + 2,
+                                                      scalars + (1 - current_));
     GPUML_CUDA_CHECK_LAUNCH();
     double host_err = 0.0;
-    res.copy_to_host(&host_err, err, sizeof(double));
+    res.copy_to_host(&host_err, scalars + 2, sizeof(double));
+    current_ = 1 - current_;
+    prepared_for_ = x_new;
     return host_err;
   }
 
  private:
   Buffer device(std::size_t bytes) { return Buffer(ctx_, std::max<std::size_t>(bytes, 1)); }
 
-  // order = the edge indices 0..m-1 stably sorted by keys (ids < 2^31, narrowed to int32 first);
-  // returns the sorted keys.
-  Buffer sort_by(const int64_t* keys, int64_t m, int key_bits, Buffer& order, cuda::Resources& res) {
+  void permute(T* v, bool to_new) {
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer moved = device(n_ * sizeof(T));
+    permute_kernel<T><<<blocks_for(n_), kBlock, 0, res.stream>>>(v, old_of_new_.as<int32_t>(), n_, to_new, moved.as<T>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(v, moved.data(), n_ * sizeof(T), cudaMemcpyDeviceToDevice, res.stream));
+    prepared_for_ = nullptr;
+  }
+
+  // order = the edge indices 0..m-1 stably sorted by keys (ids < 2^31, narrowed to int32 first,
+  // or mapped through new_of); returns the sorted keys.
+  Buffer sort_by(const int64_t* keys, const int32_t* new_of, int64_t m, int key_bits, Buffer& order, cuda::Resources& res) {
     Buffer sorted = device(m * sizeof(int32_t));
     if (m == 0) return sorted;
     Buffer narrow = device(m * sizeof(int32_t));
     Buffer ids = device(m * sizeof(int64_t));
-    narrow_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(keys, narrow.as<int32_t>(), m);
+    narrow_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(keys, new_of, narrow.as<int32_t>(), m);
     GPUML_CUDA_CHECK_LAUNCH();
     iota_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(ids.as<int64_t>(), m);
     GPUML_CUDA_CHECK_LAUNCH();
@@ -410,10 +615,13 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   }
 
   Context ctx_;
-  int64_t n_ = 0, m_ = 0, chunks_ = 0, n_heavy_ = 0, heavy_threshold_ = 0;
-  int group_ = 32;
+  int64_t n_ = 0, m_ = 0, chunks_ = 0, tiles_ = 0;
   bool weighted_ = false;
-  Buffer row_ptr_, col_, val_, inv_out_, heavy_, y_, partials_, scalars_;
+  int current_ = 0;                 // y_[current_] holds x * inv for the next call's x
+  const T* prepared_for_ = nullptr;  // ... when that x is this (the last call's x_new)
+  Buffer old_of_new_;  // the backend's numbering: old_of_new_[new id] = vertex id
+  Buffer row_ptr_, col_, val_, inv_out_, tile_row_, tile_piece_, partials_, piece_sums_, changes_, masses_, counters_, tile_partials_, scalars_;
+  Buffer y_[2];
 };
 
 }  // namespace
