@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "core/staging.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/error.hpp"
 #include "gpuml/core/estimator.hpp"
@@ -304,6 +305,60 @@ gpuml_status_t gpuml_context_device(gpuml_context_t ctx, int32_t* device_type, i
 gpuml_status_t gpuml_context_synchronize(gpuml_context_t ctx) {
   const char* function = "gpuml_context_synchronize";
   return guarded(function, [&] { context_of(ctx, function).synchronize(); });
+}
+
+gpuml_status_t gpuml_nccl_unique_id(uint8_t out[128]) {
+  const char* function = "gpuml_nccl_unique_id";
+  return guarded(function, [&] {
+    require_arg(out, function, "out");
+    gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
+                                                   ": NCCL communicators are not implemented yet (issue 7); "
+                                                   "CPU contexts can use gpuml_context_attach_mpi");
+  });
+}
+
+gpuml_status_t gpuml_context_attach_nccl(gpuml_context_t ctx, const uint8_t unique_id[128], int32_t n_ranks,
+                                         int32_t rank) {
+  const char* function = "gpuml_context_attach_nccl";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    require_arg(unique_id, function, "unique_id");
+    if (n_ranks < 1) invalid(std::string(function) + ": n_ranks must be >= 1, got " + std::to_string(n_ranks));
+    if (rank < 0 || rank >= n_ranks)
+      invalid(std::string(function) + ": rank must be in [0, n_ranks) = [0, " + std::to_string(n_ranks) + "), got " +
+              std::to_string(rank));
+    if (!context.is_cuda()) invalid(std::string(function) + ": NCCL needs a CUDA context; this one is the CPU's (use gpuml_context_attach_mpi)");
+    if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
+    gpuml::throw_error(ErrorCode::unsupported, std::string(function) + ": NCCL communicators are not implemented yet (issue 7)");
+  });
+}
+
+gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx) {
+  const char* function = "gpuml_context_attach_mpi";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    // Checked before any collective, so that no rank starts one the others will not join.
+    if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
+    if (!gpuml::built_with_mpi())
+      gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
+                                                     ": gpuml was built without MPI (GPUML_MPI=OFF, or MPI was not found at build time)");
+    if (context.is_cuda())
+      gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
+                                                     ": CUDA contexts need NCCL bootstrapped over MPI, which is not implemented yet "
+                                                     "(issue 7); use a \"cpu\" context");
+    context.attach_comm(gpuml::Comm::mpi_world());
+  });
+}
+
+gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n_ranks) {
+  const char* function = "gpuml_context_rank";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    require_arg(rank, function, "rank");
+    require_arg(n_ranks, function, "n_ranks");
+    *rank = context.comm().rank();
+    *n_ranks = context.comm().size();
+  });
 }
 
 gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out) {

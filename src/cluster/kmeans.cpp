@@ -1,11 +1,24 @@
 // KMeans: validation, the dispatch to a backend, and the whole algorithm (n_init restarts,
 // k-means++ seeding, Lloyd iterations, empty-cluster relocation), written once on top of the
 // KMeansBackend<T> primitives. It follows scikit-learn's KMeans(algorithm="lloyd").
+//
+// Distributed (SPMD): every rank of the context's communicator calls fit with its own rows.
+// The fit is that of one process on all rows in rank order, with the same seed: the column
+// means, the variance, the per-cluster sums and weights, the inertia and the k-means++
+// potentials are summed over ranks; k-means++ and "random" draw global rows (the draw is
+// answered by the rank that holds the row, and the row is shared with everyone); empty-cluster
+// relocation takes the farthest rows over all ranks. Every rank ends with the same centers,
+// inertia and n_iter; labels_ are those of the rank's own rows. Without a communicator the
+// context's local one (1 rank) makes every collective the identity: the same code path, and
+// the same bits as before distribution existed.
 #include "gpuml/cluster/kmeans.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <exception>
 #include <limits>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -15,6 +28,7 @@
 #include "core/random.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml {
@@ -91,8 +105,42 @@ Weights<T> prepare_weights(Context& ctx, const ArrayView* sample_weight, int64_t
                                      " at index " + std::to_string(i));
     w.total += static_cast<double>(w.host[i]);
   }
-  GPUML_EXPECT(w.total > 0, "sample_weight must have a positive sum");
-  return w;
+  return w;  // the sum over all ranks must be positive: checked by the caller
+}
+
+// Rows over the ranks of a communicator: rank r holds rows [offset[r], offset[r] + rows[r]) of
+// the union, in rank order.
+struct RowLayout {
+  Comm* comm = nullptr;
+  std::vector<int64_t> rows, offset;
+  int64_t total = 0;
+  int rank() const { return comm->rank(); }
+  int size() const { return comm->size(); }
+};
+
+// Runs `check` on this rank, then every rank learns whether all ranks passed, so that bad input
+// on one rank makes every rank fail instead of leaving the others waiting in a collective. A
+// rank whose check threw rethrows its own error; the others throw the lowest failing rank's
+// code with a message naming it. With one rank this is just `check()`.
+template <typename F>
+void check_on_every_rank(Comm& comm, const char* what, F&& check) {
+  int64_t code = 0;
+  std::exception_ptr error;
+  try {
+    check();
+  } catch (const Error& e) {
+    error = std::current_exception();
+    code = static_cast<int64_t>(e.code());
+  } catch (...) {
+    error = std::current_exception();
+    code = static_cast<int64_t>(ErrorCode::internal);
+  }
+  const std::vector<int64_t> codes = comm.allgather(code);
+  if (error) std::rethrow_exception(error);
+  for (int r = 0; r < comm.size(); ++r)
+    if (codes[r] != 0)
+      throw_error(static_cast<ErrorCode>(codes[r]), std::string("KMeans: ") + what + " failed on rank " + std::to_string(r) +
+                                                        " of " + std::to_string(comm.size()) + " (that rank reports why)");
 }
 
 template <typename T>
@@ -125,11 +173,19 @@ class Fitter {
   };
 
   // X is the staged input; it is centered in place when staging made a private copy of it.
-  Fitter(Context& ctx, const KMeansParams& params, detail::Staged& X, int64_t n, int64_t d, const Weights<T>& weights)
+  // layout: the rows of every rank; seed: the same on every rank.
+  Fitter(Context& ctx, const KMeansParams& params, detail::Staged& X, int64_t n, int64_t d, const Weights<T>& weights,
+         const RowLayout& layout, uint64_t seed)
       : ctx_(ctx), params_(params), backend_(make_backend<T>(ctx)), n_(n), d_(d), k_(params.n_clusters), weights_(weights),
-        means_(static_cast<std::size_t>(d)) {
+        means_(static_cast<std::size_t>(d)), comm_(*layout.comm), layout_(layout), seed_(seed) {
     const T* original = X.view.as<const T>();
     backend_->column_means(original, n_, d_, means_.data());
+    // The means of all rows: each rank's means weighted by its share of the rows, summed.
+    // (One rank: its share is exactly 1 and the means are unchanged.)
+    local_means_ = means_;
+    const double share = static_cast<double>(n_) / static_cast<double>(layout_.total);
+    for (double& m : means_) m *= share;
+    comm_.allreduce_sum(means_.data(), d_);
     T* centered = nullptr;
     if (X.owned.data() != nullptr && X.owned.data() == X.view.data) {
       centered = X.owned.as<T>();  // our own copy (converted or moved): no second copy needed
@@ -147,14 +203,14 @@ class Fitter {
   // Labels of the kept run are left in `labels`.
   Run fit(Buffer& labels) {
     // The variance does not change with centering: computed on the centered rows.
-    const double tol_abs = params_.tol * backend_->mean_column_variance(X_, n_, d_);
+    const double tol_abs = params_.tol * mean_column_variance();
     int n_runs = params_.n_init;
     if (params_.init == "array") n_runs = 1;  // a given init is deterministic: one run is enough
     else if (n_runs == 0) n_runs = params_.init == "random" ? 10 : 1;
 
     Buffer run_labels(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
     Buffer dist2(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
-    detail::Random runs(params_.random_state.value_or(ctx_.seed()));
+    detail::Random runs(seed_);
     Run best;
     for (int r = 0; r < n_runs; ++r) {
       detail::Random rng(runs.next());
@@ -182,10 +238,13 @@ class Fitter {
     int64_t iter = 0;
     while (iter < params_.max_iter) {
       // The first assignment has no previous labels to compare with: it always "changes".
-      const int64_t changed = backend_->assign(X_, n_, d_, centers.data(), k_, labels, dist2, iter > 0);
+      int64_t changed = backend_->assign(X_, n_, d_, centers.data(), k_, labels, dist2, iter > 0);
+      comm_.allreduce_sum(&changed, 1);
       std::fill(sums.begin(), sums.end(), 0.0);
       std::fill(weight_sums.begin(), weight_sums.end(), 0.0);
       backend_->accumulate(X_, weights_.device(), labels, n_, d_, k_, sums.data(), weight_sums.data());
+      comm_.allreduce_sum(sums.data(), kd);
+      comm_.allreduce_sum(weight_sums.data(), k_);
       relocate_empty_clusters(labels, dist2, sums, weight_sums);
       shift = 0.0;
       for (int64_t c = 0; c < k_; ++c) {
@@ -210,6 +269,7 @@ class Fitter {
     if (!strict_convergence || shift != 0.0) backend_->assign(X_, n_, d_, centers.data(), k_, labels, dist2, false);
     Run run;
     run.inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
+    comm_.allreduce_sum(&run.inertia, 1);
     run.centers = std::move(centers);
     run.n_iter = iter;
     return run;
@@ -223,8 +283,8 @@ class Fitter {
       for (int64_t c = 0; c < k_; ++c)
         for (int64_t j = 0; j < d_; ++j) centers[c * d_ + j] = static_cast<T>(params_.init_array[c * d_ + j] - means_[j]);
     } else if (params_.init == "random") {
-      const std::vector<int64_t> rows = rng.sample_without_replacement(n_, k_);
-      backend_->gather_rows(X_, n_, d_, rows.data(), k_, centers.data());
+      const std::vector<int64_t> rows = rng.sample_without_replacement(layout_.total, k_);  // global rows
+      share_rows(rows, centers.data());
     } else {
       kmeans_plusplus(rng, centers);
     }
@@ -239,26 +299,101 @@ class Fitter {
     T* closest = closest_buffer.as<T>();
     const T* w = weights_.device();
 
-    int64_t first = 0;
-    const double threshold = rng.uniform() * weights_.total;
-    backend_->search_cumsum(w, nullptr, n_, &threshold, 1, &first);
-    backend_->gather_rows(X_, n_, d_, &first, 1, centers.data());
+    std::vector<double> prefix;  // the cumulative sums of the ranks' totals
+    double threshold = rng.uniform() * rank_prefix(weights_.total, prefix);
+    search_rows(w, nullptr, prefix, &threshold, 1, centers.data());
     backend_->update_closest(X_, n_, d_, centers.data(), closest, /*reset=*/true);
-    double potential = backend_->weighted_sum(w, closest, n_);
+    double local_potential = backend_->weighted_sum(w, closest, n_);
 
     std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
-    std::vector<int64_t> candidates(static_cast<std::size_t>(trials));
     std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
     for (int64_t c = 1; c < k_; ++c) {
+      const double potential = rank_prefix(local_potential, prefix);
       for (auto& t : thresholds) t = rng.uniform() * potential;
-      backend_->search_cumsum(w, closest, n_, thresholds.data(), trials, candidates.data());
-      backend_->gather_rows(X_, n_, d_, candidates.data(), trials, candidate_rows.data());
+      search_rows(w, closest, prefix, thresholds.data(), trials, candidate_rows.data());
       backend_->candidate_potentials(X_, w, closest, n_, d_, candidate_rows.data(), trials, potentials.data());
+      const std::vector<double> local_potentials = potentials;
+      comm_.allreduce_sum(potentials.data(), trials);
       const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
       std::copy_n(candidate_rows.begin() + best * d_, d_, centers.begin() + c * d_);
       backend_->update_closest(X_, n_, d_, centers.data() + c * d_, closest, /*reset=*/false);
-      potential = potentials[best];
+      local_potential = local_potentials[best];
     }
+  }
+
+  // Mean over features of the variance of all rows (centered on the global means): each rank's
+  // variance about its own mean, plus its mean's squared distance to the global one, weighted
+  // by its share of the rows and summed. (One rank: the distance is 0 and the share 1.)
+  double mean_column_variance() {
+    double variance = backend_->mean_column_variance(X_, n_, d_);
+    double offset = 0.0;
+    for (int64_t j = 0; j < d_; ++j) {
+      const double delta = local_means_[j] - means_[j];
+      offset += delta * delta;
+    }
+    variance = static_cast<double>(n_) / static_cast<double>(layout_.total) * (variance + offset / static_cast<double>(d_));
+    comm_.allreduce_sum(&variance, 1);
+    return variance;
+  }
+
+  // Every rank's `local` gathered in rank order; prefix[r] = the sum of ranks before r (size+1
+  // entries); returns the sum over all ranks, the same bits on every rank.
+  double rank_prefix(double local, std::vector<double>& prefix) {
+    const std::vector<double> all = comm_.allgather(local);
+    prefix.assign(all.size() + 1, 0.0);
+    for (std::size_t r = 0; r < all.size(); ++r) prefix[r + 1] = r == 0 ? all[0] : prefix[r] + all[r];
+    return prefix.back();
+  }
+
+  // search_cumsum over the rows of all ranks (prefix from rank_prefix of the ranks' sums of
+  // weights * values): each threshold is answered by the first rank whose cumulative sum
+  // passes it (the last rank when none does), which searches its rows for the rest of it.
+  // The m chosen rows go into out_host (m x d) on every rank.
+  void search_rows(const T* weights, const T* values, const std::vector<double>& prefix, const double* thresholds,
+                   int64_t m, T* out_host) {
+    const int size = comm_.size(), rank = comm_.rank();
+    std::vector<int64_t> mine, slot;  // local thresholds' positions
+    std::vector<double> local_thresholds;
+    for (int64_t q = 0; q < m; ++q) {
+      int owner = size - 1;
+      for (int r = 0; r < size; ++r)
+        if (prefix[r + 1] > thresholds[q]) {
+          owner = r;
+          break;
+        }
+      if (owner != rank) continue;
+      slot.push_back(q);
+      local_thresholds.push_back(thresholds[q] - prefix[rank]);
+    }
+    mine.resize(slot.size());
+    if (!slot.empty())
+      backend_->search_cumsum(weights, values, n_, local_thresholds.data(), static_cast<int64_t>(slot.size()), mine.data());
+    share_local_rows(mine, slot, m, out_host);
+  }
+
+  // Rows given by global index (rows of the union, in rank order) into out_host on every rank.
+  void share_rows(const std::vector<int64_t>& global_rows, T* out_host) {
+    const int64_t begin = layout_.offset[comm_.rank()];
+    std::vector<int64_t> mine, slot;
+    for (std::size_t e = 0; e < global_rows.size(); ++e)
+      if (global_rows[e] >= begin && global_rows[e] < begin + n_) {
+        mine.push_back(global_rows[e] - begin);
+        slot.push_back(static_cast<int64_t>(e));
+      }
+    share_local_rows(mine, slot, static_cast<int64_t>(global_rows.size()), out_host);
+  }
+
+  // Each rank contributes its local rows `mine` to the slots `slot` of an m x d result that
+  // every rank receives (every slot is filled by exactly one rank). The rows cross as doubles
+  // (exact for T) and are summed with the zeros of the other ranks, which leaves them unchanged.
+  void share_local_rows(const std::vector<int64_t>& mine, const std::vector<int64_t>& slot, int64_t m, T* out_host) {
+    std::vector<T> rows(mine.size() * static_cast<std::size_t>(d_));
+    if (!mine.empty()) backend_->gather_rows(X_, n_, d_, mine.data(), static_cast<int64_t>(mine.size()), rows.data());
+    std::vector<double> shared(static_cast<std::size_t>(m * d_), 0.0);
+    for (std::size_t e = 0; e < slot.size(); ++e)
+      for (int64_t j = 0; j < d_; ++j) shared[slot[e] * d_ + j] = static_cast<double>(rows[e * d_ + j]);
+    comm_.allreduce_sum(shared.data(), m * d_);
+    for (int64_t i = 0; i < m * d_; ++i) out_host[i] = static_cast<T>(shared[i]);
   }
 
   // Gives every cluster of zero weight the row farthest from its center (the j-th empty
@@ -270,16 +405,50 @@ class Fitter {
     for (int64_t c = 0; c < k_; ++c)
       if (weight_sums[c] == 0) empty.push_back(c);
     if (empty.empty()) return;
-    const int64_t m = std::min<int64_t>(static_cast<int64_t>(empty.size()), n_);
-    std::vector<int64_t> far(static_cast<std::size_t>(m));
+    const int64_t m = std::min<int64_t>(static_cast<int64_t>(empty.size()), layout_.total);
+    // Each rank's m farthest rows as records (dist2, global row, label, weight, the row), all
+    // gathered; the m farthest of those (ties: the lower global row) are the single-process choice.
+    const int64_t width = 4 + d_;
+    const int size = comm_.size(), rank = comm_.rank();
+    std::vector<int64_t> counts(static_cast<std::size_t>(size));
+    for (int r = 0; r < size; ++r) counts[r] = std::min(m, layout_.rows[r]) * width;
+    const int64_t local_m = std::min(m, n_);
+    std::vector<int64_t> far(static_cast<std::size_t>(local_m));
+    std::vector<T> local_rows(static_cast<std::size_t>(local_m * d_));
+    backend_->largest(dist2, n_, local_m, far.data());
+    backend_->gather_rows(X_, n_, d_, far.data(), local_m, local_rows.data());
+    std::vector<double> records(static_cast<std::size_t>(local_m * width));
+    for (int64_t e = 0; e < local_m; ++e) {
+      const int64_t row = far[e];
+      T distance = 0;
+      int32_t label = 0;
+      detail::copy_bytes(ctx_, &distance, Device{}, dist2 + row, ctx_.device(), sizeof(T));
+      detail::copy_bytes(ctx_, &label, Device{}, labels + row, ctx_.device(), sizeof(int32_t));
+      double* record = records.data() + e * width;
+      record[0] = static_cast<double>(distance);
+      record[1] = static_cast<double>(layout_.offset[rank] + row);
+      record[2] = static_cast<double>(label);
+      record[3] = static_cast<double>(weights_.host[row]);
+      for (int64_t j = 0; j < d_; ++j) record[4 + j] = static_cast<double>(local_rows[e * d_ + j]);
+    }
+    int64_t n_records = 0;
+    for (int64_t c : counts) n_records += c / width;
+    std::vector<double> all(static_cast<std::size_t>(n_records * width));
+    comm_.allgatherv(records.data(), local_m * width, all.data(), counts.data(), DType::float64);
+    std::vector<int64_t> order(static_cast<std::size_t>(n_records));
+    for (int64_t i = 0; i < n_records; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      const double* ra = all.data() + a * width;
+      const double* rb = all.data() + b * width;
+      return ra[0] > rb[0] || (ra[0] == rb[0] && ra[1] < rb[1]);
+    });
     std::vector<T> rows(static_cast<std::size_t>(m * d_));
-    backend_->largest(dist2, n_, m, far.data());
-    backend_->gather_rows(X_, n_, d_, far.data(), m, rows.data());
+    for (int64_t e = 0; e < m; ++e)
+      for (int64_t j = 0; j < d_; ++j) rows[e * d_ + j] = static_cast<T>(all[order[e] * width + 4 + j]);
     for (int64_t e = 0; e < m; ++e) {
-      const int64_t row = far[e], to = empty[e];
-      int32_t from = 0;
-      detail::copy_bytes(ctx_, &from, Device{}, labels + row, ctx_.device(), sizeof(int32_t));
-      const double w = static_cast<double>(weights_.host[row]);
+      const int64_t to = empty[e];
+      const int32_t from = static_cast<int32_t>(all[order[e] * width + 2]);
+      const double w = all[order[e] * width + 3];
       for (int64_t j = 0; j < d_; ++j) {
         const double contribution = static_cast<double>(rows[e * d_ + j]) * w;
         sums[from * d_ + j] -= contribution;
@@ -295,7 +464,11 @@ class Fitter {
   std::unique_ptr<detail::KMeansBackend<T>> backend_;
   int64_t n_, d_, k_;
   const Weights<T>& weights_;
-  std::vector<double> means_;  // X's column means
+  std::vector<double> means_;  // X's column means (over all ranks)
+  std::vector<double> local_means_;  // this rank's
+  Comm& comm_;
+  const RowLayout& layout_;
+  uint64_t seed_;
   Buffer centered_copy_;       // X - means_, unless X was centered in place
   const T* X_ = nullptr;       // the centered rows: everything in the fit reads these
 };
@@ -316,23 +489,83 @@ HostArray scalar_i64(int64_t v) {
 KMeans::KMeans(KMeansParams params) : params_(std::move(params)) { validate_params(params_); }
 
 KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_weight) {
-  check_matrix_shape(X);
-  const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_clusters;
-  GPUML_EXPECT(n >= k, "KMeans: n_samples=" + std::to_string(n) + " should be >= n_clusters=" + std::to_string(k));
-  if (params_.init == "array")
-    GPUML_EXPECT(static_cast<int64_t>(params_.init_array.size()) == k * d,
-                 "KMeans: init_array has shape (" + std::to_string(k) + ", " +
-                     std::to_string(params_.init_array.size() / static_cast<std::size_t>(k)) +
-                     ") but it must be (n_clusters, n_features) = (" + std::to_string(k) + ", " + std::to_string(d) + ")");
-  const DType dtype = float_dtype_for(X.dtype);
-  detail::Staged staged = detail::stage(ctx, X, dtype, "X");
-  detail::require_finite(ctx, staged.view, "X");
+  Comm& comm = ctx.comm();
+  const int64_t k = params_.n_clusters;
+  int64_t n = 0, d = 0;
+  DType dtype = DType::float64;
+  detail::Staged staged;
+  check_on_every_rank(comm, "checking X", [&] {
+    check_matrix_shape(X);
+    n = X.shape[0];
+    d = X.shape[1];
+    if (params_.init == "array")
+      GPUML_EXPECT(static_cast<int64_t>(params_.init_array.size()) == k * d,
+                   "KMeans: init_array has shape (" + std::to_string(k) + ", " +
+                       std::to_string(params_.init_array.size() / static_cast<std::size_t>(k)) +
+                       ") but it must be (n_clusters, n_features) = (" + std::to_string(k) + ", " + std::to_string(d) + ")");
+    dtype = float_dtype_for(X.dtype);
+    staged = detail::stage(ctx, X, dtype, "X");
+    detail::require_finite(ctx, staged.view, "X");
+  });
+
+  // Every rank must fit the same estimator on rows of the same width and dtype.
+  uint64_t tol_bits = 0;
+  std::memcpy(&tol_bits, &params_.tol, sizeof tol_bits);
+  uint64_t init_hash = 1469598103934665603ull;  // FNV-1a over init and init_array's bits
+  for (char c : params_.init) init_hash = (init_hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  for (double v : params_.init_array) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    init_hash = (init_hash ^ bits) * 1099511628211ull;
+  }
+  struct Field {
+    const char* name;
+    int64_t value;
+  };
+  const Field fields[] = {{"n_features", d},
+                          {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
+                          {"n_clusters", k},
+                          {"n_init", params_.n_init},
+                          {"max_iter", params_.max_iter},
+                          {"tol (bits)", static_cast<int64_t>(tol_bits)},
+                          {"init and init_array (hash)", static_cast<int64_t>(init_hash)},
+                          {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
+                          {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))}};
+  const int64_t n_fields = static_cast<int64_t>(std::size(fields)) + 1;  // + the number of rows
+  std::vector<int64_t> mine(static_cast<std::size_t>(n_fields)), all(static_cast<std::size_t>(n_fields * comm.size()));
+  mine[0] = n;
+  for (int64_t f = 1; f < n_fields; ++f) mine[f] = fields[f - 1].value;
+  comm.allgather(mine.data(), n_fields, all.data(), DType::int64);
+  RowLayout layout;
+  layout.comm = &comm;
+  for (int r = 0; r < comm.size(); ++r) {
+    const int64_t* theirs = all.data() + r * n_fields;
+    for (int64_t f = 1; f < n_fields; ++f)
+      if (theirs[f] != all[f])
+        throw_error(ErrorCode::invalid_argument,
+                    std::string("KMeans: the ranks disagree on ") + fields[f - 1].name + ": rank 0 has " +
+                        std::to_string(all[f]) + ", rank " + std::to_string(r) + " has " + std::to_string(theirs[f]) +
+                        " (every rank must fit the same estimator on rows of the same width and dtype)");
+    layout.offset.push_back(layout.total);
+    layout.rows.push_back(theirs[0]);
+    layout.total += theirs[0];
+  }
+  GPUML_EXPECT(layout.total >= k, "KMeans: n_samples=" + std::to_string(layout.total) +
+                                      (comm.size() > 1 ? " (over " + std::to_string(comm.size()) + " ranks)" : std::string()) +
+                                      " should be >= n_clusters=" + std::to_string(k));
+  // Rank 0's seed for all (the same as random_state's when set: every rank checked it above).
+  int64_t seed = static_cast<int64_t>(params_.random_state.value_or(ctx.seed()));
+  comm.broadcast(&seed, 1, 0);
 
   with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
-    const Weights<T> weights = prepare_weights<T>(ctx, sample_weight, n);
+    std::optional<Weights<T>> weights;
+    check_on_every_rank(comm, "checking sample_weight", [&] { weights.emplace(prepare_weights<T>(ctx, sample_weight, n)); });
+    double total_weight = weights->total;
+    comm.allreduce_sum(&total_weight, 1);
+    GPUML_EXPECT(total_weight > 0, "sample_weight must have a positive sum");
     Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
-    Fitter<T> fitter(ctx, params_, staged, n, d, weights);
+    Fitter<T> fitter(ctx, params_, staged, n, d, *weights, layout, static_cast<uint64_t>(seed));
     typename Fitter<T>::Run best = fitter.fit(labels);
 
     // Replace the fitted state only once everything has succeeded.

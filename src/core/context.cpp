@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/device_ops.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml {
@@ -15,6 +16,7 @@ struct Context::Impl {
   int n_threads = 1;
   uint64_t seed = 0;
   std::shared_ptr<cuda::Resources> cuda;  // set for CUDA contexts
+  std::shared_ptr<Comm> comm;             // set once attached; Comm::local() until then
 };
 
 namespace {
@@ -65,6 +67,17 @@ void Context::set_seed(uint64_t seed) { impl_->seed = seed; }
 
 void Context::synchronize() const {
   if (impl_->cuda) detail::device_synchronize(*impl_->cuda);
+}
+
+Comm& Context::comm() const { return impl_->comm ? *impl_->comm : *Comm::local(); }
+bool Context::has_comm() const { return impl_->comm != nullptr; }
+
+void Context::attach_comm(std::shared_ptr<Comm> comm) {
+  GPUML_EXPECT(comm != nullptr, "attach_comm: the communicator is null");
+  GPUML_EXPECT(impl_->comm == nullptr, std::string("attach_comm: this context already has a communicator (") +
+                                           impl_->comm->kind() + ", rank " + std::to_string(impl_->comm->rank()) + " of " +
+                                           std::to_string(impl_->comm->size()) + "); attach once per context");
+  impl_->comm = std::move(comm);
 }
 
 cuda::Resources& Context::cuda_resources() const {

@@ -38,6 +38,20 @@ GPUML_C_API gpuml_status_t gpuml_context_create(const char* device, gpuml_contex
 GPUML_C_API gpuml_status_t gpuml_context_free(gpuml_context_t ctx);
 GPUML_C_API gpuml_status_t gpuml_context_device(gpuml_context_t ctx, int32_t* device_type, int32_t* device_id);
 GPUML_C_API gpuml_status_t gpuml_context_synchronize(gpuml_context_t ctx);
+
+/* Distributed (SPMD) training: every rank fits the same estimator on its own rows under a
+ * context that holds a communicator, and every rank ends with the same model. Attaching is
+ * collective (every rank calls it) and done once per context (twice is INVALID_ARGUMENT).
+ * gpuml_context_attach_mpi: MPI_COMM_WORLD (initializing MPI when the program has not, and then
+ * finalizing it at exit); MPI itself for CPU contexts, NCCL bootstrapped over MPI for CUDA
+ * contexts (not built yet: UNSUPPORTED). UNSUPPORTED when gpuml was built without MPI.
+ * gpuml_nccl_unique_id / gpuml_context_attach_nccl: NCCL communicators, for engines other than
+ * MPI (rank 0 makes the id and shares it); not built yet: UNSUPPORTED after checking arguments.
+ * gpuml_context_rank: this rank and the number of ranks (0 and 1 when nothing is attached). */
+GPUML_C_API gpuml_status_t gpuml_nccl_unique_id(uint8_t out[128]);
+GPUML_C_API gpuml_status_t gpuml_context_attach_nccl(gpuml_context_t ctx, const uint8_t unique_id[128], int32_t n_ranks, int32_t rank);
+GPUML_C_API gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx);   /* MPI_COMM_WORLD: NCCL bootstrapped over MPI for CUDA contexts, MPI itself for CPU */
+GPUML_C_API gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n_ranks);
 GPUML_C_API gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est);
 GPUML_C_API gpuml_status_t gpuml_estimator_get_params(gpuml_estimator_t est, const char** json); /* valid until next call on est */

@@ -8,6 +8,8 @@
 
 namespace gpuml {
 
+class Comm;
+
 namespace cuda {
 struct Resources;  // stream, library handles and memory pool; defined in cuda/core (no CUDA types here)
 }
@@ -30,6 +32,13 @@ class GPUML_API Context {
   uint64_t seed() const;        // default seed for estimators whose random_state is unset
   void set_seed(uint64_t seed);
   void synchronize() const;     // waits for all work queued on the context's stream
+
+  // The communicator of distributed (SPMD) training: the local one (1 rank) until one is
+  // attached. Copies of a context share it. Attaching a second time, or a null communicator,
+  // is ErrorCode::invalid_argument.
+  Comm& comm() const;
+  bool has_comm() const;  // whether one was attached
+  void attach_comm(std::shared_ptr<Comm> comm);
 
   // The CUDA resources of this context (throws unless it is a CUDA context). For backends.
   cuda::Resources& cuda_resources() const;

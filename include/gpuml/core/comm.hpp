@@ -1,0 +1,71 @@
+#pragma once
+// gpuml::Comm: the collectives of distributed (SPMD) training. Every rank calls the same
+// estimator fit on its own rows under a context that holds a communicator (Context::attach_comm);
+// the fit's collectives make every rank end with the same model.
+//
+// Implementations: local (1 rank; every collective is the identity, so a fit without a
+// communicator is the 1-rank case of the same code) and MPI (host memory, over a duplicate of
+// MPI_COMM_WORLD or of a caller's communicator). NCCL (device memory) is planned.
+//
+// Rules: every rank calls the same collectives in the same order with matching dtypes and
+// counts (the estimators check that their inputs agree across ranks before their first
+// data collective). Buffers are host memory. Counts are elements, not bytes.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gpuml/core/dtype.hpp"
+#include "gpuml/core/export.hpp"
+
+namespace gpuml {
+
+class GPUML_API Comm {
+ public:
+  virtual ~Comm();
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* kind() const = 0;  // "local" or "mpi"
+
+  // In place: data[i] = the sum over ranks of data[i]. Every rank ends with the same bits
+  // (floating-point sums are reduced once and broadcast, not summed on every rank).
+  virtual void allreduce_sum(void* data, int64_t count, DType dtype) = 0;
+  // recv (size() * count elements) = each rank's send (count elements), in rank order.
+  virtual void allgather(const void* send, int64_t count, void* recv, DType dtype) = 0;
+  // recv = each rank's send in rank order, counts[r] elements from rank r. counts has size()
+  // entries, the same on every rank; count (this rank's) must equal counts[rank()].
+  virtual void allgatherv(const void* send, int64_t count, void* recv, const int64_t* counts, DType dtype) = 0;
+  // data (count elements) = root's data.
+  virtual void broadcast(void* data, int64_t count, DType dtype, int root) = 0;
+  virtual void barrier() = 0;
+
+  template <typename T>
+  void allreduce_sum(T* data, int64_t count) {
+    allreduce_sum(static_cast<void*>(data), count, dtype_of<T>::value);
+  }
+  template <typename T>
+  std::vector<T> allgather(const T& value) {
+    std::vector<T> out(static_cast<std::size_t>(size()));
+    allgather(&value, 1, out.data(), dtype_of<T>::value);
+    return out;
+  }
+  template <typename T>
+  void broadcast(T* data, int64_t count, int root) {
+    broadcast(static_cast<void*>(data), count, dtype_of<T>::value, root);
+  }
+
+  // A communicator of one rank.
+  static std::shared_ptr<Comm> local();
+  // MPI over (a duplicate of) MPI_COMM_WORLD; initializes MPI when the caller has not (and then
+  // finalizes it at exit). Collective: every rank must call it. ErrorCode::unsupported when
+  // gpuml was built without MPI.
+  static std::shared_ptr<Comm> mpi_world();
+  // MPI over (a duplicate of) any communicator, given by its Fortran handle, which is an
+  // integer in every MPI: MPI_Comm_c2f(comm) in C, comm.py2f() in mpi4py. Collective.
+  static std::shared_ptr<Comm> mpi_from_fortran(int64_t fortran_handle);
+};
+
+// Whether this library was built with MPI (GPUML_MPI).
+GPUML_API bool built_with_mpi() noexcept;
+
+}  // namespace gpuml

@@ -1,0 +1,142 @@
+// gpuml::Comm's local (1-rank) communicator, a context's communicator, and the distributed C ABI
+// entry points in one process. The MPI communicator and distributed fits are tested under
+// mpirun by tests/mpi/mpi_test.cpp (ctest -L mpi).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpuml/core/comm.hpp"
+#include "gpuml/gpuml.h"
+#include "gpuml/gpuml.hpp"
+
+namespace gpuml {
+namespace {
+
+TEST(LocalComm, EveryCollectiveIsTheIdentity) {
+  std::shared_ptr<Comm> comm = Comm::local();
+  EXPECT_EQ(comm->rank(), 0);
+  EXPECT_EQ(comm->size(), 1);
+  EXPECT_STREQ(comm->kind(), "local");
+
+  std::vector<double> d = {1.5, -2.25, 3.0};
+  comm->allreduce_sum(d.data(), 3);
+  EXPECT_EQ(d, (std::vector<double>{1.5, -2.25, 3.0}));
+  std::vector<float> f = {0.5f, 7.0f};
+  comm->allreduce_sum(f.data(), 2);
+  EXPECT_EQ(f, (std::vector<float>{0.5f, 7.0f}));
+  int64_t l = int64_t{1} << 40;
+  comm->allreduce_sum(&l, 1);
+  EXPECT_EQ(l, int64_t{1} << 40);
+
+  EXPECT_EQ(comm->allgather(int64_t{42}), std::vector<int64_t>{42});
+  const int32_t send[3] = {4, 5, 6};
+  int32_t recv[3] = {0, 0, 0};
+  const int64_t counts[1] = {3};
+  comm->allgatherv(send, 3, recv, counts, DType::int32);
+  EXPECT_EQ(std::memcmp(send, recv, sizeof send), 0);
+
+  std::vector<double> b = {9.0, 8.0};
+  comm->broadcast(b.data(), 2, 0);
+  EXPECT_EQ(b, (std::vector<double>{9.0, 8.0}));
+  comm->barrier();
+}
+
+TEST(LocalComm, BadArgumentsAreNamedErrors) {
+  std::shared_ptr<Comm> comm = Comm::local();
+  double x = 1.0;
+  try {
+    comm->broadcast(&x, 1, 1);
+    FAIL() << "root 1 of 1 rank accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("root 1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(comm->allreduce_sum(&x, -1), Error);
+  EXPECT_THROW(comm->allreduce_sum(static_cast<double*>(nullptr), 2), Error);
+  const int64_t counts[1] = {2};
+  EXPECT_THROW(comm->allgatherv(&x, 1, &x, counts, DType::float64), Error);  // count != counts[rank]
+}
+
+TEST(ContextComm, LocalUntilAttachedAndAttachedOnce) {
+  Context ctx = Context::cpu(1);
+  EXPECT_FALSE(ctx.has_comm());
+  EXPECT_EQ(ctx.comm().size(), 1);
+  EXPECT_THROW(ctx.attach_comm(nullptr), Error);
+  Context copy = ctx;  // copies share the communicator
+  ctx.attach_comm(Comm::local());
+  EXPECT_TRUE(copy.has_comm());
+  try {
+    copy.attach_comm(Comm::local());
+    FAIL() << "attached twice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("already has a communicator"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ContextComm, MpiFactoriesWithoutMpiAreUnsupported) {
+  if (built_with_mpi()) GTEST_SKIP() << "built with MPI: tested under mpirun (ctest -L mpi)";
+  try {
+    Comm::mpi_world();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+    EXPECT_NE(std::string(e.what()).find("without MPI"), std::string::npos) << e.what();
+  }
+}
+
+// A fit under a context holding the local communicator is the fit without one, bit for bit.
+TEST(ContextComm, KMeansWithTheLocalCommunicatorIsUnchanged) {
+  const int64_t n = 500, d = 3;
+  std::vector<double> rows(n * d);
+  uint64_t state = 12345;
+  for (double& v : rows) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    v = static_cast<double>(state >> 11) / 9007199254740992.0 * 10.0 + static_cast<double>((&v - rows.data()) % 4);
+  }
+  KMeansParams params;
+  params.n_clusters = 5;
+  params.random_state = 3;
+  Context plain = Context::cpu();
+  Context with_local = Context::cpu();
+  with_local.attach_comm(Comm::local());
+  KMeans a(params), b(params);
+  a.fit(plain, host_view(rows.data(), n, d));
+  b.fit(with_local, host_view(rows.data(), n, d));
+  EXPECT_EQ(std::memcmp(a.cluster_centers().as<double>(), b.cluster_centers().as<double>(), static_cast<std::size_t>(params.n_clusters * d) * sizeof(double)), 0);
+  EXPECT_EQ(a.inertia(), b.inertia());
+  EXPECT_EQ(a.n_iter(), b.n_iter());
+}
+
+TEST(CapiComm, RankAndTheEntryPointsNotBuiltYet) {
+  gpuml_context_t ctx = nullptr;
+  ASSERT_EQ(gpuml_context_create("cpu", &ctx), GPUML_OK);
+  int32_t rank = -1, n_ranks = -1;
+  EXPECT_EQ(gpuml_context_rank(ctx, &rank, &n_ranks), GPUML_OK);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(n_ranks, 1);
+  EXPECT_EQ(gpuml_context_rank(nullptr, &rank, &n_ranks), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuml_context_rank(ctx, &rank, nullptr), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("n_ranks"), std::string::npos) << gpuml_last_error();
+
+  uint8_t id[128] = {};
+  EXPECT_EQ(gpuml_nccl_unique_id(nullptr), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuml_nccl_unique_id(id), GPUML_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(gpuml_last_error()).find("NCCL"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_attach_nccl(ctx, id, 2, 2), GPUML_ERROR_INVALID_ARGUMENT);  // rank out of range
+  EXPECT_EQ(gpuml_context_attach_nccl(ctx, id, 0, 0), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuml_context_attach_nccl(ctx, nullptr, 2, 0), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuml_context_attach_nccl(ctx, id, 2, 0), GPUML_ERROR_INVALID_ARGUMENT);  // a CPU context
+  EXPECT_NE(std::string(gpuml_last_error()).find("CUDA context"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_attach_mpi(nullptr), GPUML_ERROR_INVALID_ARGUMENT);
+  if (!built_with_mpi()) {
+    EXPECT_EQ(gpuml_context_attach_mpi(ctx), GPUML_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(gpuml_last_error()).find("without MPI"), std::string::npos) << gpuml_last_error();
+  }
+  EXPECT_EQ(gpuml_context_free(ctx), GPUML_OK);
+}
+
+}  // namespace
+}  // namespace gpuml
