@@ -5,7 +5,8 @@ Data: float32 X ~ N(0, 1) (n x 32), y = [x0 + x1 x2 + 0.5 noise > 0] (binary); a
 --predict-rows rows from the same distribution. Both fit RandomForestClassifier(n_estimators,
 max_depth) with random_state 0; scikit-learn uses every core (n_jobs=-1).
 
-  gpuml fit        on the host reference (the CUDA fit primitives are not written yet), all cores
+  gpuml fit        on the GPU when there is one (trees grown level by level on the device), and
+                   on the CPU backend (all cores)
   gpuml predict    predict_proba on the GPU with X already there (torch tensor), else on the CPU
   gpuml save/load  pickle.dumps / pickle.loads of the fitted model
   scikit-learn     fit and predict_proba with n_jobs=-1
@@ -68,7 +69,15 @@ def main():
           f"cores={os.cpu_count()} gpu={use_gpu}")
 
     rows = []
-    fit_time, model = best_time(lambda: RandomForestClassifier(device="cpu", **params).fit(X, y), 1)
+    cpu_fit_time, cpu_model = best_time(lambda: RandomForestClassifier(device="cpu", **params).fit(X, y), 1)
+    fit_on = f"cpu ({os.cpu_count()} cores)"
+    fit_time, model = cpu_fit_time, cpu_model
+    if use_gpu:
+        RandomForestClassifier(device="cuda", **dict(params, n_estimators=2)).fit(X[:10000], y[:10000])  # warm-up
+        fit_time, model = best_time(lambda: RandomForestClassifier(device="cuda", **params).fit(X, y), 3)
+        fit_on = "cuda"
+        same = pickle.dumps(model.set_params(device="cpu")) == pickle.dumps(cpu_model)
+        print(f"the CUDA fit grew the CPU backend's forest: {'yes' if same else 'NO'}")
     save_time, saved = best_time(lambda: pickle.dumps(model), 3)
     load_time, _ = best_time(lambda: pickle.loads(saved), 3)
     predict_on = "cpu"
@@ -93,7 +102,9 @@ def main():
     predict_time, proba = best_time(predict, args.repeats)
     proba = proba.cpu().numpy() if use_gpu else proba
     accuracy = float(np.mean(np.argmax(proba, axis=1) == yp))
-    rows.append(("gpuml", fit_time, f"host ({os.cpu_count()} cores)", predict_time, predict_on, accuracy))
+    rows.append(("gpuml", fit_time, fit_on, predict_time, predict_on, accuracy))
+    if use_gpu:
+        rows.append(("gpuml cpu", cpu_fit_time, f"cpu ({os.cpu_count()} cores)", predict_time, predict_on, accuracy))
 
     if not args.no_sklearn:
         from sklearn.ensemble import RandomForestClassifier as SkForest
@@ -111,8 +122,7 @@ def main():
     print(f"model: {nodes} nodes, pickle {len(saved) / 1e6:.1f} MB, save {save_time * 1e3:.1f} ms, load {load_time * 1e3:.1f} ms")
     issue_shape = (args.n, args.d, args.trees, args.max_depth) == (500_000, 32, 100, 12)
     if issue_shape:
-        print(f"target fit <= 0.5 s: {'met' if fit_time <= 0.5 else 'MISSED'} ({fit_time:.3f} s, on the host: "
-              "the CUDA fit is not written yet)")
+        print(f"target fit <= 0.5 s: {'met' if fit_time <= 0.5 else 'MISSED'} ({fit_time:.3f} s on {fit_on})")
     if issue_shape and args.predict_rows == 1_000_000 and use_gpu:
         print(f"target predict 1M rows <= 20 ms: {'met' if predict_time <= 0.020 else 'MISSED'} ({predict_time * 1e3:.2f} ms)")
 

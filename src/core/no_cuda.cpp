@@ -3,6 +3,7 @@
 #include "cluster/kmeans_backend.hpp"
 #include "core/device_ops.hpp"
 #include "ensemble/forest_backend.hpp"
+#include "ensemble/levelwise.hpp"
 #include "graph/pagerank_backend.hpp"
 #include "linear_model/linear_backend.hpp"
 #include "linear_model/logistic_backend.hpp"
@@ -64,6 +65,8 @@ template <typename T>
 std::unique_ptr<ForestBackend<T>> make_forest_cuda_backend(const Context&) { no_cuda(); }
 template std::unique_ptr<ForestBackend<float>> make_forest_cuda_backend<float>(const Context&);
 template std::unique_ptr<ForestBackend<double>> make_forest_cuda_backend<double>(const Context&);
+
+std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context&) { no_cuda(); }
 
 template <typename T>
 std::unique_ptr<PageRankBackend<T>> make_pagerank_cuda_backend(const Context&) { no_cuda(); }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/random.hpp"
+#include "ensemble/levelwise.hpp"
 #include "ensemble/tree_builder.hpp"
 #include "gpuml/core/error.hpp"
 
@@ -166,6 +167,31 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   forest.trees.resize(static_cast<std::size_t>(rules.n_estimators));
   const int width = forest.width;
   const std::vector<double> cumulative = rules.bootstrap ? cumulative_weights(sample_weight, n) : std::vector<double>();
+  if (rules.device != nullptr && levelwise_eligible(rules, labels != nullptr, sample_weight != nullptr)) {
+    // The same trees, grown level by level on the device: the bootstrap counts (as bytes) and
+    // the feature-draw seeds come from the same streams as below.
+    std::vector<uint8_t> weights(static_cast<std::size_t>(rules.n_estimators * n));
+    std::vector<uint64_t> seeds(static_cast<std::size_t>(rules.n_estimators));
+    bool fits = true;
+#pragma omp parallel for num_threads(rules.threads) schedule(dynamic) reduction(&& : fits)
+    for (int64_t t = 0; t < rules.n_estimators; ++t) {
+      const uint64_t seed = tree_seed(rules.seed, t);
+      const std::vector<int32_t> counts = bootstrap_counts(seed, n, rules, cumulative);
+      for (int64_t i = 0; i < n; ++i) {
+        fits = fits && counts[i] <= 255;
+        weights[t * n + i] = static_cast<uint8_t>(std::min(counts[i], 255));
+      }
+      seeds[t] = tree_seed(seed, 0);
+    }
+    if (fits) {
+      std::unique_ptr<LevelBackend> backend = make_level_cuda_backend(*rules.device);
+      forest.trees = grow_trees_levelwise(*backend, codes.data(), n, d, forest.bins, labels, weights, seeds, rules.tree,
+                                          rules.threads);
+      compute_importances(forest, d);
+      if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, cumulative);
+      return forest;
+    }
+  }
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
   for (int64_t t = 0; t < rules.n_estimators; ++t) {
     const uint64_t seed = tree_seed(rules.seed, t);

@@ -240,6 +240,7 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   rules.max_bins = static_cast<int>(params_.n_bins);
   rules.seed = params_.random_state ? *params_.random_state : std::random_device{}();
   rules.threads = ctx.n_threads();
+  rules.device = ctx.is_cuda() ? &ctx : nullptr;
   rules.oob_score = params_.oob_score;
   rules.balanced_subsample = classification_ && params_.class_weight_mode == "balanced_subsample" && params_.bootstrap;
 

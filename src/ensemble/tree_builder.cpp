@@ -13,13 +13,6 @@
 namespace gpuml::detail {
 namespace {
 
-uint64_t mix(uint64_t x) {  // splitmix64's finalizer
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 struct Pending {
   int32_t node;
   int64_t begin, end;  // the node's rows: rows[begin, end)
@@ -32,6 +25,21 @@ struct Pending {
 double cut_between(double a, double b) {
   const double t = a / 2.0 + b / 2.0;
   return t == b || !std::isfinite(t) ? a : t;
+}
+
+}  // namespace
+
+uint64_t child_seed(uint64_t seed, int side) {  // splitmix64's finalizer of seed ^ side
+  uint64_t x = seed ^ static_cast<uint64_t>(side);
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+bool stays_leaf(const TreeRules& rules, int64_t depth, int64_t rows, double impurity) {
+  return (rules.max_depth >= 0 && depth >= rules.max_depth) || rows < rules.min_samples_split ||
+         rows < 2 * rules.min_samples_leaf || impurity <= DBL_EPSILON;
 }
 
 int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows) {
@@ -47,7 +55,15 @@ int32_t new_node(Tree& tree, int width, const double* stats, double impurity, in
   return static_cast<int32_t>(tree.feature.size() - 1);
 }
 
-}  // namespace
+void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
+               int32_t left, int32_t right) {
+  tree.feature[node] = static_cast<int32_t>(feature);
+  tree.bin[node] = bin;
+  tree.threshold[node] = cut_between(bins.high[bins.bin_index(feature, bin)], bins.low[bins.bin_index(feature, next_bin)]);
+  tree.left[node] = left;
+  tree.right[node] = right;
+  tree.improvement[node] = improvement;
+}
 
 Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins, const double* row_stats,
                std::vector<int32_t> rows, const TreeRules& rules, uint64_t seed) {
@@ -80,9 +96,7 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   // The best split of a pending node, in feature `chosen` (none when the node stays a leaf).
   auto evaluate = [&](const Pending& p, int64_t& chosen) -> Split {
     const int64_t count = p.end - p.begin;
-    const bool leaf = (rules.max_depth >= 0 && p.depth >= rules.max_depth) || count < rules.min_samples_split ||
-                      count < 2 * rules.min_samples_leaf || tree.impurity[p.node] <= DBL_EPSILON;
-    if (leaf) return Split{};
+    if (stays_leaf(rules, p.depth, count, tree.impurity[p.node])) return Split{};
     // Features in a random order (from the node's seed), histogram by histogram, until
     // max_features of them are not constant here or none are left (scikit-learn's rule).
     Random random(p.seed);
@@ -162,14 +176,9 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
     std::copy(scratch.begin(), scratch.begin() + right_fill, rows.begin() + left_end);
     const int32_t left = new_node(tree, width, split.left_stats.data(), split.left_impurity, split.left_rows);
     const int32_t right = new_node(tree, width, split.right_stats.data(), split.right_impurity, split.right_rows);
-    tree.feature[p.node] = static_cast<int32_t>(f);
-    tree.bin[p.node] = split.bin;
-    tree.threshold[p.node] = cut_between(bins.high[bins.bin_index(f, split.bin)], bins.low[bins.bin_index(f, split.next_bin)]);
-    tree.left[p.node] = left;
-    tree.right[p.node] = right;
-    tree.improvement[p.node] = split.improvement;
-    return {Pending{left, p.begin, left_end, p.depth + 1, mix(p.seed ^ 0x1)},
-            Pending{right, left_end, p.end, p.depth + 1, mix(p.seed ^ 0x2)}};
+    set_split(tree, bins, p.node, f, split.bin, split.next_bin, split.improvement, left, right);
+    return {Pending{left, p.begin, left_end, p.depth + 1, child_seed(p.seed, 1)},
+            Pending{right, left_end, p.end, p.depth + 1, child_seed(p.seed, 2)}};
   };
 
   const Pending root_node{0, 0, static_cast<int64_t>(rows.size()), 0, seed};

@@ -9,6 +9,10 @@
 #include "criteria.hpp"
 #include "gpuml/core/export.hpp"
 
+namespace gpuml {
+class Context;
+}
+
 namespace gpuml::detail {
 
 struct TreeRules {
@@ -40,6 +44,16 @@ struct Tree {
 GPUML_API Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins, const double* row_stats,
                          std::vector<int32_t> rows, const TreeRules& rules, uint64_t seed);
 
+// The pieces of grow_tree that the level-by-level builder (levelwise.cpp) shares with it:
+// a node's children's seeds (side 1 left, 2 right); whether a node stays a leaf before any
+// search (depth, rows, purity); appending a node; making a node a split (the threshold halfway
+// between the values of bin and next_bin, as scikit-learn cuts between neighbouring values).
+uint64_t child_seed(uint64_t seed, int side);
+bool stays_leaf(const TreeRules& rules, int64_t depth, int64_t rows, double impurity);
+int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows);
+void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
+               int32_t left, int32_t right);
+
 // The leaf of each of X's rows (n x d, row-major) in `tree`.
 template <typename T>
 GPUML_API void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, int32_t* leaves);
@@ -65,6 +79,9 @@ struct ForestRules {
   // weighs draws / (k_drawn · draws of c), from the tree's own draws. Other class weights come in
   // the sample weights (the estimator multiplies them in).
   bool balanced_subsample = false;
+  // A CUDA context to grow the trees on, level by level (levelwise.hpp), when the rules are in
+  // that builder's scope; null, or out of scope: grow_tree on the host threads.
+  const Context* device = nullptr;
 };
 
 struct Forest {

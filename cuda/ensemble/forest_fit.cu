@@ -1,0 +1,343 @@
+// The CUDA side of the level-by-level tree builder (src/ensemble/levelwise.hpp).
+//
+// The rows stay where they are (codes row-major on the device, one 32-byte sector per row at
+// d = 32); each tree of a batch has a list of slots (row id, weight), two copies, and a level's
+// nodes own ranges of it. One kernel per level, a block per node:
+//   1. histograms of the node's rows over its next drawn features, in shared memory, as integer
+//      atomics (integer weights: exact, so the sums do not depend on the order of the adds);
+//   2. per feature in draw order: skipped when constant in the node (scikit-learn draws more),
+//      else prefix sums over the bins (CUB block scans) and each threshold's impurity
+//      improvement, one bin per thread, with the host's formulas written as unfused double
+//      operations (no FMA contraction), so the scores have the CPU's bits; the block's best,
+//      ties to the lower bin, replaces the node's best only when strictly better (the first
+//      feature drawn wins ties, as best_split);
+//   3. the node's slots partitioned into the other copy: left ones first in order, right ones
+//      from the end.
+// The host reads the split records back, makes the children and sends the next level.
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cuda/core/kernel_util.cuh"
+#include "cuda/core/resources.cuh"
+#include "ensemble/levelwise.hpp"
+#include "gpuml/core/array.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+constexpr int kFitBlock = 256;  // one thread per bin (max_bins <= 256)
+constexpr int kMaxClasses = 64;
+constexpr int kSharedBudget = 48 * 1024;  // histogram bytes per block before asking for more
+
+__global__ void transpose_codes_kernel(const uint8_t* __restrict__ feature_major, int64_t n, int64_t d,
+                                       uint8_t* __restrict__ row_major) {
+  for (int64_t idx = global_thread(); idx < n * d; idx += grid_threads()) {
+    const int64_t i = idx / d, f = idx - i * d;
+    row_major[idx] = feature_major[f * n + i];
+  }
+}
+
+__global__ void first_slots_kernel(int32_t* __restrict__ rows, int64_t total, int64_t n) {
+  for (int64_t s = global_thread(); s < total; s += grid_threads()) rows[s] = static_cast<int32_t>(s % n);
+}
+
+// The host's node_impurity for k class weights, unfused.
+__device__ double class_impurity(Criterion criterion, const double* w, int k) {
+  double total = 0.0;
+  for (int c = 0; c < k; ++c) total = __dadd_rn(total, w[c]);
+  if (!(total > 0.0)) return 0.0;
+  if (criterion == Criterion::gini) {
+    double sum_sq = 0.0;
+    for (int c = 0; c < k; ++c) sum_sq = __dadd_rn(sum_sq, __dmul_rn(w[c], w[c]));
+    return __dsub_rn(1.0, __ddiv_rn(sum_sq, __dmul_rn(total, total)));
+  }
+  double h = 0.0;
+  for (int c = 0; c < k; ++c)
+    if (w[c] > 0.0) {
+      const double p = __ddiv_rn(w[c], total);
+      h = __dsub_rn(h, __dmul_rn(p, log2(p)));
+    }
+  return h;
+}
+
+// impurity_improvement (criteria.hpp), unfused.
+__device__ double improvement_of(double root_weight, double node_weight, double node_impurity, double left_weight,
+                                 double left_impurity, double right_weight, double right_impurity) {
+  const double scale = __ddiv_rn(node_weight, root_weight);
+  const double left_term = __dmul_rn(__ddiv_rn(left_weight, node_weight), left_impurity);
+  const double right_term = __dmul_rn(__ddiv_rn(right_weight, node_weight), right_impurity);
+  return __dmul_rn(scale, __dsub_rn(__dsub_rn(node_impurity, left_term), right_term));
+}
+
+struct Candidate {
+  double improvement;
+  int32_t bin;  // -1: none
+  int64_t left_rows;
+};
+
+struct BetterCandidate {
+  __device__ Candidate operator()(const Candidate& a, const Candidate& b) const {
+    if (a.bin < 0) return b;
+    if (b.bin < 0) return a;
+    if (a.improvement != b.improvement) return a.improvement > b.improvement ? a : b;
+    return a.bin < b.bin ? a : b;
+  }
+};
+
+struct SplitArgs {
+  const LevelNode* nodes;
+  const int32_t* order;  // nodes x d
+  const uint8_t* codes;  // n x d
+  int64_t d;
+  const int32_t* bins;
+  const int32_t* labels;
+  const int32_t* rows_in;
+  const uint8_t* weights_in;
+  int32_t* rows_out;
+  uint8_t* weights_out;
+  Criterion criterion;
+  int k;
+  int64_t max_features;
+  int64_t min_samples_leaf;
+  int batch_cap;  // features per histogram pass
+  LevelSplit* splits;
+  double* left_stats;  // nodes x k
+};
+
+__global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
+  using Scan = cub::BlockScan<int64_t, kFitBlock>;
+  using Reduce = cub::BlockReduce<Candidate, kFitBlock>;
+  __shared__ union {
+    typename Scan::TempStorage scan;
+    typename Reduce::TempStorage reduce;
+  } temp;
+  __shared__ double node_stats[kMaxClasses], best_left[kMaxClasses];
+  __shared__ int64_t shared_rows;
+  __shared__ int32_t split_feature, split_bin;
+  extern __shared__ int32_t histogram[];  // [batch][256][k] class weights, then [batch][256] rows
+  const int k = a.k;
+  const int tid = threadIdx.x;
+  const LevelNode node = a.nodes[blockIdx.x];
+  const int32_t* order = a.order + static_cast<int64_t>(blockIdx.x) * a.d;
+  const int64_t begin = node.slot_begin, end = node.slot_begin + node.slot_count;
+
+  bool found = false;
+  double best_improvement = 0.0;
+  int32_t best_feature = -1, best_bin = -1, best_next = -1;
+  int64_t best_left_rows = 0, node_rows = 0;
+  int64_t informative = 0, next = 0;
+  while (informative < a.max_features && next < a.d) {
+    const int batch = static_cast<int>(min(static_cast<int64_t>(a.batch_cap), min(a.max_features - informative, a.d - next)));
+    int32_t* rows_hist = histogram + batch * kFitBlock * k;
+    for (int i = tid; i < batch * kFitBlock * (k + 1); i += kFitBlock) histogram[i] = 0;
+    __syncthreads();
+    for (int64_t s = begin + tid; s < end; s += kFitBlock) {
+      const int w = a.weights_in[s];
+      if (w == 0) continue;
+      const int32_t row = a.rows_in[s];
+      const int c = a.labels[row];
+      const uint8_t* code_row = a.codes + static_cast<int64_t>(row) * a.d;
+      for (int fi = 0; fi < batch; ++fi) {
+        const int b = code_row[order[next + fi]];
+        atomicAdd(histogram + (fi * kFitBlock + b) * k + c, w);
+        atomicAdd(rows_hist + fi * kFitBlock + b, 1);
+      }
+    }
+    __syncthreads();
+    for (int fi = 0; fi < batch; ++fi) {
+      const int32_t f = order[next + fi];
+      const int nb = a.bins[f];
+      const int64_t rows_here = rows_hist[fi * kFitBlock + tid];
+      const int occupied = __syncthreads_count(tid < nb && rows_here > 0);
+      if (occupied <= 1) continue;  // constant in this node
+      ++informative;
+      int64_t left_rows = 0;
+      Scan(temp.scan).InclusiveSum(rows_here, left_rows);
+      __syncthreads();
+      int32_t* counts = histogram + (fi * kFitBlock + tid) * k;
+      for (int c = 0; c < k; ++c) {
+        int64_t prefix = 0;
+        Scan(temp.scan).InclusiveSum(static_cast<int64_t>(counts[c]), prefix);
+        __syncthreads();
+        counts[c] = static_cast<int32_t>(prefix);  // weights <= 255 * n < 2^31 (the driver's batches)
+      }
+      if (tid == kFitBlock - 1) {  // the last bin's prefix: the node's totals
+        shared_rows = left_rows;
+        for (int c = 0; c < k; ++c) node_stats[c] = static_cast<double>(counts[c]);
+      }
+      __syncthreads();
+      node_rows = shared_rows;
+      double node_weight = 0.0;
+      for (int c = 0; c < k; ++c) node_weight = __dadd_rn(node_weight, node_stats[c]);
+      const double node_impurity = class_impurity(a.criterion, node_stats, k);
+      Candidate mine{0.0, -1, 0};
+      const int64_t right_rows = node_rows - left_rows;
+      if (tid + 1 < nb && rows_here > 0 && left_rows >= a.min_samples_leaf && right_rows >= a.min_samples_leaf) {
+        double left[kMaxClasses], right[kMaxClasses];
+        double left_weight = 0.0, right_weight = 0.0;
+        for (int c = 0; c < k; ++c) {
+          left[c] = static_cast<double>(counts[c]);
+          right[c] = __dsub_rn(node_stats[c], left[c]);
+          left_weight = __dadd_rn(left_weight, left[c]);
+          right_weight = __dadd_rn(right_weight, right[c]);
+        }
+        if (left_weight > 0.0 && right_weight > 0.0) {
+          const double improvement =
+              improvement_of(node.root_weight, node_weight, node_impurity, left_weight, class_impurity(a.criterion, left, k),
+                             right_weight, class_impurity(a.criterion, right, k));
+          mine = Candidate{improvement, tid, left_rows};
+        }
+      }
+      const Candidate best = Reduce(temp.reduce).Reduce(mine, BetterCandidate());
+      if (tid == 0 && best.bin >= 0 && (!found || best.improvement > best_improvement)) {
+        found = true;
+        best_improvement = best.improvement;
+        best_feature = f;
+        best_bin = best.bin;
+        int after = best.bin + 1;
+        while (rows_hist[fi * kFitBlock + after] == 0) ++after;  // exists: right_rows > 0
+        best_next = after;
+        best_left_rows = best.left_rows;
+        for (int c = 0; c < k; ++c) best_left[c] = static_cast<double>(histogram[(fi * kFitBlock + best.bin) * k + c]);
+      }
+      __syncthreads();
+    }
+    next += batch;
+    __syncthreads();
+  }
+
+  // The record, and the winner broadcast for the partition.
+  if (tid == 0) {
+    LevelSplit s;
+    s.found = found ? 1 : 0;
+    s.feature = best_feature;
+    s.bin = best_bin;
+    s.next_bin = best_next;
+    s.improvement = best_improvement;
+    s.left_rows = best_left_rows;
+    s.right_rows = node_rows - best_left_rows;
+    s.left_slots = 0;
+    a.splits[blockIdx.x] = s;
+    for (int c = 0; c < k; ++c) a.left_stats[static_cast<int64_t>(blockIdx.x) * k + c] = found ? best_left[c] : 0.0;
+    split_bin = found ? best_bin : -1;
+    split_feature = best_feature;
+  }
+  __syncthreads();
+  if (split_bin < 0) return;
+  const int bin = split_bin;
+  const int64_t feature = split_feature;
+  int64_t left_base = 0, right_base = 0;
+  for (int64_t chunk = begin; chunk < end; chunk += kFitBlock) {
+    const int64_t s = chunk + tid;
+    const bool valid = s < end;
+    int32_t row = 0;
+    uint8_t w = 0;
+    bool go_left = false;
+    if (valid) {
+      row = a.rows_in[s];
+      w = a.weights_in[s];
+      go_left = a.codes[static_cast<int64_t>(row) * a.d + feature] <= bin;
+    }
+    int64_t position = 0, lefts = 0;
+    Scan(temp.scan).ExclusiveSum(static_cast<int64_t>(go_left), position, lefts);
+    __syncthreads();
+    const int64_t valid_count = min(static_cast<int64_t>(kFitBlock), end - chunk);
+    if (valid) {
+      const int64_t dst = go_left ? begin + left_base + position : end - 1 - (right_base + (tid - position));
+      a.rows_out[dst] = row;
+      a.weights_out[dst] = w;
+    }
+    left_base += lefts;
+    right_base += valid_count - lefts;
+  }
+  if (tid == 0) a.splits[blockIdx.x].left_slots = left_base;
+}
+
+class CudaLevelBackend final : public LevelBackend {
+ public:
+  explicit CudaLevelBackend(const Context& ctx) : ctx_(ctx) {}
+
+  void load(const uint8_t* codes, int64_t n, int64_t d, const std::vector<int32_t>& bins, const int32_t* labels,
+            int k) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    GPUML_EXPECT(k >= 1 && k <= kMaxClasses, "levelwise CUDA builder: at most 64 classes");
+    n_ = n;
+    d_ = d;
+    k_ = k;
+    Buffer feature_major = device(n * d);
+    res.copy_to_device(feature_major.data(), codes, static_cast<std::size_t>(n * d));
+    codes_ = device(n * d);
+    transpose_codes_kernel<<<cuda::grid_for(n * d, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(
+        feature_major.as<uint8_t>(), n, d, codes_.as<uint8_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    bins_ = device(d * sizeof(int32_t));
+    res.copy_to_device(bins_.data(), bins.data(), d * sizeof(int32_t));
+    labels_ = device(n * sizeof(int32_t));
+    res.copy_to_device(labels_.data(), labels, n * sizeof(int32_t));
+  }
+
+  void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int64_t total = trees * n_;
+    for (int copy = 0; copy < 2; ++copy) {
+      rows_[copy] = device(total * sizeof(int32_t));
+      weights_[copy] = device(total);
+    }
+    res.copy_to_device(weights_[0].data(), weights.data(), static_cast<std::size_t>(total));
+    first_slots_kernel<<<cuda::grid_for(total, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(rows_[0].as<int32_t>(), total,
+                                                                                               n_);
+    GPUML_CUDA_CHECK_LAUNCH();
+    current_ = 0;
+  }
+
+  void split_level(const std::vector<LevelNode>& nodes, const std::vector<int32_t>& order, const LevelRules& rules,
+                   std::vector<LevelSplit>& splits, std::vector<double>& left_stats) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int64_t m = static_cast<int64_t>(nodes.size());
+    splits.resize(static_cast<std::size_t>(m));
+    left_stats.resize(static_cast<std::size_t>(m * k_));
+    if (m == 0) return;
+    Buffer nodes_d = device(m * sizeof(LevelNode));
+    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    Buffer order_d = device(m * d_ * sizeof(int32_t));
+    res.copy_to_device(order_d.data(), order.data(), m * d_ * sizeof(int32_t));
+    Buffer splits_d = device(m * sizeof(LevelSplit));
+    Buffer left_d = device(m * k_ * sizeof(double));
+
+    const int per_feature = kFitBlock * (k_ + 1) * static_cast<int>(sizeof(int32_t));
+    const int cap = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rules.max_features, kSharedBudget / per_feature)));
+    const int shared = cap * per_feature;
+    if (shared > kSharedBudget)
+      GPUML_CUDA_CHECK(cudaFuncSetAttribute(split_level_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+    SplitArgs a{nodes_d.as<LevelNode>(), order_d.as<int32_t>(), codes_.as<uint8_t>(), d_, bins_.as<int32_t>(),
+                labels_.as<int32_t>(), rows_[current_].as<int32_t>(), weights_[current_].as<uint8_t>(),
+                rows_[1 - current_].as<int32_t>(), weights_[1 - current_].as<uint8_t>(), rules.criterion, k_,
+                rules.max_features, rules.min_samples_leaf, cap, splits_d.as<LevelSplit>(), left_d.as<double>()};
+    split_level_kernel<<<static_cast<unsigned>(m), kFitBlock, shared, res.stream>>>(a);
+    GPUML_CUDA_CHECK_LAUNCH();
+    res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit));
+    res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double));
+    current_ = 1 - current_;
+  }
+
+ private:
+  Buffer device(int64_t bytes) { return Buffer(ctx_, static_cast<std::size_t>(std::max<int64_t>(bytes, 1))); }
+
+  Context ctx_;
+  int64_t n_ = 0, d_ = 0;
+  int k_ = 2;
+  int current_ = 0;
+  Buffer codes_, bins_, labels_;
+  Buffer rows_[2], weights_[2];
+};
+
+}  // namespace
+
+std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context& ctx) { return std::make_unique<CudaLevelBackend>(ctx); }
+
+}  // namespace gpuml::detail

@@ -1,0 +1,160 @@
+// The level-by-level tree builder's host side (levelwise.hpp): the trees' node arrays, which
+// nodes may split and their feature draws, and the depth-first renumbering at the end.
+#include "ensemble/levelwise.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <numeric>
+
+#include "core/random.hpp"
+#include "ensemble/split_finder.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+struct Active {
+  int32_t tree;  // in the batch
+  int32_t node;
+  int64_t slot_begin, slot_count;
+  int64_t depth;
+  uint64_t seed;
+};
+
+// The feature draw order of a node: grow_tree's swaps from the node's seed, all d of them (the
+// first i entries are the features grow_tree draws first).
+void feature_order(uint64_t seed, int64_t d, int32_t* order) {
+  Random random(seed);
+  std::iota(order, order + d, 0);
+  for (int64_t i = 0; i < d; ++i) std::swap(order[i], order[i + static_cast<int64_t>(random.below(static_cast<uint64_t>(d - i)))]);
+}
+
+// The tree's nodes in grow_tree's order: a node's children are numbered when it splits, and
+// the left subtree is grown before the right.
+Tree depth_first(const Tree& tree, int width) {
+  const int64_t count = tree.node_count();
+  std::vector<int32_t> new_id(static_cast<std::size_t>(count), -1), old_of(static_cast<std::size_t>(count), -1);
+  new_id[0] = 0;
+  old_of[0] = 0;
+  int32_t next = 1;
+  std::vector<int32_t> stack{0};
+  while (!stack.empty()) {
+    const int32_t p = stack.back();
+    stack.pop_back();
+    if (tree.feature[p] < 0) continue;
+    new_id[tree.left[p]] = next;
+    old_of[next++] = tree.left[p];
+    new_id[tree.right[p]] = next;
+    old_of[next++] = tree.right[p];
+    stack.push_back(tree.right[p]);
+    stack.push_back(tree.left[p]);
+  }
+  Tree out;
+  for (int64_t v = 0; v < count; ++v) {
+    const int32_t o = old_of[v];
+    out.feature.push_back(tree.feature[o]);
+    out.bin.push_back(tree.bin[o]);
+    out.left.push_back(tree.left[o] < 0 ? -1 : new_id[tree.left[o]]);
+    out.right.push_back(tree.right[o] < 0 ? -1 : new_id[tree.right[o]]);
+    out.threshold.push_back(tree.threshold[o]);
+    out.stats.insert(out.stats.end(), tree.stats.begin() + static_cast<int64_t>(o) * width,
+                     tree.stats.begin() + static_cast<int64_t>(o + 1) * width);
+    out.impurity.push_back(tree.impurity[o]);
+    out.rows.push_back(tree.rows[o]);
+    out.improvement.push_back(tree.improvement[o]);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool levelwise_eligible(const ForestRules& rules, bool classification, bool has_sample_weight) {
+  const bool criterion = rules.tree.criterion == Criterion::gini || rules.tree.criterion == Criterion::entropy;
+  return classification && criterion && rules.tree.max_leaf_nodes < 0 && !has_sample_weight && !rules.balanced_subsample &&
+         rules.tree.width <= 64;
+}
+
+std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, const uint8_t* codes, int64_t n, int64_t d,
+                                       const FeatureBins& bins, const int32_t* labels, const std::vector<uint8_t>& weights,
+                                       const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads) {
+  const int k = rules.width;
+  std::vector<int32_t> bin_counts(static_cast<std::size_t>(d));
+  for (int64_t f = 0; f < d; ++f) bin_counts[f] = static_cast<int32_t>(bins.bins(f));
+  backend.load(codes, n, d, bin_counts, labels, k);
+  LevelRules level_rules;
+  level_rules.criterion = rules.criterion;
+  level_rules.k = k;
+  level_rules.max_features = rules.max_features;
+  level_rules.min_samples_leaf = rules.min_samples_leaf;
+
+  const int64_t n_trees = static_cast<int64_t>(seeds.size());
+  std::vector<Tree> trees(static_cast<std::size_t>(n_trees));
+  // Trees per batch: the backend holds 10 bytes per row and tree (two slot lists).
+  const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(n_trees, (int64_t(1) << 31) / std::max<int64_t>(10 * n, 1)));
+  std::vector<uint8_t> batch_weights;
+  std::vector<LevelNode> nodes;
+  std::vector<int32_t> order;
+  std::vector<LevelSplit> splits;
+  std::vector<double> left_stats, right(static_cast<std::size_t>(k));
+  for (int64_t first = 0; first < n_trees; first += batch) {
+    const int64_t count = std::min(batch, n_trees - first);
+    batch_weights.assign(weights.begin() + first * n, weights.begin() + (first + count) * n);
+    std::vector<Active> level;
+    std::vector<double> root_weight(static_cast<std::size_t>(count));
+    for (int64_t t = 0; t < count; ++t) {
+      const uint8_t* c = batch_weights.data() + t * n;
+      std::vector<double> root(static_cast<std::size_t>(k), 0.0);
+      int64_t rows = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        if (c[i] == 0) continue;
+        root[labels[i]] += static_cast<double>(c[i]);
+        ++rows;
+      }
+      Tree& tree = trees[first + t];
+      const double impurity = node_impurity(rules.criterion, root.data(), k);
+      new_node(tree, k, root.data(), impurity, rows);
+      root_weight[t] = std::accumulate(root.begin(), root.end(), 0.0);
+      if (!stays_leaf(rules, 0, rows, impurity))
+        level.push_back(Active{static_cast<int32_t>(t), 0, t * n, n, 0, seeds[first + t]});
+    }
+    backend.begin_trees(batch_weights, count);
+    while (!level.empty()) {
+      const int64_t m = static_cast<int64_t>(level.size());
+      nodes.resize(static_cast<std::size_t>(m));
+      order.resize(static_cast<std::size_t>(m * d));
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t i = 0; i < m; ++i) {
+        const Active& a = level[i];
+        nodes[i] = LevelNode{a.tree, 0, a.slot_begin, a.slot_count, root_weight[a.tree]};
+        feature_order(a.seed, d, order.data() + i * d);
+      }
+      backend.split_level(nodes, order, level_rules, splits, left_stats);
+      std::vector<Active> next;
+      for (int64_t i = 0; i < m; ++i) {
+        const Active& a = level[i];
+        const LevelSplit& s = splits[i];
+        if (!s.found || s.improvement + DBL_EPSILON < rules.min_impurity_decrease) continue;
+        Tree& tree = trees[first + a.tree];
+        const double* left = left_stats.data() + i * k;
+        const double* node = tree.stats.data() + static_cast<int64_t>(a.node) * k;
+        for (int c = 0; c < k; ++c) right[c] = node[c] - left[c];
+        const double left_impurity = node_impurity(rules.criterion, left, k);
+        const double right_impurity = node_impurity(rules.criterion, right.data(), k);
+        const int32_t l = new_node(tree, k, left, left_impurity, s.left_rows);
+        const int32_t r = new_node(tree, k, right.data(), right_impurity, s.right_rows);
+        set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
+        if (!stays_leaf(rules, a.depth + 1, s.left_rows, left_impurity))
+          next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, child_seed(a.seed, 1)});
+        if (!stays_leaf(rules, a.depth + 1, s.right_rows, right_impurity))
+          next.push_back(Active{a.tree, r, a.slot_begin + s.left_slots, a.slot_count - s.left_slots, a.depth + 1,
+                                child_seed(a.seed, 2)});
+      }
+      level = std::move(next);
+    }
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t t = 0; t < n_trees; ++t) trees[t] = depth_first(trees[t], k);
+  return trees;
+}
+
+}  // namespace gpuml::detail

@@ -1,0 +1,78 @@
+#pragma once
+// Trees grown level by level on a device (docs/random_forest.md): every tree of a batch at once,
+// one split search and one partition per level for all of the level's nodes. The host keeps the
+// tree arrays and the rules (which nodes may split, their feature draws from the host random
+// stream); the backend keeps the rows and finds and applies the splits. The trees are the
+// depth-first builder's (tree_builder.cpp) node for node, renumbered to its order at the end.
+//
+// Scope for now: classification (gini, entropy) with integer row weights (bootstrap counts up to
+// 255, or ones), depth-first growth. Everything else grows on the host.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "binning.hpp"
+#include "tree_builder.hpp"
+#include "gpuml/core/context.hpp"
+#include "gpuml/core/export.hpp"
+
+namespace gpuml::detail {
+
+// A node of the level being split: its slots (rows, with weight 0 for rows out of the tree) are
+// slots [slot_begin, slot_begin + slot_count) of its tree's row list.
+struct LevelNode {
+  int32_t tree = 0;
+  int32_t pad = 0;
+  int64_t slot_begin = 0, slot_count = 0;
+  double root_weight = 1.0;  // the tree's, for impurity_improvement
+};
+
+// The best split of a level node (found = 0: none meets the rules), as best_split finds it, and
+// how many of its slots went left when it was applied (the slots are partitioned in place, left
+// ones first).
+struct LevelSplit {
+  int32_t found = 0;
+  int32_t feature = -1;  // the feature's index in X
+  int32_t bin = -1, next_bin = -1;
+  double improvement = 0.0;
+  int64_t left_rows = 0, right_rows = 0;
+  int64_t left_slots = 0;
+};
+
+struct LevelRules {
+  Criterion criterion = Criterion::gini;
+  int k = 2;                   // classes
+  int64_t max_features = 1;    // informative features to evaluate per node
+  int64_t min_samples_leaf = 1;
+};
+
+class LevelBackend {
+ public:
+  virtual ~LevelBackend() = default;
+  // The data: codes feature-major (d x n, bin_rows's), the bin count of each feature, labels in [0, k).
+  virtual void load(const uint8_t* codes, int64_t n, int64_t d, const std::vector<int32_t>& bins, const int32_t* labels,
+                    int k) = 0;
+  // A batch of trees: tree t's slots are every row (0..n-1) with weight weights[t * n + row].
+  virtual void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) = 0;
+  // Finds each node's best split over its drawn features (feature_order: nodes x d, each node's
+  // feature draw order; features are taken in that order until max_features are informative) and
+  // partitions the slots of the nodes that found one. left_stats: nodes x k, the left side's class weights.
+  virtual void split_level(const std::vector<LevelNode>& nodes, const std::vector<int32_t>& feature_order,
+                           const LevelRules& rules, std::vector<LevelSplit>& splits, std::vector<double>& left_stats) = 0;
+};
+
+GPUML_API std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context& ctx);
+// The host reference (levelwise_cpu.cpp), for tests.
+GPUML_API std::unique_ptr<LevelBackend> make_level_cpu_backend();
+
+// Whether grow_trees_levelwise can grow the trees of these rules (see the scope above; the
+// bootstrap counts must also fit in a byte).
+GPUML_API bool levelwise_eligible(const ForestRules& rules, bool classification, bool has_sample_weight);
+
+// The trees of `seeds.size()` trees from their row weights (weights[t * n + i]: row i's
+// bootstrap count in tree t), as grow_tree would grow each (same seeds, same rules), on `backend`.
+GPUML_API std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, const uint8_t* codes, int64_t n, int64_t d,
+                                       const FeatureBins& bins, const int32_t* labels, const std::vector<uint8_t>& weights,
+                                       const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads);
+
+}  // namespace gpuml::detail
