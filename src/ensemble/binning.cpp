@@ -112,17 +112,28 @@ void value_ranges(const T* X, int64_t n, int64_t d, const uint8_t* codes, Featur
   const std::size_t cells = static_cast<std::size_t>(bins.values.size() + d);
   bins.low.assign(cells, std::numeric_limits<double>::infinity());
   bins.high.assign(cells, -std::numeric_limits<double>::infinity());
-#pragma omp parallel for num_threads(threads_for(threads, n * d)) schedule(static)
-  for (int64_t j = 0; j < d; ++j) {
-    double* low = bins.low.data() + bins.bin_index(j, 0);
-    double* high = bins.high.data() + bins.bin_index(j, 0);
-    const uint8_t* column = codes + j * n;
-    for (int64_t i = 0; i < n; ++i) {
-      const double x = static_cast<double>(X[i * d + j]);
-      low[column[i]] = std::min(low[column[i]], x);
-      high[column[i]] = std::max(high[column[i]], x);
-    }
+  // Row blocks (X read in its row-major order), each with its own ranges, merged after: min and
+  // max do not depend on the merge order.
+  const RowBlocks blocks(n, threads_for(threads, n * d), 4096);
+  std::vector<std::vector<double>> lows(static_cast<std::size_t>(blocks.count())), highs(lows.size());
+#pragma omp parallel for num_threads(blocks.count()) schedule(static)
+  for (int b = 0; b < blocks.count(); ++b) {
+    std::vector<double> low(cells, std::numeric_limits<double>::infinity()), high(cells, -std::numeric_limits<double>::infinity());
+    for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        const double x = static_cast<double>(X[i * d + j]);
+        const int64_t cell = bins.bin_index(j, codes[j * n + i]);
+        low[cell] = std::min(low[cell], x);
+        high[cell] = std::max(high[cell], x);
+      }
+    lows[b] = std::move(low);
+    highs[b] = std::move(high);
   }
+  for (int b = 0; b < blocks.count(); ++b)
+    for (std::size_t c = 0; c < cells; ++c) {
+      bins.low[c] = std::min(bins.low[c], lows[b][c]);
+      bins.high[c] = std::max(bins.high[c], highs[b][c]);
+    }
 }
 
 template FeatureBins find_bins<float>(const float*, int64_t, int64_t, int, int64_t, uint64_t, int);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/random.hpp"
+#include "core/trace.hpp"
 #include "ensemble/levelwise.hpp"
 #include "ensemble/tree_builder.hpp"
 #include "gpuml/core/error.hpp"
@@ -159,10 +160,14 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
                  "the sample weights sum to 0");
   }
   GPUML_EXPECT(!rules.balanced_subsample || labels, "balanced_subsample is for classification");
+  const Context host = Context::cpu();
+  Trace trace(rules.device != nullptr ? *rules.device : host, "forest fit");
   forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads);
+  trace.mark("find_bins");
   std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
   bin_rows(X, n, d, forest.bins, codes.data(), rules.threads);
   value_ranges(X, n, d, codes.data(), forest.bins, rules.threads);
+  trace.mark("bin_rows, value_ranges");
   forest.n_features = d;
   forest.trees.resize(static_cast<std::size_t>(rules.n_estimators));
   const int width = forest.width;
@@ -183,10 +188,12 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
       }
       seeds[t] = tree_seed(seed, 0);
     }
+    trace.mark("bootstrap counts");
     if (fits) {
       std::unique_ptr<LevelBackend> backend = make_level_cuda_backend(*rules.device);
       forest.trees = grow_trees_levelwise(*backend, codes.data(), n, d, forest.bins, labels, weights, seeds, rules.tree,
                                           rules.threads);
+      trace.mark("trees (levelwise)");
       compute_importances(forest, d);
       if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, cumulative);
       return forest;

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
+#include <cstdio>
 #include <numeric>
 
 #include "core/random.hpp"
+#include "core/trace.hpp"
 #include "ensemble/split_finder.hpp"
 #include "gpuml/core/error.hpp"
 
@@ -69,7 +72,9 @@ Tree depth_first(const Tree& tree, int width) {
 }  // namespace
 
 bool levelwise_eligible(const ForestRules& rules, bool classification, bool has_sample_weight) {
-  const bool criterion = rules.tree.criterion == Criterion::gini || rules.tree.criterion == Criterion::entropy;
+  // Entropy's log2 on the device may differ from the host's in the last bit, and so could pick a
+  // different split at a near tie: it grows on the host until it has a bit-exact log2.
+  const bool criterion = rules.tree.criterion == Criterion::gini;
   return classification && criterion && rules.tree.max_leaf_nodes < 0 && !has_sample_weight && !rules.balanced_subsample &&
          rules.tree.width <= 64;
 }
@@ -95,14 +100,23 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, const uint8_t* cod
   std::vector<LevelNode> nodes;
   std::vector<int32_t> order;
   std::vector<LevelSplit> splits;
-  std::vector<double> left_stats, right(static_cast<std::size_t>(k));
+  std::vector<double> left_stats;
+  // With GPUML_TRACE: the time in each part, summed over levels.
+  using Clock = std::chrono::steady_clock;
+  double host_ms = 0.0, orders_ms = 0.0, device_ms = 0.0;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  Clock::time_point t0 = Clock::now();
+  int64_t levels = 0, searched = 0;
   for (int64_t first = 0; first < n_trees; first += batch) {
     const int64_t count = std::min(batch, n_trees - first);
-    batch_weights.assign(weights.begin() + first * n, weights.begin() + (first + count) * n);
-    std::vector<Active> level;
+    if (count == n_trees) batch_weights.clear();  // one batch: the caller's bytes as they are
+    else batch_weights.assign(weights.begin() + first * n, weights.begin() + (first + count) * n);
+    const std::vector<uint8_t>& this_batch = count == n_trees ? weights : batch_weights;
     std::vector<double> root_weight(static_cast<std::size_t>(count));
+    std::vector<char> root_splits(static_cast<std::size_t>(count), 0);
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t t = 0; t < count; ++t) {
-      const uint8_t* c = batch_weights.data() + t * n;
+      const uint8_t* c = this_batch.data() + t * n;
       std::vector<double> root(static_cast<std::size_t>(k), 0.0);
       int64_t rows = 0;
       for (int64_t i = 0; i < n; ++i) {
@@ -114,12 +128,18 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, const uint8_t* cod
       const double impurity = node_impurity(rules.criterion, root.data(), k);
       new_node(tree, k, root.data(), impurity, rows);
       root_weight[t] = std::accumulate(root.begin(), root.end(), 0.0);
-      if (!stays_leaf(rules, 0, rows, impurity))
-        level.push_back(Active{static_cast<int32_t>(t), 0, t * n, n, 0, seeds[first + t]});
+      root_splits[t] = !stays_leaf(rules, 0, rows, impurity);
     }
-    backend.begin_trees(batch_weights, count);
+    std::vector<Active> level;
+    for (int64_t t = 0; t < count; ++t)
+      if (root_splits[t]) level.push_back(Active{static_cast<int32_t>(t), 0, t * n, n, 0, seeds[first + t]});
+    backend.begin_trees(this_batch, count);
+    host_ms += since(t0);
     while (!level.empty()) {
       const int64_t m = static_cast<int64_t>(level.size());
+      ++levels;
+      searched += m;
+      t0 = Clock::now();
       nodes.resize(static_cast<std::size_t>(m));
       order.resize(static_cast<std::size_t>(m * d));
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -128,32 +148,58 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, const uint8_t* cod
         nodes[i] = LevelNode{a.tree, 0, a.slot_begin, a.slot_count, root_weight[a.tree]};
         feature_order(a.seed, d, order.data() + i * d);
       }
+      orders_ms += since(t0);
+      t0 = Clock::now();
       backend.split_level(nodes, order, level_rules, splits, left_stats);
-      std::vector<Active> next;
-      for (int64_t i = 0; i < m; ++i) {
-        const Active& a = level[i];
-        const LevelSplit& s = splits[i];
-        if (!s.found || s.improvement + DBL_EPSILON < rules.min_impurity_decrease) continue;
-        Tree& tree = trees[first + a.tree];
-        const double* left = left_stats.data() + i * k;
-        const double* node = tree.stats.data() + static_cast<int64_t>(a.node) * k;
-        for (int c = 0; c < k; ++c) right[c] = node[c] - left[c];
-        const double left_impurity = node_impurity(rules.criterion, left, k);
-        const double right_impurity = node_impurity(rules.criterion, right.data(), k);
-        const int32_t l = new_node(tree, k, left, left_impurity, s.left_rows);
-        const int32_t r = new_node(tree, k, right.data(), right_impurity, s.right_rows);
-        set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
-        if (!stays_leaf(rules, a.depth + 1, s.left_rows, left_impurity))
-          next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, child_seed(a.seed, 1)});
-        if (!stays_leaf(rules, a.depth + 1, s.right_rows, right_impurity))
-          next.push_back(Active{a.tree, r, a.slot_begin + s.left_slots, a.slot_count - s.left_slots, a.depth + 1,
-                                child_seed(a.seed, 2)});
+      device_ms += since(t0);
+      t0 = Clock::now();
+      // The level's nodes are grouped by tree (children follow their parents' order): each
+      // tree's are made by one thread, and the next level is their concatenation in tree order.
+      std::vector<int64_t> tree_begin{0};
+      for (int64_t i = 1; i < m; ++i)
+        if (level[i].tree != level[i - 1].tree) tree_begin.push_back(i);
+      tree_begin.push_back(m);
+      const int64_t groups = static_cast<int64_t>(tree_begin.size()) - 1;
+      std::vector<std::vector<Active>> next_of(static_cast<std::size_t>(groups));
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+      for (int64_t g = 0; g < groups; ++g) {
+        std::vector<double> right(static_cast<std::size_t>(k));
+        std::vector<Active>& next = next_of[g];
+        for (int64_t i = tree_begin[g]; i < tree_begin[g + 1]; ++i) {
+          const Active& a = level[i];
+          const LevelSplit& s = splits[i];
+          if (!s.found || s.improvement + DBL_EPSILON < rules.min_impurity_decrease) continue;
+          Tree& tree = trees[first + a.tree];
+          const double* left = left_stats.data() + i * k;
+          const double* node = tree.stats.data() + static_cast<int64_t>(a.node) * k;
+          for (int c = 0; c < k; ++c) right[c] = node[c] - left[c];
+          const double left_impurity = node_impurity(rules.criterion, left, k);
+          const double right_impurity = node_impurity(rules.criterion, right.data(), k);
+          const int32_t l = new_node(tree, k, left, left_impurity, s.left_rows);
+          const int32_t r = new_node(tree, k, right.data(), right_impurity, s.right_rows);
+          set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
+          if (!stays_leaf(rules, a.depth + 1, s.left_rows, left_impurity))
+            next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, child_seed(a.seed, 1)});
+          if (!stays_leaf(rules, a.depth + 1, s.right_rows, right_impurity))
+            next.push_back(Active{a.tree, r, a.slot_begin + s.left_slots, a.slot_count - s.left_slots, a.depth + 1,
+                                  child_seed(a.seed, 2)});
+        }
       }
+      std::vector<Active> next;
+      for (const std::vector<Active>& part : next_of) next.insert(next.end(), part.begin(), part.end());
       level = std::move(next);
+      host_ms += since(t0);
     }
+    t0 = Clock::now();
   }
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t t = 0; t < n_trees; ++t) trees[t] = depth_first(trees[t], k);
+  host_ms += since(t0);
+  if (Trace::enabled())
+    std::fprintf(stderr,
+                 "gpuml trace: levelwise trees: %lld levels, %lld node searches: split_level %.3f ms, feature orders "
+                 "%.3f ms, host tree work %.3f ms\n",
+                 static_cast<long long>(levels), static_cast<long long>(searched), device_ms, orders_ms, host_ms);
   return trees;
 }
 

@@ -5,8 +5,9 @@
 // stream); the backend keeps the rows and finds and applies the splits. The trees are the
 // depth-first builder's (tree_builder.cpp) node for node, renumbered to its order at the end.
 //
-// Scope for now: classification (gini, entropy) with integer row weights (bootstrap counts up to
-// 255, or ones), depth-first growth. Everything else grows on the host.
+// Scope for now: classification with gini and integer row weights (bootstrap counts up to 255,
+// or ones), depth-first growth. Everything else grows on the host (entropy too: the device's
+// log2 is not the host's bit for bit, so a near tie could split differently).
 #include <cstdint>
 #include <memory>
 #include <vector>

@@ -123,10 +123,9 @@ TEST(LevelwiseTreesGpu, CudaBackendGrowsTheDepthFirstTrees) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
   auto backend = detail::make_level_cuda_backend(gpu);
-  check(*backend, rng, detail::Criterion::gini, 12);
-  // Entropy's log2 may differ from the host's in the last bit (CUDA's is not correctly rounded),
-  // which could only change a split between two candidates within an ulp: none in these draws so far.
-  check(*backend, rng, detail::Criterion::entropy, 6);
+  // Gini only: entropy's log2 on the device differs from the host's in the last bit (measured:
+  // improvements an ulp apart, and a near tie split differently), so the fit keeps entropy on the host.
+  check(*backend, rng, detail::Criterion::gini, 16);
 }
 
 }  // namespace
