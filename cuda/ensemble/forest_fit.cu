@@ -1,7 +1,8 @@
 // The CUDA side of the level-by-level tree builder (src/ensemble/levelwise.hpp).
 //
-// The rows stay where they are (codes row-major on the device, one 32-byte sector per row at
-// d = 32); each tree of a batch has a list of slots (row id, weight), two copies, and a level's
+// X is binned on the device (bin_rows's codes, row-major there: one 32-byte sector per row at
+// d = 32, and value_ranges's per-bin ranges by integer atomics on order-preserving keys). The
+// rows stay where they are; each tree of a batch has a list of slots (row id, weight), two copies, and a level's
 // nodes own ranges of it. One kernel per level, a block per node:
 //   1. histograms of the node's rows over its next drawn features, in shared memory, as integer
 //      atomics (integer weights: exact, so the sums do not depend on the order of the adds);
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "cuda/core/kernel_util.cuh"
@@ -36,11 +38,49 @@ constexpr int kMaxClasses = 64;
 // (~3 kB) it stays under the 48 kB a launch may use without opting in.
 constexpr int kSharedBudget = 40 * 1024;
 
-__global__ void transpose_codes_kernel(const uint8_t* __restrict__ feature_major, int64_t n, int64_t d,
-                                       uint8_t* __restrict__ row_major) {
+// Doubles as unsigned keys in the same order (negative ones bit-flipped, positive ones with the
+// sign bit set), for min / max by integer atomics.
+__device__ __forceinline__ unsigned long long ordered_key(double x) {
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
+  return (bits >> 63) ? ~bits : bits | 0x8000000000000000ULL;
+}
+__host__ __device__ inline double key_value(unsigned long long key) {
+  const unsigned long long bits = (key >> 63) ? key & 0x7fffffffffffffffULL : ~key;
+  double x;
+  memcpy(&x, &bits, sizeof(x));
+  return x;
+}
+
+// codes[i * d + j] = the number of feature j's thresholds strictly below X[i, j] (bin_rows's
+// code, row-major here), and each (feature, bin) cell's smallest and largest value
+// (value_ranges's) as ordered keys; *bad = 1 on NaN or infinity.
+template <typename T>
+__global__ void bin_kernel(const T* __restrict__ X, int64_t n, int64_t d, const double* __restrict__ thresholds,
+                           const int64_t* __restrict__ offsets, uint8_t* __restrict__ codes,
+                           unsigned long long* __restrict__ low, unsigned long long* __restrict__ high, int* __restrict__ bad) {
   for (int64_t idx = global_thread(); idx < n * d; idx += grid_threads()) {
-    const int64_t i = idx / d, f = idx - i * d;
-    row_major[idx] = feature_major[f * n + i];
+    const int64_t j = idx % d;
+    const double x = static_cast<double>(X[idx]);
+    if (!isfinite(x)) {
+      *bad = 1;
+      codes[idx] = 0;
+      continue;
+    }
+    int64_t lo = offsets[j], hi = offsets[j + 1];
+    const int64_t first = lo;
+    while (lo < hi) {  // lower_bound: the first threshold >= x
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (thresholds[mid] < x)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    const int b = static_cast<int>(lo - first);
+    codes[idx] = static_cast<uint8_t>(b);
+    const int64_t cell = first + j + b;  // FeatureBins::bin_index
+    const unsigned long long key = ordered_key(x);
+    atomicMin(low + cell, key);
+    atomicMax(high + cell, key);
   }
 }
 
@@ -264,23 +304,11 @@ class CudaLevelBackend final : public LevelBackend {
  public:
   explicit CudaLevelBackend(const Context& ctx) : ctx_(ctx) {}
 
-  void load(const uint8_t* codes, int64_t n, int64_t d, const std::vector<int32_t>& bins, const int32_t* labels,
-            int k) override {
-    cuda::Resources& res = cuda::activate(ctx_);
-    GPUML_EXPECT(k >= 1 && k <= kMaxClasses, "levelwise CUDA builder: at most 64 classes");
-    n_ = n;
-    d_ = d;
-    k_ = k;
-    Buffer feature_major = device(n * d);
-    res.copy_to_device(feature_major.data(), codes, static_cast<std::size_t>(n * d));
-    codes_ = device(n * d);
-    transpose_codes_kernel<<<cuda::grid_for(n * d, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(
-        feature_major.as<uint8_t>(), n, d, codes_.as<uint8_t>());
-    GPUML_CUDA_CHECK_LAUNCH();
-    bins_ = device(d * sizeof(int32_t));
-    res.copy_to_device(bins_.data(), bins.data(), d * sizeof(int32_t));
-    labels_ = device(n * sizeof(int32_t));
-    res.copy_to_device(labels_.data(), labels, n * sizeof(int32_t));
+  void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) override {
+    load_any(X, n, d, bins, labels, k);
+  }
+  void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) override {
+    load_any(X, n, d, bins, labels, k);
   }
 
   void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) override {
@@ -329,6 +357,54 @@ class CudaLevelBackend final : public LevelBackend {
 
  private:
   Buffer device(int64_t bytes) { return Buffer(ctx_, static_cast<std::size_t>(std::max<int64_t>(bytes, 1))); }
+
+  // X to the device once, binned there (codes row-major: a row's codes are one load), the value
+  // ranges back to the host.
+  template <typename T>
+  void load_any(const T* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) {
+    cuda::Resources& res = cuda::activate(ctx_);
+    GPUML_EXPECT(k >= 1 && k <= kMaxClasses, "levelwise CUDA builder: at most 64 classes");
+    GPUML_EXPECT(bins.n_features() == d, "levelwise CUDA builder: bins for another number of features");
+    n_ = n;
+    d_ = d;
+    k_ = k;
+    Buffer X_d = device(n * d * static_cast<int64_t>(sizeof(T)));
+    res.copy_to_device(X_d.data(), X, static_cast<std::size_t>(n * d) * sizeof(T));
+    const int64_t n_thresholds = static_cast<int64_t>(bins.values.size());
+    Buffer thresholds = device(n_thresholds * static_cast<int64_t>(sizeof(double)));
+    res.copy_to_device(thresholds.data(), bins.values.data(), n_thresholds * sizeof(double));
+    Buffer offsets = device((d + 1) * static_cast<int64_t>(sizeof(int64_t)));
+    res.copy_to_device(offsets.data(), bins.offsets.data(), (d + 1) * sizeof(int64_t));
+    const int64_t cells = n_thresholds + d;
+    Buffer keys = device(2 * cells * static_cast<int64_t>(sizeof(unsigned long long)) + static_cast<int64_t>(sizeof(int)));
+    unsigned long long* low = keys.as<unsigned long long>();
+    unsigned long long* high = low + cells;
+    int* bad = reinterpret_cast<int*>(high + cells);
+    GPUML_CUDA_CHECK(cudaMemsetAsync(low, 0xff, cells * sizeof(unsigned long long), res.stream));  // above every key
+    GPUML_CUDA_CHECK(cudaMemsetAsync(high, 0, cells * sizeof(unsigned long long) + sizeof(int), res.stream));
+    codes_ = device(n * d);
+    bin_kernel<T><<<cuda::grid_for(n * d, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(
+        X_d.as<T>(), n, d, thresholds.as<double>(), offsets.as<int64_t>(), codes_.as<uint8_t>(), low, high, bad);
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::vector<unsigned long long> host_keys(static_cast<std::size_t>(2 * cells));
+    int host_bad = 0;
+    res.copy_to_host(host_keys.data(), low, 2 * cells * sizeof(unsigned long long));
+    res.copy_to_host(&host_bad, bad, sizeof(int));
+    GPUML_EXPECT(host_bad == 0, "X contains NaN or infinity");
+    // Untouched cells (empty bins) come back as +inf / -inf, as value_ranges leaves them.
+    bins.low.assign(static_cast<std::size_t>(cells), std::numeric_limits<double>::infinity());
+    bins.high.assign(static_cast<std::size_t>(cells), -std::numeric_limits<double>::infinity());
+    for (int64_t c = 0; c < cells; ++c) {
+      if (host_keys[c] != ~0ULL) bins.low[c] = key_value(host_keys[c]);
+      if (host_keys[cells + c] != 0ULL) bins.high[c] = key_value(host_keys[cells + c]);
+    }
+    std::vector<int32_t> bin_counts(static_cast<std::size_t>(d));
+    for (int64_t f = 0; f < d; ++f) bin_counts[f] = static_cast<int32_t>(bins.bins(f));
+    bins_ = device(d * static_cast<int64_t>(sizeof(int32_t)));
+    res.copy_to_device(bins_.data(), bin_counts.data(), d * sizeof(int32_t));
+    labels_ = device(n * static_cast<int64_t>(sizeof(int32_t)));
+    res.copy_to_device(labels_.data(), labels, n * sizeof(int32_t));
+  }
 
   Context ctx_;
   int64_t n_ = 0, d_ = 0;

@@ -164,10 +164,6 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   Trace trace(rules.device != nullptr ? *rules.device : host, "forest fit");
   forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads);
   trace.mark("find_bins");
-  std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
-  bin_rows(X, n, d, forest.bins, codes.data(), rules.threads);
-  value_ranges(X, n, d, codes.data(), forest.bins, rules.threads);
-  trace.mark("bin_rows, value_ranges");
   forest.n_features = d;
   forest.trees.resize(static_cast<std::size_t>(rules.n_estimators));
   const int width = forest.width;
@@ -191,14 +187,19 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     trace.mark("bootstrap counts");
     if (fits) {
       std::unique_ptr<LevelBackend> backend = make_level_cuda_backend(*rules.device);
-      forest.trees = grow_trees_levelwise(*backend, codes.data(), n, d, forest.bins, labels, weights, seeds, rules.tree,
-                                          rules.threads);
+      backend->load(X, n, d, forest.bins, labels, width);  // binned on the device
+      trace.mark("load (X binned on the device)");
+      forest.trees = grow_trees_levelwise(*backend, n, d, forest.bins, labels, weights, seeds, rules.tree, rules.threads);
       trace.mark("trees (levelwise)");
       compute_importances(forest, d);
       if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, cumulative);
       return forest;
     }
   }
+  std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
+  bin_rows(X, n, d, forest.bins, codes.data(), rules.threads);
+  value_ranges(X, n, d, codes.data(), forest.bins, rules.threads);
+  trace.mark("bin_rows, value_ranges");
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
   for (int64_t t = 0; t < rules.n_estimators; ++t) {
     const uint64_t seed = tree_seed(rules.seed, t);

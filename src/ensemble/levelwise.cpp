@@ -79,13 +79,10 @@ bool levelwise_eligible(const ForestRules& rules, bool classification, bool has_
          rules.tree.width <= 64;
 }
 
-std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, const uint8_t* codes, int64_t n, int64_t d,
-                                       const FeatureBins& bins, const int32_t* labels, const std::vector<uint8_t>& weights,
+std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
+                                       const int32_t* labels, const std::vector<uint8_t>& weights,
                                        const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads) {
   const int k = rules.width;
-  std::vector<int32_t> bin_counts(static_cast<std::size_t>(d));
-  for (int64_t f = 0; f < d; ++f) bin_counts[f] = static_cast<int32_t>(bins.bins(f));
-  backend.load(codes, n, d, bin_counts, labels, k);
   LevelRules level_rules;
   level_rules.criterion = rules.criterion;
   level_rules.k = k;

@@ -50,9 +50,11 @@ struct LevelRules {
 class LevelBackend {
  public:
   virtual ~LevelBackend() = default;
-  // The data: codes feature-major (d x n, bin_rows's), the bin count of each feature, labels in [0, k).
-  virtual void load(const uint8_t* codes, int64_t n, int64_t d, const std::vector<int32_t>& bins, const int32_t* labels,
-                    int k) = 0;
+  // The data: X (n x d, row-major, host memory) binned with bins' thresholds and kept as codes
+  // (bin_rows's), bins.low / bins.high filled (value_ranges's), labels in [0, k). NaN or infinity
+  // in X is an invalid_argument error.
+  virtual void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) = 0;
+  virtual void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) = 0;
   // A batch of trees: tree t's slots are every row (0..n-1) with weight weights[t * n + row].
   virtual void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) = 0;
   // Finds each node's best split over its drawn features (feature_order: nodes x d, each node's
@@ -71,9 +73,10 @@ GPUML_API std::unique_ptr<LevelBackend> make_level_cpu_backend();
 GPUML_API bool levelwise_eligible(const ForestRules& rules, bool classification, bool has_sample_weight);
 
 // The trees of `seeds.size()` trees from their row weights (weights[t * n + i]: row i's
-// bootstrap count in tree t), as grow_tree would grow each (same seeds, same rules), on `backend`.
-GPUML_API std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, const uint8_t* codes, int64_t n, int64_t d,
-                                       const FeatureBins& bins, const int32_t* labels, const std::vector<uint8_t>& weights,
-                                       const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads);
+// bootstrap count in tree t), as grow_tree would grow each (same seeds, same rules), on
+// `backend`, loaded with the data (load) and the bins it filled.
+GPUML_API std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
+                                                 const int32_t* labels, const std::vector<uint8_t>& weights,
+                                                 const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads);
 
 }  // namespace gpuml::detail

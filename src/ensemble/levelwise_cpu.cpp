@@ -13,14 +13,11 @@ namespace {
 
 class CpuLevelBackend final : public LevelBackend {
  public:
-  void load(const uint8_t* codes, int64_t n, int64_t d, const std::vector<int32_t>& bins, const int32_t* labels,
-            int k) override {
-    codes_.assign(codes, codes + n * d);
-    n_ = n;
-    d_ = d;
-    bins_ = bins;
-    labels_.assign(labels, labels + n);
-    k_ = k;
+  void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) override {
+    load_any(X, n, d, bins, labels, k);
+  }
+  void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) override {
+    load_any(X, n, d, bins, labels, k);
   }
 
   void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) override {
@@ -98,6 +95,19 @@ class CpuLevelBackend final : public LevelBackend {
   }
 
  private:
+  template <typename T>
+  void load_any(const T* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) {
+    codes_.resize(static_cast<std::size_t>(n * d));
+    bin_rows(X, n, d, bins, codes_.data(), 1);
+    value_ranges(X, n, d, codes_.data(), bins, 1);
+    n_ = n;
+    d_ = d;
+    bins_.resize(static_cast<std::size_t>(d));
+    for (int64_t f = 0; f < d; ++f) bins_[f] = static_cast<int32_t>(bins.bins(f));
+    labels_.assign(labels, labels + n);
+    k_ = k;
+  }
+
   std::vector<uint8_t> codes_, weights_;
   std::vector<int32_t> bins_, labels_, rows_;
   int64_t n_ = 0, d_ = 0;

@@ -20,6 +20,7 @@ using test::uniform_real;
 struct Problem {
   int64_t n = 0, d = 0;
   int k = 2;
+  std::vector<double> X;
   std::vector<uint8_t> codes;
   std::vector<int32_t> labels;
   detail::FeatureBins bins;
@@ -53,6 +54,7 @@ Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion) {
   p.codes.resize(static_cast<std::size_t>(p.n * p.d));
   detail::bin_rows(X.data(), p.n, p.d, p.bins, p.codes.data(), 1);
   detail::value_ranges(X.data(), p.n, p.d, p.codes.data(), p.bins, 1);
+  p.X = X;
   const int64_t trees = uniform_int(rng, 1, 4);
   p.weights.resize(static_cast<std::size_t>(trees * p.n));
   for (auto& w : p.weights) w = static_cast<uint8_t>(uniform_int(rng, 0, 3));  // bootstrap-like counts, 0 = out of the tree
@@ -106,8 +108,15 @@ void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterio
     SCOPED_TRACE("problem " + std::to_string(trial));
     const Problem p = make_problem(rng, criterion);
     const std::vector<detail::Tree> want = depth_first_trees(p);
-    const std::vector<detail::Tree> got = detail::grow_trees_levelwise(backend, p.codes.data(), p.n, p.d, p.bins,
-                                                                       p.labels.data(), p.weights, p.seeds, p.rules, 2);
+    // The backend bins X itself: the same value ranges as value_ranges (exact: min and max).
+    detail::FeatureBins bins = p.bins;
+    bins.low.clear();
+    bins.high.clear();
+    backend.load(p.X.data(), p.n, p.d, bins, p.labels.data(), p.k);
+    EXPECT_EQ(bins.low, p.bins.low);
+    EXPECT_EQ(bins.high, p.bins.high);
+    const std::vector<detail::Tree> got =
+        detail::grow_trees_levelwise(backend, p.n, p.d, bins, p.labels.data(), p.weights, p.seeds, p.rules, 2);
     expect_same_trees(want, got);
   }
 }
