@@ -36,8 +36,10 @@ bool is_integer(double v) { return std::floor(v) == v; }
 void validate(const PCAParams& p) {
   if (p.n_components) {
     const double k = *p.n_components;
-    GPUML_EXPECT(std::isfinite(k) && k > 0 && (k < 1 || is_integer(k)),
-                 "PCA: n_components must be an integer >= 1, a fraction in (0, 1), or unset; got " + std::to_string(k));
+    // Integers up to 2^53, where doubles still hold every integer (get_params writes it as one).
+    GPUML_EXPECT(std::isfinite(k) && k > 0 && (k < 1 || (is_integer(k) && k <= 9007199254740992.0)),
+                 "PCA: n_components must be an integer in [1, 2^53], a fraction in (0, 1), or unset; got " +
+                     std::to_string(k));
   }
   GPUML_EXPECT(p.svd_solver == "auto" || p.svd_solver == "full" || p.svd_solver == "covariance_eigh" ||
                    p.svd_solver == "randomized",

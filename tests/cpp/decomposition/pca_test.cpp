@@ -205,6 +205,10 @@ TEST(PCA, ErrorsAreNamed) {
   EXPECT_EQ(code_of([&] { PCA(params_for("arpack", 2)); }), ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, 1, d, params_for("full", 1)); }), ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { make_estimator("pca", R"({"svd_solver": "nope"})"); }), ErrorCode::invalid_argument);
+  // Found by the params fuzzer: an integer too large for int64 (get_params converted it: UB).
+  EXPECT_EQ(code_of([&] { make_estimator("pca", R"({"n_components": 1e300})"); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { make_estimator("pca", R"({"n_components": 9007199254740994})"); }), ErrorCode::invalid_argument);
+  EXPECT_NO_THROW(make_estimator("pca", R"({"n_components": 9007199254740992})"));
   X[5] = std::nan("");
   EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("full", 2)); }), ErrorCode::invalid_argument);
   X[5] = std::numeric_limits<double>::infinity();
