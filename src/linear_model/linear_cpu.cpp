@@ -216,7 +216,9 @@ bool host_cholesky_solve(const double* M_host, int64_t m, const double* R_host, 
   using RowDouble = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Eigen::LLT<Eigen::MatrixXd> llt(Eigen::Map<const Eigen::MatrixXd>(M_host, m, m));  // symmetric: either layout
   if (llt.info() != Eigen::Success) return false;
-  Eigen::Map<RowDouble>(Z_host, m, t) = llt.solve(Eigen::Map<const RowDouble>(R_host, m, t));
+  // t == 0 (only the factorization asked for): R and Z may be NULL, and Eigen's triangular solve
+  // binds a reference to their first element even when empty (UBSan: null reference).
+  if (t > 0) Eigen::Map<RowDouble>(Z_host, m, t) = llt.solve(Eigen::Map<const RowDouble>(R_host, m, t));
   Eigen::Map<Eigen::VectorXd>(diagonal_host, m) = llt.matrixLLT().diagonal();
   return true;
 }
