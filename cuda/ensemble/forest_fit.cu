@@ -5,7 +5,8 @@
 // rows stay where they are; each tree of a batch has a list of slots (row id, weight), two copies, and a level's
 // nodes own ranges of it. One kernel per level, a block per node:
 //   1. histograms of the node's rows over its next drawn features, in shared memory, as integer
-//      atomics (integer weights: exact, so the sums do not depend on the order of the adds);
+//      atomics (integer weights, and regression targets in integer units (quantize_targets):
+//      exact, so the sums do not depend on the order of the adds);
 //   2. per feature in draw order: skipped when constant in the node (scikit-learn draws more),
 //      else prefix sums over the bins (CUB block scans) and each threshold's impurity
 //      improvement, one bin per thread, with the host's formulas written as unfused double
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/core/kernel_util.cuh"
@@ -88,6 +90,14 @@ __global__ void first_slots_kernel(int32_t* __restrict__ rows, int64_t total, in
   for (int64_t s = global_thread(); s < total; s += grid_threads()) rows[s] = static_cast<int32_t>(s % n);
 }
 
+// The host's squared_error node_impurity of (W, S, Q), unfused.
+__device__ double regression_impurity(const double* s) {
+  if (!(s[0] > 0.0)) return 0.0;
+  const double mean = __ddiv_rn(s[1], s[0]);
+  const double v = __dsub_rn(__ddiv_rn(s[2], s[0]), __dmul_rn(mean, mean));
+  return v > 0.0 ? v : 0.0;
+}
+
 // The host's node_impurity for k class weights, unfused.
 __device__ double class_impurity(Criterion criterion, const double* w, int k) {
   double total = 0.0;
@@ -137,13 +147,15 @@ struct SplitArgs {
   const uint8_t* codes;  // n x d
   int64_t d;
   const int32_t* bins;
-  const int32_t* labels;
+  const int32_t* labels;    // classification
+  const long long* units;   // regression: n x 2, y and y² in units of unit[0], unit[1]
+  double unit[2];
   const int32_t* rows_in;
   const uint8_t* weights_in;
   int32_t* rows_out;
   uint8_t* weights_out;
   Criterion criterion;
-  int k;
+  int k;  // statistics per node: classes, or 3 (W, S, Q)
   int64_t max_features;
   int64_t min_samples_leaf;
   int batch_cap;  // features per histogram pass
@@ -151,7 +163,34 @@ struct SplitArgs {
   double* left_stats;  // nodes x k
 };
 
+// Histogram cells: class weights (int32: at most 255 x n < 2^31 in the driver's batches), or
+// regression's W, S, Q in integer units (int64: below 2^53, quantize_targets).
+template <bool kRegression>
+using Cell = std::conditional_t<kRegression, long long, int32_t>;
+
+template <bool kRegression>
+__device__ __forceinline__ double cell_value(const SplitArgs& a, Cell<kRegression> cell, int column) {
+  if constexpr (kRegression) return column == 0 ? static_cast<double>(cell) : static_cast<double>(cell) * a.unit[column - 1];
+  return static_cast<double>(cell);
+}
+
+template <bool kRegression>
+__device__ __forceinline__ double stats_impurity(const SplitArgs& a, const double* s) {
+  if constexpr (kRegression) return regression_impurity(s);
+  return class_impurity(a.criterion, s, a.k);
+}
+
+template <bool kRegression>
+__device__ __forceinline__ double stats_weight(const double* s, int k) {
+  if constexpr (kRegression) return s[0];
+  double total = 0.0;
+  for (int c = 0; c < k; ++c) total = __dadd_rn(total, s[c]);
+  return total;
+}
+
+template <bool kRegression>
 __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
+  using C = Cell<kRegression>;
   using Scan = cub::BlockScan<int64_t, kFitBlock>;
   using Reduce = cub::BlockReduce<Candidate, kFitBlock>;
   __shared__ union {
@@ -161,7 +200,8 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
   __shared__ double node_stats[kMaxClasses], best_left[kMaxClasses];
   __shared__ int64_t shared_rows;
   __shared__ int32_t split_feature, split_bin;
-  extern __shared__ int32_t histogram[];  // [batch][256][k] class weights, then [batch][256] rows
+  extern __shared__ long long shared_words[];
+  C* histogram = reinterpret_cast<C*>(shared_words);  // [batch][256][k] cells, then [batch][256] rows
   const int k = a.k;
   const int tid = threadIdx.x;
   const LevelNode node = a.nodes[blockIdx.x];
@@ -175,19 +215,34 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
   int64_t informative = 0, next = 0;
   while (informative < a.max_features && next < a.d) {
     const int batch = static_cast<int>(min(static_cast<int64_t>(a.batch_cap), min(a.max_features - informative, a.d - next)));
-    int32_t* rows_hist = histogram + batch * kFitBlock * k;
-    for (int i = tid; i < batch * kFitBlock * (k + 1); i += kFitBlock) histogram[i] = 0;
+    int32_t* rows_hist = reinterpret_cast<int32_t*>(histogram + batch * kFitBlock * k);
+    for (int i = tid; i < batch * kFitBlock * k; i += kFitBlock) histogram[i] = 0;
+    for (int i = tid; i < batch * kFitBlock; i += kFitBlock) rows_hist[i] = 0;
     __syncthreads();
     for (int64_t s = begin + tid; s < end; s += kFitBlock) {
       const int w = a.weights_in[s];
       if (w == 0) continue;
       const int32_t row = a.rows_in[s];
-      const int c = a.labels[row];
       const uint8_t* code_row = a.codes + static_cast<int64_t>(row) * a.d;
-      for (int fi = 0; fi < batch; ++fi) {
-        const int b = code_row[order[next + fi]];
-        atomicAdd(histogram + (fi * kFitBlock + b) * k + c, w);
-        atomicAdd(rows_hist + fi * kFitBlock + b, 1);
+      if constexpr (kRegression) {
+        // Two's complement: unsigned adds give the signed sums.
+        const unsigned long long wy = static_cast<unsigned long long>(w * a.units[2 * static_cast<int64_t>(row)]);
+        const unsigned long long wq = static_cast<unsigned long long>(w * a.units[2 * static_cast<int64_t>(row) + 1]);
+        for (int fi = 0; fi < batch; ++fi) {
+          const int b = code_row[order[next + fi]];
+          unsigned long long* cell = reinterpret_cast<unsigned long long*>(histogram + (fi * kFitBlock + b) * 3);
+          atomicAdd(cell, static_cast<unsigned long long>(w));
+          atomicAdd(cell + 1, wy);
+          atomicAdd(cell + 2, wq);
+          atomicAdd(rows_hist + fi * kFitBlock + b, 1);
+        }
+      } else {
+        const int c = a.labels[row];
+        for (int fi = 0; fi < batch; ++fi) {
+          const int b = code_row[order[next + fi]];
+          atomicAdd(histogram + (fi * kFitBlock + b) * k + c, w);
+          atomicAdd(rows_hist + fi * kFitBlock + b, 1);
+        }
       }
     }
     __syncthreads();
@@ -201,37 +256,34 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
       int64_t left_rows = 0;
       Scan(temp.scan).InclusiveSum(rows_here, left_rows);
       __syncthreads();
-      int32_t* counts = histogram + (fi * kFitBlock + tid) * k;
+      C* counts = histogram + (fi * kFitBlock + tid) * k;
       for (int c = 0; c < k; ++c) {
         int64_t prefix = 0;
         Scan(temp.scan).InclusiveSum(static_cast<int64_t>(counts[c]), prefix);
         __syncthreads();
-        counts[c] = static_cast<int32_t>(prefix);  // weights <= 255 * n < 2^31 (the driver's batches)
+        counts[c] = static_cast<C>(prefix);
       }
       if (tid == kFitBlock - 1) {  // the last bin's prefix: the node's totals
         shared_rows = left_rows;
-        for (int c = 0; c < k; ++c) node_stats[c] = static_cast<double>(counts[c]);
+        for (int c = 0; c < k; ++c) node_stats[c] = cell_value<kRegression>(a, counts[c], c);
       }
       __syncthreads();
       node_rows = shared_rows;
-      double node_weight = 0.0;
-      for (int c = 0; c < k; ++c) node_weight = __dadd_rn(node_weight, node_stats[c]);
-      const double node_impurity = class_impurity(a.criterion, node_stats, k);
+      const double node_weight = stats_weight<kRegression>(node_stats, k);
+      const double node_impurity = stats_impurity<kRegression>(a, node_stats);
       Candidate mine{0.0, -1, 0};
       const int64_t right_rows = node_rows - left_rows;
       if (tid + 1 < nb && rows_here > 0 && left_rows >= a.min_samples_leaf && right_rows >= a.min_samples_leaf) {
-        double left[kMaxClasses], right[kMaxClasses];
-        double left_weight = 0.0, right_weight = 0.0;
+        double left[kRegression ? 3 : kMaxClasses], right[kRegression ? 3 : kMaxClasses];
         for (int c = 0; c < k; ++c) {
-          left[c] = static_cast<double>(counts[c]);
+          left[c] = cell_value<kRegression>(a, counts[c], c);
           right[c] = __dsub_rn(node_stats[c], left[c]);
-          left_weight = __dadd_rn(left_weight, left[c]);
-          right_weight = __dadd_rn(right_weight, right[c]);
         }
+        const double left_weight = stats_weight<kRegression>(left, k), right_weight = stats_weight<kRegression>(right, k);
         if (left_weight > 0.0 && right_weight > 0.0) {
           const double improvement =
-              improvement_of(node.root_weight, node_weight, node_impurity, left_weight, class_impurity(a.criterion, left, k),
-                             right_weight, class_impurity(a.criterion, right, k));
+              improvement_of(node.root_weight, node_weight, node_impurity, left_weight, stats_impurity<kRegression>(a, left),
+                             right_weight, stats_impurity<kRegression>(a, right));
           mine = Candidate{improvement, tid, left_rows};
         }
       }
@@ -245,7 +297,7 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
         while (rows_hist[fi * kFitBlock + after] == 0) ++after;  // exists: right_rows > 0
         best_next = after;
         best_left_rows = best.left_rows;
-        for (int c = 0; c < k; ++c) best_left[c] = static_cast<double>(histogram[(fi * kFitBlock + best.bin) * k + c]);
+        for (int c = 0; c < k; ++c) best_left[c] = cell_value<kRegression>(a, histogram[(fi * kFitBlock + best.bin) * k + c], c);
       }
       __syncthreads();
     }
@@ -304,11 +356,11 @@ class CudaLevelBackend final : public LevelBackend {
  public:
   explicit CudaLevelBackend(const Context& ctx) : ctx_(ctx) {}
 
-  void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) override {
-    load_any(X, n, d, bins, labels, k);
+  void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) override {
+    load_any(X, n, d, bins, targets);
   }
-  void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) override {
-    load_any(X, n, d, bins, labels, k);
+  void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) override {
+    load_any(X, n, d, bins, targets);
   }
 
   void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) override {
@@ -339,16 +391,20 @@ class CudaLevelBackend final : public LevelBackend {
     Buffer splits_d = device(m * sizeof(LevelSplit));
     Buffer left_d = device(m * k_ * sizeof(double));
 
-    const int per_feature = kFitBlock * (k_ + 1) * static_cast<int>(sizeof(int32_t));
+    GPUML_EXPECT(rules.width == k_, "levelwise CUDA builder: the rules' width does not match the loaded targets");
+    const int cell_bytes = regression_ ? static_cast<int>(sizeof(long long)) : static_cast<int>(sizeof(int32_t));
+    const int per_feature = kFitBlock * (k_ * cell_bytes + static_cast<int>(sizeof(int32_t)));
     const int cap = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rules.max_features, kSharedBudget / per_feature)));
     const int shared = cap * per_feature;
-    if (shared > kSharedBudget)  // one feature of many classes
-      GPUML_CUDA_CHECK(cudaFuncSetAttribute(split_level_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
     SplitArgs a{nodes_d.as<LevelNode>(), order_d.as<int32_t>(), codes_.as<uint8_t>(), d_, bins_.as<int32_t>(),
-                labels_.as<int32_t>(), rows_[current_].as<int32_t>(), weights_[current_].as<uint8_t>(),
+                regression_ ? nullptr : labels_.as<int32_t>(), regression_ ? units_.as<long long>() : nullptr,
+                {unit_[0], unit_[1]}, rows_[current_].as<int32_t>(), weights_[current_].as<uint8_t>(),
                 rows_[1 - current_].as<int32_t>(), weights_[1 - current_].as<uint8_t>(), rules.criterion, k_,
                 rules.max_features, rules.min_samples_leaf, cap, splits_d.as<LevelSplit>(), left_d.as<double>()};
-    split_level_kernel<<<static_cast<unsigned>(m), kFitBlock, shared, res.stream>>>(a);
+    auto kernel = regression_ ? split_level_kernel<true> : split_level_kernel<false>;
+    if (shared > kSharedBudget)  // one feature of many classes
+      GPUML_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+    kernel<<<static_cast<unsigned>(m), kFitBlock, shared, res.stream>>>(a);
     GPUML_CUDA_CHECK_LAUNCH();
     res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit));
     res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double));
@@ -361,8 +417,9 @@ class CudaLevelBackend final : public LevelBackend {
   // X to the device once, binned there (codes row-major: a row's codes are one load), the value
   // ranges back to the host.
   template <typename T>
-  void load_any(const T* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) {
+  void load_any(const T* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) {
     cuda::Resources& res = cuda::activate(ctx_);
+    const int k = targets.width();
     GPUML_EXPECT(k >= 1 && k <= kMaxClasses, "levelwise CUDA builder: at most 64 classes");
     GPUML_EXPECT(bins.n_features() == d, "levelwise CUDA builder: bins for another number of features");
     n_ = n;
@@ -402,15 +459,25 @@ class CudaLevelBackend final : public LevelBackend {
     for (int64_t f = 0; f < d; ++f) bin_counts[f] = static_cast<int32_t>(bins.bins(f));
     bins_ = device(d * static_cast<int64_t>(sizeof(int32_t)));
     res.copy_to_device(bins_.data(), bin_counts.data(), d * sizeof(int32_t));
-    labels_ = device(n * static_cast<int64_t>(sizeof(int32_t)));
-    res.copy_to_device(labels_.data(), labels, n * sizeof(int32_t));
+    regression_ = targets.regression();
+    if (regression_) {
+      units_ = device(2 * n * static_cast<int64_t>(sizeof(long long)));
+      res.copy_to_device(units_.data(), targets.units, 2 * n * sizeof(long long));
+      unit_[0] = targets.unit[0];
+      unit_[1] = targets.unit[1];
+    } else {
+      labels_ = device(n * static_cast<int64_t>(sizeof(int32_t)));
+      res.copy_to_device(labels_.data(), targets.labels, n * sizeof(int32_t));
+    }
   }
 
   Context ctx_;
   int64_t n_ = 0, d_ = 0;
-  int k_ = 2;
+  int k_ = 2;  // statistics per node
+  bool regression_ = false;
+  double unit_[2] = {1.0, 1.0};
   int current_ = 0;
-  Buffer codes_, bins_, labels_;
+  Buffer codes_, bins_, labels_, units_;
   Buffer rows_[2], weights_[2];
 };
 

@@ -168,7 +168,10 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   forest.trees.resize(static_cast<std::size_t>(rules.n_estimators));
   const int width = forest.width;
   const std::vector<double> cumulative = rules.bootstrap ? cumulative_weights(sample_weight, n) : std::vector<double>();
-  if (rules.device != nullptr && levelwise_eligible(rules, labels != nullptr, sample_weight != nullptr)) {
+  // Regression targets in exact units (tree_builder.hpp): the same sums on every backend.
+  const int64_t weight_total = rules.bootstrap && rules.bootstrap_draws > 0 ? rules.bootstrap_draws : n;
+  const QuantizedTargets quantized = y ? quantize_targets(rules.tree.criterion, y, n, weight_total) : QuantizedTargets{};
+  if (rules.device != nullptr && levelwise_eligible(rules, sample_weight != nullptr)) {
     // The same trees, grown level by level on the device: the bootstrap counts (as bytes) and
     // the feature-draw seeds come from the same streams as below.
     std::vector<uint8_t> weights(static_cast<std::size_t>(rules.n_estimators * n));
@@ -187,9 +190,18 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     trace.mark("bootstrap counts");
     if (fits) {
       std::unique_ptr<LevelBackend> backend = make_level_cuda_backend(*rules.device);
-      backend->load(X, n, d, forest.bins, labels, width);  // binned on the device
+      LevelTargets targets;
+      if (labels) {
+        targets.labels = labels;
+        targets.k = width;
+      } else {
+        targets.units = quantized.units.data();
+        targets.unit[0] = quantized.unit[0];
+        targets.unit[1] = quantized.unit[1];
+      }
+      backend->load(X, n, d, forest.bins, targets);  // binned on the device
       trace.mark("load (X binned on the device)");
-      forest.trees = grow_trees_levelwise(*backend, n, d, forest.bins, labels, weights, seeds, rules.tree, rules.threads);
+      forest.trees = grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights, seeds, rules.tree, rules.threads);
       trace.mark("trees (levelwise)");
       compute_importances(forest, d);
       if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, cumulative);
@@ -227,7 +239,9 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
       if (labels) {
         s[labels[i]] = w;
       } else {
-        regression_row_stats(rules.tree.criterion, w, static_cast<double>(y[i]), s);
+        s[0] = w;
+        s[1] = w * quantized.value(i, 0);
+        s[2] = w * quantized.value(i, 1);
       }
     }
     // The feature draws: a second seed from the tree's (the first drew the bootstrap).

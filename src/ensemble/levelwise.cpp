@@ -71,21 +71,24 @@ Tree depth_first(const Tree& tree, int width) {
 
 }  // namespace
 
-bool levelwise_eligible(const ForestRules& rules, bool classification, bool has_sample_weight) {
-  // Entropy's log2 on the device may differ from the host's in the last bit, and so could pick a
-  // different split at a near tie: it grows on the host until it has a bit-exact log2.
-  const bool criterion = rules.tree.criterion == Criterion::gini;
-  return classification && criterion && rules.tree.max_leaf_nodes < 0 && !has_sample_weight && !rules.balanced_subsample &&
-         rules.tree.width <= 64;
+bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
+  // Entropy's log2 and poisson's log on the device may differ from the host's in the last bit,
+  // and so could pick a different split at a near tie: they grow on the host until there is a
+  // bit-exact log. With bootstrap, sample weights only choose the rows (the counts are integers).
+  const Criterion c = rules.tree.criterion;
+  const bool criterion = c == Criterion::gini || c == Criterion::squared_error;
+  const bool integer_weights = !has_sample_weight || rules.bootstrap;
+  return criterion && integer_weights && rules.tree.max_leaf_nodes < 0 && !rules.balanced_subsample && rules.tree.width <= 64;
 }
 
 std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
-                                       const int32_t* labels, const std::vector<uint8_t>& weights,
+                                       const LevelTargets& targets, const std::vector<uint8_t>& weights,
                                        const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads) {
-  const int k = rules.width;
+  const int k = rules.width;  // statistics per node
+  GPUML_EXPECT(k == targets.width(), "grow_trees_levelwise: the rules' width does not match the targets");
   LevelRules level_rules;
   level_rules.criterion = rules.criterion;
-  level_rules.k = k;
+  level_rules.width = k;
   level_rules.max_features = rules.max_features;
   level_rules.min_samples_leaf = rules.min_samples_leaf;
 
@@ -118,13 +121,20 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       int64_t rows = 0;
       for (int64_t i = 0; i < n; ++i) {
         if (c[i] == 0) continue;
-        root[labels[i]] += static_cast<double>(c[i]);
+        const double w = static_cast<double>(c[i]);
+        if (targets.regression()) {  // exact sums (quantize_targets): grow_tree's bits in any order
+          root[0] += w;
+          root[1] += w * (static_cast<double>(targets.units[2 * i]) * targets.unit[0]);
+          root[2] += w * (static_cast<double>(targets.units[2 * i + 1]) * targets.unit[1]);
+        } else {
+          root[targets.labels[i]] += w;
+        }
         ++rows;
       }
       Tree& tree = trees[first + t];
       const double impurity = node_impurity(rules.criterion, root.data(), k);
       new_node(tree, k, root.data(), impurity, rows);
-      root_weight[t] = std::accumulate(root.begin(), root.end(), 0.0);
+      root_weight[t] = targets.regression() ? root[0] : std::accumulate(root.begin(), root.end(), 0.0);
       root_splits[t] = !stays_leaf(rules, 0, rows, impurity);
     }
     std::vector<Active> level;

@@ -5,9 +5,13 @@
 // stream); the backend keeps the rows and finds and applies the splits. The trees are the
 // depth-first builder's (tree_builder.cpp) node for node, renumbered to its order at the end.
 //
-// Scope for now: classification with gini and integer row weights (bootstrap counts up to 255,
-// or ones), depth-first growth. Everything else grows on the host (entropy too: the device's
-// log2 is not the host's bit for bit, so a near tie could split differently).
+// Scope: integer row weights (bootstrap counts up to 255, or ones; with bootstrap, sample
+// weights only choose the rows, so they are in scope too), depth-first growth; classification
+// with gini, regression with squared_error on quantized targets (quantize_targets: exact sums, so
+// the device's atomics add up to the host's bits). Everything else grows on the host: entropy and
+// poisson (the device's log2 / log are not the host's bit for bit, so a near tie could split
+// differently), max_leaf_nodes (best-first growth), balanced_subsample and sample weights without
+// bootstrap (non-integer weights).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -40,9 +44,20 @@ struct LevelSplit {
   int64_t left_slots = 0;
 };
 
+// What the trees fit: class labels in [0, k), or (labels null) quantized regression targets,
+// each row's y and y² as integers times unit[0] and unit[1] (quantize_targets).
+struct LevelTargets {
+  const int32_t* labels = nullptr;
+  int k = 0;
+  const int64_t* units = nullptr;  // n x 2
+  double unit[2] = {1.0, 1.0};
+  bool regression() const { return labels == nullptr; }
+  int width() const { return regression() ? 3 : k; }  // statistics per node: k class weights, or W, S, Q
+};
+
 struct LevelRules {
   Criterion criterion = Criterion::gini;
-  int k = 2;                   // classes
+  int width = 2;               // statistics per node (LevelTargets::width)
   int64_t max_features = 1;    // informative features to evaluate per node
   int64_t min_samples_leaf = 1;
 };
@@ -51,15 +66,15 @@ class LevelBackend {
  public:
   virtual ~LevelBackend() = default;
   // The data: X (n x d, row-major, host memory) binned with bins' thresholds and kept as codes
-  // (bin_rows's), bins.low / bins.high filled (value_ranges's), labels in [0, k). NaN or infinity
-  // in X is an invalid_argument error.
-  virtual void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) = 0;
-  virtual void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) = 0;
+  // (bin_rows's), bins.low / bins.high filled (value_ranges's), and the targets (n rows). NaN or
+  // infinity in X is an invalid_argument error.
+  virtual void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) = 0;
+  virtual void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) = 0;
   // A batch of trees: tree t's slots are every row (0..n-1) with weight weights[t * n + row].
   virtual void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) = 0;
   // Finds each node's best split over its drawn features (feature_order: nodes x d, each node's
   // feature draw order; features are taken in that order until max_features are informative) and
-  // partitions the slots of the nodes that found one. left_stats: nodes x k, the left side's class weights.
+  // partitions the slots of the nodes that found one. left_stats: nodes x width, the left side's statistics.
   virtual void split_level(const std::vector<LevelNode>& nodes, const std::vector<int32_t>& feature_order,
                            const LevelRules& rules, std::vector<LevelSplit>& splits, std::vector<double>& left_stats) = 0;
 };
@@ -70,13 +85,13 @@ GPUML_API std::unique_ptr<LevelBackend> make_level_cpu_backend();
 
 // Whether grow_trees_levelwise can grow the trees of these rules (see the scope above; the
 // bootstrap counts must also fit in a byte).
-GPUML_API bool levelwise_eligible(const ForestRules& rules, bool classification, bool has_sample_weight);
+GPUML_API bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight);
 
 // The trees of `seeds.size()` trees from their row weights (weights[t * n + i]: row i's
 // bootstrap count in tree t), as grow_tree would grow each (same seeds, same rules), on
-// `backend`, loaded with the data (load) and the bins it filled.
+// `backend`, loaded with the data and these targets (load) and the bins it filled.
 GPUML_API std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
-                                                 const int32_t* labels, const std::vector<uint8_t>& weights,
+                                                 const LevelTargets& targets, const std::vector<uint8_t>& weights,
                                                  const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads);
 
 }  // namespace gpuml::detail

@@ -13,11 +13,11 @@ namespace {
 
 class CpuLevelBackend final : public LevelBackend {
  public:
-  void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) override {
-    load_any(X, n, d, bins, labels, k);
+  void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) override {
+    load_any(X, n, d, bins, targets);
   }
-  void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) override {
-    load_any(X, n, d, bins, labels, k);
+  void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) override {
+    load_any(X, n, d, bins, targets);
   }
 
   void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) override {
@@ -55,7 +55,14 @@ class CpuLevelBackend final : public LevelBackend {
           const int32_t row = rows_[s];
           const int b = codes_[static_cast<int64_t>(f) * n_ + row];
           ++counts[b];
-          stats[b * k_ + labels_[row]] += weights_[s];
+          const double w = weights_[s];
+          if (regression_) {  // exact sums (quantize_targets), as grow_tree's
+            stats[b * 3] += w;
+            stats[b * 3 + 1] += w * values_[2 * row];
+            stats[b * 3 + 2] += w * values_[2 * row + 1];
+          } else {
+            stats[b * k_ + labels_[row]] += w;
+          }
         }
         int occupied = 0;
         for (int b = 0; b < bins_[f]; ++b) occupied += counts[b] > 0;
@@ -96,7 +103,7 @@ class CpuLevelBackend final : public LevelBackend {
 
  private:
   template <typename T>
-  void load_any(const T* X, int64_t n, int64_t d, FeatureBins& bins, const int32_t* labels, int k) {
+  void load_any(const T* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) {
     codes_.resize(static_cast<std::size_t>(n * d));
     bin_rows(X, n, d, bins, codes_.data(), 1);
     value_ranges(X, n, d, codes_.data(), bins, 1);
@@ -104,14 +111,22 @@ class CpuLevelBackend final : public LevelBackend {
     d_ = d;
     bins_.resize(static_cast<std::size_t>(d));
     for (int64_t f = 0; f < d; ++f) bins_[f] = static_cast<int32_t>(bins.bins(f));
-    labels_.assign(labels, labels + n);
-    k_ = k;
+    regression_ = targets.regression();
+    k_ = targets.width();
+    if (regression_) {
+      values_.resize(static_cast<std::size_t>(2 * n));
+      for (int64_t i = 0; i < 2 * n; ++i) values_[i] = static_cast<double>(targets.units[i]) * targets.unit[i % 2];
+    } else {
+      labels_.assign(targets.labels, targets.labels + n);
+    }
   }
 
   std::vector<uint8_t> codes_, weights_;
   std::vector<int32_t> bins_, labels_, rows_;
+  std::vector<double> values_;  // regression: n x 2, y and y² (quantized)
+  bool regression_ = false;
   int64_t n_ = 0, d_ = 0;
-  int k_ = 2;
+  int k_ = 2;  // statistics per node
 };
 
 }  // namespace

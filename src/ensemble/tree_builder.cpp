@@ -231,6 +231,38 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
 }
 
 template <typename T>
+QuantizedTargets quantize_targets(Criterion criterion, const T* y, int64_t n, int64_t weight_total) {
+  QuantizedTargets q;
+  q.units.resize(static_cast<std::size_t>(2 * n));
+  std::vector<double> base(static_cast<std::size_t>(2 * n));
+  double largest[2] = {0.0, 0.0};
+  for (int64_t i = 0; i < n; ++i) {
+    double s[3];
+    regression_row_stats(criterion, 1.0, static_cast<double>(y[i]), s);
+    for (int j = 0; j < 2; ++j) {
+      GPUML_EXPECT(std::isfinite(s[j + 1]), "y is too large for the forest's criterion (y² or y log y overflows)");
+      base[2 * i + j] = s[j + 1];
+      largest[j] = std::max(largest[j], std::fabs(s[j + 1]));
+    }
+  }
+  int weight_bits = 0;  // weight_total <= 2^weight_bits
+  while (weight_bits < 62 && (int64_t{1} << weight_bits) < weight_total) ++weight_bits;
+  for (int j = 0; j < 2; ++j) {
+    if (largest[j] == 0.0) continue;
+    int exponent = 0;  // largest <= 2^exponent
+    std::frexp(largest[j], &exponent);
+    // |target| / unit <= 2^(52 - weight_bits): weight_total of them sum below 2^53. Units stay
+    // normal numbers (absurdly small targets lose their low bits rather than go subnormal).
+    q.unit[j] = std::ldexp(1.0, std::max(exponent + weight_bits - 52, -1000));
+  }
+  for (int64_t i = 0; i < 2 * n; ++i) q.units[i] = std::llrint(base[i] / q.unit[i % 2]);
+  return q;
+}
+
+template QuantizedTargets quantize_targets<float>(Criterion, const float*, int64_t, int64_t);
+template QuantizedTargets quantize_targets<double>(Criterion, const double*, int64_t, int64_t);
+
+template <typename T>
 void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, int32_t* leaves) {
   for (int64_t i = 0; i < n; ++i) {
     int32_t node = 0;

@@ -54,6 +54,21 @@ int32_t new_node(Tree& tree, int width, const double* stats, double impurity, in
 void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
                int32_t left, int32_t right);
 
+// Regression targets rounded to integer multiples of a power of two per column (S: y; Q: y², or
+// y log y for poisson), small enough that every sum of weight x target over a tree's rows is an
+// integer below 2^53 units when the weights are integers summing to at most weight_total: such
+// sums are exact doubles, so they come out the same in any order (the CUDA builder's atomics and
+// the host's loops agree bit for bit). The rounding moves a target by at most 2^-(52 - log2
+// weight_total) of the column's largest magnitude (about 1e-10 at a million rows); integer and
+// short binary fractions stay exact.
+struct QuantizedTargets {
+  std::vector<int64_t> units;  // n x 2
+  double unit[2] = {1.0, 1.0};
+  double value(int64_t row, int column) const { return static_cast<double>(units[row * 2 + column]) * unit[column]; }
+};
+template <typename T>
+GPUML_API QuantizedTargets quantize_targets(Criterion criterion, const T* y, int64_t n, int64_t weight_total);
+
 // The leaf of each of X's rows (n x d, row-major) in `tree`.
 template <typename T>
 GPUML_API void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, int32_t* leaves);

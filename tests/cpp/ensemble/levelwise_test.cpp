@@ -1,10 +1,12 @@
 // The level-by-level tree builder (src/ensemble/levelwise.hpp) against the depth-first one
 // (grow_tree): the same trees, node for node and bit for bit, on random data with constant and
-// low-cardinality columns, random bootstrap counts and random rules; with the host reference
+// low-cardinality columns, random bootstrap counts and random rules, classification and
+// regression (targets over seven decades, integer or not); with the host reference
 // backend here, and with the CUDA backend where there is a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -22,7 +24,8 @@ struct Problem {
   int k = 2;
   std::vector<double> X;
   std::vector<uint8_t> codes;
-  std::vector<int32_t> labels;
+  std::vector<int32_t> labels;  // classification
+  detail::QuantizedTargets targets;  // regression
   detail::FeatureBins bins;
   std::vector<uint8_t> weights;  // trees x n
   std::vector<uint64_t> seeds;
@@ -34,7 +37,10 @@ Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion) {
   p.n = uniform_int(rng, 200, 3000);
   p.d = uniform_int(rng, 3, 24);
   p.k = static_cast<int>(uniform_int(rng, 2, 6));
-  std::vector<double> X(static_cast<std::size_t>(p.n * p.d));
+  std::vector<double> X(static_cast<std::size_t>(p.n * p.d)), y(static_cast<std::size_t>(p.n));
+  const bool regression = criterion == detail::Criterion::squared_error;
+  const double regression_scale = std::pow(10.0, uniform_real(rng, -3.0, 4.0));
+  const bool integer_targets = uniform_int(rng, 0, 2) == 0;
   p.labels.resize(static_cast<std::size_t>(p.n));
   const int64_t constant = uniform_int(rng, 0, p.d - 1), coarse = uniform_int(rng, 0, p.d - 1);
   for (int64_t i = 0; i < p.n; ++i) {
@@ -46,6 +52,8 @@ Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion) {
     }
     // Labels from bands of two features, with 10% noise.
     const double s = X[i * p.d] + 0.5 * X[i * p.d + (p.d > 1 ? 1 : 0)];
+    y[i] = regression_scale * (s + (uniform_real(rng, 0, 1) < 0.2 ? uniform_real(rng, -1.0, 1.0) : 0.0));
+    if (integer_targets) y[i] = std::round(y[i]);
     p.labels[i] = uniform_real(rng, 0, 1) < 0.1 ? static_cast<int32_t>(uniform_int(rng, 0, p.k - 1))
                                                 : static_cast<int32_t>(std::clamp<int64_t>(static_cast<int64_t>((s + 3.0) / 6.0 * p.k), 0, p.k - 1));
   }
@@ -61,6 +69,10 @@ Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion) {
   for (int64_t t = 0; t < trees; ++t) p.seeds.push_back(rng());
   p.rules.criterion = criterion;
   p.rules.width = p.k;
+  if (regression) {
+    p.targets = detail::quantize_targets(criterion, y.data(), p.n, 3 * p.n);  // counts up to 3 per row
+    p.rules.width = 3;
+  }
   p.rules.max_depth = uniform_int(rng, 0, 2) == 0 ? -1 : uniform_int(rng, 1, 10);
   p.rules.min_samples_leaf = uniform_int(rng, 1, 5);
   p.rules.min_samples_split = uniform_int(rng, 2, 10);
@@ -73,13 +85,20 @@ Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion) {
 std::vector<detail::Tree> depth_first_trees(const Problem& p) {
   std::vector<detail::Tree> trees;
   for (std::size_t t = 0; t < p.seeds.size(); ++t) {
-    std::vector<double> row_stats(static_cast<std::size_t>(p.n * p.k), 0.0);
+    const int width = p.rules.width;
+    std::vector<double> row_stats(static_cast<std::size_t>(p.n * width), 0.0);
     std::vector<int32_t> rows;
     for (int64_t i = 0; i < p.n; ++i) {
       const uint8_t w = p.weights[t * p.n + i];
       if (w == 0) continue;
       rows.push_back(static_cast<int32_t>(i));
-      row_stats[i * p.k + p.labels[i]] = w;
+      if (p.targets.units.empty()) {
+        row_stats[i * width + p.labels[i]] = w;
+      } else {  // as fit_forest makes them
+        row_stats[i * width] = w;
+        row_stats[i * width + 1] = w * p.targets.value(i, 0);
+        row_stats[i * width + 2] = w * p.targets.value(i, 1);
+      }
     }
     trees.push_back(detail::grow_tree(p.codes.data(), p.n, p.d, p.bins, row_stats.data(), rows, p.rules, p.seeds[t]));
   }
@@ -112,11 +131,20 @@ void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterio
     detail::FeatureBins bins = p.bins;
     bins.low.clear();
     bins.high.clear();
-    backend.load(p.X.data(), p.n, p.d, bins, p.labels.data(), p.k);
+    detail::LevelTargets targets;
+    if (p.targets.units.empty()) {
+      targets.labels = p.labels.data();
+      targets.k = p.k;
+    } else {
+      targets.units = p.targets.units.data();
+      targets.unit[0] = p.targets.unit[0];
+      targets.unit[1] = p.targets.unit[1];
+    }
+    backend.load(p.X.data(), p.n, p.d, bins, targets);
     EXPECT_EQ(bins.low, p.bins.low);
     EXPECT_EQ(bins.high, p.bins.high);
     const std::vector<detail::Tree> got =
-        detail::grow_trees_levelwise(backend, p.n, p.d, bins, p.labels.data(), p.weights, p.seeds, p.rules, 2);
+        detail::grow_trees_levelwise(backend, p.n, p.d, bins, targets, p.weights, p.seeds, p.rules, 2);
     expect_same_trees(want, got);
   }
 }
@@ -126,6 +154,7 @@ TEST(LevelwiseTrees, HostBackendGrowsTheDepthFirstTrees) {
   auto backend = detail::make_level_cpu_backend();
   check(*backend, rng, detail::Criterion::gini, 12);
   check(*backend, rng, detail::Criterion::entropy, 6);
+  check(*backend, rng, detail::Criterion::squared_error, 10);
 }
 
 TEST(LevelwiseTreesGpu, CudaBackendGrowsTheDepthFirstTrees) {
@@ -135,6 +164,8 @@ TEST(LevelwiseTreesGpu, CudaBackendGrowsTheDepthFirstTrees) {
   // Gini only: entropy's log2 on the device differs from the host's in the last bit (measured:
   // improvements an ulp apart, and a near tie split differently), so the fit keeps entropy on the host.
   check(*backend, rng, detail::Criterion::gini, 16);
+  // Regression's sums are exact (quantized targets): the device's atomics give the host's bits.
+  check(*backend, rng, detail::Criterion::squared_error, 16);
 }
 
 }  // namespace
