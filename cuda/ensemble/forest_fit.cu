@@ -9,8 +9,8 @@
 //      exact, so the sums do not depend on the order of the adds);
 //   2. per feature in draw order: skipped when constant in the node (scikit-learn draws more),
 //      else prefix sums over the bins (CUB block scans) and each threshold's impurity
-//      improvement, one bin per thread, with the host's formulas written as unfused double
-//      operations (no FMA contraction), so the scores have the CPU's bits; the block's best,
+//      improvement, one bin per thread, with the host's formulas (criteria.hpp: unfused double
+//      operations and a logarithm of our own), so the scores have the CPU's bits; the block's best,
 //      ties to the lower bin, replaces the node's best only when strictly better (the first
 //      feature drawn wins ties, as best_split);
 //   3. the node's slots partitioned into the other copy: left ones first in order, right ones
@@ -90,42 +90,6 @@ __global__ void first_slots_kernel(int32_t* __restrict__ rows, int64_t total, in
   for (int64_t s = global_thread(); s < total; s += grid_threads()) rows[s] = static_cast<int32_t>(s % n);
 }
 
-// The host's squared_error node_impurity of (W, S, Q), unfused.
-__device__ double regression_impurity(const double* s) {
-  if (!(s[0] > 0.0)) return 0.0;
-  const double mean = __ddiv_rn(s[1], s[0]);
-  const double v = __dsub_rn(__ddiv_rn(s[2], s[0]), __dmul_rn(mean, mean));
-  return v > 0.0 ? v : 0.0;
-}
-
-// The host's node_impurity for k class weights, unfused.
-__device__ double class_impurity(Criterion criterion, const double* w, int k) {
-  double total = 0.0;
-  for (int c = 0; c < k; ++c) total = __dadd_rn(total, w[c]);
-  if (!(total > 0.0)) return 0.0;
-  if (criterion == Criterion::gini) {
-    double sum_sq = 0.0;
-    for (int c = 0; c < k; ++c) sum_sq = __dadd_rn(sum_sq, __dmul_rn(w[c], w[c]));
-    return __dsub_rn(1.0, __ddiv_rn(sum_sq, __dmul_rn(total, total)));
-  }
-  double h = 0.0;
-  for (int c = 0; c < k; ++c)
-    if (w[c] > 0.0) {
-      const double p = __ddiv_rn(w[c], total);
-      h = __dsub_rn(h, __dmul_rn(p, log2(p)));
-    }
-  return h;
-}
-
-// impurity_improvement (criteria.hpp), unfused.
-__device__ double improvement_of(double root_weight, double node_weight, double node_impurity, double left_weight,
-                                 double left_impurity, double right_weight, double right_impurity) {
-  const double scale = __ddiv_rn(node_weight, root_weight);
-  const double left_term = __dmul_rn(__ddiv_rn(left_weight, node_weight), left_impurity);
-  const double right_term = __dmul_rn(__ddiv_rn(right_weight, node_weight), right_impurity);
-  return __dmul_rn(scale, __dsub_rn(__dsub_rn(node_impurity, left_term), right_term));
-}
-
 struct Candidate {
   double improvement;
   int32_t bin;  // -1: none
@@ -172,20 +136,6 @@ template <bool kRegression>
 __device__ __forceinline__ double cell_value(const SplitArgs& a, Cell<kRegression> cell, int column) {
   if constexpr (kRegression) return column == 0 ? static_cast<double>(cell) : static_cast<double>(cell) * a.unit[column - 1];
   return static_cast<double>(cell);
-}
-
-template <bool kRegression>
-__device__ __forceinline__ double stats_impurity(const SplitArgs& a, const double* s) {
-  if constexpr (kRegression) return regression_impurity(s);
-  return class_impurity(a.criterion, s, a.k);
-}
-
-template <bool kRegression>
-__device__ __forceinline__ double stats_weight(const double* s, int k) {
-  if constexpr (kRegression) return s[0];
-  double total = 0.0;
-  for (int c = 0; c < k; ++c) total = __dadd_rn(total, s[c]);
-  return total;
 }
 
 template <bool kRegression>
@@ -269,8 +219,8 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
       }
       __syncthreads();
       node_rows = shared_rows;
-      const double node_weight = stats_weight<kRegression>(node_stats, k);
-      const double node_impurity = stats_impurity<kRegression>(a, node_stats);
+      const double node_weight = stats_weight(a.criterion, node_stats, k);
+      const double node_impurity = stats_impurity(a.criterion, node_stats, k);
       Candidate mine{0.0, -1, 0};
       const int64_t right_rows = node_rows - left_rows;
       if (tid + 1 < nb && rows_here > 0 && left_rows >= a.min_samples_leaf && right_rows >= a.min_samples_leaf) {
@@ -279,11 +229,13 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
           left[c] = cell_value<kRegression>(a, counts[c], c);
           right[c] = __dsub_rn(node_stats[c], left[c]);
         }
-        const double left_weight = stats_weight<kRegression>(left, k), right_weight = stats_weight<kRegression>(right, k);
-        if (left_weight > 0.0 && right_weight > 0.0) {
+        const double left_weight = stats_weight(a.criterion, left, k), right_weight = stats_weight(a.criterion, right, k);
+        // Poisson: both children need Σ w y above EPSILON (best_split's rule).
+        const bool refused = a.criterion == Criterion::poisson && (left[1] <= kPoissonEpsilon || right[1] <= kPoissonEpsilon);
+        if (left_weight > 0.0 && right_weight > 0.0 && !refused) {
           const double improvement =
-              improvement_of(node.root_weight, node_weight, node_impurity, left_weight, stats_impurity<kRegression>(a, left),
-                             right_weight, stats_impurity<kRegression>(a, right));
+              impurity_improvement(node.root_weight, node_weight, node_impurity, left_weight, stats_impurity(a.criterion, left, k),
+                                   right_weight, stats_impurity(a.criterion, right, k));
           mine = Candidate{improvement, tid, left_rows};
         }
       }

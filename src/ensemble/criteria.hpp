@@ -29,11 +29,76 @@ GPUML_HOST_DEVICE inline void regression_row_stats(Criterion criterion, double w
   s[2] = criterion == Criterion::poisson ? (y > 0.0 ? w * y * log(y) : 0.0) : w * y * y;  // xlogy(y, y): 0 at y = 0
 }
 
+// Rounded double operations, never fused into an FMA, so that host and device code computing
+// the same formula get the same bits (the host build does not contract: no -march with FMA, and
+// -ffp-contract=off on these sources).
+GPUML_HOST_DEVICE inline double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+GPUML_HOST_DEVICE inline double sub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+GPUML_HOST_DEVICE inline double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+GPUML_HOST_DEVICE inline double div_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+// Natural logarithm of m in [sqrt(1/2), sqrt(2)] by the atanh series, 2 s Σ s^2j / (2j + 1)
+// with s = (m − 1) / (m + 1), |s| <= 0.172: twelve terms reach double precision.
+GPUML_HOST_DEVICE inline double log_reduced(double m) {
+  const double s = div_rn(sub_rn(m, 1.0), add_rn(m, 1.0));
+  const double s2 = mul_rn(s, s);
+  double series = 1.0 / 23.0;
+  for (int j = 10; j >= 0; --j) series = add_rn(mul_rn(series, s2), 1.0 / (2 * j + 1));
+  return mul_rn(mul_rn(2.0, s), series);
+}
+
+// x = m 2^e with m in [sqrt(1/2), sqrt(2)] (x > 0, finite).
+GPUML_HOST_DEVICE inline double split_exponent(double x, int* e) {
+  double m = frexp(x, e);  // [1/2, 1)
+  if (m < 0.70710678118654752) {
+    m = mul_rn(m, 2.0);
+    --*e;
+  }
+  return m;
+}
+
+// log2 and log of x > 0 (finite) within a few ulps, the same bits on the host and the device
+// (the splits' scores must agree to the bit; the libraries' log2 differ in the last bit).
+GPUML_HOST_DEVICE inline double portable_log2(double x) {
+  int e = 0;
+  const double m = split_exponent(x, &e);
+  return add_rn(static_cast<double>(e), mul_rn(log_reduced(m), 1.4426950408889634));  // 1 / ln 2
+}
+GPUML_HOST_DEVICE inline double portable_log(double x) {
+  int e = 0;
+  const double m = split_exponent(x, &e);
+  return add_rn(mul_rn(static_cast<double>(e), 0.69314718055994531), log_reduced(m));  // ln 2
+}
+
 // Gini impurity 1 − Σ p_c² of class weights w (k of them) with total W > 0.
 GPUML_HOST_DEVICE inline double gini_impurity(const double* w, int k, double total) {
   double sum_sq = 0.0;
-  for (int c = 0; c < k; ++c) sum_sq += w[c] * w[c];
-  return 1.0 - sum_sq / (total * total);
+  for (int c = 0; c < k; ++c) sum_sq = add_rn(sum_sq, mul_rn(w[c], w[c]));
+  return sub_rn(1.0, div_rn(sum_sq, mul_rn(total, total)));
 }
 
 // Entropy −Σ p_c log2 p_c (scikit-learn's "entropy" and "log_loss").
@@ -41,16 +106,16 @@ GPUML_HOST_DEVICE inline double entropy_impurity(const double* w, int k, double 
   double h = 0.0;
   for (int c = 0; c < k; ++c)
     if (w[c] > 0.0) {
-      const double p = w[c] / total;
-      h -= p * log2(p);
+      const double p = div_rn(w[c], total);
+      h = sub_rn(h, mul_rn(p, portable_log2(p)));
     }
   return h;
 }
 
 // Weighted variance Q / W − (S / W)² (scikit-learn's "squared_error"), never below 0.
 GPUML_HOST_DEVICE inline double squared_error_impurity(double total, double sum, double sum_sq) {
-  const double mean = sum / total;
-  const double v = sum_sq / total - mean * mean;
+  const double mean = div_rn(sum, total);
+  const double v = sub_rn(div_rn(sum_sq, total), mul_rn(mean, mean));
   return v > 0.0 ? v : 0.0;
 }
 
@@ -58,7 +123,7 @@ GPUML_HOST_DEVICE inline double squared_error_impurity(double total, double sum,
 // "poisson"), infinite when S <= kPoissonEpsilon.
 GPUML_HOST_DEVICE inline double poisson_impurity(double total, double sum, double sum_ylogy) {
   if (sum <= kPoissonEpsilon) return INFINITY;
-  const double v = (sum_ylogy - sum * log(sum / total)) / total;
+  const double v = div_rn(sub_rn(sum_ylogy, mul_rn(sum, portable_log(div_rn(sum, total)))), total);
   return v > 0.0 ? v : 0.0;
 }
 
@@ -69,8 +134,31 @@ GPUML_HOST_DEVICE inline double poisson_impurity(double total, double sum, doubl
 GPUML_HOST_DEVICE inline double impurity_improvement(double root_weight, double node_weight, double node_impurity,
                                                      double left_weight, double left_impurity, double right_weight,
                                                      double right_impurity) {
-  return node_weight / root_weight *
-         (node_impurity - left_weight / node_weight * left_impurity - right_weight / node_weight * right_impurity);
+  const double left_term = mul_rn(div_rn(left_weight, node_weight), left_impurity);
+  const double right_term = mul_rn(div_rn(right_weight, node_weight), right_impurity);
+  return mul_rn(div_rn(node_weight, root_weight), sub_rn(sub_rn(node_impurity, left_term), right_term));
+}
+
+// A node's weight from its statistics (width values): W for regression, Σ class weights.
+GPUML_HOST_DEVICE inline double stats_weight(Criterion criterion, const double* stats, int width) {
+  if (criterion == Criterion::squared_error || criterion == Criterion::poisson) return stats[0];
+  double total = 0.0;
+  for (int c = 0; c < width; ++c) total = add_rn(total, stats[c]);
+  return total;
+}
+
+// A node's impurity from its statistics (k class weights, or W, S, Q with width 3); 0 for an
+// empty node.
+GPUML_HOST_DEVICE inline double stats_impurity(Criterion criterion, const double* stats, int width) {
+  const double total = stats_weight(criterion, stats, width);
+  if (!(total > 0.0)) return 0.0;
+  switch (criterion) {
+    case Criterion::gini: return gini_impurity(stats, width, total);
+    case Criterion::entropy: return entropy_impurity(stats, width, total);
+    case Criterion::squared_error: return squared_error_impurity(total, stats[1], stats[2]);
+    case Criterion::poisson: return poisson_impurity(total, stats[1], stats[2]);
+  }
+  return 0.0;
 }
 
 }  // namespace gpuml::detail

@@ -72,13 +72,9 @@ Tree depth_first(const Tree& tree, int width) {
 }  // namespace
 
 bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
-  // Entropy's log2 and poisson's log on the device may differ from the host's in the last bit,
-  // and so could pick a different split at a near tie: they grow on the host until there is a
-  // bit-exact log. With bootstrap, sample weights only choose the rows (the counts are integers).
-  const Criterion c = rules.tree.criterion;
-  const bool criterion = c == Criterion::gini || c == Criterion::squared_error;
+  // With bootstrap, sample weights only choose the rows (the counts are integers).
   const bool integer_weights = !has_sample_weight || rules.bootstrap;
-  return criterion && integer_weights && rules.tree.max_leaf_nodes < 0 && !rules.balanced_subsample && rules.tree.width <= 64;
+  return integer_weights && rules.tree.max_leaf_nodes < 0 && !rules.balanced_subsample && rules.tree.width <= 64;
 }
 
 std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,

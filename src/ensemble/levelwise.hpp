@@ -6,12 +6,12 @@
 // depth-first builder's (tree_builder.cpp) node for node, renumbered to its order at the end.
 //
 // Scope: integer row weights (bootstrap counts up to 255, or ones; with bootstrap, sample
-// weights only choose the rows, so they are in scope too), depth-first growth; classification
-// with gini, regression with squared_error on quantized targets (quantize_targets: exact sums, so
-// the device's atomics add up to the host's bits). Everything else grows on the host: entropy and
-// poisson (the device's log2 / log are not the host's bit for bit, so a near tie could split
-// differently), max_leaf_nodes (best-first growth), balanced_subsample and sample weights without
-// bootstrap (non-integer weights).
+// weights only choose the rows, so they are in scope too), depth-first growth, every criterion:
+// classification's class counts and regression's quantized targets (quantize_targets) sum
+// exactly, so the device's atomics add up to the host's bits, and the scores come from the same
+// formulas (criteria.hpp, with a logarithm of our own). Everything else grows on the host:
+// max_leaf_nodes (best-first growth), balanced_subsample and sample weights without bootstrap
+// (non-integer weights).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -84,7 +84,7 @@ GPUML_API std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context& c
 GPUML_API std::unique_ptr<LevelBackend> make_level_cpu_backend();
 
 // Whether grow_trees_levelwise can grow the trees of these rules (see the scope above; the
-// bootstrap counts must also fit in a byte).
+// bootstrap counts must also fit in a byte, which the caller checks).
 GPUML_API bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight);
 
 // The trees of `seeds.size()` trees from their row weights (weights[t * n + i]: row i's

@@ -8,32 +8,14 @@
 namespace gpuml::detail {
 
 double node_impurity(Criterion criterion, const double* stats, int width) {
-  switch (criterion) {
-    case Criterion::gini:
-    case Criterion::entropy: {
-      double total = 0.0;
-      for (int c = 0; c < width; ++c) total += stats[c];
-      if (!(total > 0.0)) return 0.0;
-      return criterion == Criterion::gini ? gini_impurity(stats, width, total) : entropy_impurity(stats, width, total);
-    }
-    case Criterion::squared_error:
-      GPUML_EXPECT(width == 3, "squared_error needs W, S, Q statistics");
-      return stats[0] > 0.0 ? squared_error_impurity(stats[0], stats[1], stats[2]) : 0.0;
-    case Criterion::poisson:
-      GPUML_EXPECT(width == 3, "poisson needs W, S, L statistics");
-      return stats[0] > 0.0 ? poisson_impurity(stats[0], stats[1], stats[2]) : 0.0;
-  }
-  throw_error(ErrorCode::internal, "unknown split criterion");
+  const bool regression = criterion == Criterion::squared_error || criterion == Criterion::poisson;
+  GPUML_EXPECT(!regression || width == 3, "regression criteria need W, S, Q statistics");
+  return stats_impurity(criterion, stats, width);
 }
 
 namespace {
 
-double weight_of(Criterion criterion, const double* stats, int width) {
-  if (criterion == Criterion::squared_error || criterion == Criterion::poisson) return stats[0];
-  double total = 0.0;
-  for (int c = 0; c < width; ++c) total += stats[c];
-  return total;
-}
+double weight_of(Criterion criterion, const double* stats, int width) { return stats_weight(criterion, stats, width); }
 
 }  // namespace
 

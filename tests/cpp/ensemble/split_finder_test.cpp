@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../../src/ensemble/split_finder.hpp"
+#include "../../../src/ensemble/tree_builder.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
@@ -210,6 +211,61 @@ TEST(SplitFinder, PureOrTinyNodesDoNotSplit) {
   EXPECT_DOUBLE_EQ(s.impurity, 0.5);  // gini of (1, 1)
   EXPECT_DOUBLE_EQ(s.left_impurity, 0.0);
   EXPECT_DOUBLE_EQ(s.right_impurity, 0.0);
+}
+
+// The criteria's own logarithms (shared by the host and the CUDA kernels, so that the scores
+// agree to the bit) against the C library's, over the whole positive range and the
+// probabilities entropy sees.
+TEST(SplitCriteria, PortableLogarithmsAreAccurate) {
+  GPUML_FRESH_RNG(rng);
+  double worst2 = 0.0, worst = 0.0;
+  for (int i = 0; i < 200000; ++i) {
+    const double x = i % 2 ? uniform_real(rng, 1e-9, 1.0) : std::pow(10.0, uniform_real(rng, -300.0, 300.0));
+    const double want2 = std::log2(x), want = std::log(x);
+    // Relative to the result, or to 1 near x = 1 where the result passes through 0.
+    worst2 = std::max(worst2, std::fabs(detail::portable_log2(x) - want2) / std::max(std::fabs(want2), 1.0));
+    worst = std::max(worst, std::fabs(detail::portable_log(x) - want) / std::max(std::fabs(want), 1.0));
+  }
+  EXPECT_LT(worst2, 8 * 2.220446049250313e-16);  // a few ulps
+  EXPECT_LT(worst, 8 * 2.220446049250313e-16);
+  EXPECT_EQ(detail::portable_log2(1.0), 0.0);
+  EXPECT_EQ(detail::portable_log2(0.5), -1.0);
+  EXPECT_EQ(detail::portable_log(1.0), 0.0);
+}
+
+// Quantized regression targets: within the stated rounding of y, and every weighted sum of
+// them exact, so two different orders of adding give the same bits.
+TEST(SplitCriteria, QuantizedTargetsSumExactlyInAnyOrder) {
+  GPUML_FRESH_RNG(rng);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t n = uniform_int(rng, 1, 5000);
+    const double scale = std::pow(10.0, uniform_real(rng, -5.0, 8.0));
+    std::vector<double> y(static_cast<std::size_t>(n));
+    for (double& v : y) v = scale * uniform_real(rng, -1.0, 1.0);
+    const int64_t total = 255 * n;  // counts up to 255 per row
+    const detail::QuantizedTargets q = detail::quantize_targets(Criterion::squared_error, y.data(), n, total);
+    double largest = 0.0;
+    for (double v : y) largest = std::max(largest, std::fabs(v));
+    for (int64_t i = 0; i < n; ++i) {
+      // Rounded by at most half a unit, and a unit is at most 2^-(52 - log2 total) of the largest |y|
+      // (times 4: the largest and the total rounded up to powers of two).
+      EXPECT_LE(std::fabs(q.value(i, 0) - y[i]), 0.5 * q.unit[0]);
+      EXPECT_LE(q.unit[0], largest * std::ldexp(static_cast<double>(total), -50));
+    }
+    std::vector<int> w(static_cast<std::size_t>(n));
+    for (int& c : w) c = static_cast<int>(uniform_int(rng, 0, 255));
+    double forward = 0.0, backward = 0.0, forward_sq = 0.0, backward_sq = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      forward += w[i] * q.value(i, 0);
+      forward_sq += w[i] * q.value(i, 1);
+    }
+    for (int64_t i = n - 1; i >= 0; --i) {
+      backward += w[i] * q.value(i, 0);
+      backward_sq += w[i] * q.value(i, 1);
+    }
+    EXPECT_EQ(forward, backward);
+    EXPECT_EQ(forward_sq, backward_sq);
+  }
 }
 
 }  // namespace
