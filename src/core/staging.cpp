@@ -168,8 +168,9 @@ void require_finite(const Context& ctx, const ArrayView& a, const char* what) {
 }
 
 void write_output(const Context& ctx, const ArrayView& src, const ArrayView& out, const char* what) {
-  validate_view(out, what);
-  const std::string name(what);
+  // Messages name the caller's argument (`out` in the C++ and C APIs) and what it receives.
+  const std::string name = std::string("out (") + what + ")";
+  validate_view(out, name.c_str());
   GPUML_EXPECT(out.ndim == src.ndim && out.rows() == src.rows() && out.cols() == src.cols(),
                name + " must have shape " + shape_string(src) + ", got " + shape_string(out));
   GPUML_EXPECT(out.is_contiguous(), name + " must be C-contiguous (row-major, no gaps)");
