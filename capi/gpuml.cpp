@@ -29,8 +29,11 @@
 // Estimator handles may be shared between threads: fit and free take the handle's lock
 // exclusively (and get_params, which rewrites the handle's string); predict, transform,
 // predict_proba, output_shape, attribute_shape, get_attribute, serialized_size and serialize
-// take it shared, so many threads can predict at once while a fit waits for them. A context
-// handle is used by one thread at a time (gpuml::Context's rule); give each thread its own.
+// take it shared, so many threads can predict at once while a fit waits for them. serialize
+// writes exactly `size` bytes or fails: a size other than the model's serialized size (a fit on
+// another thread between serialized_size and serialize) is INVALID_ARGUMENT, never a short
+// model. A context handle is used by one thread at a time (gpuml::Context's rule); give each
+// thread its own.
 #include "gpuml/gpuml.h"
 
 #include <nlohmann/json.hpp>
@@ -493,6 +496,11 @@ gpuml_status_t gpuml_estimator_serialize(gpuml_estimator_t est, void* buffer, ui
     if (size < bytes.size())
       invalid(std::string(function) + ": buffer size " + std::to_string(size) + " is smaller than the serialized size " +
               std::to_string(bytes.size()) + " (ask gpuml_estimator_serialized_size)");
+    // A larger size is refused too: the caller would take `size` bytes for the model, and a model
+    // refitted (by another thread) since gpuml_estimator_serialized_size can be shorter.
+    if (size > bytes.size())
+      invalid(std::string(function) + ": buffer size " + std::to_string(size) + " is not the serialized size " +
+              std::to_string(bytes.size()) + " (was the model refitted since gpuml_estimator_serialized_size? ask again)");
     std::memcpy(buffer, bytes.data(), bytes.size());
   });
 }

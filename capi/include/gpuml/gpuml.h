@@ -66,6 +66,8 @@ GPUML_C_API gpuml_status_t gpuml_estimator_attribute_shape(gpuml_estimator_t est
                                                            int32_t* dtype, int32_t* ndim, int64_t shape[2]);
 GPUML_C_API gpuml_status_t gpuml_estimator_get_attribute(gpuml_context_t ctx, gpuml_estimator_t est, const char* name, gpuml_array_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_serialized_size(gpuml_estimator_t est, uint64_t* size);
+/* size must equal gpuml_estimator_serialized_size's answer: any other size is INVALID_ARGUMENT (a fit
+ * on another thread in between can change it; ask again), so `size` bytes written are the whole model. */
 GPUML_C_API gpuml_status_t gpuml_estimator_serialize(gpuml_estimator_t est, void* buffer, uint64_t size);
 GPUML_C_API gpuml_status_t gpuml_estimator_deserialize(const void* buffer, uint64_t size, gpuml_estimator_t* out);
 
