@@ -269,7 +269,13 @@ class ElasticNet(_LinearRegressor):
             "positive": _check_bool(self.positive, "positive"),
             "selection": _check_choice(self.selection, "selection", _SELECTIONS),
         }
-        params["random_state"] = self._seed() if params["selection"] == "random" else None
+        if params["selection"] == "random":
+            params["random_state"] = self._seed()
+        else:
+            # Unused, but checked as scikit-learn checks it (without drawing from NumPy's RNG).
+            if self.random_state is not None and not isinstance(self.random_state, np.random.RandomState):
+                seed_from(self.random_state)
+            params["random_state"] = None
         if _check_bool(self.warm_start, "warm_start") and hasattr(self, "coef_"):
             # Start from the previous fit's coefficients (the C estimator checks their shape).
             params["init_coef"] = np.asarray(self.coef_, dtype=np.float64).reshape(-1).tolist()
