@@ -2,8 +2,8 @@
 //
 // X is binned on the device (bin_rows's codes, row-major there: one 32-byte sector per row at
 // d = 32, and value_ranges's per-bin ranges by integer atomics on order-preserving keys). The
-// rows stay where they are; each tree of a batch has a list of slots (row id, weight), two copies, and a level's
-// nodes own ranges of it. One kernel per level, a block per node:
+// rows stay where they are; each tree of a batch has a list of slots (row id, weight), and a
+// level's nodes own ranges of it (a second list is the partition's scratch). One kernel per level, a block per node:
 //   1. histograms of the node's rows over its next drawn features, in shared memory, as integer
 //      atomics (integer weights, and regression targets in integer units (quantize_targets):
 //      exact, so the sums do not depend on the order of the adds);
@@ -13,8 +13,8 @@
 //      operations and a logarithm of our own), so the scores have the CPU's bits; the block's best,
 //      ties to the lower bin, replaces the node's best only when strictly better (the first
 //      feature drawn wins ties, as best_split);
-//   3. the node's slots partitioned into the other copy: left ones first in order, right ones
-//      from the end.
+//   3. the node's slots partitioned through the scratch list and back: left ones first in
+//      order, right ones after them in reverse order.
 // The host reads the split records back, makes the children and sends the next level.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -114,8 +114,8 @@ struct SplitArgs {
   const int32_t* labels;    // classification
   const long long* units;   // regression: n x 2, y and y² in units of unit[0], unit[1]
   double unit[2];
-  const int32_t* rows_in;
-  const uint8_t* weights_in;
+  int32_t* rows_in;  // a node's slots, partitioned in place (through rows_out, weights_out)
+  uint8_t* weights_in;
   int32_t* rows_out;
   uint8_t* weights_out;
   Criterion criterion;
@@ -301,6 +301,14 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
     left_base += lefts;
     right_base += valid_count - lefts;
   }
+  // Back into the list the node's slots came from, so that every node's slots are always in one
+  // place, whichever level or round split it (best-first growth evaluates nodes long before it
+  // expands them). The block's own writes are visible to it after the barrier.
+  __syncthreads();
+  for (int64_t s = begin + tid; s < end; s += kFitBlock) {
+    a.rows_in[s] = a.rows_out[s];
+    a.weights_in[s] = a.weights_out[s];
+  }
   if (tid == 0) a.splits[blockIdx.x].left_slots = left_base;
 }
 
@@ -326,7 +334,6 @@ class CudaLevelBackend final : public LevelBackend {
     first_slots_kernel<<<cuda::grid_for(total, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(rows_[0].as<int32_t>(), total,
                                                                                                n_);
     GPUML_CUDA_CHECK_LAUNCH();
-    current_ = 0;
   }
 
   void split_level(const std::vector<LevelNode>& nodes, const std::vector<int32_t>& order, const LevelRules& rules,
@@ -350,8 +357,8 @@ class CudaLevelBackend final : public LevelBackend {
     const int shared = cap * per_feature;
     SplitArgs a{nodes_d.as<LevelNode>(), order_d.as<int32_t>(), codes_.as<uint8_t>(), d_, bins_.as<int32_t>(),
                 regression_ ? nullptr : labels_.as<int32_t>(), regression_ ? units_.as<long long>() : nullptr,
-                {unit_[0], unit_[1]}, rows_[current_].as<int32_t>(), weights_[current_].as<uint8_t>(),
-                rows_[1 - current_].as<int32_t>(), weights_[1 - current_].as<uint8_t>(), rules.criterion, k_,
+                {unit_[0], unit_[1]}, rows_[0].as<int32_t>(), weights_[0].as<uint8_t>(),
+                rows_[1].as<int32_t>(), weights_[1].as<uint8_t>(), rules.criterion, k_,
                 rules.max_features, rules.min_samples_leaf, cap, splits_d.as<LevelSplit>(), left_d.as<double>()};
     auto kernel = regression_ ? split_level_kernel<true> : split_level_kernel<false>;
     if (shared > kSharedBudget)  // one feature of many classes
@@ -360,7 +367,6 @@ class CudaLevelBackend final : public LevelBackend {
     GPUML_CUDA_CHECK_LAUNCH();
     res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit));
     res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double));
-    current_ = 1 - current_;
   }
 
  private:
@@ -428,7 +434,6 @@ class CudaLevelBackend final : public LevelBackend {
   int k_ = 2;  // statistics per node
   bool regression_ = false;
   double unit_[2] = {1.0, 1.0};
-  int current_ = 0;
   Buffer codes_, bins_, labels_, units_;
   Buffer rows_[2], weights_[2];
 };

@@ -74,7 +74,7 @@ Tree depth_first(const Tree& tree, int width) {
 bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
   // With bootstrap, sample weights only choose the rows (the counts are integers).
   const bool integer_weights = !has_sample_weight || rules.bootstrap;
-  return integer_weights && rules.tree.max_leaf_nodes < 0 && !rules.balanced_subsample && rules.tree.width <= 64;
+  return integer_weights && !rules.balanced_subsample && rules.tree.width <= 64;
 }
 
 std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
@@ -138,7 +138,8 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       if (root_splits[t]) level.push_back(Active{static_cast<int32_t>(t), 0, t * n, n, 0, seeds[first + t]});
     backend.begin_trees(this_batch, count);
     host_ms += since(t0);
-    while (!level.empty()) {
+    // Finds the best split of each node of `level` (and partitions its slots).
+    auto search = [&](const std::vector<Active>& level) {
       const int64_t m = static_cast<int64_t>(level.size());
       ++levels;
       searched += m;
@@ -156,47 +157,103 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       backend.split_level(nodes, order, level_rules, splits, left_stats);
       device_ms += since(t0);
       t0 = Clock::now();
-      // The level's nodes are grouped by tree (children follow their parents' order): each
-      // tree's are made by one thread, and the next level is their concatenation in tree order.
-      std::vector<int64_t> tree_begin{0};
-      for (int64_t i = 1; i < m; ++i)
-        if (level[i].tree != level[i - 1].tree) tree_begin.push_back(i);
-      tree_begin.push_back(m);
-      const int64_t groups = static_cast<int64_t>(tree_begin.size()) - 1;
-      std::vector<std::vector<Active>> next_of(static_cast<std::size_t>(groups));
+    };
+    auto splits_node = [&](const LevelSplit& s) {
+      return s.found && !(s.improvement + DBL_EPSILON < rules.min_impurity_decrease);
+    };
+    // Makes node a's split s (left: the left side's statistics): its two children, and those that
+    // may split in turn appended to next (left, then right).
+    auto make_children = [&](const Active& a, const LevelSplit& s, const double* left, std::vector<Active>& next) {
+      Tree& tree = trees[first + a.tree];
+      std::vector<double> right(static_cast<std::size_t>(k));
+      const double* node = tree.stats.data() + static_cast<int64_t>(a.node) * k;
+      for (int c = 0; c < k; ++c) right[c] = node[c] - left[c];
+      const double left_impurity = node_impurity(rules.criterion, left, k);
+      const double right_impurity = node_impurity(rules.criterion, right.data(), k);
+      const int32_t l = new_node(tree, k, left, left_impurity, s.left_rows);
+      const int32_t r = new_node(tree, k, right.data(), right_impurity, s.right_rows);
+      set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
+      if (!stays_leaf(rules, a.depth + 1, s.left_rows, left_impurity))
+        next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, child_seed(a.seed, 1)});
+      if (!stays_leaf(rules, a.depth + 1, s.right_rows, right_impurity))
+        next.push_back(Active{a.tree, r, a.slot_begin + s.left_slots, a.slot_count - s.left_slots, a.depth + 1,
+                              child_seed(a.seed, 2)});
+    };
+    if (rules.max_leaf_nodes < 0) {
+      // Depth first: every node of a level that may split does; the children are the next level.
+      while (!level.empty()) {
+        search(level);
+        const int64_t m = static_cast<int64_t>(level.size());
+        // The level's nodes are grouped by tree (children follow their parents' order): each
+        // tree's are made by one thread, and the next level is their concatenation in tree order.
+        std::vector<int64_t> tree_begin{0};
+        for (int64_t i = 1; i < m; ++i)
+          if (level[i].tree != level[i - 1].tree) tree_begin.push_back(i);
+        tree_begin.push_back(m);
+        const int64_t groups = static_cast<int64_t>(tree_begin.size()) - 1;
+        std::vector<std::vector<Active>> next_of(static_cast<std::size_t>(groups));
 #pragma omp parallel for num_threads(threads) schedule(dynamic)
-      for (int64_t g = 0; g < groups; ++g) {
-        std::vector<double> right(static_cast<std::size_t>(k));
-        std::vector<Active>& next = next_of[g];
-        for (int64_t i = tree_begin[g]; i < tree_begin[g + 1]; ++i) {
-          const Active& a = level[i];
-          const LevelSplit& s = splits[i];
-          if (!s.found || s.improvement + DBL_EPSILON < rules.min_impurity_decrease) continue;
-          Tree& tree = trees[first + a.tree];
-          const double* left = left_stats.data() + i * k;
-          const double* node = tree.stats.data() + static_cast<int64_t>(a.node) * k;
-          for (int c = 0; c < k; ++c) right[c] = node[c] - left[c];
-          const double left_impurity = node_impurity(rules.criterion, left, k);
-          const double right_impurity = node_impurity(rules.criterion, right.data(), k);
-          const int32_t l = new_node(tree, k, left, left_impurity, s.left_rows);
-          const int32_t r = new_node(tree, k, right.data(), right_impurity, s.right_rows);
-          set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
-          if (!stays_leaf(rules, a.depth + 1, s.left_rows, left_impurity))
-            next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, child_seed(a.seed, 1)});
-          if (!stays_leaf(rules, a.depth + 1, s.right_rows, right_impurity))
-            next.push_back(Active{a.tree, r, a.slot_begin + s.left_slots, a.slot_count - s.left_slots, a.depth + 1,
-                                  child_seed(a.seed, 2)});
-        }
+        for (int64_t g = 0; g < groups; ++g)
+          for (int64_t i = tree_begin[g]; i < tree_begin[g + 1]; ++i)
+            if (splits_node(splits[i])) make_children(level[i], splits[i], left_stats.data() + i * k, next_of[g]);
+        std::vector<Active> next;
+        for (const std::vector<Active>& part : next_of) next.insert(next.end(), part.begin(), part.end());
+        level = std::move(next);
+        host_ms += since(t0);
       }
-      std::vector<Active> next;
-      for (const std::vector<Active>& part : next_of) next.insert(next.end(), part.begin(), part.end());
-      level = std::move(next);
-      host_ms += since(t0);
+    } else {
+      // Best first (grow_tree's max_leaf_nodes): a node's split is searched when the node is
+      // made; each round, every tree splits its waiting node of the largest improvement (ties:
+      // the older node), and the new children are searched together in the next round. Node ids
+      // come out in grow_tree's order (children numbered when their parent splits).
+      struct Waiting {
+        double improvement;
+        int32_t node;
+        Active active;
+        LevelSplit split;
+        std::vector<double> left;
+      };
+      auto later = [](const Waiting& a, const Waiting& b) {
+        return a.improvement < b.improvement || (a.improvement == b.improvement && a.node > b.node);
+      };
+      std::vector<std::vector<Waiting>> waiting(static_cast<std::size_t>(count));
+      std::vector<int64_t> leaves(static_cast<std::size_t>(count), 1);
+      while (true) {
+        if (!level.empty()) {
+          search(level);
+          for (std::size_t i = 0; i < level.size(); ++i) {
+            if (!splits_node(splits[i])) continue;
+            std::vector<Waiting>& heap = waiting[level[i].tree];
+            heap.push_back(Waiting{splits[i].improvement, level[i].node, level[i], splits[i],
+                                   std::vector<double>(left_stats.begin() + static_cast<int64_t>(i) * k,
+                                                       left_stats.begin() + static_cast<int64_t>(i + 1) * k)});
+            std::push_heap(heap.begin(), heap.end(), later);
+          }
+        }
+        std::vector<Active> next;
+        bool any = false;
+        for (int64_t t = 0; t < count; ++t) {
+          std::vector<Waiting>& heap = waiting[t];
+          if (heap.empty() || leaves[t] >= rules.max_leaf_nodes) continue;
+          std::pop_heap(heap.begin(), heap.end(), later);
+          const Waiting best = std::move(heap.back());
+          heap.pop_back();
+          make_children(best.active, best.split, best.left.data(), next);
+          ++leaves[t];
+          any = true;
+        }
+        host_ms += since(t0);
+        if (!any && next.empty()) break;
+        level = std::move(next);
+        t0 = Clock::now();
+      }
     }
     t0 = Clock::now();
   }
+  if (rules.max_leaf_nodes < 0) {  // best-first trees are in grow_tree's order already
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t t = 0; t < n_trees; ++t) trees[t] = depth_first(trees[t], k);
+    for (int64_t t = 0; t < n_trees; ++t) trees[t] = depth_first(trees[t], k);
+  }
   host_ms += since(t0);
   if (Trace::enabled())
     std::fprintf(stderr,

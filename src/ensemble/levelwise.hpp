@@ -6,12 +6,11 @@
 // depth-first builder's (tree_builder.cpp) node for node, renumbered to its order at the end.
 //
 // Scope: integer row weights (bootstrap counts up to 255, or ones; with bootstrap, sample
-// weights only choose the rows, so they are in scope too), depth-first growth, every criterion:
-// classification's class counts and regression's quantized targets (quantize_targets) sum
-// exactly, so the device's atomics add up to the host's bits, and the scores come from the same
-// formulas (criteria.hpp, with a logarithm of our own). Everything else grows on the host:
-// max_leaf_nodes (best-first growth), balanced_subsample and sample weights without bootstrap
-// (non-integer weights).
+// weights only choose the rows, so they are in scope too), every criterion, depth-first or
+// best-first (max_leaf_nodes) growth: classification's class counts and regression's quantized
+// targets (quantize_targets) sum exactly, so the device's atomics add up to the host's bits, and
+// the scores come from the same formulas (criteria.hpp, with a logarithm of our own).
+// balanced_subsample and sample weights without bootstrap (non-integer weights) grow on the host.
 #include <cstdint>
 #include <memory>
 #include <vector>

@@ -79,6 +79,7 @@ Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion) {
   p.rules.min_samples_split = uniform_int(rng, 2, 10);
   p.rules.min_impurity_decrease = uniform_int(rng, 0, 3) == 0 ? uniform_real(rng, 0.0, 0.01) : 0.0;
   p.rules.max_features = uniform_int(rng, 1, p.d);
+  if (uniform_int(rng, 0, 3) == 0) p.rules.max_leaf_nodes = uniform_int(rng, 2, 60);  // best-first growth
   return p;
 }
 
