@@ -239,3 +239,35 @@ def test_device_inputs_give_the_host_results(rng):
     proba = model.predict_proba(Xd)
     assert proba.is_cuda
     np.testing.assert_array_equal(proba.cpu().numpy(), reference)
+
+
+@pytest.mark.parametrize(
+    "kind, params",
+    [
+        ("classifier", dict(criterion="entropy")),
+        ("classifier", dict(max_leaf_nodes=40)),
+        ("classifier", dict(max_samples=0.5, min_samples_leaf=3, max_features=None)),
+        ("classifier", dict(class_weight="balanced")),  # weights with bootstrap: they choose the rows
+        ("regressor", dict()),
+        ("regressor", dict(criterion="poisson", max_depth=8)),
+        ("regressor", dict(max_leaf_nodes=64, min_impurity_decrease=1e-4)),
+    ],
+)
+def test_cuda_fit_grows_the_cpu_forest(rng, kind, params):
+    # The device grows the trees level by level from the same bootstrap counts, feature draws and
+    # exact sums: the forest is the CPU backend's, bit for bit (compared through the pickles).
+    if "cuda" not in DEVICES:
+        cuda_or_skip("no CUDA device: nothing to compare the host fit with")
+    n = int(rng.integers(2000, 6000))
+    X = rng.normal(size=(n, 7)).astype(np.float32)
+    signal = X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=n)
+    if kind == "classifier":
+        y, Forest = np.digitize(signal, [-1.0, 0.0, 0.8]), RandomForestClassifier
+    else:
+        y, Forest = signal * float(rng.uniform(0.1, 100.0)), RandomForestRegressor
+        if params.get("criterion") == "poisson":
+            y = np.round(np.abs(y))
+    seed = int(rng.integers(1 << 30))
+    cpu = Forest(n_estimators=12, random_state=seed, device="cpu", **params).fit(X, y)
+    cuda = Forest(n_estimators=12, random_state=seed, device="cuda", **params).fit(X, y)
+    assert pickle.dumps(cuda.set_params(device="cpu")) == pickle.dumps(cpu)
