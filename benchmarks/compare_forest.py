@@ -61,7 +61,7 @@ def main():
     parser.add_argument("--n", type=int, default=500_000)
     parser.add_argument("--d", type=int, default=32)
     parser.add_argument("--trees", type=int, default=100)
-    parser.add_argument("--max-depth", type=int, default=12)
+    parser.add_argument("--max-depth", type=int, default=12, help="0: None (grown to purity)")
     parser.add_argument("--predict-rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5, help="predict repetitions (best time)")
     parser.add_argument("--no-gpu", action="store_true")
@@ -76,7 +76,7 @@ def main():
     metric = "R2" if args.regression else "accuracy"
     X, y = make_data(args.n, args.d, 1, args.regression)
     Xp, yp = make_data(args.predict_rows, args.d, 2, args.regression)
-    params = dict(n_estimators=args.trees, max_depth=args.max_depth, random_state=0)
+    params = dict(n_estimators=args.trees, max_depth=args.max_depth if args.max_depth > 0 else None, random_state=0)
     use_gpu = not args.no_gpu and gpuml.cuda_device_count() > 0
     print(f"{Forest.__name__}: n={args.n} d={args.d} trees={args.trees} max_depth={args.max_depth} predict rows={args.predict_rows} "
           f"cores={os.cpu_count()} gpu={use_gpu}")
