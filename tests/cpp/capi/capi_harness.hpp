@@ -1,0 +1,240 @@
+#pragma once
+// Shared by the C ABI reliability tests (bad_input_matrix_test, concurrency_test,
+// determinism_test): one row per estimator kind saying how to fit and use it through the C ABI,
+// fresh random data for it, and small RAII wrappers over the C handles. Everything goes through
+// <gpuml/gpuml.h> only (plus gpuml::estimator_kinds to check the table covers every kind).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpuml/gpuml.h"
+
+namespace gpuml::test::capi {
+
+enum class Target { none, real, labels };
+
+// How the tests drive one estimator kind. `params` are small and quick, with random_state set
+// wherever the kind has one (so that two fits are comparable bit for bit).
+struct KindSpec {
+  std::string kind;
+  std::string params;
+  Target target;
+  std::string method;                // the main apply method: "predict" or "transform"
+  std::vector<std::string> methods;  // every apply method the kind offers
+  bool weights;                      // whether fit takes sample_weight
+  std::string out_of_range;          // params with a value out of its range, and that param's name
+  std::string out_of_range_name;
+  std::string wrong_type;            // params with a value of the wrong JSON type, and its name
+  std::string wrong_type_name;
+  std::string random_params;         // params that make the fit use its random_state (determinism)
+};
+
+inline const std::vector<KindSpec>& kind_specs() {
+  static const std::vector<KindSpec> specs = {
+      {"kmeans", R"({"n_clusters": 3, "n_init": 2, "random_state": 7})", Target::none, "predict",
+       {"predict", "transform"}, true, R"({"n_clusters": 0})", "n_clusters", R"({"n_clusters": "three"})",
+       "n_clusters", R"({"n_clusters": 3, "n_init": 3, "init": "k-means++", "random_state": 11})"},
+      {"linear_regression", R"({})", Target::real, "predict", {"predict"}, true, R"({"algorithm": "bogus"})",
+       "algorithm", R"({"fit_intercept": "yes"})", "fit_intercept", R"({"algorithm": "svd"})"},
+      {"ridge", R"({"alpha": 0.5})", Target::real, "predict", {"predict"}, true, R"({"alpha": -1.0})", "alpha",
+       R"({"alpha": "big"})", "alpha", R"({"alpha": 2.0, "solver": "cholesky"})"},
+      {"elastic_net", R"({"alpha": 0.05, "l1_ratio": 0.5})", Target::real, "predict", {"predict"}, true,
+       R"({"l1_ratio": 2.0})", "l1_ratio", R"({"max_iter": 2.5})", "max_iter",
+       R"({"alpha": 0.05, "l1_ratio": 0.5, "selection": "random", "random_state": 5})"},
+      {"lasso", R"({"alpha": 0.05})", Target::real, "predict", {"predict"}, true, R"({"alpha": -0.5})", "alpha",
+       R"({"tol": "small"})", "tol", R"({"alpha": 0.05, "selection": "random", "random_state": 9})"},
+      {"logistic_regression", R"({"C": 1.0})", Target::labels, "predict", {"predict", "predict_proba", "transform"},
+       true, R"({"C": 0.0})", "C", R"({"C": [1]})", "C", R"({"C": 0.5, "penalty": "l1"})"},
+      {"pca", R"({"n_components": 2})", Target::none, "transform", {"transform"}, false, R"({"n_components": -3})",
+       "n_components", R"({"whiten": 3})", "whiten",
+       R"({"n_components": 2, "svd_solver": "randomized", "random_state": 3})"},
+      {"truncated_svd", R"({"n_components": 2, "random_state": 1})", Target::none, "transform", {"transform"}, false,
+       R"({"n_components": 0})", "n_components", R"({"algorithm": 1})", "algorithm",
+       R"({"n_components": 2, "algorithm": "randomized", "random_state": 4})"},
+      {"random_forest_classifier", R"({"n_estimators": 4, "max_depth": 5, "random_state": 2})", Target::labels,
+       "predict", {"predict", "predict_proba"}, true, R"({"n_estimators": 0})", "n_estimators",
+       R"({"bootstrap": "no"})", "bootstrap", R"({"n_estimators": 6, "max_features": "sqrt", "random_state": 8})"},
+      {"random_forest_regressor", R"({"n_estimators": 4, "max_depth": 5, "random_state": 2})", Target::real,
+       "predict", {"predict"}, true, R"({"min_samples_leaf": 0})", "min_samples_leaf", R"({"max_depth": "deep"})",
+       "max_depth", R"({"n_estimators": 6, "max_features": 0.5, "random_state": 8})"},
+  };
+  return specs;
+}
+
+inline std::string kind_test_name(const ::testing::TestParamInfo<KindSpec>& info) { return info.param.kind; }
+// gtest prints parameters in test listings (and ctest's names): the kind, not the struct's bytes.
+inline void PrintTo(const KindSpec& spec, std::ostream* os) { *os << spec.kind; }
+
+// Three Gaussian blobs in d dimensions; labels are 1, 3, 5 (not 0..k-1); a real target that is
+// linear in X plus noise; positive weights.
+struct Data {
+  int64_t n = 0, d = 0;
+  std::vector<double> X, y, w;
+  std::vector<int32_t> labels;
+};
+
+inline Data make_data(std::mt19937_64& rng, int64_t n, int64_t d) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(0.5, 2.0);
+  Data data;
+  data.n = n;
+  data.d = d;
+  std::vector<double> centers(3 * d), beta(d);
+  for (double& c : centers) c = 4.0 * normal(rng);
+  for (double& b : beta) b = normal(rng);
+  data.X.resize(n * d);
+  data.y.resize(n);
+  data.w.resize(n);
+  data.labels.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t blob = i % 3;
+    double target = 0.0;
+    for (int64_t j = 0; j < d; ++j) {
+      data.X[i * d + j] = centers[blob * d + j] + normal(rng);
+      target += beta[j] * data.X[i * d + j];
+    }
+    data.y[i] = target + 0.1 * normal(rng);
+    data.w[i] = uniform(rng);
+    data.labels[i] = static_cast<int32_t>(2 * blob + 1);
+  }
+  return data;
+}
+
+inline gpuml_array_t host_array(const void* data, int32_t dtype, int32_t ndim, int64_t rows, int64_t cols) {
+  gpuml_array_t a;
+  std::memset(&a, 0, sizeof a);
+  a.data = const_cast<void*>(data);
+  a.dtype = dtype;
+  a.device_type = GPUML_DEVICE_CPU;
+  a.ndim = ndim;
+  a.shape[0] = rows;
+  a.strides[0] = ndim == 2 ? cols : 1;
+  if (ndim == 2) {
+    a.shape[1] = cols;
+    a.strides[1] = 1;
+  }
+  return a;
+}
+inline gpuml_array_t host_matrix(const double* data, int64_t rows, int64_t cols) {
+  return host_array(data, GPUML_FLOAT64, 2, rows, cols);
+}
+inline gpuml_array_t host_vector(const double* data, int64_t n) { return host_array(data, GPUML_FLOAT64, 1, n, 0); }
+inline gpuml_array_t host_vector(const int32_t* data, int64_t n) { return host_array(data, GPUML_INT32, 1, n, 0); }
+
+class ContextHandle {
+ public:
+  explicit ContextHandle(const char* device) { status_ = gpuml_context_create(device, &h_); }
+  ~ContextHandle() { gpuml_context_free(h_); }
+  ContextHandle(const ContextHandle&) = delete;
+  ContextHandle& operator=(const ContextHandle&) = delete;
+  ContextHandle(ContextHandle&& o) noexcept : h_(o.h_), status_(o.status_) { o.h_ = nullptr; }
+  gpuml_context_t get() const { return h_; }
+  gpuml_status_t status() const { return status_; }
+
+ private:
+  gpuml_context_t h_ = nullptr;
+  gpuml_status_t status_ = GPUML_OK;
+};
+
+class EstimatorHandle {
+ public:
+  EstimatorHandle() = default;
+  EstimatorHandle(const std::string& kind, const std::string& params) {
+    status_ = gpuml_estimator_create(kind.c_str(), params.c_str(), &h_);
+  }
+  explicit EstimatorHandle(const std::vector<uint8_t>& bytes) {
+    status_ = gpuml_estimator_deserialize(bytes.data(), bytes.size(), &h_);
+  }
+  ~EstimatorHandle() { gpuml_estimator_free(h_); }
+  EstimatorHandle(const EstimatorHandle&) = delete;
+  EstimatorHandle& operator=(const EstimatorHandle&) = delete;
+  gpuml_estimator_t get() const { return h_; }
+  gpuml_status_t status() const { return status_; }
+
+ private:
+  gpuml_estimator_t h_ = nullptr;
+  gpuml_status_t status_ = GPUML_OK;
+};
+
+// The C ABI's y for this kind's target (labels as int32, real targets as float64).
+inline gpuml_array_t target_of(const KindSpec& spec, const Data& data) {
+  return spec.target == Target::labels ? host_vector(data.labels.data(), data.n) : host_vector(data.y.data(), data.n);
+}
+
+// Fits on `data` (y when the kind has a target, the weights when asked).
+inline gpuml_status_t fit(gpuml_context_t ctx, gpuml_estimator_t est, const KindSpec& spec, const Data& data,
+                          bool with_weights) {
+  const gpuml_array_t X = host_matrix(data.X.data(), data.n, data.d);
+  const gpuml_array_t y = target_of(spec, data);
+  const gpuml_array_t w = host_vector(data.w.data(), data.n);
+  return gpuml_estimator_fit(ctx, est, &X, spec.target == Target::none ? nullptr : &y,
+                             with_weights && spec.weights ? &w : nullptr);
+}
+
+// The output of `method` on rows X (n x d) as float64, sized by gpuml_estimator_output_shape.
+struct Output {
+  gpuml_status_t status = GPUML_OK;
+  std::string error;
+  std::vector<double> values;
+};
+
+inline gpuml_status_t call_method(const std::string& method, gpuml_context_t ctx, gpuml_estimator_t est,
+                                  const gpuml_array_t* X, gpuml_array_t* out) {
+  if (method == "predict") return gpuml_estimator_predict(ctx, est, X, out);
+  if (method == "transform") return gpuml_estimator_transform(ctx, est, X, out);
+  return gpuml_estimator_predict_proba(ctx, est, X, out);
+}
+
+inline Output apply(gpuml_context_t ctx, gpuml_estimator_t est, const std::string& method, const double* X, int64_t n,
+                    int64_t d) {
+  Output result;
+  int32_t dtype = -1, ndim = -1;
+  int64_t shape[2] = {0, 0};
+  result.status = gpuml_estimator_output_shape(est, method.c_str(), n, &dtype, &ndim, shape);
+  if (result.status == GPUML_OK) {
+    result.values.assign(static_cast<std::size_t>(shape[0] * (ndim == 2 ? shape[1] : 1)), std::nan(""));
+    gpuml_array_t out = host_array(result.values.data(), GPUML_FLOAT64, ndim, shape[0], shape[1]);
+    const gpuml_array_t x = host_matrix(X, n, d);
+    result.status = call_method(method, ctx, est, &x, &out);
+  }
+  if (result.status != GPUML_OK) {
+    result.error = gpuml_last_error();
+    result.values.clear();
+  }
+  return result;
+}
+
+inline Output apply(gpuml_context_t ctx, gpuml_estimator_t est, const std::string& method, const Data& data) {
+  return apply(ctx, est, method, data.X.data(), data.n, data.d);
+}
+
+// The model's bytes (empty, with the status in *status, when serializing fails).
+inline std::vector<uint8_t> serialize(gpuml_estimator_t est, gpuml_status_t* status = nullptr) {
+  uint64_t size = 0;
+  gpuml_status_t s = gpuml_estimator_serialized_size(est, &size);
+  std::vector<uint8_t> bytes;
+  if (s == GPUML_OK) {
+    bytes.resize(size);
+    s = gpuml_estimator_serialize(est, bytes.data(), size);
+  }
+  if (s != GPUML_OK) bytes.clear();
+  if (status != nullptr) *status = s;
+  return bytes;
+}
+
+// Bitwise equality of two double vectors (NaN payloads included).
+inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+// "cpu", plus "cuda:0" when a device is present (the tests with a backend parameter skip the
+// CUDA one when it is absent, and fail instead under GPUML_REQUIRE_CUDA=1).
+inline std::vector<std::string> backends() { return {"cpu", "cuda:0"}; }
+
+}  // namespace gpuml::test::capi
