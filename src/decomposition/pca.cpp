@@ -15,6 +15,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/distributed.hpp"
 #include "core/params.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
@@ -64,12 +65,42 @@ std::string resolve_solver(const std::string& solver, int64_t n, int64_t d, doub
 PCA::PCA(PCAParams params) : params_(std::move(params)) { validate(params_); }
 
 PCA& PCA::fit(Context& ctx, const ArrayView& X) {
-  detail::check_matrix_shape(X);
-  const int64_t n = X.shape[0], d = X.shape[1], min_nd = std::min(n, d);
+  // Distributed (the context's communicator): every rank passes its own rows; the ranks agree on
+  // the shapes and parameters (else every rank throws), the checks of X pass on every rank or
+  // fail on all, and the model is that of all rows. Over several ranks every solver is
+  // "covariance_eigh": each rank's centered Gram matrix, merged over the ranks as a parallel
+  // variance (merge_centered_over_ranks), and the eigen-decomposition replicated. "full" gives
+  // the same answer up to rounding; "randomized" an approximation of it, so its request is
+  // answered exactly (random_state is then unused).
+  Comm& comm = ctx.comm();
+  int64_t local_n = 0, d = 0;
+  DType dtype = DType::float64;
+  detail::Staged Xs;
+  detail::Trace trace(ctx, "PCA");
+  detail::check_on_every_rank(comm, "PCA", "checking X", [&] {
+    detail::check_matrix_shape(X);
+    local_n = X.shape[0];
+    d = X.shape[1];
+    dtype = detail::float_dtype_for(X.dtype);
+    Xs = detail::stage(ctx, X, dtype, "X");  // NaN and infinity: found by the centering pass
+    trace.mark("stage X");
+  });
+  const detail::RowCounts rows = detail::agree_on_every_rank(
+      comm, "PCA", local_n,
+      {{"n_features", d},
+       {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
+       {"n_components (bits; -1 unset)", params_.n_components ? detail::bits_of(*params_.n_components) : -1},
+       {"svd_solver", detail::hash_of(params_.svd_solver)},
+       {"whiten", params_.whiten ? 1 : 0},
+       {"iterated_power", static_cast<int64_t>(params_.iterated_power)},
+       {"n_oversamples", static_cast<int64_t>(params_.n_oversamples)},
+       {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
+       {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))}});
+  const int64_t n = rows.total, min_nd = std::min(n, d);
   GPUML_EXPECT(n >= 2, "PCA needs at least 2 samples (the variances divide by n_samples - 1), got n_samples=" +
                            std::to_string(n));
   const double requested = params_.n_components.value_or(static_cast<double>(min_nd));
-  const std::string solver = resolve_solver(params_.svd_solver, n, d, requested);
+  std::string solver = resolve_solver(params_.svd_solver, n, d, requested);
   const bool fraction = requested < 1;
   if (solver == "randomized")
     GPUML_EXPECT(!fraction, "PCA: n_components=" + std::to_string(requested) +
@@ -78,11 +109,7 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
                "PCA: n_components=" + std::to_string(static_cast<int64_t>(requested)) +
                    " must be between 1 and min(n_samples, n_features)=" + std::to_string(min_nd) +
                    " with svd_solver=\"" + solver + "\"");
-
-  detail::Trace trace(ctx, "PCA");
-  const DType dtype = detail::float_dtype_for(X.dtype);
-  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");  // NaN and infinity: found by the centering pass
-  trace.mark("stage X");
+  if (comm.size() > 1) solver = "covariance_eigh";
 
   std::vector<double> mean(static_cast<std::size_t>(d));
   detail::RightSvd svd;
@@ -98,8 +125,13 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
     if (solver == "covariance_eigh") {
       // One pass over X, as the least-squares Gram routes (centered_gram): data with a large
       // mean keep their precision.
-      detail::CenteredGram centered = detail::centered_gram<T>(*backend, Xs.view.as<const T>(), n, d, nullptr, nullptr, 0, true, "PCA");
+      detail::CenteredGram centered;
+      detail::check_on_every_rank(comm, "PCA", "the pass over X", [&] {
+        centered = detail::centered_gram<T>(*backend, Xs.view.as<const T>(), local_n, d, nullptr, nullptr, 0, true, "PCA");
+      });
       std::vector<double>& G = centered.gram;
+      std::vector<double> no_targets;
+      detail::merge_centered_over_ranks(comm, static_cast<double>(local_n), centered.mean, no_targets, &G, nullptr);
       mean = centered.mean;
       trace.mark("sums and gram");
       for (double& g : G) g /= dof;  // the covariance

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include "core/distributed.hpp"
 #include "core/params.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
@@ -35,17 +36,42 @@ void validate(const TruncatedSVDParams& p) {
 TruncatedSVD::TruncatedSVD(TruncatedSVDParams params) : params_(std::move(params)) { validate(params_); }
 
 TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
-  detail::check_matrix_shape(X);
-  const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_components;
+  // Distributed (the context's communicator): every rank passes its own rows; the ranks agree on
+  // the shapes and parameters (else every rank throws), the checks of X pass on every rank or
+  // fail on all, and the model is that of all rows. Over several ranks both algorithms take the
+  // Gram route: XᵀX summed over the ranks and eigen-decomposed on every rank (s = √λ; its
+  // relative accuracy is eps cond(X)², not eps cond(X), on the smallest values kept), which is
+  // "full"'s answer up to that rounding and what "randomized" approximates (random_state is then
+  // unused). The variances use the mean of all rows and sums over the ranks.
+  Comm& comm = ctx.comm();
+  int64_t local_n = 0, d = 0;
+  const int64_t k = params_.n_components;
+  DType dtype = DType::float64;
+  detail::Staged Xs;
+  detail::Trace trace(ctx, "TruncatedSVD");
+  detail::check_on_every_rank(comm, "TruncatedSVD", "checking X", [&] {
+    detail::check_matrix_shape(X);
+    local_n = X.shape[0];
+    d = X.shape[1];
+    dtype = detail::float_dtype_for(X.dtype);
+    Xs = detail::stage(ctx, X, dtype, "X");
+    detail::require_finite(ctx, Xs.view, "X");
+    trace.mark("stage and check X");
+  });
+  const detail::RowCounts rows = detail::agree_on_every_rank(
+      comm, "TruncatedSVD", local_n,
+      {{"n_features", d},
+       {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
+       {"n_components", k},
+       {"algorithm", detail::hash_of(params_.algorithm)},
+       {"n_iter", static_cast<int64_t>(params_.n_iter)},
+       {"n_oversamples", static_cast<int64_t>(params_.n_oversamples)},
+       {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
+       {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))}});
+  const int64_t n = rows.total;
   GPUML_EXPECT(n >= 2, "TruncatedSVD needs at least 2 samples (explained_variance_ratio_ divides by the variance of X), "
                        "got n_samples=" + std::to_string(n));
   GPUML_EXPECT(k <= d, "TruncatedSVD: n_components=" + std::to_string(k) + " must be <= n_features=" + std::to_string(d));
-
-  detail::Trace trace(ctx, "TruncatedSVD");
-  const DType dtype = detail::float_dtype_for(X.dtype);
-  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
-  detail::require_finite(ctx, Xs.view, "X");
-  trace.mark("stage and check X");
 
   detail::RightSvd svd;
   std::vector<double> variance(static_cast<std::size_t>(k));
@@ -54,7 +80,16 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
     using T = decltype(tag);
     auto backend = detail::make_linear_backend<T>(ctx);
     const T* A = Xs.view.as<const T>();
-    if (params_.algorithm == "full") {
+    if (comm.size() > 1) {
+      std::vector<double> G(static_cast<std::size_t>(d * d)), eigenvalues(static_cast<std::size_t>(d));
+      backend->gram(A, nullptr, local_n, d, 0, G.data(), nullptr);
+      comm.allreduce_sum(G.data(), d * d);
+      svd.count = k;
+      svd.d = d;
+      svd.Vt.resize(static_cast<std::size_t>(k * d));
+      backend->symmetric_eigen(G.data(), d, k, eigenvalues.data(), svd.Vt.data());  // largest first
+      for (int64_t i = 0; i < k; ++i) svd.s.push_back(std::sqrt(std::max(eigenvalues[d - 1 - i], 0.0)));
+    } else if (params_.algorithm == "full") {
       Buffer work(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
       backend->center_scale(A, n, d, nullptr, nullptr, work.as<T>());  // a copy: the QR overwrites it
       svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d);
@@ -68,17 +103,23 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
 
     // Both variances from a centered copy (no cancellation in T when the mean is large): the total,
     // |X - x̄|_F² / n, and each column of (X - x̄) Vᵀ (whose mean is 0), its squared norm / n.
-    std::vector<double> mean(static_cast<std::size_t>(d));
-    backend->weighted_means(A, n, d, nullptr, mean.data());
-    Buffer centered(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
-    backend->center_scale(A, n, d, mean.data(), nullptr, centered.as<T>());
-    total_variance = detail::squared_norm(*backend, centered.as<const T>(), n, d) / static_cast<double>(n);
+    // Over several ranks: x̄ of all rows, and the squared norms summed over the ranks.
+    std::vector<double> mean(static_cast<std::size_t>(d)), no_targets;
+    backend->weighted_means(A, local_n, d, nullptr, mean.data());
+    detail::merge_centered_over_ranks(comm, static_cast<double>(local_n), mean, no_targets, nullptr, nullptr);
+    Buffer centered(ctx, static_cast<std::size_t>(local_n * d) * sizeof(T));
+    backend->center_scale(A, local_n, d, mean.data(), nullptr, centered.as<T>());
     const std::vector<T> coef(svd.Vt.begin(), svd.Vt.end());
-    Buffer projected(ctx, static_cast<std::size_t>(n * k) * sizeof(T));
-    backend->predict(centered.as<const T>(), n, d, coef.data(), nullptr, k, projected.as<T>());
+    Buffer projected(ctx, static_cast<std::size_t>(local_n * k) * sizeof(T));
+    backend->predict(centered.as<const T>(), local_n, d, coef.data(), nullptr, k, projected.as<T>());
     std::vector<double> G(static_cast<std::size_t>(k * k));
-    backend->gram(projected.as<const T>(), nullptr, n, k, 0, G.data(), nullptr);
-    for (int64_t i = 0; i < k; ++i) variance[i] = G[i * k + i] / static_cast<double>(n);
+    backend->gram(projected.as<const T>(), nullptr, local_n, k, 0, G.data(), nullptr);
+    std::vector<double> sums(static_cast<std::size_t>(k + 1));  // the k squared norms, then the total
+    for (int64_t i = 0; i < k; ++i) sums[i] = G[i * k + i];
+    sums[k] = detail::squared_norm(*backend, centered.as<const T>(), local_n, d);
+    comm.allreduce_sum(sums.data(), k + 1);
+    total_variance = sums[k] / static_cast<double>(n);
+    for (int64_t i = 0; i < k; ++i) variance[i] = sums[i] / static_cast<double>(n);
     trace.mark("variances");
   });
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/params.hpp"
+#include "core/distributed.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
 #include "gpuml/core/error.hpp"
@@ -124,7 +125,19 @@ Lasso::Lasso(LassoParams params) : ElasticNet(from_lasso(params), "Lasso") {}
 
 ElasticNet& ElasticNet::fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight) {
   const std::string name = display_name_;
-  const detail::GramSystem sys = detail::gram_system(ctx, X, y, sample_weight, params_.fit_intercept, true);
+  // Distributed: the Gram system of all ranks' rows (the ranks agreeing on these parameters), then
+  // the same coordinate descent on every rank, with rank 0's seed.
+  const detail::GramSystem sys =
+      detail::gram_system(ctx, X, y, sample_weight, params_.fit_intercept, true, name,
+                          {{"alpha (bits)", detail::bits_of(params_.alpha)},
+                           {"l1_ratio (bits)", detail::bits_of(params_.l1_ratio)},
+                           {"max_iter", static_cast<int64_t>(params_.max_iter)},
+                           {"tol (bits)", detail::bits_of(params_.tol)},
+                           {"selection", detail::hash_of(params_.selection)},
+                           {"positive", params_.positive ? 1 : 0},
+                           {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
+                           {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))},
+                           {"init_coef (hash)", detail::hash_of(params_.init_coef)}});
   const int64_t n = sys.n, d = sys.d, t = sys.t;
   GPUML_EXPECT(params_.init_coef.empty() || static_cast<int64_t>(params_.init_coef.size()) == t * d,
                name + ": init_coef has " + std::to_string(params_.init_coef.size()) + " values but the fit needs " +
@@ -137,7 +150,9 @@ ElasticNet& ElasticNet::fit(Context& ctx, const ArrayView& X, const ArrayView& y
   options.tol = params_.tol;
   options.positive = params_.positive;
   options.random = params_.selection == "random";
-  options.seed = params_.random_state.value_or(ctx.seed());
+  int64_t seed = static_cast<int64_t>(params_.random_state.value_or(ctx.seed()));
+  ctx.comm().broadcast(&seed, 1, 0);
+  options.seed = static_cast<uint64_t>(seed);
 
   std::vector<double> cross_k(static_cast<std::size_t>(d));
   auto init_coef = [&](int64_t k) {  // target k's starting point: empty means zeros

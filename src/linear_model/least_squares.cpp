@@ -5,6 +5,21 @@
 // intercept = ȳ − x̄·coef. A and B are working copies in the backend's memory; only the small
 // m x m and m x t results come to the host, where Eigen solves them in double.
 //
+// Distributed (SPMD, the context's communicator): every rank holds its own rows, and the fit is
+// that of one process on all rows. The Gram routes (eig, Cholesky, the Gram system of coordinate
+// descent) center each rank's rows on that rank's means and merge the ranks' centered sums as in
+// a parallel variance: with W_r, x̄_r, ȳ_r the rank's weight and means and x̄, ȳ those of all rows,
+//   AᵀA = Σ_r [A_rᵀA_r + W_r (x̄_r − x̄)(x̄_r − x̄)ᵀ],  AᵀB = Σ_r [A_rᵀB_r + W_r (x̄_r − x̄)(ȳ_r − ȳ)ᵀ]
+// (no uncentered sums: nothing cancels). The routes that factor A (QR, SVD) center every rank's
+// rows on the means of all rows; "qr"'s Cholesky QR passes sum their Gram matrices over ranks, and
+// Householder QR is TSQR: each rank's R factor and QᵀB (or its rows, when it has fewer than d)
+// are gathered in rank order and factored again on every rank; the minimum-norm SVD with fewer
+// rows than features (n < d over all ranks) gathers the rows themselves (n x d, smaller than
+// the Gram matrix). The small solves are replicated: every rank holds the same bits and takes the
+// same decisions (those that lead to collectives are rank 0's, broadcast). With the local
+// communicator (1 rank) every collective is the identity and each rank's share is 1: the fit
+// is what it always was.
+//
 // Parallel Eigen products are off in every translation unit of the library that uses Eigen: the
 // host solves are small, the CPU backend threads its own loops, and all units must agree.
 #define EIGEN_DONT_PARALLELIZE
@@ -18,6 +33,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/distributed.hpp"
 #include "core/staging.hpp"
 #include "core/trace.hpp"
 #include "gpuml/core/error.hpp"
@@ -123,10 +139,18 @@ void expect_finite_sums(const std::vector<double>& sums) {
 template <typename T>
 class LeastSquares {
  public:
-  LeastSquares(Context& ctx, const LeastSquaresRequest& request, int64_t n, int64_t d, int64_t t, Trace& trace)
-      : ctx_(ctx), request_(request), trace_(trace), backend_(make_linear_backend<T>(ctx)), n_(n), d_(d), t_(t),
+  // rows: this rank's (in rank order, rows.rows[comm.rank()]); weight_sum: Σ w over this rank's
+  // rows (its row count without weights).
+  LeastSquares(Context& ctx, const LeastSquaresRequest& request, const RowCounts& rows, int64_t d, int64_t t,
+               double weight_sum, Trace& trace)
+      : ctx_(ctx), request_(request), trace_(trace), backend_(make_linear_backend<T>(ctx)), comm_(ctx.comm()),
+        row_counts_(rows), rows_(rows.rows[static_cast<std::size_t>(ctx.comm().rank())]), n_(rows.total), d_(d), t_(t),
+        weight_sum_(weight_sum),
         // scikit-learn's lstsq cutoff: singular values below eps * max(n, d) * s_max are zero.
-        rcond_(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n, d))) {}
+        rcond_(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n_, d))) {}
+
+  // Σ w over all ranks, once prepared.
+  double total_weight() const { return total_weight_; }
 
   // Centers and weights y into the working copy B = √w (y − ȳ) (its means first: t columns), and
   // then X:
@@ -140,34 +164,90 @@ class LeastSquares {
     gram_only_ = gram_only;
     x_mean_.assign(static_cast<std::size_t>(d_), 0.0);
     y_mean_.assign(static_cast<std::size_t>(t_), 0.0);
+    y_offset_.assign(static_cast<std::size_t>(t_), 0.0);
     G_.clear();
     C_.clear();
     A_ = Buffer();
-    B_ = Buffer(ctx_, static_cast<std::size_t>(n_ * t_) * sizeof(T));
-    if (request_.fit_intercept) {
-      backend_->weighted_means(y, n_, t_, w, y_mean_.data());
-      GPUML_EXPECT(std::all_of(y_mean_.begin(), y_mean_.end(), [](double v) { return std::isfinite(v); }),
-                   "y contains NaN or infinity");
-    }
-    backend_->center_scale(y, n_, t_, request_.fit_intercept ? y_mean_.data() : nullptr, w, B_.as<T>());
-    trace_.mark("means and centering of y");
+    B_ = Buffer(ctx_, static_cast<std::size_t>(rows_ * t_) * sizeof(T));
+    const std::string estimator = request_.estimator;
     if (gram_only_) {
-      CenteredGram g = centered_gram(*backend_, X, n_, d_, w, B_.as<const T>(), t_, request_.fit_intercept, request_.estimator);
+      // This rank's rows centered on this rank's means; merged over the ranks below.
+      CenteredGram g;
+      check_on_every_rank(comm_, estimator, "the pass over X and y", [&] {
+        local_y_means(y, w);
+        // With the sums Σ w (y − ȳ_r) of the centered y, which rounding leaves nonzero: the merge
+        // over ranks needs them (merge_centered_over_ranks).
+        y_sums_.assign(static_cast<std::size_t>(t_ + 1), 0.0);
+        backend_->center_scale(y, rows_, t_, request_.fit_intercept ? y_mean_.data() : nullptr, w, B_.as<T>(),
+                               y_sums_.data());
+        y_sums_.resize(static_cast<std::size_t>(t_));
+        trace_.mark("means and centering of y");
+        g = centered_gram(*backend_, X, rows_, d_, w, B_.as<const T>(), t_, request_.fit_intercept, estimator);
+      });
       G_ = std::move(g.gram);
       C_ = std::move(g.cross);
       if (request_.fit_intercept) x_mean_ = std::move(g.mean);
+      merge_over_ranks();
       trace_.mark("sums and gram of X");
       return;
     }
-    std::vector<double> sums(static_cast<std::size_t>(d_ + 1));
-    A_ = Buffer(ctx_, static_cast<std::size_t>(n_ * d_) * sizeof(T));
-    if (request_.fit_intercept) {
-      backend_->weighted_means(X, n_, d_, w, x_mean_.data());
-      expect_finite_sums(x_mean_);
-    }
-    backend_->center_scale(X, n_, d_, request_.fit_intercept ? x_mean_.data() : nullptr, w, A_.as<T>(), sums.data());
-    expect_finite_sums(sums);
+    // The routes that factor A: every rank's rows centered on the means of all rows.
+    check_on_every_rank(comm_, estimator, "the means of X and y", [&] {
+      local_y_means(y, w);
+      if (request_.fit_intercept) {
+        backend_->weighted_means(X, rows_, d_, w, x_mean_.data());
+        expect_finite_sums(x_mean_);
+      }
+    });
+    std::vector<double> x_offset(static_cast<std::size_t>(d_));
+    global_means(x_offset, y_offset_);
+    std::fill(y_offset_.begin(), y_offset_.end(), 0.0);  // B is centered on ȳ itself
+    y_sums_.assign(static_cast<std::size_t>(t_), 0.0);
+    A_ = Buffer(ctx_, static_cast<std::size_t>(rows_ * d_) * sizeof(T));
+    check_on_every_rank(comm_, estimator, "centering X", [&] {
+      backend_->center_scale(y, rows_, t_, request_.fit_intercept ? y_mean_.data() : nullptr, w, B_.as<T>());
+      std::vector<double> sums(static_cast<std::size_t>(d_ + 1));
+      backend_->center_scale(X, rows_, d_, request_.fit_intercept ? x_mean_.data() : nullptr, w, A_.as<T>(), sums.data());
+      expect_finite_sums(sums);
+    });
     trace_.mark("means, center and sums");
+  }
+
+  // y_mean_ = the weighted means of this rank's y (zeros without intercept).
+  void local_y_means(const T* y, const T* w) {
+    if (!request_.fit_intercept) return;
+    backend_->weighted_means(y, rows_, t_, w, y_mean_.data());
+    GPUML_EXPECT(std::all_of(y_mean_.begin(), y_mean_.end(), [](double v) { return std::isfinite(v); }),
+                 "y contains NaN or infinity");
+  }
+
+  // x_mean_ and y_mean_ from this rank's means to those of all rows (merge_centered_over_ranks);
+  // x_offset and y_offset get this rank's means minus those of all rows.
+  void global_means(std::vector<double>& x_offset, std::vector<double>& y_offset) {
+    MergedSums m = merge_centered_over_ranks(comm_, weight_sum_, x_mean_, y_mean_, nullptr, nullptr);
+    total_weight_ = m.total_weight;
+    x_offset = std::move(m.x_offset);
+    y_offset = std::move(m.y_offset);
+  }
+
+  // G_, C_ (this rank's, centered on its own means) to those of all rows, centered on the means
+  // of all rows: the parallel-variance merge (top of the file).
+  void merge_over_ranks() {
+    MergedSums m = merge_centered_over_ranks(comm_, weight_sum_, x_mean_, y_mean_, &G_, &C_, &y_sums_);
+    total_weight_ = m.total_weight;
+    y_offset_ = std::move(m.y_offset);
+    if (comm_.size() > 1) expect_finite_gram(G_, request_.estimator);
+  }
+
+  // The local rows of a working copy (rows_ x cols) as a host matrix of all ranks' rows, in rank order.
+  Matrix gather_rows(const Matrix& local) const {
+    if (comm_.size() == 1) return local;
+    const int64_t cols = local.cols();
+    std::vector<int64_t> counts;
+    for (int64_t r : row_counts_.rows) counts.push_back(r * cols);
+    Matrix all(n_, cols);
+    comm_.allgatherv(local.data(), rows_ * cols, all.data(), counts.data(), DType::float64);
+    return all;
   }
 
   // The Gram system of coordinate descent: G = AᵀA, C = AᵀB, |B_k|² and the means.
@@ -176,9 +256,16 @@ class LeastSquares {
     sys.gram = G_;
     sys.cross = C_;
     std::vector<double> yty(static_cast<std::size_t>(t_ * t_)), unused(static_cast<std::size_t>(t_ * t_));
-    backend_->gram(B_.as<const T>(), B_.as<const T>(), n_, t_, t_, yty.data(), unused.data());
+    backend_->gram(B_.as<const T>(), B_.as<const T>(), rows_, t_, t_, yty.data(), unused.data());
     sys.y_sq_norm.resize(static_cast<std::size_t>(t_));
-    for (int64_t k = 0; k < t_; ++k) sys.y_sq_norm[k] = yty[k * t_ + k];
+    // |B_k|² over all ranks: Σ w (y − ȳ)² = Σ w (y − ȳ_r)² + 2 (ȳ_r − ȳ) Σ w (y − ȳ_r) + W_r (ȳ_r − ȳ)²
+    // on each rank, summed (one rank: no offset, the first term alone).
+    for (int64_t k = 0; k < t_; ++k) {
+      const double dy = y_offset_[k];
+      sys.y_sq_norm[k] = yty[k * t_ + k];
+      if (dy != 0.0) sys.y_sq_norm[k] += dy * (2.0 * y_sums_[k] + weight_sum_ * dy);
+    }
+    comm_.allreduce_sum(sys.y_sq_norm.data(), t_);
     sys.x_mean = x_mean_;
     sys.y_mean = y_mean_;
   }
@@ -212,7 +299,10 @@ class LeastSquares {
     if (!G_.empty()) return;
     G_.assign(static_cast<std::size_t>(d_ * d_), 0.0);
     C_.assign(static_cast<std::size_t>(d_ * t_), 0.0);
-    backend_->gram(A_.as<const T>(), B_.as<const T>(), n_, d_, t_, G_.data(), C_.data());
+    backend_->gram(A_.as<const T>(), B_.as<const T>(), rows_, d_, t_, G_.data(), C_.data());
+    // A is centered on the means of all rows: the sums over ranks are AᵀA and AᵀB.
+    comm_.allreduce_sum(G_.data(), d_ * d_);
+    comm_.allreduce_sum(C_.data(), d_ * t_);
     expect_finite_gram(G_, request_.estimator);
     trace_.mark("gram");
   }
@@ -345,7 +435,7 @@ class LeastSquares {
     // Well conditioned (the common case): full rank, a Cholesky solve, and the singular values
     // only if someone asks for them.
     CholeskySolve llt;
-    const bool well_conditioned = solve_if_well_conditioned(G, eig_condition_limit(fall_back), llt);
+    const bool well_conditioned = same_on_every_rank(comm_, solve_if_well_conditioned(G, eig_condition_limit(fall_back), llt));
     trace_.mark("Cholesky and conditioning");
     if (well_conditioned) {
       HostSolution sol;
@@ -374,7 +464,7 @@ class LeastSquares {
     // route's eps * cond(A) is still accurate.
     const double wanted = std::is_same_v<T, double> ? 1e-4 : 1e-2;
     const bool ill_conditioned = s_min <= std::sqrt(std::numeric_limits<T>::epsilon() / wanted) * s_max;
-    if (fall_back && (sol.rank < d_ || ill_conditioned)) return by_svd();
+    if (same_on_every_rank(comm_, fall_back && (sol.rank < d_ || ill_conditioned))) return by_svd();
     if (sol.rank < d_) throw_error(ErrorCode::invalid_argument, rank_deficient(request_, "eig", sol.rank, d_));
     // Full rank: G is positive definite and its Cholesky solve equals the spectral one (both
     // backward stable, error ~ eps * cond(G)). Where the factorization still fails (an
@@ -391,11 +481,40 @@ class LeastSquares {
   }
 
   // QR of the working copies (n >= d): R and QᵀB on the host. A and B are overwritten.
+  // Over several ranks (n >= d over all of them), TSQR: this rank's R and QᵀB (its rows of A and B
+  // themselves when it has fewer than d), stacked in rank order on every rank and factored again
+  // (Householder, on the host): the stack's R is A's, up to the signs of its rows, and its QᵀB is
+  // the matching one.
   void compute_qr(Eigen::MatrixXd& R, Matrix& QtB) {
-    Matrix R_rows(d_, d_), QtB_rows(d_, t_);
-    backend_->qr(A_.as<T>(), B_.as<T>(), n_, d_, t_, R_rows.data(), QtB_rows.data());
-    R = R_rows.triangularView<Eigen::Upper>();
-    QtB = QtB_rows;
+    const int64_t k = std::min(rows_, d_);
+    Matrix R_rows(k, d_), QtB_rows(k, t_);
+    if (rows_ >= d_) {
+      backend_->qr(A_.as<T>(), B_.as<T>(), rows_, d_, t_, R_rows.data(), QtB_rows.data());
+      R_rows = R_rows.triangularView<Eigen::Upper>();
+    } else {
+      R_rows = host_matrix(A_, d_);
+      QtB_rows = host_matrix(B_, t_);
+    }
+    if (comm_.size() == 1) {
+      R = R_rows;
+      QtB = QtB_rows;
+      return;
+    }
+    Matrix block(k, d_ + t_);
+    block << R_rows, QtB_rows;
+    const std::vector<int64_t> blocks = comm_.allgather(k);
+    int64_t stacked_rows = 0;
+    std::vector<int64_t> counts;
+    for (int64_t b : blocks) {
+      stacked_rows += b;
+      counts.push_back(b * (d_ + t_));
+    }
+    Matrix stacked(stacked_rows, d_ + t_);
+    comm_.allgatherv(block.data(), k * (d_ + t_), stacked.data(), counts.data(), DType::float64);
+    const Eigen::HouseholderQR<Eigen::MatrixXd> qr(stacked.leftCols(d_));
+    R = qr.matrixQR().topRows(d_).triangularView<Eigen::Upper>();
+    QtB = (qr.householderQ().transpose() * stacked.rightCols(t_)).topRows(d_);
+    trace_.mark("TSQR over the ranks");
   }
 
   // A's R factor as a product of upper-triangular factors R = F_k ⋯ F_1 (Cholesky QR's passes;
@@ -421,11 +540,12 @@ class LeastSquares {
     std::vector<double> G_rows(static_cast<std::size_t>(d_ * d_)), C_rows(static_cast<std::size_t>(d_ * t_));
     for (int pass = 1; pass <= kMaxPasses; ++pass) {
       CholeskyFactor llt;
-      if (!factor(G, llt)) return false;
+      const bool factored = factor(G, llt);
       const Eigen::MatrixXd Rk = llt.U.triangularView<Eigen::Upper>();  // below the diagonal: unspecified
-      if (!(Rk.diagonal().minCoeff() > 0)) return false;
+      if (!same_on_every_rank(comm_, factored && Rk.diagonal().minCoeff() > 0)) return false;
       factors.push_back(Rk);
-      const bool final_pass = pass > 1 && (G - Eigen::MatrixXd::Identity(d_, d_)).cwiseAbs().maxCoeff() <= kOrthogonalEnough;
+      const bool final_pass = same_on_every_rank(
+          comm_, pass > 1 && (G - Eigen::MatrixXd::Identity(d_, d_)).cwiseAbs().maxCoeff() <= kOrthogonalEnough);
       if (final_pass) {
         QtB = Rk.transpose().triangularView<Eigen::Lower>().solve(C);  // Rkᵀ QᵀB = QₖᵀB
         trace_.mark("host factorizations");
@@ -433,9 +553,11 @@ class LeastSquares {
       }
       if (pass == kMaxPasses) return false;
       const Matrix Rk_rows = Rk;
-      backend_->right_triangular_solve(A_.as<T>(), n_, d_, Rk_rows.data());
+      backend_->right_triangular_solve(A_.as<T>(), rows_, d_, Rk_rows.data());
       trace_.mark("triangular solve over A");
-      backend_->gram(A_.as<const T>(), B_.as<const T>(), n_, d_, t_, G_rows.data(), C_rows.data());
+      backend_->gram(A_.as<const T>(), B_.as<const T>(), rows_, d_, t_, G_rows.data(), C_rows.data());
+      comm_.allreduce_sum(G_rows.data(), d_ * d_);
+      comm_.allreduce_sum(C_rows.data(), d_ * t_);
       trace_.mark("gram (next pass)");
       G = Eigen::Map<const Matrix>(G_rows.data(), d_, d_);
       C = Eigen::Map<const Matrix>(C_rows.data(), d_, t_);
@@ -503,7 +625,7 @@ class LeastSquares {
       // Fewer rows than features: R would not be square, and the Gram matrix's eigenvalues are
       // too noisy to find the rank (its null space is d - n wide). A is at most n x d with n < d,
       // no larger than the Gram matrix itself: take its SVD on the host, as scikit-learn's lstsq.
-      const Matrix A = host_matrix(A_, d_), B = host_matrix(B_, t_);
+      const Matrix A = gather_rows(host_matrix(A_, d_)), B = gather_rows(host_matrix(B_, t_));
       Eigen::BDCSVD<Eigen::MatrixXd> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
       const Vector& s = svd.singularValues();
       sol.singular_values.assign(s.data(), s.data() + s.size());
@@ -526,9 +648,9 @@ class LeastSquares {
 
   // A working copy (n x cols, in the context's memory) as a host double matrix.
   Matrix host_matrix(const Buffer& buffer, int64_t cols) const {
-    const HostArray h = detail::to_host(ctx_, make_view(buffer.data(), dtype_of<T>::value, ctx_.device(), n_, cols));
+    const HostArray h = detail::to_host(ctx_, make_view(buffer.data(), dtype_of<T>::value, ctx_.device(), rows_, cols));
     using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    return Eigen::Map<const Rows>(h.as<T>(), n_, cols).template cast<double>();
+    return Eigen::Map<const Rows>(h.as<T>(), rows_, cols).template cast<double>();
   }
 
   HostSolution by_cholesky() {
@@ -566,7 +688,14 @@ class LeastSquares {
   const LeastSquaresRequest& request_;
   Trace& trace_;
   std::unique_ptr<LinearBackend<T>> backend_;
-  int64_t n_, d_, t_;
+  Comm& comm_;
+  const RowCounts& row_counts_;  // every rank's rows
+  int64_t rows_;                 // this rank's rows (the working copies' height)
+  int64_t n_, d_, t_;            // n_: the rows of all ranks
+  double weight_sum_;            // Σ w over this rank's rows
+  double total_weight_ = 0.0;    // over all ranks, once prepared
+  std::vector<double> y_offset_;  // this rank's ȳ_r − ȳ in the Gram routes (zeros otherwise)
+  std::vector<double> y_sums_;    // Σ w (y − ȳ_r) over this rank's rows as centered (Gram routes)
   double rcond_;
   const T *X_ = nullptr, *y_ = nullptr, *w_ = nullptr;  // the staged inputs
   std::vector<double> x_mean_, y_mean_;
@@ -617,6 +746,44 @@ int64_t check_targets(const ArrayView& y, int64_t n) {
 
 }  // namespace
 
+MergedSums merge_centered_over_ranks(Comm& comm, double weight_sum, std::vector<double>& x_mean,
+                                     std::vector<double>& y_mean, std::vector<double>* gram, std::vector<double>* cross,
+                                     const std::vector<double>* y_sums) {
+  const int64_t d = static_cast<int64_t>(x_mean.size()), t = static_cast<int64_t>(y_mean.size());
+  MergedSums m;
+  m.total_weight = weight_sum;
+  comm.allreduce_sum(&m.total_weight, 1);
+  // Each rank's means weighted by its share of the total weight, summed (one rank: a share of
+  // exactly 1, the means unchanged).
+  const double share = weight_sum / m.total_weight;
+  std::vector<double> means(static_cast<std::size_t>(d + t));
+  for (int64_t j = 0; j < d; ++j) means[j] = share * x_mean[j];
+  for (int64_t k = 0; k < t; ++k) means[d + k] = share * y_mean[k];
+  comm.allreduce_sum(means.data(), d + t);
+  m.x_offset.resize(static_cast<std::size_t>(d));
+  m.y_offset.resize(static_cast<std::size_t>(t));
+  for (int64_t j = 0; j < d; ++j) {
+    m.x_offset[j] = x_mean[j] - means[j];
+    x_mean[j] = means[j];
+  }
+  for (int64_t k = 0; k < t; ++k) {
+    m.y_offset[k] = y_mean[k] - means[d + k];
+    y_mean[k] = means[d + k];
+  }
+  if (comm.size() == 1 || gram == nullptr) return m;  // one rank: no offsets, nothing to sum
+  const double W = weight_sum;
+  const std::vector<double>& dx = m.x_offset;
+  for (int64_t i = 0; i < d; ++i) {
+    double* row = gram->data() + i * d;
+    for (int64_t j = 0; j < d; ++j) row[j] += W * (dx[i] * dx[j]);  // symmetric bit for bit
+    if (cross)
+      for (int64_t k = 0; k < t; ++k) (*cross)[i * t + k] += dx[i] * (W * m.y_offset[k] + (y_sums ? (*y_sums)[k] : 0.0));
+  }
+  comm.allreduce_sum(gram->data(), d * d);
+  if (cross) comm.allreduce_sum(cross->data(), d * t);
+  return m;
+}
+
 template <typename T>
 CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int64_t d, const T* w, const T* B, int64_t t,
                            bool center, const std::string& estimator) {
@@ -659,36 +826,85 @@ template CenteredGram centered_gram<float>(LinearBackend<float>&, const float*, 
 template CenteredGram centered_gram<double>(LinearBackend<double>&, const double*, int64_t, int64_t, const double*,
                                             const double*, int64_t, bool, const std::string&);
 
-GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
-                       bool fit_intercept, bool rescale_weights) {
-  check_matrix_shape(X);
-  GramSystem sys;
-  sys.n = X.shape[0];
-  sys.d = X.shape[1];
-  sys.t = check_targets(y, sys.n);
-  sys.y_is_1d = y.ndim == 1;
-  sys.dtype = float_dtype_for(X.dtype);
-  Trace trace(ctx, "Gram system");
-  detail::Staged Xs = detail::stage(ctx, X, sys.dtype, "X");  // NaN and infinity: found by the centering pass
-  detail::Staged ys = detail::stage(ctx, y, sys.dtype, "y");
-  detail::require_finite(ctx, ys.view, "y");
-  detail::Staged ws;
-  double weight_sum = 0.0;
-  if (sample_weight) ws = stage_weights(ctx, *sample_weight, sys.dtype, sys.n, &weight_sum);
+namespace {
 
+// Staged inputs of a least-squares or Gram-system fit, checked on every rank, and the agreement
+// of the ranks on what they fit.
+struct StagedProblem {
+  int64_t d = 0, t = 0;
+  bool y_is_1d = true;
+  DType dtype = DType::float64;
+  detail::Staged X, y, w;
+  bool weighted = false;
+  double weight_sum = 0.0;  // this rank's Σ w (its row count without weights)
+  RowCounts rows;
+};
+
+StagedProblem stage_problem(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
+                            const std::string& estimator, bool check_y_finite, const std::vector<double>& alpha,
+                            std::vector<RankField> fields, Trace& trace) {
+  Comm& comm = ctx.comm();
+  StagedProblem p;
+  int64_t n = 0;
+  check_on_every_rank(comm, estimator, "checking X, y and sample_weight", [&] {
+    check_matrix_shape(X);
+    n = X.shape[0];
+    p.d = X.shape[1];
+    p.t = check_targets(y, n);
+    p.y_is_1d = y.ndim == 1;
+    if (!alpha.empty())
+      GPUML_EXPECT(alpha.size() == 1 || static_cast<int64_t>(alpha.size()) == p.t,
+                   estimator + ": alpha has " + std::to_string(alpha.size()) + " values but y has " + std::to_string(p.t) +
+                       " target(s): give one alpha or one per target");
+    p.dtype = float_dtype_for(X.dtype);
+    p.X = detail::stage(ctx, X, p.dtype, "X");  // NaN and infinity: found by the centering pass
+    trace.mark("stage X");
+    p.y = detail::stage(ctx, y, p.dtype, "y");
+    if (check_y_finite) detail::require_finite(ctx, p.y.view, "y");
+    p.weight_sum = static_cast<double>(n);
+    p.weighted = sample_weight != nullptr;
+    if (sample_weight) p.w = stage_weights(ctx, *sample_weight, p.dtype, n, &p.weight_sum);
+    trace.mark("stage y and weights");
+  });
+  fields.insert(fields.begin(), {{"n_features", p.d},
+                                 {"n_targets", p.t},
+                                 {"whether y is 1-d", p.y_is_1d ? 1 : 0},
+                                 {"dtype (0 float32, 1 float64)", static_cast<int64_t>(p.dtype)}});
+  p.rows = agree_on_every_rank(comm, estimator, n, fields);
+  return p;
+}
+
+}  // namespace
+
+GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
+                       bool fit_intercept, bool rescale_weights, const std::string& estimator,
+                       const std::vector<RankField>& fields) {
+  Trace trace(ctx, "Gram system");
+  std::vector<RankField> all_fields = fields;
+  all_fields.push_back({"fit_intercept", fit_intercept ? 1 : 0});
+  StagedProblem p = stage_problem(ctx, X, y, sample_weight, estimator, true, {}, all_fields, trace);
+  GramSystem sys;
+  sys.n = p.rows.total;
+  sys.d = p.d;
+  sys.t = p.t;
+  sys.y_is_1d = p.y_is_1d;
+  sys.dtype = p.dtype;
+  double total_weight = 0.0;
   with_float_type(sys.dtype, [&](auto tag) {
     using T = decltype(tag);
     LeastSquaresRequest request;
-    request.estimator = "the Gram system";
+    request.estimator = estimator.c_str();
     request.fit_intercept = fit_intercept;
-    LeastSquares<T> ls(ctx, request, sys.n, sys.d, sys.t, trace);
-    ls.prepare(Xs.view.as<const T>(), ys.view.as<const T>(), sample_weight ? ws.view.as<const T>() : nullptr, true);
+    LeastSquares<T> ls(ctx, request, p.rows, sys.d, sys.t, p.weight_sum, trace);
+    ls.prepare(p.X.view.as<const T>(), p.y.view.as<const T>(), p.weighted ? p.w.view.as<const T>() : nullptr, true);
     ls.fill_gram_system(sys);
+    total_weight = ls.total_weight();
   });
-  // Every entry is linear in w: rescaling w to sum to n scales them all by n / Σw (the means
-  // do not change).
-  if (sample_weight && rescale_weights) {
-    const double scale = static_cast<double>(sys.n) / weight_sum;
+  // Every entry is linear in w: rescaling w to sum to n (over all ranks) scales them all by
+  // n / Σw (the means do not change). The ranks agree on whether they are weighted only through
+  // the sums: a rank without weights has weights of 1.
+  if (rescale_weights && total_weight != static_cast<double>(sys.n)) {
+    const double scale = static_cast<double>(sys.n) / total_weight;
     for (auto* v : {&sys.gram, &sys.cross, &sys.y_sq_norm})
       for (double& x : *v) x *= scale;
   }
@@ -697,33 +913,25 @@ GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, con
 
 LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
                             const LeastSquaresRequest& request) {
-  check_matrix_shape(X);
-  const int64_t n = X.shape[0], d = X.shape[1];
-  const int64_t t = check_targets(y, n);
-  const bool y_is_1d = y.ndim == 1;
-  if (!request.alpha.empty())
-    GPUML_EXPECT(request.alpha.size() == 1 || static_cast<int64_t>(request.alpha.size()) == t,
-                 std::string(request.estimator) + ": alpha has " + std::to_string(request.alpha.size()) +
-                     " values but y has " + std::to_string(t) + " target(s): give one alpha or one per target");
-
   Trace trace(ctx, request.estimator);
-  const DType dtype = float_dtype_for(X.dtype);
-  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");  // NaN and infinity: found by the centering pass
-  trace.mark("stage X");
-  detail::Staged ys = detail::stage(ctx, y, dtype, "y");
   // With an intercept, NaN or infinity in y shows in its means (prepare): no pass of its own.
-  if (!request.fit_intercept) detail::require_finite(ctx, ys.view, "y");
-  detail::Staged ws;
-  if (sample_weight) ws = stage_weights(ctx, *sample_weight, dtype, n);
-  trace.mark("stage y and weights");
+  const StagedProblem p =
+      stage_problem(ctx, X, y, sample_weight, request.estimator, !request.fit_intercept, request.alpha,
+                    {{"fit_intercept", request.fit_intercept ? 1 : 0},
+                     {"the solver", static_cast<int64_t>(request.solver)},
+                     {"alpha (hash of its values)", hash_of(request.alpha)}},
+                    trace);
+  const int64_t d = p.d, t = p.t;
+  const bool y_is_1d = p.y_is_1d;
+  const DType dtype = p.dtype;
 
   return with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
-    LeastSquares<T> ls(ctx, request, n, d, t, trace);
+    LeastSquares<T> ls(ctx, request, p.rows, d, t, p.weight_sum, trace);
     const LeastSquaresSolver solver = request.solver;
     const bool gram_route = solver == LeastSquaresSolver::auto_eig || solver == LeastSquaresSolver::eig ||
                             solver == LeastSquaresSolver::cholesky;
-    ls.prepare(Xs.view.as<const T>(), ys.view.as<const T>(), sample_weight ? ws.view.as<const T>() : nullptr, gram_route);
+    ls.prepare(p.X.view.as<const T>(), p.y.view.as<const T>(), p.weighted ? p.w.view.as<const T>() : nullptr, gram_route);
     const HostSolution sol = ls.solve();
     trace.mark("solve (rest)");
     const std::vector<double> intercept = ls.intercept(sol.coef);

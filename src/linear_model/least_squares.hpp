@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/deferred.hpp"
+#include "core/distributed.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "linear_model/linear_backend.hpp"
@@ -43,6 +44,8 @@ struct LinearFit {
   HostArray n_features_in;    // 0-d
 };
 
+// Distributed (the context's communicator): every rank passes its own rows and gets the fit of
+// all rows; the ranks must agree on the shapes and the request, else every rank throws.
 LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
                             const LeastSquaresRequest& request);
 
@@ -57,8 +60,12 @@ struct GramSystem {
   std::vector<double> gram, cross, y_sq_norm, x_mean, y_mean;  // means are 0 without intercept
 };
 
+// Distributed (the context's communicator): every rank passes its own rows and gets the system of
+// all rows (n is theirs); the ranks must agree on the shapes, fit_intercept and `fields` (the
+// caller's parameters), else every rank throws. `estimator` prefixes messages.
 GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
-                       bool fit_intercept, bool rescale_weights);
+                       bool fit_intercept, bool rescale_weights, const std::string& estimator = "the Gram system",
+                       const std::vector<RankField>& fields = {});
 
 // The Gram products of the weighted, exactly centered X from one pass of the backend over X
 // (LinearBackend::shifted_gram): with A = √w (X − c), c the mean of the first kShiftRows rows
@@ -77,6 +84,24 @@ inline constexpr int64_t kShiftRows = 4096;
 template <typename T>
 CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int64_t d, const T* w, const T* B, int64_t t,
                            bool center, const std::string& estimator);
+
+// Distributed: this rank's means (x_mean (d), y_mean (t)) and, when given, its Gram products
+// centered on them (gram d x d, cross d x t, row-major) become those of all ranks' rows,
+// centered on the means of all rows, as a parallel variance merges:
+//   gram = Σ_r [gram_r + W_r (x̄_r − x̄)(x̄_r − x̄)ᵀ],
+//   cross = Σ_r [cross_r + (x̄_r − x̄)(W_r (ȳ_r − ȳ) + s_r)ᵀ],
+// x̄ = Σ_r (W_r / W) x̄_r; weight_sum is this rank's W_r (its row count without weights);
+// y_sums (t, or nullptr for zeros) are s_r = Σ w (y − ȳ_r) over this rank's rows as they were
+// centered: zero but for the rounding of ȳ_r, which (x̄_r − x̄) would otherwise amplify when y
+// has a large mean. Returns W and this rank's offsets x̄_r − x̄, ȳ_r − ȳ. One rank: nothing
+// changes, bit for bit.
+struct MergedSums {
+  double total_weight = 0.0;
+  std::vector<double> x_offset, y_offset;
+};
+MergedSums merge_centered_over_ranks(Comm& comm, double weight_sum, std::vector<double>& x_mean,
+                                     std::vector<double>& y_mean, std::vector<double>* gram, std::vector<double>* cross,
+                                     const std::vector<double>* y_sums = nullptr);
 
 // What predict returns: (n,) or (n, t) in coef's dtype.
 ArraySpec linear_output_spec(const HostArray& coef, int64_t n_rows);

@@ -1,15 +1,20 @@
 // Distributed training over MPI, run by ctest under `mpirun -np 2` (label mpi; any rank count
 // works). `mpi_test comm` checks every Comm operation; `mpi_test kmeans` checks that KMeans fitted
 // on every rank's own rows (an uneven split of fresh random rows) equals, on every rank, a
-// 1-process fit on all rows with the same seed, and the collective error paths.
+// 1-process fit on all rows with the same seed, and the collective error paths. `mpi_test linear`
+// does the same for LinearRegression (every algorithm), Ridge, Lasso and ElasticNet, and
+// `mpi_test decomposition` for PCA and TruncatedSVD.
 // A failed check prints the rank and the line and makes the program exit non-zero.
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -324,12 +329,358 @@ void test_kmeans(gpuml::Comm& comm, uint64_t data_seed) {
   CHECK(ok.inertia() == 0.0, "one row per cluster: inertia %g", ok.inertia());
 }
 
+
+// ---- Linear models and decompositions ---------------------------------------------------
+
+// Fresh rows: X (n x d), column j = offset + (1 + j / 2) * N(0, 1) (distinct spreads, so PCA's
+// components are well separated), y (n x t) = X b_k + 0.1 N(0, 1) + 3 k, weights in [0.5, 1.5].
+template <typename T>
+struct Data {
+  int64_t n = 0, d = 0, t = 0;
+  std::vector<T> X, y, w;
+  gpuml::ArrayView Xv(int64_t b, int64_t e) const { return gpuml::host_view(X.data() + b * d, e - b, d); }
+  gpuml::ArrayView yv(int64_t b, int64_t e) const {
+    return t == 1 ? gpuml::host_view(y.data() + b, e - b) : gpuml::host_view(y.data() + b * t, e - b, t);
+  }
+  gpuml::ArrayView wv(int64_t b, int64_t e) const { return gpuml::host_view(w.data() + b, e - b); }
+};
+
+template <typename T>
+Data<T> make_data(uint64_t seed, int64_t n, int64_t d, int64_t t, double offset) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(0.5, 1.5);
+  Data<T> data;
+  data.n = n, data.d = d, data.t = t;
+  std::vector<double> b(d * t);
+  for (double& v : b) v = normal(gen);
+  data.X.resize(n * d);
+  data.y.resize(n * t);
+  data.w.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) data.X[i * d + j] = static_cast<T>(offset + (1.0 + 0.5 * j) * normal(gen));
+    for (int64_t k = 0; k < t; ++k) {
+      double v = 3.0 * k + 0.1 * normal(gen);
+      for (int64_t j = 0; j < d; ++j) v += static_cast<double>(data.X[i * d + j]) * b[k * d + j];
+      data.y[i * t + k] = static_cast<T>(v);
+    }
+    data.w[i] = static_cast<T>(uniform(gen));
+  }
+  return data;
+}
+
+// Rank 0 holds `few` rows, the other ranks the rest in shares growing with the rank.
+std::vector<int64_t> split_few(int64_t n, int size, int64_t few) {
+  std::vector<int64_t> begin(size + 1, 0);
+  begin[1] = few;
+  const int64_t rest = n - few, parts = size * (size - 1) / 2;
+  for (int r = 1; r < size; ++r) begin[r + 1] = begin[r] + rest * r / std::max<int64_t>(parts, 1);
+  begin[size] = n;
+  return begin;
+}
+
+std::vector<double> values_of(const gpuml::HostArray& a) {
+  if (a.dtype() == gpuml::DType::float32)
+    return std::vector<double>(a.as<const float>(), a.as<const float>() + a.bytes() / sizeof(float));
+  if (a.dtype() == gpuml::DType::int64)
+    return std::vector<double>(a.as<const int64_t>(), a.as<const int64_t>() + a.bytes() / sizeof(int64_t));
+  return std::vector<double>(a.as<const double>(), a.as<const double>() + a.bytes() / sizeof(double));
+}
+
+// A fitted model as one vector of numbers, in a fixed order.
+using Fit = std::function<std::vector<double>(gpuml::Context&, const gpuml::ArrayView& X, const gpuml::ArrayView& y,
+                                              const gpuml::ArrayView* w)>;
+
+// Every value within rtol of the 1-process fit's, relative to the largest of its values.
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rtol, const std::string& what) {
+  CHECK(got.size() == want.size(), "%s: %zu values, 1-process fit %zu", what.c_str(), got.size(), want.size());
+  if (got.size() != want.size()) return;
+  double scale = 0;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CHECK(std::abs(got[i] - want[i]) <= rtol * scale, "%s: value %zu is %.17g, 1-process fit %.17g (rtol %g of %g)",
+          what.c_str(), i, got[i], want[i], rtol, scale);
+    worst = std::max(worst, std::abs(got[i] - want[i]) / scale);
+  }
+  if (g_rank == 0 && std::getenv("GPUML_TEST_VERBOSE"))
+    std::printf("%s: largest difference %.2g of the largest value (rtol %g)\n", what.c_str(), worst, rtol);
+}
+
+// Every rank must hold the same bits.
+void expect_same_bits(gpuml::Comm& comm, const std::vector<double>& mine, const std::string& what) {
+  std::vector<double> all(mine.size() * comm.size());
+  comm.allgather(mine.data(), static_cast<int64_t>(mine.size()), all.data(), gpuml::DType::float64);
+  for (int r = 0; r < comm.size(); ++r)
+    CHECK(std::memcmp(all.data() + r * mine.size(), mine.data(), mine.size() * sizeof(double)) == 0,
+          "%s: rank %d's model differs from this rank's", what.c_str(), r);
+}
+
+// The fit of every rank's rows [begin[r], begin[r + 1]) under `dist` against the 1-process fit
+// of all rows, on every rank.
+template <typename T>
+void expect_distributed_fit(gpuml::Comm& comm, gpuml::Context& dist, const Data<T>& data, const std::vector<int64_t>& begin,
+                            bool weighted, const Fit& fit, double rtol, const std::string& what) {
+  const int64_t b = begin[comm.rank()], e = begin[comm.rank() + 1];
+  const gpuml::ArrayView w_local = data.wv(b, e), w_all = data.wv(0, data.n);
+  try {
+    const std::vector<double> got = fit(dist, data.Xv(b, e), data.yv(b, e), weighted ? &w_local : nullptr);
+    gpuml::Context single = gpuml::Context::cpu();  // no communicator: one process, all rows
+    const std::vector<double> want = fit(single, data.Xv(0, data.n), data.yv(0, data.n), weighted ? &w_all : nullptr);
+    expect_close(got, want, rtol, what);
+    expect_same_bits(comm, got, what);
+  } catch (const std::exception& e) {
+    CHECK(false, "%s: %s", what.c_str(), e.what());
+    throw;  // the ranks may now disagree on the collectives that follow: stop
+  }
+}
+
+template <typename Estimator, typename Params>
+Fit linear_fit(Params params, bool with_lasso_extras = false) {
+  return [params, with_lasso_extras](gpuml::Context& ctx, const gpuml::ArrayView& X, const gpuml::ArrayView& y,
+                                     const gpuml::ArrayView* w) {
+    Estimator est(params);
+    est.fit(ctx, X, y, w);
+    std::vector<double> out = values_of(est.coef());
+    for (double v : values_of(est.intercept())) out.push_back(v);
+    if constexpr (std::is_same_v<Estimator, gpuml::ElasticNet> || std::is_same_v<Estimator, gpuml::Lasso>) {
+      if (with_lasso_extras) out.push_back(static_cast<double>(est.n_iter()));
+    }
+    return out;
+  };
+}
+
+void test_linear(gpuml::Comm& comm, uint64_t seed) {
+  gpuml::Context ctx = gpuml::Context::cpu();
+  ctx.attach_comm(gpuml::Comm::mpi_world());
+  const int size = comm.size();
+  // Tolerances, relative to the largest value of the 1-process fit: float64 results differ only
+  // in the order of their sums (~1e-15 relative, times the condition number of XᵀX, ~10 here),
+  // and the intercept ȳ − x̄·coef carries |x̄| (up to 1e3 here) times the coefficients' rounding:
+  // ~6e-12 seen at worst, 1e-9 leaves room. float32: the coefficients are rounded to float32
+  // and XᵀX is formed from float32 rows (~1e-7 relative, times the same factors; ~1e-5 seen): 1e-4.
+  const double rtol64 = 1e-9, rtol32 = 1e-4;
+
+  // LinearRegression, every algorithm; a large mean (1e3) tests the merge of centered sums.
+  for (const char* algorithm : {"auto", "eig", "qr", "svd"}) {
+    gpuml::LinearRegressionParams p;
+    p.algorithm = algorithm;
+    const Data<double> one = make_data<double>(seed + 1, 1001, 7, 1, 1e3);
+    expect_distributed_fit(comm, ctx, one, split(one.n, size), true, linear_fit<gpuml::LinearRegression>(p), rtol64,
+                           std::string("LinearRegression ") + algorithm + " float64 weighted");
+    // Rank 0 with 4 rows, fewer than the 7 features (TSQR takes its rows as they are).
+    const Data<double> three = make_data<double>(seed + 2, 1203, 7, 3, -20.0);
+    expect_distributed_fit(comm, ctx, three, split_few(three.n, size, 4), false, linear_fit<gpuml::LinearRegression>(p),
+                           rtol64, std::string("LinearRegression ") + algorithm + " 3 targets, 4 rows on rank 0");
+    const Data<float> f32 = make_data<float>(seed + 3, 1500, 6, 2, 10.0);
+    expect_distributed_fit(comm, ctx, f32, split(f32.n, size), true, linear_fit<gpuml::LinearRegression>(p), rtol32,
+                           std::string("LinearRegression ") + algorithm + " float32 weighted");
+  }
+  {
+    gpuml::LinearRegressionParams p;
+    p.fit_intercept = false;
+    p.algorithm = "eig";
+    const Data<double> data = make_data<double>(seed + 4, 800, 5, 2, 1.0);
+    expect_distributed_fit(comm, ctx, data, split(data.n, size), true, linear_fit<gpuml::LinearRegression>(p), rtol64,
+                           "LinearRegression without intercept");
+    // Fewer rows than features over all ranks (9 < 12): "svd"'s minimum-norm solution gathers the rows.
+    p.fit_intercept = true;
+    p.algorithm = "svd";
+    const Data<double> wide = make_data<double>(seed + 5, 9, 12, 1, 2.0);
+    expect_distributed_fit(comm, ctx, wide, split_few(wide.n, size, 3), false, linear_fit<gpuml::LinearRegression>(p),
+                           rtol64, "LinearRegression svd with n < d");
+    p.algorithm = "auto";  // rank deficient: "auto" falls back to the SVD route on every rank
+    expect_distributed_fit(comm, ctx, wide, split_few(wide.n, size, 3), true, linear_fit<gpuml::LinearRegression>(p),
+                           rtol64, "LinearRegression auto with n < d (falls back to svd)");
+  }
+
+  // Ridge.
+  {
+    gpuml::RidgeParams p;
+    p.alpha = {0.5, 20.0};
+    p.solver = "cholesky";
+    const Data<double> data = make_data<double>(seed + 6, 907, 8, 2, 100.0);
+    expect_distributed_fit(comm, ctx, data, split_few(data.n, size, 2), true, linear_fit<gpuml::Ridge>(p), rtol64,
+                           "Ridge cholesky, alpha per target, 2 rows on rank 0");
+    p.solver = "svd";
+    expect_distributed_fit(comm, ctx, data, split(data.n, size), false, linear_fit<gpuml::Ridge>(p), rtol64, "Ridge svd");
+    p.solver = "auto";
+    p.alpha = {3.0};
+    const Data<float> f32 = make_data<float>(seed + 7, 1100, 5, 1, -5.0);
+    expect_distributed_fit(comm, ctx, f32, split(f32.n, size), true, linear_fit<gpuml::Ridge>(p), rtol32, "Ridge float32");
+  }
+
+  // Lasso and ElasticNet: coordinate descent on the Gram matrix of all rows, the same on every
+  // rank. A tight tol: both fits stop at the same optimum up to the rounding of the Gram matrix;
+  // 1e-8 leaves room for a sweep more or less at the stopping test (its change is below tol).
+  {
+    gpuml::LassoParams lasso;
+    lasso.alpha = 0.05;
+    lasso.tol = 1e-12;
+    const Data<double> data = make_data<double>(seed + 8, 1000, 9, 1, 30.0);
+    expect_distributed_fit(comm, ctx, data, split_few(data.n, size, 5), false, linear_fit<gpuml::Lasso>(lasso), 1e-8,
+                           "Lasso, 5 rows on rank 0");
+    gpuml::ElasticNetParams enet;
+    enet.alpha = 0.1;
+    enet.l1_ratio = 0.3;
+    enet.tol = 1e-12;
+    enet.selection = "random";
+    enet.random_state = 5;
+    const Data<double> multi = make_data<double>(seed + 9, 1200, 6, 2, -3.0);
+    expect_distributed_fit(comm, ctx, multi, split(multi.n, size), true, linear_fit<gpuml::ElasticNet>(enet), 1e-8,
+                           "ElasticNet random selection, 2 targets, weighted");
+    gpuml::ElasticNetParams f32params;
+    f32params.alpha = 0.02;
+    const Data<float> f32 = make_data<float>(seed + 10, 1300, 5, 1, 4.0);
+    expect_distributed_fit(comm, ctx, f32, split(f32.n, size), true, linear_fit<gpuml::ElasticNet>(f32params), rtol32,
+                           "ElasticNet float32");
+  }
+
+  // Bad input on one rank: every rank returns an error (none waits forever), and the next fit works.
+  const bool last = comm.rank() == size - 1;
+  const Data<double> data = make_data<double>(seed + 11, 40, 4, 1, 0.0);
+  std::vector<double> nan_X = data.X;
+  if (last) nan_X[5] = std::nan("");
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "NaN" : "failed on rank",
+               [&] { gpuml::LinearRegression().fit(ctx, gpuml::host_view(nan_X.data(), 40, 4), data.yv(0, 40)); }, __LINE__);
+  gpuml::LinearRegressionParams qr;
+  qr.algorithm = "qr";
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "NaN" : "failed on rank",
+               [&] { gpuml::LinearRegression(qr).fit(ctx, gpuml::host_view(nan_X.data(), 40, 4), data.yv(0, 40)); }, __LINE__);
+  std::vector<double> nan_y = data.y;
+  if (comm.rank() == 0) nan_y[3] = std::nan("");
+  expect_error(gpuml::ErrorCode::invalid_argument, comm.rank() == 0 ? "y contains NaN" : "failed on rank 0",
+               [&] { gpuml::Ridge().fit(ctx, data.Xv(0, 40), gpuml::host_view(nan_y.data(), 40)); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on n_features",
+               [&] { gpuml::Lasso().fit(ctx, gpuml::host_view(data.X.data(), last ? 40 : 30, last ? 3 : 4), data.yv(0, last ? 40 : 30)); },
+               __LINE__);
+  gpuml::RidgeParams other;
+  other.alpha = {last ? 2.0 : 1.0};
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on alpha",
+               [&] { gpuml::Ridge(other).fit(ctx, data.Xv(0, 40), data.yv(0, 40)); }, __LINE__);
+  gpuml::ElasticNetParams enet;
+  enet.l1_ratio = last ? 0.7 : 0.5;
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on l1_ratio",
+               [&] { gpuml::ElasticNet(enet).fit(ctx, data.Xv(0, 40), data.yv(0, 40)); }, __LINE__);
+  std::vector<double> weights(40, 1.0);
+  if (last) weights[2] = -1.0;
+  const gpuml::ArrayView w = gpuml::host_view(weights.data(), 40);
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "non-negative" : "failed on rank",
+               [&] { gpuml::ElasticNet().fit(ctx, data.Xv(0, 40), data.yv(0, 40), &w); }, __LINE__);
+  gpuml::LinearRegression ok;
+  ok.fit(ctx, data.Xv(0, 40), data.yv(0, 40));
+  expect_same_bits(comm, values_of(ok.coef()), "a fit after the errors");
+}
+
+Fit pca_fit(gpuml::PCAParams params) {
+  return [params](gpuml::Context& ctx, const gpuml::ArrayView& X, const gpuml::ArrayView&, const gpuml::ArrayView*) {
+    gpuml::PCA pca(params);
+    pca.fit(ctx, X);
+    std::vector<double> out;
+    for (const char* name : {"components_", "explained_variance_", "explained_variance_ratio_", "singular_values_", "mean_",
+                             "noise_variance_", "n_components_", "n_samples_"})
+      for (double v : values_of(pca.attribute(name))) out.push_back(v);
+    return out;
+  };
+}
+
+Fit svd_fit(gpuml::TruncatedSVDParams params) {
+  return [params](gpuml::Context& ctx, const gpuml::ArrayView& X, const gpuml::ArrayView&, const gpuml::ArrayView*) {
+    gpuml::TruncatedSVD svd(params);
+    svd.fit(ctx, X);
+    std::vector<double> out;
+    for (const char* name : {"components_", "explained_variance_", "explained_variance_ratio_", "singular_values_"})
+      for (double v : values_of(svd.attribute(name))) out.push_back(v);
+    return out;
+  };
+}
+
+void test_decomposition(gpuml::Comm& comm, uint64_t seed) {
+  gpuml::Context ctx = gpuml::Context::cpu();
+  ctx.attach_comm(gpuml::Comm::mpi_world());
+  const int size = comm.size();
+  // Tolerances as in test_linear: float64 1e-9 (sums in another order, times the ratio of the
+  // largest eigenvalue to the gaps between them, ~10 here), float32 1e-4. Components are
+  // compared with their signs: both fits flip them the same way (svd_flip).
+  const double rtol64 = 1e-9, rtol32 = 1e-4;
+  gpuml::PCAParams p;
+  p.svd_solver = "covariance_eigh";
+  const Data<double> data = make_data<double>(seed + 21, 1500, 6, 1, 50.0);
+  expect_distributed_fit(comm, ctx, data, split_few(data.n, size, 3), false, pca_fit(p), rtol64,
+                         "PCA covariance_eigh, 3 rows on rank 0");
+  p.n_components = 3;
+  expect_distributed_fit(comm, ctx, data, split(data.n, size), false, pca_fit(p), rtol64, "PCA 3 components");
+  p.n_components = 0.8;  // a variance fraction: every rank finds the same number of components
+  expect_distributed_fit(comm, ctx, data, split(data.n, size), false, pca_fit(p), rtol64, "PCA n_components=0.8");
+  // "full" and "randomized" over several ranks: the covariance route, against the 1-process "full".
+  gpuml::PCAParams full;
+  full.svd_solver = "full";
+  full.n_components = 4;
+  gpuml::PCAParams randomized = full;
+  randomized.svd_solver = "randomized";
+  randomized.random_state = 3;
+  {
+    const int64_t b = split(data.n, size)[comm.rank()], e = split(data.n, size)[comm.rank() + 1];
+    gpuml::Context single = gpuml::Context::cpu();
+    const std::vector<double> want = pca_fit(full)(single, data.Xv(0, data.n), data.yv(0, data.n), nullptr);
+    for (const gpuml::PCAParams& q : {full, randomized}) {
+      const std::vector<double> got = pca_fit(q)(ctx, data.Xv(b, e), data.yv(b, e), nullptr);
+      expect_close(got, want, rtol64, "PCA " + q.svd_solver + " over ranks against 1-process full");
+      expect_same_bits(comm, got, "PCA " + q.svd_solver);
+    }
+  }
+  gpuml::PCAParams p32;
+  p32.svd_solver = "covariance_eigh";
+  const Data<float> f32 = make_data<float>(seed + 22, 1200, 5, 1, -8.0);
+  expect_distributed_fit(comm, ctx, f32, split(f32.n, size), false, pca_fit(p32), rtol32, "PCA float32");
+
+  // TruncatedSVD: over several ranks XᵀX summed and eigen-decomposed, against the 1-process
+  // "full" (an SVD of R). The small singular values from the Gram matrix carry errors of about
+  // eps s_max² / s: relative to s_max, ~1e-14 here (mean 0.5, so cond(X) stays ~10).
+  gpuml::TruncatedSVDParams s;
+  s.algorithm = "full";
+  s.n_components = 3;
+  const Data<double> rows = make_data<double>(seed + 23, 1100, 7, 1, 0.5);
+  expect_distributed_fit(comm, ctx, rows, split_few(rows.n, size, 2), false, svd_fit(s), rtol64,
+                         "TruncatedSVD, 2 rows on rank 0");
+  {
+    gpuml::TruncatedSVDParams r = s;
+    r.algorithm = "randomized";
+    r.random_state = 1;
+    const int64_t b = split(rows.n, size)[comm.rank()], e = split(rows.n, size)[comm.rank() + 1];
+    gpuml::Context single = gpuml::Context::cpu();
+    const std::vector<double> want = svd_fit(s)(single, rows.Xv(0, rows.n), rows.yv(0, rows.n), nullptr);
+    const std::vector<double> got = svd_fit(r)(ctx, rows.Xv(b, e), rows.yv(b, e), nullptr);
+    expect_close(got, want, rtol64, "TruncatedSVD randomized over ranks against 1-process full");
+  }
+  const Data<float> rows32 = make_data<float>(seed + 24, 900, 5, 1, 0.5);
+  expect_distributed_fit(comm, ctx, rows32, split(rows32.n, size), false, svd_fit(s), rtol32, "TruncatedSVD float32");
+
+  // Bad input on one rank: every rank returns an error, and the next fit works.
+  const bool last = comm.rank() == size - 1;
+  std::vector<double> nan_X = data.X;
+  if (comm.rank() == 0) nan_X[11] = std::nan("");
+  expect_error(gpuml::ErrorCode::invalid_argument, comm.rank() == 0 ? "NaN" : "failed on rank 0",
+               [&] { gpuml::PCA().fit(ctx, gpuml::host_view(nan_X.data(), 50, 6)); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, comm.rank() == 0 ? "NaN" : "failed on rank 0",
+               [&] { gpuml::TruncatedSVD().fit(ctx, gpuml::host_view(nan_X.data(), 50, 6)); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on n_features",
+               [&] { gpuml::PCA().fit(ctx, gpuml::host_view(data.X.data(), 30, last ? 5 : 6)); }, __LINE__);
+  gpuml::TruncatedSVDParams other;
+  other.n_components = last ? 3 : 2;
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on n_components",
+               [&] { gpuml::TruncatedSVD(other).fit(ctx, data.Xv(0, 30)); }, __LINE__);
+  gpuml::PCA ok;
+  ok.fit(ctx, data.Xv(0, 30));
+  expect_same_bits(comm, values_of(ok.components()), "a PCA fit after the errors");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
-  if (what != "comm" && what != "kmeans") {
-    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans\n", argv[0]);
+  if (what != "comm" && what != "kmeans" && what != "linear" && what != "decomposition") {
+    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition\n", argv[0]);
     return 2;
   }
   try {
@@ -355,8 +706,14 @@ int main(int argc, char** argv) {
       world->broadcast(&seed, 1, 0);
       if (g_rank == 0) std::printf("data seed %lld (GPUML_TEST_SEED=%lld replays it)\n", static_cast<long long>(seed),
                                    static_cast<long long>(seed));
-      test_c_abi(*world, static_cast<uint64_t>(seed));
-      test_kmeans(*world, static_cast<uint64_t>(seed));
+      if (what == "kmeans") {
+        test_c_abi(*world, static_cast<uint64_t>(seed));
+        test_kmeans(*world, static_cast<uint64_t>(seed));
+      } else if (what == "linear") {
+        test_linear(*world, static_cast<uint64_t>(seed));
+      } else {
+        test_decomposition(*world, static_cast<uint64_t>(seed));
+      }
     }
     world->barrier();
   } catch (const std::exception& e) {

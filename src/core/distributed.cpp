@@ -1,0 +1,59 @@
+// The collective checks shared by the distributed fits (see distributed.hpp).
+#include "core/distributed.hpp"
+
+#include <cstring>
+
+namespace gpuml::detail {
+
+void throw_rank_failure(const std::vector<int64_t>& codes, int size, const std::string& estimator, const char* what) {
+  for (int r = 0; r < size; ++r)
+    if (codes[r] != 0)
+      throw_error(static_cast<ErrorCode>(codes[r]), estimator + ": " + what + " failed on rank " + std::to_string(r) +
+                                                         " of " + std::to_string(size) + " (that rank reports why)");
+  throw_error(ErrorCode::internal, estimator + ": " + what + ": no rank failed");
+}
+
+RowCounts agree_on_every_rank(Comm& comm, const std::string& estimator, int64_t rows, const std::vector<RankField>& fields) {
+  const int64_t n_fields = static_cast<int64_t>(fields.size()) + 1;  // + the number of rows
+  std::vector<int64_t> mine(static_cast<std::size_t>(n_fields)), all(static_cast<std::size_t>(n_fields * comm.size()));
+  mine[0] = rows;
+  for (int64_t f = 1; f < n_fields; ++f) mine[f] = fields[f - 1].value;
+  comm.allgather(mine.data(), n_fields, all.data(), DType::int64);
+  RowCounts counts;
+  for (int r = 0; r < comm.size(); ++r) {
+    const int64_t* theirs = all.data() + r * n_fields;
+    for (int64_t f = 1; f < n_fields; ++f)
+      if (theirs[f] != all[f])
+        throw_error(ErrorCode::invalid_argument,
+                    estimator + ": the ranks disagree on " + fields[f - 1].name + ": rank 0 has " + std::to_string(all[f]) +
+                        ", rank " + std::to_string(r) + " has " + std::to_string(theirs[f]) +
+                        " (every rank must fit the same estimator on rows of the same width and dtype)");
+    counts.rows.push_back(theirs[0]);
+    counts.total += theirs[0];
+  }
+  return counts;
+}
+
+int64_t bits_of(double v) {
+  int64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+namespace {
+constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
+}
+
+int64_t hash_of(const std::vector<double>& values) {
+  uint64_t h = kFnvOffset;
+  for (double v : values) h = (h ^ static_cast<uint64_t>(bits_of(v))) * kFnvPrime;
+  return static_cast<int64_t>(h);
+}
+
+int64_t hash_of(const std::string& text) {
+  uint64_t h = kFnvOffset;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * kFnvPrime;
+  return static_cast<int64_t>(h);
+}
+
+}  // namespace gpuml::detail
