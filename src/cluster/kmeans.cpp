@@ -15,8 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <exception>
 #include <limits>
 #include <optional>
 #include <set>
@@ -24,6 +22,7 @@
 
 #include "cluster/kmeans_backend.hpp"
 #include "core/device_ops.hpp"
+#include "core/distributed.hpp"
 #include "core/params.hpp"
 #include "core/random.hpp"
 #include "core/registry.hpp"
@@ -118,29 +117,10 @@ struct RowLayout {
   int size() const { return comm->size(); }
 };
 
-// Runs `check` on this rank, then every rank learns whether all ranks passed, so that bad input
-// on one rank makes every rank fail instead of leaving the others waiting in a collective. A
-// rank whose check threw rethrows its own error; the others throw the lowest failing rank's
-// code with a message naming it. With one rank this is just `check()`.
+// The checks before the first data collective (core/distributed.hpp), with KMeans's name.
 template <typename F>
 void check_on_every_rank(Comm& comm, const char* what, F&& check) {
-  int64_t code = 0;
-  std::exception_ptr error;
-  try {
-    check();
-  } catch (const Error& e) {
-    error = std::current_exception();
-    code = static_cast<int64_t>(e.code());
-  } catch (...) {
-    error = std::current_exception();
-    code = static_cast<int64_t>(ErrorCode::internal);
-  }
-  const std::vector<int64_t> codes = comm.allgather(code);
-  if (error) std::rethrow_exception(error);
-  for (int r = 0; r < comm.size(); ++r)
-    if (codes[r] != 0)
-      throw_error(static_cast<ErrorCode>(codes[r]), std::string("KMeans: ") + what + " failed on rank " + std::to_string(r) +
-                                                        " of " + std::to_string(comm.size()) + " (that rank reports why)");
+  detail::check_on_every_rank(comm, "KMeans", what, std::forward<F>(check));
 }
 
 template <typename T>
@@ -509,47 +489,23 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
   });
 
   // Every rank must fit the same estimator on rows of the same width and dtype.
-  uint64_t tol_bits = 0;
-  std::memcpy(&tol_bits, &params_.tol, sizeof tol_bits);
-  uint64_t init_hash = 1469598103934665603ull;  // FNV-1a over init and init_array's bits
-  for (char c : params_.init) init_hash = (init_hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  for (double v : params_.init_array) {
-    uint64_t bits = 0;
-    std::memcpy(&bits, &v, sizeof bits);
-    init_hash = (init_hash ^ bits) * 1099511628211ull;
-  }
-  struct Field {
-    const char* name;
-    int64_t value;
-  };
-  const Field fields[] = {{"n_features", d},
-                          {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
-                          {"n_clusters", k},
-                          {"n_init", params_.n_init},
-                          {"max_iter", params_.max_iter},
-                          {"tol (bits)", static_cast<int64_t>(tol_bits)},
-                          {"init and init_array (hash)", static_cast<int64_t>(init_hash)},
-                          {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
-                          {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))}};
-  const int64_t n_fields = static_cast<int64_t>(std::size(fields)) + 1;  // + the number of rows
-  std::vector<int64_t> mine(static_cast<std::size_t>(n_fields)), all(static_cast<std::size_t>(n_fields * comm.size()));
-  mine[0] = n;
-  for (int64_t f = 1; f < n_fields; ++f) mine[f] = fields[f - 1].value;
-  comm.allgather(mine.data(), n_fields, all.data(), DType::int64);
+  const detail::RowCounts counts = detail::agree_on_every_rank(
+      comm, "KMeans", n,
+      {{"n_features", d},
+       {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
+       {"n_clusters", k},
+       {"n_init", params_.n_init},
+       {"max_iter", params_.max_iter},
+       {"tol (bits)", detail::bits_of(params_.tol)},
+       {"init (hash)", detail::hash_of(params_.init)},
+       {"init_array (hash)", detail::hash_of(params_.init_array)},
+       {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
+       {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))}});
   RowLayout layout;
   layout.comm = &comm;
-  for (int r = 0; r < comm.size(); ++r) {
-    const int64_t* theirs = all.data() + r * n_fields;
-    for (int64_t f = 1; f < n_fields; ++f)
-      if (theirs[f] != all[f])
-        throw_error(ErrorCode::invalid_argument,
-                    std::string("KMeans: the ranks disagree on ") + fields[f - 1].name + ": rank 0 has " +
-                        std::to_string(all[f]) + ", rank " + std::to_string(r) + " has " + std::to_string(theirs[f]) +
-                        " (every rank must fit the same estimator on rows of the same width and dtype)");
-    layout.offset.push_back(layout.total);
-    layout.rows.push_back(theirs[0]);
-    layout.total += theirs[0];
-  }
+  layout.rows = counts.rows;
+  layout.total = counts.total;
+  for (int64_t r = 0, offset = 0; r < comm.size(); offset += counts.rows[r], ++r) layout.offset.push_back(offset);
   GPUML_EXPECT(layout.total >= k, "KMeans: n_samples=" + std::to_string(layout.total) +
                                       (comm.size() > 1 ? " (over " + std::to_string(comm.size()) + " ranks)" : std::string()) +
                                       " should be >= n_clusters=" + std::to_string(k));
