@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -183,7 +184,8 @@ gpuml_status_t create_then_fit(Bench& b, const char* kind, const char* params) {
 }
 
 const std::vector<Row>& rows() {
-  const Expect host_as_cuda = built_with_cuda() ? invalid("X|out") : Expect{GPUML_ERROR_UNSUPPORTED, "X|out"};
+  // A build without CUDA cannot inspect pointers: it refuses any CUDA array as unsupported.
+  const gpuml_status_t cuda_refusal = built_with_cuda() ? GPUML_ERROR_INVALID_ARGUMENT : GPUML_ERROR_UNSUPPORTED;
   static const std::vector<Row> table = {
       // ---- values: NaN and infinity ------------------------------------------------------------
       {"NaN in X (fit)", any_kind, State::fitted, [](auto&) { return invalid("X"); },
@@ -413,21 +415,21 @@ const std::vector<Row>& rows() {
        [](Bench& b) { return gpuml_estimator_create(b.spec.kind.c_str(), b.spec.params.c_str(), nullptr); }},
       // ---- devices ------------------------------------------------------------------------------
       {"host X declared as CUDA memory (fit, CPU context)", any_kind, State::fitted,
-       [host_as_cuda](auto&) { return host_as_cuda; },
+       [cuda_refusal](auto&) { return Expect{cuda_refusal, "X"}; },
        [](Bench& b) {
          gpuml_array_t X = b.X();
          X.device_type = GPUML_DEVICE_CUDA;
          return b.fit(X);
        }},
       {"host X declared as CUDA memory (predict, CPU context)", any_kind, State::fitted,
-       [host_as_cuda](auto&) { return host_as_cuda; },
+       [cuda_refusal](auto&) { return Expect{cuda_refusal, "X"}; },
        [](Bench& b) {
          gpuml_array_t X = host_matrix(b.test.X.data(), b.test.n, b.test.d);
          X.device_type = GPUML_DEVICE_CUDA;
          return b.apply(X);
        }},
       {"host out declared as CUDA memory (CPU context)", any_kind, State::fitted,
-       [host_as_cuda](auto&) { return host_as_cuda; },
+       [cuda_refusal](auto&) { return Expect{cuda_refusal, "out"}; },
        [](Bench& b) {
          std::vector<double> storage;
          gpuml_array_t out = b.good_out(storage);
@@ -572,6 +574,40 @@ TEST(BadInputMatrixTable, CoversEveryKind) {
   for (const Row& row : rows())
     for (const KindSpec& spec : kind_specs()) cells += row.applies(spec) ? 1 : 0;
   std::printf("[ matrix   ] %zu rows x %zu kinds: %d cells\n", rows().size(), kind_specs().size(), cells);
+
+  // GPUML_MATRIX_TABLE=1 prints the matrix as the Markdown table of docs/reliability.md.
+  const char* table = std::getenv("GPUML_MATRIX_TABLE");
+  if (table == nullptr || std::string(table) != "1") return;
+  auto code = [](gpuml_status_t s) -> std::string {
+    switch (s) {
+      case GPUML_OK: return "ok";
+      case GPUML_ERROR_INVALID_ARGUMENT: return "IA";
+      case GPUML_ERROR_NOT_FITTED: return "NF";
+      case GPUML_ERROR_UNSUPPORTED: return "UN";
+      default: return std::to_string(static_cast<int>(s));
+    }
+  };
+  std::string out = "| case | message names |";
+  for (const KindSpec& spec : kind_specs()) out += " " + spec.kind + " |";
+  out += "\n|---|---|";
+  for (std::size_t i = 0; i < kind_specs().size(); ++i) out += ":-:|";
+  out += "\n";
+  for (const Row& row : rows()) {
+    std::string words;
+    for (const KindSpec& spec : kind_specs()) {
+      if (!row.applies(spec)) continue;
+      const Expect e = row.expect(spec);
+      std::string alternatives = e.words;  // "a|b" -> "a / b", '|' being Markdown's cell separator
+      for (std::size_t at = alternatives.find('|'); at != std::string::npos; at = alternatives.find('|', at))
+        alternatives.replace(at, 1, " / ");
+      if (e.status != GPUML_OK && words.find(alternatives) == std::string::npos)
+        words += (words.empty() ? "" : "; ") + alternatives;
+    }
+    std::string line = "| " + row.name + " | " + (words.empty() ? "" : "`" + words + "`") + " |";
+    for (const KindSpec& spec : kind_specs()) line += " " + (row.applies(spec) ? code(row.expect(spec).status) : "") + " |";
+    out += line + "\n";
+  }
+  std::printf("%s", out.c_str());
 }
 
 // CUDA memory declared as host memory (and, on a CUDA context, host memory declared as CUDA
