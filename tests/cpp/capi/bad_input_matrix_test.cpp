@@ -1,11 +1,14 @@
-// The bad-input matrix over the C ABI (issue 9): every row of kRows is a kind of bad input (or a
-// legal edge case), tried on every estimator kind it applies to. Each (row, kind) cell checks
+// The bad-input matrix over the C ABI (issue 9): every row of rows() is a kind of bad input (or a
+// legal edge case), tried on every estimator kind it applies to, on a CPU context (and on a CUDA
+// context when a device is present; GPUML_REQUIRE_CUDA=1 makes that required). Each (row, kind)
+// cell checks
 // 1. the status (a named gpuml_status_t) and that gpuml_last_error() names the argument;
 // 2. that a fitted model a bad call did not replace still predicts what it did, bit for bit
 //    (or is refused as not fitted), never something else;
 // 3. that the same handle and context still work: a good fit + predict on them gives the
 //    predictions of a fresh handle on a fresh context, bit for bit.
-// docs/reliability.md ("Bad-input matrix") has the table; BadInputMatrix.Size prints its size.
+// docs/reliability.md ("Bad-input matrix") has the table (GPUML_MATRIX_TABLE=1 prints it);
+// BadInputMatrixTable.CoversEveryKind prints the matrix's size.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "capi/capi_harness.hpp"
@@ -502,11 +506,16 @@ const std::vector<Row>& rows() {
   return table;
 }
 
-class BadInputMatrix : public ::testing::TestWithParam<KindSpec> {};
+using KindOnBackend = std::tuple<KindSpec, std::string>;
+class BadInputMatrix : public ::testing::TestWithParam<KindOnBackend> {};
 
 // Every row on one estimator kind.
 TEST_P(BadInputMatrix, EveryRow) {
-  const KindSpec& spec = GetParam();
+  const auto& [spec, backend] = GetParam();
+  if (backend != "cpu" && gpuml::cuda_device_count() == 0) {
+    if (gpuml::test::cuda_required()) FAIL() << "no CUDA device, but GPUML_REQUIRE_CUDA=1 requires one";
+    GTEST_SKIP() << "no CUDA device";
+  }
   GPUML_FRESH_RNG(rng);
   const Data train = make_data(rng, 90, 4);
   const Data test = make_data(rng, 20, 4);
@@ -514,7 +523,7 @@ TEST_P(BadInputMatrix, EveryRow) {
   // The reference: a good fit and prediction on a fresh handle and context.
   std::vector<double> reference;
   {
-    ContextHandle ctx("cpu");
+    ContextHandle ctx(backend.c_str());
     EstimatorHandle est(spec.kind, spec.params);
     ASSERT_EQ(ctx.status(), GPUML_OK);
     ASSERT_EQ(est.status(), GPUML_OK) << gpuml_last_error();
@@ -527,9 +536,9 @@ TEST_P(BadInputMatrix, EveryRow) {
   int cells = 0;
   for (const Row& row : rows()) {
     if (!row.applies(spec)) continue;
-    SCOPED_TRACE("row \"" + row.name + "\", kind " + spec.kind);
+    SCOPED_TRACE("row \"" + row.name + "\", kind " + spec.kind + " on " + backend);
     ++cells;
-    ContextHandle ctx("cpu");
+    ContextHandle ctx(backend.c_str());
     EstimatorHandle est(spec.kind, spec.params);
     ASSERT_EQ(est.status(), GPUML_OK);
     Bench bench{spec, ctx.get(), est.get(), train, test};
@@ -559,10 +568,14 @@ TEST_P(BadInputMatrix, EveryRow) {
     ASSERT_EQ(again.status, GPUML_OK) << again.error;
     EXPECT_TRUE(same_bits(again.values, reference)) << "the refit on the same handle differs from a fresh fit";
   }
-  std::printf("[ matrix   ] %s: %d rows\n", spec.kind.c_str(), cells);
+  std::printf("[ matrix   ] %s on %s: %d rows\n", spec.kind.c_str(), backend.c_str(), cells);
 }
 
-INSTANTIATE_TEST_SUITE_P(CApi, BadInputMatrix, ::testing::ValuesIn(kind_specs()), kind_test_name);
+INSTANTIATE_TEST_SUITE_P(CApi, BadInputMatrix,
+                         ::testing::Combine(::testing::ValuesIn(kind_specs()), ::testing::ValuesIn(backends())),
+                         [](const ::testing::TestParamInfo<KindOnBackend>& info) {
+                           return std::get<0>(info.param).kind + (std::get<1>(info.param) == "cpu" ? "_cpu" : "_cuda");
+                         });
 
 // The table covers every kind the library registers, and says how many cells the matrix has.
 TEST(BadInputMatrixTable, CoversEveryKind) {
