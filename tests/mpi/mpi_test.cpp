@@ -494,6 +494,25 @@ void test_linear(gpuml::Comm& comm, uint64_t seed) {
                            rtol64, "LinearRegression auto with n < d (falls back to svd)");
   }
 
+  // "qr" on X with two nearly equal columns (cond(X) ~ 1e9): Cholesky QR fails (cond(XᵀX) beyond
+  // 1 / eps) on every rank alike, and Householder QR over the ranks (TSQR) solves it; rank 0 holds
+  // 3 rows, fewer than the 6 features. y lies in X's column space (no noise), so both fits carry
+  // errors ~ eps cond(X) ~ 1e-7 relative: 1e-5 leaves room.
+  {
+    Data<double> data = make_data<double>(seed + 12, 700, 6, 1, 0.0);
+    std::mt19937_64 gen(seed + 13);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (int64_t i = 0; i < data.n; ++i) {
+      double* row = data.X.data() + i * data.d;
+      row[5] = row[4] + 1e-9 * normal(gen);
+      data.y[i] = 1.0 - 2.0 * row[0] + 0.5 * row[1] + row[2] - row[3] + 3.0 * row[4] + 2.0 * row[5];
+    }
+    gpuml::LinearRegressionParams p;
+    p.algorithm = "qr";
+    expect_distributed_fit(comm, ctx, data, split_few(data.n, size, 3), false, linear_fit<gpuml::LinearRegression>(p), 1e-5,
+                           "LinearRegression qr, cond(X) ~ 1e9 (Householder TSQR)");
+  }
+
   // Ridge.
   {
     gpuml::RidgeParams p;
@@ -534,6 +553,35 @@ void test_linear(gpuml::Comm& comm, uint64_t seed) {
     const Data<float> f32 = make_data<float>(seed + 10, 1300, 5, 1, 4.0);
     expect_distributed_fit(comm, ctx, f32, split(f32.n, size), true, linear_fit<gpuml::ElasticNet>(f32params), rtol32,
                            "ElasticNet float32");
+  }
+
+  // Through the C ABI: a "lasso" handle fitted under an MPI context, against the C++ 1-process fit.
+  {
+    const Data<double> data = make_data<double>(seed + 14, 601, 4, 1, 7.0);
+    const std::vector<int64_t> begin = split(data.n, size);
+    const int64_t b = begin[comm.rank()], e = begin[comm.rank() + 1];
+    gpuml_context_t c_ctx = nullptr;
+    gpuml_estimator_t est = nullptr;
+    CHECK(gpuml_context_create("cpu", &c_ctx) == GPUML_OK && gpuml_context_attach_mpi(c_ctx) == GPUML_OK, "%s",
+          gpuml_last_error());
+    CHECK(gpuml_estimator_create("lasso", "{\"alpha\": 0.01, \"tol\": 1e-12}", &est) == GPUML_OK, "%s", gpuml_last_error());
+    gpuml_array_t X = {const_cast<double*>(data.X.data() + b * 4), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 2, {e - b, 4}, {4, 1}};
+    gpuml_array_t y = {const_cast<double*>(data.y.data() + b), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 1, {e - b, 0}, {1, 0}};
+    CHECK(gpuml_estimator_fit(c_ctx, est, &X, &y, nullptr) == GPUML_OK, "C ABI lasso fit: %s", gpuml_last_error());
+    std::vector<double> got(5);
+    gpuml_array_t coef = {got.data(), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 1, {4, 0}, {1, 0}};
+    gpuml_array_t intercept = {got.data() + 4, GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 0, {0, 0}, {0, 0}};
+    CHECK(gpuml_estimator_get_attribute(c_ctx, est, "coef_", &coef) == GPUML_OK, "%s", gpuml_last_error());
+    CHECK(gpuml_estimator_get_attribute(c_ctx, est, "intercept_", &intercept) == GPUML_OK, "%s", gpuml_last_error());
+    gpuml::LassoParams lasso;
+    lasso.alpha = 0.01;
+    lasso.tol = 1e-12;
+    gpuml::Context single = gpuml::Context::cpu();
+    // As the Lasso case above: 1e-8.
+    expect_close(got, linear_fit<gpuml::Lasso>(lasso)(single, data.Xv(0, data.n), data.yv(0, data.n), nullptr), 1e-8,
+                 "C ABI lasso");
+    gpuml_estimator_free(est);
+    gpuml_context_free(c_ctx);
   }
 
   // Bad input on one rank: every rank returns an error (none waits forever), and the next fit works.
