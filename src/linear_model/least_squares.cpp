@@ -9,8 +9,9 @@
 // that of one process on all rows. The Gram routes (eig, Cholesky, the Gram system of coordinate
 // descent) center each rank's rows on that rank's means and merge the ranks' centered sums as in
 // a parallel variance: with W_r, x̄_r, ȳ_r the rank's weight and means and x̄, ȳ those of all rows,
-//   AᵀA = Σ_r [A_rᵀA_r + W_r (x̄_r − x̄)(x̄_r − x̄)ᵀ],  AᵀB = Σ_r [A_rᵀB_r + W_r (x̄_r − x̄)(ȳ_r − ȳ)ᵀ]
-// (no uncentered sums: nothing cancels). The routes that factor A (QR, SVD) center every rank's
+//   AᵀA = Σ_r [A_rᵀA_r + W_r (x̄_r − x̄)(x̄_r − x̄)ᵀ],  AᵀB = Σ_r [A_rᵀB_r + (x̄_r − x̄)(W_r (ȳ_r − ȳ) + s_r)ᵀ]
+// with s_r = Σ w (y − ȳ_r) on the rank, zero but for rounding (merge_centered_over_ranks); no
+// uncentered sums, so nothing cancels. The routes that factor A (QR, SVD) center every rank's
 // rows on the means of all rows; "qr"'s Cholesky QR passes sum their Gram matrices over ranks, and
 // Householder QR is TSQR: each rank's R factor and QᵀB (or its rows, when it has fewer than d)
 // are gathered in rank order and factored again on every rank; the minimum-norm SVD with fewer
@@ -175,11 +176,11 @@ class LeastSquares {
       CenteredGram g;
       check_on_every_rank(comm_, estimator, "the pass over X and y", [&] {
         local_y_means(y, w);
-        // With the sums Σ w (y − ȳ_r) of the centered y, which rounding leaves nonzero: the merge
-        // over ranks needs them (merge_centered_over_ranks).
+        // Over several ranks, with the sums Σ w (y − ȳ_r) of the centered y, which rounding leaves
+        // nonzero: the merge needs them (merge_centered_over_ranks).
         y_sums_.assign(static_cast<std::size_t>(t_ + 1), 0.0);
         backend_->center_scale(y, rows_, t_, request_.fit_intercept ? y_mean_.data() : nullptr, w, B_.as<T>(),
-                               y_sums_.data());
+                               comm_.size() > 1 ? y_sums_.data() : nullptr);
         y_sums_.resize(static_cast<std::size_t>(t_));
         trace_.mark("means and centering of y");
         g = centered_gram(*backend_, X, rows_, d_, w, B_.as<const T>(), t_, request_.fit_intercept, estimator);
