@@ -511,7 +511,9 @@ class BadInputMatrix : public ::testing::TestWithParam<KindOnBackend> {};
 
 // Every row on one estimator kind.
 TEST_P(BadInputMatrix, EveryRow) {
-  const auto& [spec, backend] = GetParam();
+  // Not a structured binding: clang (C++17) cannot capture those in the lambdas below.
+  const KindSpec& spec = std::get<0>(GetParam());
+  const std::string& backend = std::get<1>(GetParam());
   if (backend != "cpu" && gpuml::cuda_device_count() == 0) {
     if (gpuml::test::cuda_required()) FAIL() << "no CUDA device, but GPUML_REQUIRE_CUDA=1 requires one";
     GTEST_SKIP() << "no CUDA device";

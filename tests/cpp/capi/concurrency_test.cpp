@@ -37,7 +37,9 @@ int gpuml_cuda_devices() { return gpuml::cuda_device_count(); }
 class CApiConcurrency : public ::testing::TestWithParam<KindOnBackend> {};
 
 TEST_P(CApiConcurrency, SixteenThreadsPredictLikeOne) {
-  const auto& [spec, backend] = GetParam();
+  // Not a structured binding: clang (C++17) cannot capture those in the lambdas below.
+  const KindSpec& spec = std::get<0>(GetParam());
+  const std::string& backend = std::get<1>(GetParam());
   SKIP_WITHOUT_BACKEND(backend);
   GPUML_FRESH_RNG(rng);
   const Data train = make_data(rng, 300, 5);
@@ -85,7 +87,9 @@ TEST_P(CApiConcurrency, SixteenThreadsPredictLikeOne) {
 }
 
 TEST_P(CApiConcurrency, FitRacingSerializeIsNeverCorrupt) {
-  const auto& [spec, backend] = GetParam();
+  // Not a structured binding: clang (C++17) cannot capture those in the lambdas below.
+  const KindSpec& spec = std::get<0>(GetParam());
+  const std::string& backend = std::get<1>(GetParam());
   SKIP_WITHOUT_BACKEND(backend);
   GPUML_FRESH_RNG(rng);
   // Two data sets of different sizes, so the two models can differ in size too (forests).
@@ -186,7 +190,9 @@ TEST_P(CApiConcurrency, FitRacingSerializeIsNeverCorrupt) {
 // gets either the new model's complete bytes, exactly `size` of them, or a named refusal, never
 // a model shorter than the size the caller believes it has.
 TEST_P(CApiConcurrency, RefitBetweenSizeAndSerialize) {
-  const auto& [spec, backend] = GetParam();
+  // Not a structured binding: clang (C++17) cannot capture those in the lambdas below.
+  const KindSpec& spec = std::get<0>(GetParam());
+  const std::string& backend = std::get<1>(GetParam());
   SKIP_WITHOUT_BACKEND(backend);
   GPUML_FRESH_RNG(rng);
   const Data a = make_data(rng, 200, 4);

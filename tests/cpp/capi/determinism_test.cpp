@@ -25,7 +25,9 @@ std::string param_name(const ::testing::TestParamInfo<KindOnBackend>& info) {
 class CApiDeterminism : public ::testing::TestWithParam<KindOnBackend> {};
 
 TEST_P(CApiDeterminism, SameRandomStateSameModel) {
-  const auto& [spec, backend] = GetParam();
+  // Not a structured binding: clang (C++17) cannot capture those in the lambdas below.
+  const KindSpec& spec = std::get<0>(GetParam());
+  const std::string& backend = std::get<1>(GetParam());
   if (backend != "cpu" && gpuml::cuda_device_count() == 0) {
     if (gpuml::test::cuda_required()) FAIL() << "no CUDA device, but GPUML_REQUIRE_CUDA=1 requires one";
     GTEST_SKIP() << "no CUDA device";
