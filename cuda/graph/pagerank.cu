@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -219,24 +220,32 @@ struct IterateArgs {
   double alpha;
   double uniform;
   const double* dsum;
+  int64_t hot;  // vertices [0, hot) are gathered through L1, the rest straight from L2
 };
 
 // terms[k] for edges begin + threadIdx.x + k * kBlock < end (k < kPer): all column loads
 // first, then all gathers, so that each thread has kPer independent loads in flight. The terms
 // are y (exact) or weight * y, rounded to T.
+//
+// Cache policy: the columns and weights stream through L2 only (__ldcg), and so do the gathers of
+// cold vertices; the hot ones (the first `hot` ids: the largest out-degrees, gathered most) go
+// through L1, which then holds them instead of lines used once.
 template <int kPer, typename T>
 __device__ __forceinline__ void gather_terms(const T* __restrict__ val, const T* __restrict__ y,
-                                             const int32_t* __restrict__ col, int64_t begin, int64_t end, T (&terms)[kPer]) {
+                                             const int32_t* __restrict__ col, int64_t begin, int64_t end, int64_t hot,
+                                             T (&terms)[kPer]) {
   int32_t c[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int64_t e = begin + threadIdx.x + int64_t(k) * kBlock;
-    c[k] = e < end ? col[e] : -1;
+    c[k] = e < end ? __ldcg(col + e) : -1;
   }
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int64_t e = begin + threadIdx.x + int64_t(k) * kBlock;
-    terms[k] = c[k] >= 0 ? (val != nullptr ? val[e] * y[c[k]] : y[c[k]]) : T(0);
+    T g = T(0);
+    if (c[k] >= 0) g = c[k] < hot ? __ldg(y + c[k]) : __ldcg(y + c[k]);
+    terms[k] = c[k] >= 0 && val != nullptr ? __ldcg(val + e) * g : g;
   }
 }
 
@@ -261,7 +270,7 @@ __global__ void __launch_bounds__(kBlock) tiles_kernel(IterateArgs a, const T* _
       const int64_t begin = a.row_ptr[r0] + piece * kTile;
       const int64_t end = min(a.row_ptr[r0 + 1], begin + kTile);
       T mine[kPerPiece];
-      gather_terms<kPerPiece>(val, y, a.col, begin, end, mine);
+      gather_terms<kPerPiece>(val, y, a.col, begin, end, a.hot, mine);
       double s = 0.0;
 #pragma unroll
       for (int k = 0; k < kPerPiece; ++k) s += static_cast<double>(mine[k]);
@@ -295,7 +304,7 @@ __global__ void __launch_bounds__(kBlock) tiles_kernel(IterateArgs a, const T* _
     const int64_t e0 = a.row_ptr[r0], e1 = a.row_ptr[r1];
     {
       T mine[kPerTile];
-      gather_terms<kPerTile>(val, y, a.col, e0, e1, mine);
+      gather_terms<kPerTile>(val, y, a.col, e0, e1, a.hot, mine);
 #pragma unroll
       for (int k = 0; k < kPerTile; ++k) terms[threadIdx.x + k * kBlock] = mine[k];
     }
@@ -561,9 +570,15 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
       GPUML_CUDA_CHECK_LAUNCH();
     }
     IterateArgs a{row_ptr_.as<int64_t>(), col_.as<int32_t>(), tile_row_.as<int32_t>(), tile_piece_.as<int32_t>(), tiles_,
-                  alpha, 1.0 / static_cast<double>(n), scalars + current_};
+                  alpha, 1.0 / static_cast<double>(n), scalars + current_, hot_vertices()};
     const T* val = weighted_ ? val_.as<T>() : nullptr;
     const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles_, kMaxBlocks));
+    static const int carveout = [] {  // percent of L1 / shared memory as shared (tuning only)
+      const char* v = std::getenv("GPUML_PAGERANK_CARVEOUT");
+      return v != nullptr ? std::atoi(v) : -1;
+    }();
+    if (carveout >= 0)
+      GPUML_CUDA_CHECK(cudaFuncSetAttribute(tiles_kernel<T>, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
     tiles_kernel<T><<<grid, kBlock, 0, res.stream>>>(a, val, y, x, p, dangling, inv_out_.as<T>(), x_new, y_next,
                                                      piece_sums_.as<double>(), changes_.as<double>(), masses_.as<double>(),
                                                      counters_.as<int>());
@@ -612,6 +627,15 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, narrow.as<int32_t>(), sorted.as<int32_t>(),
                                                      ids.as<int64_t>(), order.as<int64_t>(), m, 0, key_bits, res.stream));
     return sorted;
+  }
+
+  // The hot vertices' ranks (the L1 share they get; GPUML_PAGERANK_HOT_KB overrides, for tuning).
+  int64_t hot_vertices() const {
+    static const int64_t kilobytes = [] {
+      const char* v = std::getenv("GPUML_PAGERANK_HOT_KB");
+      return v != nullptr ? std::atoll(v) : int64_t{128};
+    }();
+    return std::min<int64_t>(n_, kilobytes * 1024 / static_cast<int64_t>(sizeof(T)));
   }
 
   Context ctx_;
