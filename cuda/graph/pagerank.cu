@@ -14,12 +14,14 @@
 // iterate (no host work but the one 8-byte read of the L1 change):
 //   1. (first call only) y = x * inv_outdeg and the dangling mass, per fixed chunk of vertices,
 //      the chunks' partials summed in order by one block: dsum stays on the device;
-//   2. the pull SpMV, a block per tile. A short-row tile first gathers its edges' terms into
-//      shared memory as T (every lane busy, each with up to 12 independent loads in flight: the
-//      gathers are the cost), then sums each row there in double with a group of lanes sized to
+//   2. the pull SpMV, a tile per sub-block of kBlock threads; a block per SM holds kSubBlocks of
+//      them and a shared-memory copy of the hot ranks (y of the largest out-degrees, gathered
+//      most: the SpMV is bound by the gathers' L2 traffic). A short-row tile first gathers its
+//      edges' terms into shared memory as T (every lane busy, each with up to 12 independent
+//      loads in flight), then sums each row there in double with a group of lanes sized to
 //      the tile's row count, and writes x_new = alpha (s + dsum d_i) + (1 - alpha) p_i, the next
 //      iteration's y = x_new * inv_outdeg, and the tile's sums of |x_new - x| and of the new
-//      dangling mass. A long-row piece leaves its block sum; the last of a row's pieces to
+//      dangling mass. A long-row piece leaves its sum; the last of a row's pieces to
 //      finish adds them in order and finishes the row;
 //   3. a block per 2048 tiles sums their changes and dangling masses; one block adds those.
 // Every reduction has a fixed shape that depends only on the graph (not on the device), so
@@ -220,67 +222,96 @@ struct IterateArgs {
   double alpha;
   double uniform;
   const double* dsum;
-  int64_t hot;  // vertices [0, hot) are gathered through L1, the rest straight from L2
+  int64_t hot;  // vertices [0, hot) are gathered from shared memory
 };
 
-// terms[k] for edges begin + threadIdx.x + k * kBlock < end (k < kPer): all column loads
-// first, then all gathers, so that each thread has kPer independent loads in flight. The terms
-// are y (exact) or weight * y, rounded to T.
-//
-// Cache policy: the columns and weights stream through L2 only (__ldcg), and so do the gathers of
-// cold vertices; the hot ones (the first `hot` ids: the largest out-degrees, gathered most) go
-// through L1, which then holds them instead of lines used once.
+// The SpMV kernel runs one block per SM of kSubBlocks independent sub-blocks of kBlock threads
+// (a tile each at a time, with their own barriers), which share a copy of the hot ranks in
+// shared memory: y[0, hot), the vertices of largest out-degree, gathered most (on R-MAT scale
+// 22, the first 40k sources hold ~58% of the edges). The SpMV is bound by L2 traffic, mostly the
+// gathers' sectors; hits in shared memory take them off L2.
+constexpr int kSubBlocks = 4;
+
+// The sub-block's barrier (named barrier 1 + sub; barrier 0 is __syncthreads).
+__device__ __forceinline__ void sub_sync(int sub) { asm volatile("bar.sync %0, %1;" ::"r"(sub + 1), "r"(kBlock) : "memory"); }
+
+// block_sum over a sub-block's kBlock threads (lane tid), the same order of adds.
+__device__ inline double sub_sum(double v, double* shared, int tid, int sub) {
+  shared[tid] = v;
+  sub_sync(sub);
+  for (int width = kBlock / 2; width > 0; width /= 2) {
+    if (tid < width) shared[tid] += shared[tid + width];
+    sub_sync(sub);
+  }
+  return shared[0];
+}
+
+// terms[k] for edges begin + tid + k * kBlock < end (k < kPer): all column loads first, then
+// all gathers, so that each thread has kPer independent loads in flight. The terms are y
+// (exact) or weight * y, rounded to T; hot sources come from shared memory. The columns and
+// weights are read once: they bypass L1.
 template <int kPer, typename T>
-__device__ __forceinline__ void gather_terms(const T* __restrict__ val, const T* __restrict__ y,
-                                             const int32_t* __restrict__ col, int64_t begin, int64_t end, int64_t hot,
-                                             T (&terms)[kPer]) {
+__device__ __forceinline__ void gather_terms(const T* __restrict__ val, const T* __restrict__ y, const T* hot_y,
+                                             int64_t hot, const int32_t* __restrict__ col, int64_t begin, int64_t end,
+                                             int tid, T (&terms)[kPer]) {
   int32_t c[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    const int64_t e = begin + threadIdx.x + int64_t(k) * kBlock;
+    const int64_t e = begin + tid + int64_t(k) * kBlock;
     c[k] = e < end ? __ldcg(col + e) : -1;
   }
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    const int64_t e = begin + threadIdx.x + int64_t(k) * kBlock;
+    const int64_t e = begin + tid + int64_t(k) * kBlock;
     T g = T(0);
-    if (c[k] >= 0) g = c[k] < hot ? __ldg(y + c[k]) : __ldcg(y + c[k]);
+    if (c[k] >= 0) g = c[k] < hot ? hot_y[c[k]] : __ldg(y + c[k]);
     terms[k] = c[k] >= 0 && val != nullptr ? __ldcg(val + e) * g : g;
   }
 }
 
-// A block per tile (grid-stride over tiles). Writes x_new for short rows, piece_sums[t] for
-// long-row pieces, and changes[t] = sum of |x_new - x| over the tile's short rows. Shared memory
-// holds the tile's terms as T (12 kB for float): kTile = 1024 (6 kB, more L1 left) measured
-// slower, and the L1 hit rate stayed near 25% either way.
+// Dynamic shared memory of tiles_kernel: per sub-block the tile's terms (kTileEdges T) and a
+// reduction buffer (kBlock doubles), then the hot ranks.
 template <typename T>
-__global__ void __launch_bounds__(kBlock) tiles_kernel(IterateArgs a, const T* __restrict__ val, const T* __restrict__ y,
-                                                       const T* __restrict__ x, const T* __restrict__ p,
-                                                       const T* __restrict__ dangling, const T* __restrict__ inv,
-                                                       T* __restrict__ x_new, T* __restrict__ y_next,
-                                                       double* __restrict__ piece_sums, double* __restrict__ changes,
-                                                       double* __restrict__ masses, int* __restrict__ counters) {
+constexpr int64_t tile_shared_bytes() {
+  return kSubBlocks * (kTileEdges * static_cast<int64_t>(sizeof(T)) + kBlock * static_cast<int64_t>(sizeof(double)));
+}
+
+// Sub-block s of block b takes tiles b * kSubBlocks + s, then every gridDim.x * kSubBlocks-th.
+// Writes x_new for short rows, piece_sums[t] for long-row pieces, and changes[t] = sum of
+// |x_new - x| over the tile's short rows. kTile = 1024 measured slower (with a 256-thread block
+// per tile and no hot cache).
+template <typename T>
+__global__ void __launch_bounds__(kBlock* kSubBlocks, 1)
+    tiles_kernel(IterateArgs a, const T* __restrict__ val, const T* __restrict__ y, const T* __restrict__ x,
+                 const T* __restrict__ p, const T* __restrict__ dangling, const T* __restrict__ inv, T* __restrict__ x_new,
+                 T* __restrict__ y_next, double* __restrict__ piece_sums, double* __restrict__ changes,
+                 double* __restrict__ masses, int* __restrict__ counters) {
   constexpr int kPerTile = kTileEdges / kBlock, kPerPiece = kTile / kBlock;
-  __shared__ T terms[kTileEdges];
-  __shared__ double shared[kBlock];
-  for (int64_t t = blockIdx.x; t < a.tiles; t += gridDim.x) {
+  extern __shared__ double dynamic_shared[];
+  const int sub = threadIdx.x / kBlock, tid = threadIdx.x % kBlock;
+  double* shared = dynamic_shared + sub * kBlock;
+  T* terms = reinterpret_cast<T*>(dynamic_shared + kSubBlocks * kBlock) + sub * kTileEdges;
+  T* hot_y = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(dynamic_shared) + tile_shared_bytes<T>());
+  for (int64_t v = threadIdx.x; v < a.hot; v += blockDim.x) hot_y[v] = y[v];
+  __syncthreads();
+  for (int64_t t = int64_t(blockIdx.x) * kSubBlocks + sub; t < a.tiles; t += int64_t(gridDim.x) * kSubBlocks) {
     const int64_t r0 = a.tile_row[t];
     const int32_t piece = a.tile_piece[t];
     if (piece >= 0) {
       const int64_t begin = a.row_ptr[r0] + piece * kTile;
       const int64_t end = min(a.row_ptr[r0 + 1], begin + kTile);
       T mine[kPerPiece];
-      gather_terms<kPerPiece>(val, y, a.col, begin, end, a.hot, mine);
+      gather_terms<kPerPiece>(val, y, hot_y, a.hot, a.col, begin, end, tid, mine);
       double s = 0.0;
 #pragma unroll
       for (int k = 0; k < kPerPiece; ++k) s += static_cast<double>(mine[k]);
-      const double total = block_sum(s, shared);
-      if (threadIdx.x == 0) {
+      const double total = sub_sum(s, shared, tid, sub);
+      if (tid == 0) {
         piece_sums[t] = total;
         changes[t] = 0.0;
         masses[t] = 0.0;
-        // The block that adds the row's last piece (whichever finishes last) adds the pieces in
-        // order and finishes the row; it leaves the counter at 0 for the next iteration.
+        // The sub-block that adds the row's last piece (whichever finishes last) adds the pieces
+        // in order and finishes the row; it leaves the counter at 0 for the next iteration.
         const int64_t first = t - piece;
         const int pieces = static_cast<int>(ceil_div(a.row_ptr[r0 + 1] - a.row_ptr[r0], kTile));
         __threadfence();
@@ -297,28 +328,28 @@ __global__ void __launch_bounds__(kBlock) tiles_kernel(IterateArgs a, const T* _
           __stcg(masses + first, iv == T(0) ? static_cast<double>(xv) : 0.0);
         }
       }
-      __syncthreads();  // shared[] is reused by the next tile
+      sub_sync(sub);  // shared[] is reused by the next tile
       continue;
     }
     const int64_t r1 = a.tile_row[t + 1];  // the next tile's first row (tile_row[tiles] = n)
     const int64_t e0 = a.row_ptr[r0], e1 = a.row_ptr[r1];
     {
       T mine[kPerTile];
-      gather_terms<kPerTile>(val, y, a.col, e0, e1, a.hot, mine);
+      gather_terms<kPerTile>(val, y, hot_y, a.hot, a.col, e0, e1, tid, mine);
 #pragma unroll
-      for (int k = 0; k < kPerTile; ++k) terms[threadIdx.x + k * kBlock] = mine[k];
+      for (int k = 0; k < kPerTile; ++k) terms[tid + k * kBlock] = mine[k];
     }
-    __syncthreads();
-    // Groups of `group` lanes, one row each; the loop bound is uniform across the block so that
-    // every lane reaches the shuffles.
+    sub_sync(sub);
+    // Groups of `group` lanes, one row each; the loop bound is uniform across the sub-block so
+    // that every lane reaches the shuffles.
     const int64_t rows = r1 - r0;
     int group = 1;
     while (group < kWarp && rows * group * 2 <= kBlock) group *= 2;
-    const int lane = threadIdx.x % group;
+    const int lane = tid % group;
     const int64_t groups = kBlock / group;
     double change = 0.0, mass = 0.0;
     for (int64_t base = 0; base < rows; base += groups) {
-      const int64_t r = r0 + base + threadIdx.x / group;
+      const int64_t r = r0 + base + tid / group;
       double s = 0.0;
       if (r < r1)
         for (int64_t e = a.row_ptr[r] + lane; e < a.row_ptr[r + 1]; e += group) s += static_cast<double>(terms[e - e0]);
@@ -332,12 +363,12 @@ __global__ void __launch_bounds__(kBlock) tiles_kernel(IterateArgs a, const T* _
         if (iv == T(0)) mass += static_cast<double>(xv);
       }
     }
-    const double total = block_sum(change, shared);
-    if (threadIdx.x == 0) changes[t] = total;
-    __syncthreads();
-    const double total_mass = block_sum(mass, shared);
-    if (threadIdx.x == 0) masses[t] = total_mass;
-    __syncthreads();  // terms[] and shared[] are reused by the next tile
+    const double total = sub_sum(change, shared, tid, sub);
+    if (tid == 0) changes[t] = total;
+    sub_sync(sub);
+    const double total_mass = sub_sum(mass, shared, tid, sub);
+    if (tid == 0) masses[t] = total_mass;
+    sub_sync(sub);  // terms[] and shared[] are reused by the next tile
   }
 }
 
@@ -429,6 +460,7 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   int64_t build(const int64_t* src, const int64_t* dst, const T* weights, int64_t m, int64_t n) override {
     cuda::Resources& res = cuda::activate(ctx_);
     n_ = n;
+    hot_ = -1;
     m_ = m;
     weighted_ = weights != nullptr;
     const int key_bits = bits_for(n);
@@ -572,16 +604,16 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     IterateArgs a{row_ptr_.as<int64_t>(), col_.as<int32_t>(), tile_row_.as<int32_t>(), tile_piece_.as<int32_t>(), tiles_,
                   alpha, 1.0 / static_cast<double>(n), scalars + current_, hot_vertices()};
     const T* val = weighted_ ? val_.as<T>() : nullptr;
-    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles_, kMaxBlocks));
-    static const int carveout = [] {  // percent of L1 / shared memory as shared (tuning only)
-      const char* v = std::getenv("GPUML_PAGERANK_CARVEOUT");
-      return v != nullptr ? std::atoi(v) : -1;
-    }();
-    if (carveout >= 0)
-      GPUML_CUDA_CHECK(cudaFuncSetAttribute(tiles_kernel<T>, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
-    tiles_kernel<T><<<grid, kBlock, 0, res.stream>>>(a, val, y, x, p, dangling, inv_out_.as<T>(), x_new, y_next,
-                                                     piece_sums_.as<double>(), changes_.as<double>(), masses_.as<double>(),
-                                                     counters_.as<int>());
+    // One block per SM (the hot ranks fill its shared memory), kSubBlocks tiles at a time.
+    const unsigned grid = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(ceil_div(tiles_, kSubBlocks), res.sm_count)));
+    const std::size_t shared = static_cast<std::size_t>(tile_shared_bytes<T>() + a.hot * static_cast<int64_t>(sizeof(T)));
+    if (!kernel_configured_) {
+      GPUML_CUDA_CHECK(cudaFuncSetAttribute(tiles_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+      kernel_configured_ = true;
+    }
+    tiles_kernel<T><<<grid, kBlock * kSubBlocks, shared, res.stream>>>(a, val, y, x, p, dangling, inv_out_.as<T>(), x_new, y_next,
+                                                                     piece_sums_.as<double>(), changes_.as<double>(),
+                                                                     masses_.as<double>(), counters_.as<int>());
     GPUML_CUDA_CHECK_LAUNCH();
     const int64_t sum_blocks = ceil_div(tiles_, kTileSumsChunk);
     tile_sums_kernel<<<static_cast<unsigned>(sum_blocks), kBlock, 0, res.stream>>>(changes_.as<double>(), masses_.as<double>(),
@@ -629,19 +661,26 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     return sorted;
   }
 
-  // The hot vertices' ranks (the L1 share they get; GPUML_PAGERANK_HOT_KB overrides, for tuning).
-  int64_t hot_vertices() const {
-    static const int64_t kilobytes = [] {
-      const char* v = std::getenv("GPUML_PAGERANK_HOT_KB");
-      return v != nullptr ? std::atoll(v) : int64_t{128};
-    }();
-    return std::min<int64_t>(n_, kilobytes * 1024 / static_cast<int64_t>(sizeof(T)));
+  // How many hot ranks the SpMV keeps in shared memory: as many as fit next to the tiles' buffers
+  // (GPUML_PAGERANK_HOT, a vertex count, lowers it, for tuning), all of them on small graphs.
+  int64_t hot_vertices() {
+    if (hot_ < 0) {
+      int device = 0, optin = 0;
+      GPUML_CUDA_CHECK(cudaGetDevice(&device));
+      GPUML_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      int64_t fit = std::max<int64_t>(0, (optin - tile_shared_bytes<T>()) / static_cast<int64_t>(sizeof(T)));
+      if (const char* v = std::getenv("GPUML_PAGERANK_HOT")) fit = std::min<int64_t>(fit, std::max<long long>(0, std::atoll(v)));
+      hot_ = std::min<int64_t>(n_, fit);
+    }
+    return hot_;
   }
 
   Context ctx_;
   int64_t n_ = 0, m_ = 0, chunks_ = 0, tiles_ = 0;
   bool weighted_ = false;
   int current_ = 0;                 // y_[current_] holds x * inv for the next call's x
+  int64_t hot_ = -1;                 // hot_vertices(), once known
+  bool kernel_configured_ = false;   // tiles_kernel's shared memory limit set
   const T* prepared_for_ = nullptr;  // ... when that x is this (the last call's x_new)
   Buffer old_of_new_;  // the backend's numbering: old_of_new_[new id] = vertex id
   Buffer row_ptr_, col_, val_, inv_out_, tile_row_, tile_piece_, partials_, piece_sums_, changes_, masses_, counters_, tile_partials_, scalars_;
