@@ -1,6 +1,7 @@
 // The collective checks shared by the distributed fits (see distributed.hpp).
 #include "core/distributed.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace gpuml::detail {
@@ -32,6 +33,19 @@ RowCounts agree_on_every_rank(Comm& comm, const std::string& estimator, int64_t 
     counts.total += theirs[0];
   }
   return counts;
+}
+
+std::vector<double> union_over_ranks(Comm& comm, const std::vector<double>& sorted_values) {
+  if (comm.size() == 1) return sorted_values;
+  const std::vector<int64_t> counts = comm.allgather(static_cast<int64_t>(sorted_values.size()));
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  std::vector<double> all(static_cast<std::size_t>(total));
+  comm.allgatherv(sorted_values.data(), static_cast<int64_t>(sorted_values.size()), all.data(), counts.data(),
+                  DType::float64);
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
 }
 
 int64_t bits_of(double v) {

@@ -66,6 +66,10 @@ int64_t bits_of(double v);
 int64_t hash_of(const std::vector<double>& values);
 int64_t hash_of(const std::string& text);
 
+// The union of every rank's sorted distinct values (a classifier's classes), sorted: the same on
+// every rank. Collective.
+std::vector<double> union_over_ranks(Comm& comm, const std::vector<double>& sorted_values);
+
 // Rank 0's value of a branch decision, on every rank: the branches that lead to different
 // collectives must be taken the same way everywhere even if some rank's arithmetic differed.
 inline bool same_on_every_rank(Comm& comm, bool decision) {

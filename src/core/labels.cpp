@@ -57,36 +57,50 @@ std::vector<double> distinct_sorted(const double* values, int64_t n, int threads
 
 }  // namespace
 
-Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n, const std::string& estimator) {
+LabelValues read_labels(Context& ctx, const ArrayView& y, int64_t n, const std::string& estimator) {
   GPUML_EXPECT(y.ndim == 1, estimator + ": y must be a 1-d array of class labels, got " + std::to_string(y.ndim) +
                                 " dimension(s)");
   GPUML_EXPECT(y.shape[0] == n, "y has " + std::to_string(y.shape[0]) + " samples but X has " + std::to_string(n));
-  const HostReadable copy = host_readable(ctx, y, DType::float64, "y");
-  const double* values = static_cast<const double*>(copy.data());
+  LabelValues y_values;
+  y_values.values = host_readable(ctx, y, DType::float64, "y");
+  y_values.n = n;
+  y_values.classes = distinct_sorted(static_cast<const double*>(y_values.values.data()), n, ctx.n_threads());
+  return y_values;
+}
+
+Labels index_labels(Context& ctx, const LabelValues& y, std::vector<double> classes, const std::string& estimator) {
+  const double* values = static_cast<const double*>(y.values.data());
+  const int64_t n = y.n;
   Labels labels;
-  labels.classes = distinct_sorted(values, n, ctx.n_threads());
+  labels.classes = std::move(classes);
   GPUML_EXPECT(labels.classes.size() >= 2, estimator +
                                                " needs samples of at least 2 classes in the data, but the data contains "
                                                "only one class: " + number_text(labels.classes[0]));
   GPUML_EXPECT(labels.classes.size() <= (1u << 24),
                estimator + ": too many classes (" + std::to_string(labels.classes.size()) + ")");
   labels.index.resize(static_cast<std::size_t>(n));
-  const std::vector<double>& classes = labels.classes;
-  const int64_t n_classes = static_cast<int64_t>(classes.size());
+  const std::vector<double>& sorted = labels.classes;
+  const int64_t n_classes = static_cast<int64_t>(sorted.size());
   int32_t* index = labels.index.data();
   if (n_classes <= 16) {  // the count of classes below the value: no branches, vectorizes
 #pragma omp parallel for num_threads(threads_for(ctx.n_threads(), n)) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       int32_t below = 0;
-      for (int64_t c = 1; c < n_classes; ++c) below += values[i] >= classes[c];
+      for (int64_t c = 1; c < n_classes; ++c) below += values[i] >= sorted[c];
       index[i] = below;
     }
   } else {
 #pragma omp parallel for num_threads(threads_for(ctx.n_threads(), n)) schedule(static)
     for (int64_t i = 0; i < n; ++i)
-      index[i] = static_cast<int32_t>(std::lower_bound(classes.begin(), classes.end(), values[i]) - classes.begin());
+      index[i] = static_cast<int32_t>(std::lower_bound(sorted.begin(), sorted.end(), values[i]) - sorted.begin());
   }
   return labels;
+}
+
+Labels encode_labels(Context& ctx, const ArrayView& y, int64_t n, const std::string& estimator) {
+  LabelValues y_values = read_labels(ctx, y, n, estimator);
+  std::vector<double> classes = std::move(y_values.classes);
+  return index_labels(ctx, y_values, std::move(classes), estimator);
 }
 
 std::vector<double> host_sample_weights(Context& ctx, const ArrayView* sample_weight, int64_t n) {
@@ -103,7 +117,8 @@ std::vector<double> host_sample_weights(Context& ctx, const ArrayView* sample_we
 }
 
 std::vector<double> class_weights(const Labels& labels, const std::vector<double>& sample_weight, bool balanced,
-                                  const std::vector<std::pair<double, double>>& listed, const std::string& estimator) {
+                                  const std::vector<std::pair<double, double>>& listed, const std::string& estimator,
+                                  Comm* comm) {
   const std::size_t n = labels.index.size(), n_classes = labels.classes.size();
   std::vector<double> weight(n_classes, 1.0);
   if (balanced) {
@@ -113,6 +128,12 @@ std::vector<double> class_weights(const Labels& labels, const std::vector<double
       const double wi = sample_weight.empty() ? 1.0 : sample_weight[i];
       count[labels.index[i]] += wi;
       total += wi;
+    }
+    if (comm != nullptr) {  // every rank's totals: the same bits on every rank
+      count.push_back(total);
+      comm->allreduce_sum(count.data(), static_cast<int64_t>(count.size()));
+      total = count.back();
+      count.pop_back();
     }
     for (std::size_t c = 0; c < n_classes; ++c) {
       GPUML_EXPECT(count[c] > 0, estimator + ": class_weight=\"balanced\" needs a positive total sample_weight in every "

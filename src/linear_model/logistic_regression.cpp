@@ -1,6 +1,17 @@
 // LogisticRegression: parameters, fitted attributes, and the fit, written once for every backend:
 // labels, class and sample weights on the host; the loss and gradient over X by the backend;
 // L-BFGS (smooth penalties) or OWL-QN (L1) on the host over the few coefficients.
+//
+// Distributed (SPMD, the context's communicator): every rank passes its own rows. The ranks
+// check their inputs together (a bad rank makes every rank throw) and agree on n_features, dtype
+// and the parameters; the classes are the union of every rank's labels (sorted, the same on every
+// rank, so a rank may hold rows of one class only); "balanced" class weights count the rows of
+// all ranks; the weight total behind the penalty's scale is summed over ranks; and every
+// evaluation of the objective sums the ranks' losses and gradients (reduced once and broadcast:
+// the same bits everywhere). The quasi-Newton iterations then see the same numbers on every rank
+// and take the same steps and decisions, so every rank ends with the same coefficients, those of
+// a 1-process fit on all rows up to the order of the sums. One rank (the local communicator):
+// every collective is the identity, and the fit is what it always was.
 #include "gpuml/linear_model/logistic_regression.hpp"
 
 #include <algorithm>
@@ -8,12 +19,14 @@
 #include <map>
 #include <sstream>
 
+#include "core/distributed.hpp"
 #include "core/parallel.hpp"
 #include "core/params.hpp"
 #include "core/labels.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
 #include "core/trace.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 #include "linear_model/least_squares.hpp"
 #include "linear_model/logistic_backend.hpp"
@@ -64,13 +77,12 @@ double l1_fraction(const LogisticRegressionParams& p) {
   return 0.0;
 }
 
-// The weight of each row: sample_weight (checked) times its class's weight. Empty when every
-// weight is 1.
-std::vector<double> row_weights(Context& ctx, const ArrayView* sample_weight, const detail::Labels& labels,
-                                const LogisticRegressionParams& p) {
-  std::vector<double> w = detail::host_sample_weights(ctx, sample_weight, static_cast<int64_t>(labels.index.size()));
+// The weight of each row: sample_weight (checked, w) times its class's weight ("balanced" counts
+// the rows of every rank). Empty when every weight is 1.
+std::vector<double> row_weights(std::vector<double> w, const detail::Labels& labels, const LogisticRegressionParams& p,
+                                Comm& comm) {
   const std::vector<double> class_weight =
-      detail::class_weights(labels, w, p.class_weight_balanced, p.class_weight, "LogisticRegression");
+      detail::class_weights(labels, w, p.class_weight_balanced, p.class_weight, "LogisticRegression", &comm);
   const bool unit_classes = std::all_of(class_weight.begin(), class_weight.end(), [](double v) { return v == 1.0; });
   if (unit_classes) return w;
   const std::size_t n = labels.index.size();
@@ -80,7 +92,8 @@ std::vector<double> row_weights(Context& ctx, const ArrayView* sample_weight, co
 }
 
 // The fit's problem, for one float type: the staged data, and the objective over the packed
-// variables [coef (k x d, row-major), intercept (k) when fit_intercept].
+// variables [coef (k x d, row-major), intercept (k) when fit_intercept], summed over the ranks of
+// the context's communicator.
 template <typename T>
 class LogisticFit {
  public:
@@ -88,7 +101,7 @@ class LogisticFit {
               const std::vector<double>& weights)
       : backend_(make_backend<T>(ctx)), n_(X.shape[0]), d_(X.shape[1]),
         k_(labels.classes.size() == 2 ? 1 : static_cast<int64_t>(labels.classes.size())),
-        fit_intercept_(p.fit_intercept), X_(X.as<const T>()) {
+        fit_intercept_(p.fit_intercept), X_(X.as<const T>()), comm_(ctx.comm()) {
     label_host_ = HostArray(DType::int32, n_);
     std::copy(labels.index.begin(), labels.index.end(), label_host_.as<int32_t>());
     labels_ = detail::stage_host(ctx, label_host_);
@@ -100,14 +113,15 @@ class LogisticFit {
         weight_host_.as<T>()[i] = static_cast<T>(weights[i]);
         weight_sum_ += static_cast<double>(weight_host_.as<T>()[i]);
       }
-      GPUML_EXPECT(weight_sum_ > 0, "LogisticRegression: the sample weights (times the class weights) sum to 0");
       weights_ = detail::stage_host(ctx, weight_host_);
     }
+    comm_.allreduce_sum(&weight_sum_, 1);  // every rank's rows
+    GPUML_EXPECT(weight_sum_ > 0, "LogisticRegression: the sample weights (times the class weights) sum to 0");
     const double strength = p.penalty == "none" ? 0.0 : 1.0 / (p.C * weight_sum_);
     l2_ = strength * (1.0 - l1_fraction(p));
     l1_weight_ = strength * l1_fraction(p);
     coef_host_.assign(static_cast<std::size_t>(k_ * (d_ + 1)), 0.0);
-    grad_host_.assign(coef_host_.size(), 0.0);
+    grad_host_.assign(coef_host_.size() + 1, 0.0);  // the gradient, then the loss: one allreduce
   }
 
   int64_t n_variables() const { return k_ * d_ + (fit_intercept_ ? k_ : 0); }
@@ -128,9 +142,10 @@ class LogisticFit {
       coef_host_[c * (d_ + 1) + d_] = fit_intercept_ ? x[k_ * d_ + c] : 0.0;
     }
     const T* w = weights_.view.data ? weights_.view.as<const T>() : nullptr;
-    const double loss = backend_->loss_gradient(X_, labels_.view.as<const int32_t>(), w, n_, d_, k_, coef_host_.data(),
+    grad_host_.back() = backend_->loss_gradient(X_, labels_.view.as<const int32_t>(), w, n_, d_, k_, coef_host_.data(),
                                                 grad_host_.data());
-    double f = loss / weight_sum_;
+    comm_.allreduce_sum(grad_host_.data(), static_cast<int64_t>(grad_host_.size()));
+    double f = grad_host_.back() / weight_sum_;
     for (int64_t c = 0; c < k_; ++c) {
       for (int64_t j = 0; j < d_; ++j) {
         const double b = x[c * d_ + j];
@@ -147,6 +162,7 @@ class LogisticFit {
   int64_t n_, d_, k_;
   bool fit_intercept_;
   const T* X_;
+  Comm& comm_;
   HostArray label_host_, weight_host_;  // staged views alias these on the CPU
   detail::Staged labels_, weights_;
   double weight_sum_ = 0.0, l2_ = 0.0, l1_weight_ = 0.0;
@@ -167,16 +183,44 @@ LogisticRegression::LogisticRegression(LogisticRegressionParams params) : params
 
 LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
                                             const ArrayView* sample_weight) {
-  detail::check_matrix_shape(X);
-  const int64_t n = X.shape[0], d = X.shape[1];
-  const DType dtype = detail::float_dtype_for(X.dtype);
+  Comm& comm = ctx.comm();
+  int64_t n = 0, d = 0;
+  DType dtype = DType::float64;
   detail::Trace trace(ctx, "LogisticRegression");
-  detail::Staged Xs = detail::stage(ctx, X, dtype, "X");
-  detail::require_finite(ctx, Xs.view, "X");
-  trace.mark("stage and check X");
-  const detail::Labels labels = detail::encode_labels(ctx, y, n, "LogisticRegression");
+  detail::Staged Xs;
+  detail::LabelValues y_values;
+  std::vector<double> sw;
+  detail::check_on_every_rank(comm, "LogisticRegression", "checking X, y and sample_weight", [&] {
+    detail::check_matrix_shape(X);
+    n = X.shape[0];
+    d = X.shape[1];
+    dtype = detail::float_dtype_for(X.dtype);
+    Xs = detail::stage(ctx, X, dtype, "X");
+    detail::require_finite(ctx, Xs.view, "X");
+    trace.mark("stage and check X");
+    y_values = detail::read_labels(ctx, y, n, "LogisticRegression");
+    sw = detail::host_sample_weights(ctx, sample_weight, n);
+  });
+  std::vector<double> listed;
+  for (const auto& [label, weight] : params_.class_weight) listed.insert(listed.end(), {label, weight});
+  detail::agree_on_every_rank(comm, "LogisticRegression", n,
+                              {{"n_features", d},
+                               {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
+                               {"penalty", detail::hash_of(params_.penalty)},
+                               {"C (bits)", detail::bits_of(params_.C)},
+                               {"l1_ratio (bits)", detail::bits_of(params_.l1_ratio)},
+                               {"fit_intercept", params_.fit_intercept ? 1 : 0},
+                               {"max_iter", static_cast<int64_t>(params_.max_iter)},
+                               {"tol (bits)", detail::bits_of(params_.tol)},
+                               {"class_weight=\"balanced\"", params_.class_weight_balanced ? 1 : 0},
+                               {"class_weight (hash)", detail::hash_of(listed)}});
+  // The classes of all ranks; the checks after this point see the same numbers on every rank
+  // (the classes, the summed weights), so they fail on all ranks together.
+  std::vector<double> classes = detail::union_over_ranks(comm, y_values.classes);
+  const detail::Labels labels = detail::index_labels(ctx, y_values, std::move(classes), "LogisticRegression");
+  y_values = {};
   trace.mark("labels");
-  const std::vector<double> weights = row_weights(ctx, sample_weight, labels, params_);
+  const std::vector<double> weights = row_weights(std::move(sw), labels, params_, comm);
   trace.mark("weights");
 
   detail::with_float_type(dtype, [&](auto tag) {
