@@ -4,8 +4,20 @@
 // with A the adjacency (duplicate edges summed) whose rows are divided by the weighted
 // out-degree, stopping when sum |x - x_last| < N * tol; personalization, nstart and dangling are
 // divided by their sums, and dangling defaults to the personalization vector.
+//
+// Distributed (SPMD, the context's communicator, CPU contexts): every rank passes the edges it
+// holds (any share of the edge list) and the same n_vertices, parameters and per-vertex vectors;
+// the result, on every rank, is the PageRank of the union of the edges in rank order. The ranks
+// check their inputs together (a bad rank makes every rank throw) and agree on the rest. Vertices
+// are split in contiguous ranges, one per rank; the edges are redistributed so that each rank
+// holds the in-edges of its range (one allgatherv per range, every rank sending its edges into
+// that range, in order), the weighted out-degrees are summed over ranks, and each iteration each
+// rank computes its range of x_new from the whole x, the ranges are allgathered into the next x,
+// and the L1 change is summed over ranks (the same bits everywhere: the same stopping decision).
+// One rank: the single-process path, unchanged.
 #include "gpuml/graph/pagerank.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <string>
@@ -13,7 +25,9 @@
 #include <vector>
 
 #include "core/device_ops.hpp"
+#include "core/distributed.hpp"
 #include "core/staging.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 #include "graph/pagerank_backend.hpp"
 
@@ -68,39 +82,158 @@ Buffer upload(Context& ctx, const std::vector<T>& host) {
   return b;
 }
 
+// The power iteration's loop and stopping test; step() does one iteration and returns the L1
+// change (the same on every rank).
+template <typename Step>
+PageRankResult power_iteration(int64_t n, const PageRankParams& params, Step&& step) {
+  PageRankResult result;
+  const double threshold = static_cast<double>(n) * params.tol;
+  for (int64_t it = 0; it < params.max_iter; ++it) {
+    const double err = step();
+    result.n_iter = it + 1;
+    if (err < threshold) {
+      result.converged = true;
+      break;
+    }
+  }
+  if (!result.converged && !params.allow_unconverged)
+    throw_error(ErrorCode::not_converged, "pagerank: power iteration failed to converge within max_iter = " +
+                                              std::to_string(params.max_iter) +
+                                              " iterations (raise max_iter or tol, or set allow_unconverged)");
+  return result;
+}
+
+// Several ranks (CPU): the rank's rows of the graph of every rank's edges, and the iteration
+// over them with the ranges allgathered. s, d, w: this rank's checked edges (host); weighted:
+// whether there are weights (w may be null then when this rank has no edges).
+template <typename T>
+PageRankResult run_distributed(Context& ctx, detail::PageRankBackend<T>& backend, int64_t n, const int64_t* s,
+                               const int64_t* d, const T* w, bool weighted, int64_t m, std::vector<T>& x, const std::vector<T>& p,
+                               const std::vector<T>& dvec, const PageRankParams& params) {
+  Comm& comm = ctx.comm();
+  const int size = comm.size(), rank = comm.rank();
+  std::vector<int64_t> first(static_cast<std::size_t>(size) + 1), rows(static_cast<std::size_t>(size));
+  for (int r = 0; r <= size; ++r) first[r] = n * r / size;
+  for (int r = 0; r < size; ++r) rows[r] = first[r + 1] - first[r];
+
+  // Weighted out-degrees of the whole graph.
+  std::vector<double> out(static_cast<std::size_t>(n), 0.0);
+  for (int64_t e = 0; e < m; ++e) out[s[e]] += weighted ? static_cast<double>(w[e]) : 1.0;
+  comm.allreduce_sum(out.data(), n);
+
+  // This rank's edges grouped by the range of their destination (stable: input order within).
+  std::vector<int64_t> start(static_cast<std::size_t>(size) + 1, 0), owner(static_cast<std::size_t>(m));
+  for (int64_t e = 0; e < m; ++e) {
+    owner[e] = std::upper_bound(first.begin(), first.end(), d[e]) - first.begin() - 1;
+    ++start[owner[e] + 1];
+  }
+  for (int r = 0; r < size; ++r) start[r + 1] += start[r];
+  std::vector<int64_t> gs(static_cast<std::size_t>(m)), gd(static_cast<std::size_t>(m));
+  std::vector<T> gw(weighted ? static_cast<std::size_t>(m) : 0);
+  {
+    std::vector<int64_t> next(start.begin(), start.end() - 1);
+    for (int64_t e = 0; e < m; ++e) {
+      const int64_t at = next[owner[e]]++;
+      gs[at] = s[e];
+      gd[at] = d[e];
+      if (weighted) gw[at] = w[e];
+    }
+  }
+  owner = {};
+  // Range r's in-edges from every rank, in rank order: one allgatherv per range (an alltoallv
+  // would send each edge to its owner only; Comm has none).
+  std::vector<int64_t> my_src, my_dst;
+  std::vector<T> my_w;
+  for (int r = 0; r < size; ++r) {
+    const int64_t count = start[r + 1] - start[r];
+    const std::vector<int64_t> counts = comm.allgather(count);
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    std::vector<int64_t> rs(static_cast<std::size_t>(total)), rd(static_cast<std::size_t>(total));
+    std::vector<T> rw(weighted ? static_cast<std::size_t>(total) : 0);
+    comm.allgatherv(gs.data() + start[r], count, rs.data(), counts.data(), DType::int64);
+    comm.allgatherv(gd.data() + start[r], count, rd.data(), counts.data(), DType::int64);
+    if (weighted) comm.allgatherv(gw.data() + start[r], count, rw.data(), counts.data(), dtype_of<T>::value);
+    if (r == rank) my_src = std::move(rs), my_dst = std::move(rd), my_w = std::move(rw);
+  }
+  gs = {};
+  gd = {};
+  gw = {};
+  backend.build_range(my_src.data(), my_dst.data(), weighted ? my_w.data() : nullptr, static_cast<int64_t>(my_src.size()), n,
+                      first[rank], rows[rank], out.data());
+  my_src = {};
+  my_dst = {};
+  my_w = {};
+
+  const T* p_ptr = p.empty() ? nullptr : p.data();
+  const T* d_ptr = dvec.empty() ? nullptr : dvec.data();
+  std::vector<T> range(static_cast<std::size_t>(rows[rank]));
+  return power_iteration(n, params, [&] {
+    double err = backend.iterate_range(x.data(), range.data(), p_ptr, d_ptr, params.alpha);
+    comm.allreduce_sum(&err, 1);
+    comm.allgatherv(range.data(), rows[rank], x.data(), rows.data(), dtype_of<T>::value);
+    return err;
+  });
+}
+
 template <typename T>
 PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayView& dst, const ArrayView* weights,
                    const ArrayView* personalization, const ArrayView* nstart, const ArrayView* dangling,
                    const PageRankParams& params, const ArrayView& ranks_out) {
+  Comm& comm = ctx.comm();
   const int64_t m = src.shape[0];
-  detail::Staged s = detail::stage(ctx, src, DType::int64, "src");
-  detail::Staged d = detail::stage(ctx, dst, DType::int64, "dst");
-  detail::Staged w;
-  if (weights != nullptr) {
-    check_vector(*weights, m, "weights", "the number of edges");
-    w = detail::stage(ctx, *weights, dtype_of<T>::value, "weights");
-    detail::require_finite(ctx, w.view, "weights");
-  }
-  const T* wp = weights != nullptr ? w.view.as<const T>() : nullptr;
-
-  // Per-vertex vectors first: their errors need no graph.
+  detail::Staged s, d, w;
+  const T* wp = nullptr;
   std::vector<T> p_host, x_host, d_host;
-  if (personalization != nullptr) p_host = normalized<T>(ctx, *personalization, n, "personalization");
-  if (nstart != nullptr) x_host = normalized<T>(ctx, *nstart, n, "nstart");
-  if (dangling != nullptr) d_host = normalized<T>(ctx, *dangling, n, "dangling");
-  if (x_host.empty()) x_host.assign(static_cast<std::size_t>(n), static_cast<T>(1.0 / static_cast<double>(n)));
+  std::unique_ptr<detail::PageRankBackend<T>> backend;
+  detail::check_on_every_rank(comm, "pagerank", "checking the edges and vectors", [&] {
+    s = detail::stage(ctx, src, DType::int64, "src");
+    d = detail::stage(ctx, dst, DType::int64, "dst");
+    if (weights != nullptr) {
+      check_vector(*weights, m, "weights", "the number of edges");
+      w = detail::stage(ctx, *weights, dtype_of<T>::value, "weights");
+      detail::require_finite(ctx, w.view, "weights");
+      wp = w.view.as<const T>();
+    }
 
-  std::unique_ptr<detail::PageRankBackend<T>> backend = make_backend<T>(ctx);
-  const detail::EdgeSummary summary = backend->summarize(s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp, m);
-  if (m > 0) {
-    GPUML_EXPECT(summary.min_vertex >= 0, "pagerank: src and dst must hold vertex ids >= 0, found " +
-                                              std::to_string(summary.min_vertex));
-    GPUML_EXPECT(summary.max_vertex < n, "pagerank: src and dst must hold vertex ids < n_vertices = " + std::to_string(n) +
-                                             ", found " + std::to_string(summary.max_vertex));
-    if (weights != nullptr)
-      GPUML_EXPECT(summary.min_weight >= 0.0, "pagerank: weights must be non-negative, found " +
-                                                  std::to_string(summary.min_weight));
+    // Per-vertex vectors first: their errors need no graph.
+    if (personalization != nullptr) p_host = normalized<T>(ctx, *personalization, n, "personalization");
+    if (nstart != nullptr) x_host = normalized<T>(ctx, *nstart, n, "nstart");
+    if (dangling != nullptr) d_host = normalized<T>(ctx, *dangling, n, "dangling");
+    if (x_host.empty()) x_host.assign(static_cast<std::size_t>(n), static_cast<T>(1.0 / static_cast<double>(n)));
+
+    backend = make_backend<T>(ctx);
+    const detail::EdgeSummary summary = backend->summarize(s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp, m);
+    if (m > 0) {
+      GPUML_EXPECT(summary.min_vertex >= 0, "pagerank: src and dst must hold vertex ids >= 0, found " +
+                                                std::to_string(summary.min_vertex));
+      GPUML_EXPECT(summary.max_vertex < n, "pagerank: src and dst must hold vertex ids < n_vertices = " +
+                                               std::to_string(n) + ", found " + std::to_string(summary.max_vertex));
+      if (weights != nullptr)
+        GPUML_EXPECT(summary.min_weight >= 0.0, "pagerank: weights must be non-negative, found " +
+                                                    std::to_string(summary.min_weight));
+    }
+  });
+  // Every rank runs the same vectors (else the union has no single PageRank) on the same kind of
+  // device.
+  auto hash = [](const std::vector<T>& v) { return detail::hash_of(std::vector<double>(v.begin(), v.end())); };
+  detail::agree_on_every_rank(comm, "pagerank", m,
+                              {{"whether there are weights", weights != nullptr ? 1 : 0},
+                               {"personalization (hash)", hash(p_host)},
+                               {"nstart (hash)", hash(x_host)},
+                               {"dangling (hash)", hash(d_host)},
+                               {"the device (0 CPU, 1 CUDA)", ctx.is_cuda() ? 1 : 0}});
+  if (comm.size() > 1) {
+    if (ctx.is_cuda())
+      throw_error(ErrorCode::unsupported, "pagerank: over several ranks PageRank runs on CPU contexts only (NCCL for "
+                                          "CUDA contexts is not built yet)");
+    const PageRankResult result = run_distributed<T>(ctx, *backend, n, s.view.as<const int64_t>(),
+                                                     d.view.as<const int64_t>(), wp, weights != nullptr, m, x_host,
+                                                     p_host, d_host, params);
+    detail::write_output(ctx, make_view(x_host.data(), dtype_of<T>::value, Device{}, n), ranks_out, "ranks_out");
+    return result;
   }
+
   backend->build(s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp, m, n);
   s = {};
   d = {};
@@ -114,21 +247,11 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
   const T* p_dev = p_host.empty() ? nullptr : p_buf.as<const T>();
   const T* d_dev = d_host.empty() ? nullptr : d_buf.as<const T>();
 
-  PageRankResult result;
-  const double threshold = static_cast<double>(n) * params.tol;
-  for (int64_t it = 0; it < params.max_iter; ++it) {
+  const PageRankResult result = power_iteration(n, params, [&] {
     const double err = backend->iterate(x.as<const T>(), x_new.as<T>(), p_dev, d_dev, params.alpha);
     std::swap(x, x_new);
-    result.n_iter = it + 1;
-    if (err < threshold) {
-      result.converged = true;
-      break;
-    }
-  }
-  if (!result.converged && !params.allow_unconverged)
-    throw_error(ErrorCode::not_converged, "pagerank: power iteration failed to converge within max_iter = " +
-                                              std::to_string(params.max_iter) +
-                                              " iterations (raise max_iter or tol, or set allow_unconverged)");
+    return err;
+  });
   backend->to_vertex_order(x.as<T>());
   const ArrayView ranks = make_view(x.data(), dtype_of<T>::value, ctx.device(), n);
   detail::write_output(ctx, ranks, ranks_out, "ranks_out");
@@ -140,25 +263,36 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
 PageRankResult pagerank(Context& ctx, int64_t n_vertices, const ArrayView& src, const ArrayView& dst,
                         const ArrayView* weights, const ArrayView* personalization, const ArrayView* nstart,
                         const ArrayView* dangling, const PageRankParams& params, const ArrayView& ranks_out) {
-  validate_params(params);
-  GPUML_EXPECT(n_vertices >= 0, "pagerank: n_vertices must be >= 0, got " + std::to_string(n_vertices));
-  if (n_vertices > INT32_MAX)
-    throw_error(ErrorCode::unsupported, "pagerank: n_vertices = " + std::to_string(n_vertices) +
-                                            " exceeds the supported 2^31 - 1 vertices");
-  GPUML_EXPECT(src.ndim == 1 && dst.ndim == 1, "pagerank: src and dst must be 1-d arrays, got " +
-                                                   std::to_string(src.ndim) + " and " + std::to_string(dst.ndim) +
-                                                   " dimension(s)");
-  GPUML_EXPECT(src.shape[0] == dst.shape[0], "pagerank: src and dst must have the same length, got " +
-                                                 std::to_string(src.shape[0]) + " and " + std::to_string(dst.shape[0]));
-  GPUML_EXPECT(src.dtype == DType::int32 || src.dtype == DType::int64,
-               std::string("pagerank: src must be an int32 or int64 array, got ") + dtype_name(src.dtype));
-  GPUML_EXPECT(dst.dtype == DType::int32 || dst.dtype == DType::int64,
-               std::string("pagerank: dst must be an int32 or int64 array, got ") + dtype_name(dst.dtype));
-  check_vector(ranks_out, n_vertices, "ranks_out", "n_vertices");
-  GPUML_EXPECT(is_floating(ranks_out.dtype),
-               std::string("pagerank: ranks_out must be a float32 or float64 array, got ") + dtype_name(ranks_out.dtype));
+  Comm& comm = ctx.comm();
+  detail::check_on_every_rank(comm, "pagerank", "checking the arguments", [&] {
+    validate_params(params);
+    GPUML_EXPECT(n_vertices >= 0, "pagerank: n_vertices must be >= 0, got " + std::to_string(n_vertices));
+    if (n_vertices > INT32_MAX)
+      throw_error(ErrorCode::unsupported, "pagerank: n_vertices = " + std::to_string(n_vertices) +
+                                              " exceeds the supported 2^31 - 1 vertices");
+    GPUML_EXPECT(src.ndim == 1 && dst.ndim == 1, "pagerank: src and dst must be 1-d arrays, got " +
+                                                     std::to_string(src.ndim) + " and " + std::to_string(dst.ndim) +
+                                                     " dimension(s)");
+    GPUML_EXPECT(src.shape[0] == dst.shape[0], "pagerank: src and dst must have the same length, got " +
+                                                   std::to_string(src.shape[0]) + " and " + std::to_string(dst.shape[0]));
+    GPUML_EXPECT(src.dtype == DType::int32 || src.dtype == DType::int64,
+                 std::string("pagerank: src must be an int32 or int64 array, got ") + dtype_name(src.dtype));
+    GPUML_EXPECT(dst.dtype == DType::int32 || dst.dtype == DType::int64,
+                 std::string("pagerank: dst must be an int32 or int64 array, got ") + dtype_name(dst.dtype));
+    check_vector(ranks_out, n_vertices, "ranks_out", "n_vertices");
+    GPUML_EXPECT(is_floating(ranks_out.dtype),
+                 std::string("pagerank: ranks_out must be a float32 or float64 array, got ") + dtype_name(ranks_out.dtype));
+    if (n_vertices == 0)
+      GPUML_EXPECT(src.shape[0] == 0, "pagerank: src and dst must hold vertex ids < n_vertices = 0, but there are edges");
+  });
+  detail::agree_on_every_rank(comm, "pagerank", 0,
+                              {{"n_vertices", n_vertices},
+                               {"the dtype of ranks_out (0 float32, 1 float64)", static_cast<int64_t>(ranks_out.dtype)},
+                               {"alpha (bits)", detail::bits_of(params.alpha)},
+                               {"max_iter", params.max_iter},
+                               {"tol (bits)", detail::bits_of(params.tol)},
+                               {"allow_unconverged", params.allow_unconverged ? 1 : 0}});
   if (n_vertices == 0) {
-    GPUML_EXPECT(src.shape[0] == 0, "pagerank: src and dst must hold vertex ids < n_vertices = 0, but there are edges");
     PageRankResult empty;
     empty.converged = true;
     return empty;
