@@ -3,7 +3,8 @@
 // on every rank's own rows (an uneven split of fresh random rows) equals, on every rank, a
 // 1-process fit on all rows with the same seed, and the collective error paths. `mpi_test linear`
 // does the same for LinearRegression (every algorithm), Ridge, Lasso and ElasticNet, and
-// `mpi_test decomposition` for PCA and TruncatedSVD.
+// `mpi_test decomposition` for PCA and TruncatedSVD, `mpi_test logistic` for LogisticRegression
+// and `mpi_test pagerank` for PageRank over every rank's share of the edges.
 // A failed check prints the rank and the line and makes the program exit non-zero.
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
@@ -723,12 +724,323 @@ void test_decomposition(gpuml::Comm& comm, uint64_t seed) {
   expect_same_bits(comm, values_of(ok.components()), "a PCA fit after the errors");
 }
 
+
+// ---- LogisticRegression -----------------------------------------------------------------
+
+// Class labels for data.X: label value 10 c - 3 (not 0..k-1: the classes are mapped) for the c
+// with the largest X b_c + 2 * Gumbel noise, b_c fresh normal; data.y becomes the labels.
+// sorted: the rows sorted by label, so that the first ranks hold the smallest classes only and
+// the last rank the largest class alone.
+template <typename T>
+void make_labels(Data<T>& data, int64_t n_classes, uint64_t seed, bool sorted) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(1e-12, 1.0);
+  std::vector<double> b(n_classes * data.d);
+  for (double& v : b) v = normal(gen);
+  std::vector<std::pair<double, int64_t>> order(data.n);
+  for (int64_t i = 0; i < data.n; ++i) {
+    int64_t best = 0;
+    double top = -1e300;
+    for (int64_t c = 0; c < n_classes; ++c) {
+      double z = -2.0 * std::log(-std::log(uniform(gen)));
+      for (int64_t j = 0; j < data.d; ++j) z += static_cast<double>(data.X[i * data.d + j]) * b[c * data.d + j];
+      if (z > top) top = z, best = c;
+    }
+    order[i] = {10.0 * best - 3.0, i};
+  }
+  if (sorted) std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& c) { return a.first < c.first; });
+  Data<T> out = data;
+  out.t = 1;
+  out.y.resize(data.n);
+  for (int64_t i = 0; i < data.n; ++i) {
+    const int64_t from = order[i].second;
+    std::copy(data.X.begin() + from * data.d, data.X.begin() + (from + 1) * data.d, out.X.begin() + i * data.d);
+    out.w[i] = data.w[from];
+    out.y[i] = static_cast<T>(order[i].first);
+  }
+  data = std::move(out);
+}
+
+// coef_ and intercept_; checks that classes_ are the n_classes labels of make_labels (a rank
+// that holds fewer classes learns the others').
+Fit logistic_fit(gpuml::LogisticRegressionParams params, int64_t n_classes) {
+  return [params, n_classes](gpuml::Context& ctx, const gpuml::ArrayView& X, const gpuml::ArrayView& y,
+                             const gpuml::ArrayView* w) {
+    gpuml::LogisticRegression lr(params);
+    lr.fit(ctx, X, y, w);
+    const std::vector<double> classes = values_of(lr.classes());
+    CHECK(static_cast<int64_t>(classes.size()) == n_classes, "%zu classes, expected %lld", classes.size(),
+          static_cast<long long>(n_classes));
+    for (std::size_t c = 0; c < classes.size(); ++c)
+      CHECK(classes[c] == 10.0 * static_cast<double>(c) - 3.0, "classes_[%zu] = %g", c, classes[c]);
+    std::vector<double> out;
+    for (const char* name : {"coef_", "intercept_"})
+      for (double v : values_of(lr.attribute(name))) out.push_back(v);
+    return out;
+  };
+}
+
+void test_logistic(gpuml::Comm& comm, uint64_t seed) {
+  gpuml::Context ctx = gpuml::Context::cpu();
+  ctx.attach_comm(gpuml::Comm::mpi_world());
+  const int size = comm.size();
+  // Both fits run L-BFGS / OWL-QN on the same objective to tol 1e-10; their paths differ only by
+  // the order of the sums over rows (~1e-16 relative per evaluation). Each stops either on the
+  // gradient or when the relative decrease is <= 64 eps, which leaves it ~sqrt(64 eps / the
+  // Hessian's smallest eigenvalue) from the optimum: the two fits can differ by that much.
+  // Smooth penalties: 3e-7 of the largest coefficient seen at worst over 24 seeds: 1e-5.
+  // L1 / elasticnet (OWL-QN): binary ~1e-15 seen, multinomial up to 1.2e-4 (the search halves
+  // its step and stops early on the decrease): 1e-3. float32: scores and residuals formed in
+  // float32 (~1e-7 per row) move the optimum by up to 1.2e-4 seen: 2e-3.
+  const double rtol_smooth = 1e-5, rtol_l1 = 1e-3, rtol32 = 2e-3;
+  gpuml::LogisticRegressionParams p;
+  p.tol = 1e-10;
+  p.max_iter = 1000;
+  {
+    Data<double> data = make_data<double>(seed + 31, 1001, 6, 1, 2.0);
+    make_labels(data, 2, seed + 32, false);
+    expect_distributed_fit(comm, ctx, data, split_few(data.n, size, 3), false, logistic_fit(p, 2), rtol_smooth,
+                           "LogisticRegression binary l2, 3 rows on rank 0");
+    gpuml::LogisticRegressionParams none = p;
+    none.penalty = "none";
+    none.fit_intercept = false;
+    expect_distributed_fit(comm, ctx, data, split(data.n, size), true, logistic_fit(none, 2), rtol_smooth,
+                           "LogisticRegression binary, no penalty, no intercept, weighted");
+    gpuml::LogisticRegressionParams l1 = p;
+    l1.penalty = "l1";
+    l1.C = 0.05;
+    expect_distributed_fit(comm, ctx, data, split(data.n, size), false, logistic_fit(l1, 2), rtol_l1,
+                           "LogisticRegression binary l1 (OWL-QN)");
+  }
+  {
+    // Sorted by label: rank 0 holds one class only (a 1-process fit of its rows alone would be
+    // refused), and the largest class is on the last rank(s) only.
+    Data<double> data = make_data<double>(seed + 33, 1200, 5, 1, -1.0);
+    make_labels(data, 4, seed + 34, true);
+    gpuml::LogisticRegressionParams balanced = p;
+    balanced.class_weight_balanced = true;
+    expect_distributed_fit(comm, ctx, data, split_few(data.n, size, 20), true, logistic_fit(balanced, 4), rtol_smooth,
+                           "LogisticRegression 4 classes sorted by label, balanced, weighted");
+    gpuml::LogisticRegressionParams enet = p;
+    enet.penalty = "elasticnet";
+    enet.l1_ratio = 0.4;
+    enet.C = 0.2;
+    enet.class_weight = {{-3.0, 2.0}, {27.0, 0.5}};
+    expect_distributed_fit(comm, ctx, data, split(data.n, size), false, logistic_fit(enet, 4), rtol_l1,
+                           "LogisticRegression 4 classes sorted, elasticnet, listed class weights");
+  }
+  {
+    Data<float> f32 = make_data<float>(seed + 35, 1500, 4, 1, 0.5);
+    make_labels(f32, 3, seed + 36, false);
+    gpuml::LogisticRegressionParams q = p;
+    q.tol = 1e-6;
+    expect_distributed_fit(comm, ctx, f32, split(f32.n, size), true, logistic_fit(q, 3), rtol32,
+                           "LogisticRegression float32, 3 classes, weighted");
+  }
+
+  // Bad input on one rank: every rank returns an error (none waits forever), and the next fit works.
+  const bool last = comm.rank() == size - 1;
+  Data<double> data = make_data<double>(seed + 37, 60, 3, 1, 0.0);
+  make_labels(data, 3, seed + 38, false);
+  std::vector<double> nan_X = data.X;
+  if (last) nan_X[4] = std::nan("");
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "NaN" : "failed on rank",
+               [&] { gpuml::LogisticRegression().fit(ctx, gpuml::host_view(nan_X.data(), 60, 3), data.yv(0, 60)); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, comm.rank() == 0 ? "1-d array" : "failed on rank 0",
+               [&] {
+                 const gpuml::ArrayView y = comm.rank() == 0 ? gpuml::host_view(data.y.data(), 30, 2) : data.yv(0, 60);
+                 gpuml::LogisticRegression().fit(ctx, data.Xv(0, 60), y);
+               },
+               __LINE__);
+  std::vector<double> weights(60, 1.0);
+  if (last) weights[7] = -2.0;
+  const gpuml::ArrayView w = gpuml::host_view(weights.data(), 60);
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "non-negative" : "failed on rank",
+               [&] { gpuml::LogisticRegression().fit(ctx, data.Xv(0, 60), data.yv(0, 60), &w); }, __LINE__);
+  gpuml::LogisticRegressionParams other;
+  other.C = last ? 2.0 : 1.0;
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on C",
+               [&] { gpuml::LogisticRegression(other).fit(ctx, data.Xv(0, 60), data.yv(0, 60)); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on n_features",
+               [&] { gpuml::LogisticRegression().fit(ctx, gpuml::host_view(data.X.data(), 60, last ? 2 : 3), data.yv(0, 60)); },
+               __LINE__);
+  // One class over all ranks: every rank finds it in the agreed classes.
+  std::vector<double> one_class(60, 4.0);
+  expect_error(gpuml::ErrorCode::invalid_argument, "at least 2 classes",
+               [&] { gpuml::LogisticRegression().fit(ctx, data.Xv(0, 60), gpuml::host_view(one_class.data(), 60)); }, __LINE__);
+  // A class present on one rank only, with zero weight there: "balanced" has no weight for it on any rank.
+  std::vector<double> labels(60, 1.0), zero_w(60, 1.0);
+  for (int64_t i = 0; i < 30; ++i) labels[i] = 0.0;
+  if (last) labels[59] = 9.0, zero_w[59] = 0.0;
+  gpuml::LogisticRegressionParams bal;
+  bal.class_weight_balanced = true;
+  const gpuml::ArrayView zw = gpuml::host_view(zero_w.data(), 60);
+  expect_error(gpuml::ErrorCode::invalid_argument, "class 9 has none",
+               [&] { gpuml::LogisticRegression(bal).fit(ctx, data.Xv(0, 60), gpuml::host_view(labels.data(), 60), &zw); },
+               __LINE__);
+  gpuml::LogisticRegression ok;
+  ok.fit(ctx, data.Xv(0, 60), data.yv(0, 60));
+  expect_same_bits(comm, values_of(ok.coef()), "a LogisticRegression fit after the errors");
+}
+// ---- PageRank ----------------------------------------------------------------------------
+
+// A fresh random graph: m edges among n vertices, sources skewed towards low ids (a few hubs),
+// duplicates and self-loops kept, about a tenth of the vertices without out-edges (dangling);
+// weights in [0, 2) (some 0).
+struct Graph {
+  int64_t n = 0, m = 0;
+  std::vector<int64_t> src, dst;
+  std::vector<double> w;
+};
+
+Graph make_graph(uint64_t seed, int64_t n, int64_t m) {
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int64_t> any(0, n - 1);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  Graph g;
+  g.n = n, g.m = m;
+  for (int64_t e = 0; e < m; ++e) {
+    int64_t s = static_cast<int64_t>(static_cast<double>(n) * unit(gen) * unit(gen));
+    if (s % 10 == 9) s = any(gen) / 10 * 10;  // ids ending in 9 have no out-edges
+    g.src.push_back(s);
+    g.dst.push_back(any(gen));
+    g.w.push_back(unit(gen) < 0.05 ? 0.0 : 2.0 * unit(gen));
+  }
+  return g;
+}
+
+struct PageRankOptions {
+  bool weighted = false, personalized = false;
+  gpuml::PageRankParams params;
+};
+
+// The ranks, n_iter and converged of pagerank over edges [b, e) of g under ctx.
+template <typename T>
+std::vector<double> run_pagerank(gpuml::Context& ctx, const Graph& g, int64_t b, int64_t e, const PageRankOptions& o) {
+  std::vector<T> w(g.w.begin() + b, g.w.begin() + e), out(g.n);
+  std::vector<double> personalization(g.n), dangling(g.n);
+  for (int64_t v = 0; v < g.n; ++v) personalization[v] = 1.0 + v % 7, dangling[v] = v % 3 == 0 ? 0.0 : 1.0;
+  const gpuml::ArrayView wv = gpuml::host_view(w.data(), e - b), pv = gpuml::host_view(personalization.data(), g.n),
+                         dv = gpuml::host_view(dangling.data(), g.n);
+  const gpuml::PageRankResult r = gpuml::pagerank(
+      ctx, g.n, gpuml::host_view(g.src.data() + b, e - b), gpuml::host_view(g.dst.data() + b, e - b),
+      o.weighted ? &wv : nullptr, o.personalized ? &pv : nullptr, nullptr, o.personalized ? &dv : nullptr, o.params,
+      gpuml::host_view(out.data(), g.n));
+  std::vector<double> result(out.begin(), out.end());
+  result.push_back(static_cast<double>(r.n_iter));
+  result.push_back(r.converged ? 1.0 : 0.0);
+  return result;
+}
+
+// Every rank passes its chunk [begin[r], begin[r + 1]) of the edges; every rank's result must
+// equal the 1-process PageRank of all edges (the chunks' union in rank order), n_iter and
+// converged exactly, and hold the same bits on every rank.
+template <typename T>
+void expect_distributed_pagerank(gpuml::Comm& comm, gpuml::Context& dist, const Graph& g, const std::vector<int64_t>& begin,
+                                 const PageRankOptions& o, double rtol, const std::string& what) {
+  try {
+    const std::vector<double> got = run_pagerank<T>(dist, g, begin[comm.rank()], begin[comm.rank() + 1], o);
+    gpuml::Context single = gpuml::Context::cpu();
+    const std::vector<double> want = run_pagerank<T>(single, g, 0, g.m, o);
+    CHECK(got[g.n] == want[g.n] && got[g.n + 1] == want[g.n + 1], "%s: n_iter %g converged %g, 1-process %g %g",
+          what.c_str(), got[g.n], got[g.n + 1], want[g.n], want[g.n + 1]);
+    expect_close(std::vector<double>(got.begin(), got.begin() + g.n), std::vector<double>(want.begin(), want.begin() + g.n),
+                 rtol, what);
+    expect_same_bits(comm, got, what);
+  } catch (const std::exception& e) {
+    CHECK(false, "%s: %s", what.c_str(), e.what());
+    throw;
+  }
+}
+
+void test_pagerank(gpuml::Comm& comm, uint64_t seed) {
+  gpuml::Context ctx = gpuml::Context::cpu();
+  ctx.attach_comm(gpuml::Comm::mpi_world());
+  const int size = comm.size();
+  // Each row's sum runs over its in-edges in the same order as one process (the union in rank
+  // order, grouped by destination); only the weighted out-degrees are summed in another order
+  // (rank by rank), and the L1 change over other chunks of rows. Unweighted out-degrees are
+  // exact: the ranks agree to the last bits or nearly (1e-13 relative to the largest rank);
+  // weighted, the out-degrees' rounding (~1e-16) moves the ranks by about as much, times the
+  // iterations' error amplification (1 / (1 - alpha) ~ 7): 3e-16 seen, 1e-12. float32: the same
+  // sums, so the same values (0 seen), unless an out-degree's rounding flips a float32 rounding
+  // (a float32 ulp, 6e-8, times the amplification): 1e-5.
+  const double rtol64 = 1e-12, rtol32 = 1e-5;
+  PageRankOptions o;
+  o.params.tol = 1e-10;
+  o.params.max_iter = 500;
+  const Graph g = make_graph(seed + 51, 3001, 20000);
+  expect_distributed_pagerank<double>(comm, ctx, g, split_few(g.m, size, 5), o, rtol64,
+                                      "PageRank unweighted, 5 edges on rank 0");
+  o.weighted = true;
+  expect_distributed_pagerank<double>(comm, ctx, g, split(g.m, size), o, rtol64, "PageRank weighted");
+  o.personalized = true;
+  o.params.alpha = 0.6;
+  expect_distributed_pagerank<double>(comm, ctx, g, split_few(g.m, size, 0), o, rtol64,
+                                      "PageRank weighted, personalization and dangling, no edges on rank 0");
+  o.params.alpha = 0.85;
+  o.params.tol = 1e-7;
+  expect_distributed_pagerank<float>(comm, ctx, g, split(g.m, size), o, rtol32, "PageRank float32 weighted personalized");
+  {
+    PageRankOptions few;
+    few.params.max_iter = 3;
+    few.params.allow_unconverged = true;
+    expect_distributed_pagerank<double>(comm, ctx, g, split(g.m, size), few, rtol64, "PageRank 3 iterations, unconverged");
+    // Fewer vertices than ranks: some ranks own no vertex.
+    const Graph tiny = make_graph(seed + 52, 1, 4);
+    expect_distributed_pagerank<double>(comm, ctx, tiny, split(tiny.m, size), PageRankOptions{}, rtol64,
+                                        "PageRank on 1 vertex");
+  }
+
+  // Bad input on one rank: every rank returns an error (none waits forever), and the next run works.
+  const bool last = comm.rank() == size - 1;
+  std::vector<int64_t> src = {0, 1, 2, 3, 4, 5}, dst = {1, 2, 3, 4, 5, 0};
+  std::vector<double> out(6), weights(6, 1.0);
+  auto run = [&](int64_t n, const gpuml::ArrayView* w, const gpuml::ArrayView* personalization,
+                 const gpuml::PageRankParams& params) {
+    gpuml::pagerank(ctx, n, gpuml::host_view(src.data(), 6), gpuml::host_view(dst.data(), 6), w, personalization, nullptr,
+                    nullptr, params, gpuml::host_view(out.data(), n));
+  };
+  if (last) dst[3] = 6;
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "vertex ids < n_vertices" : "failed on rank",
+               [&] { run(6, nullptr, nullptr, gpuml::PageRankParams{}); }, __LINE__);
+  dst[3] = 4;
+  if (comm.rank() == 0) weights[2] = -1.0;
+  const gpuml::ArrayView wv = gpuml::host_view(weights.data(), 6);
+  expect_error(gpuml::ErrorCode::invalid_argument, comm.rank() == 0 ? "non-negative" : "failed on rank 0",
+               [&] { run(6, &wv, nullptr, gpuml::PageRankParams{}); }, __LINE__);
+  gpuml::PageRankParams bad_alpha;
+  if (last) bad_alpha.alpha = 1.5;
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "alpha must be in (0, 1)" : "failed on rank",
+               [&] { run(6, nullptr, nullptr, bad_alpha); }, __LINE__);
+  gpuml::PageRankParams other_tol;
+  other_tol.tol = last ? 1e-8 : 1e-6;
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on tol",
+               [&] { run(6, nullptr, nullptr, other_tol); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on n_vertices",
+               [&] { run(last ? 7 : 6, nullptr, nullptr, gpuml::PageRankParams{}); }, __LINE__);
+  std::vector<double> personalization(6, 1.0);
+  if (last) personalization[1] = 2.0;
+  const gpuml::ArrayView pv = gpuml::host_view(personalization.data(), 6);
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on personalization",
+               [&] { run(6, nullptr, &pv, gpuml::PageRankParams{}); }, __LINE__);
+  gpuml::PageRankParams two;
+  two.max_iter = 2;
+  personalization[1] = 5.0;  // not uniform: two iterations do not converge
+  expect_error(gpuml::ErrorCode::not_converged, "failed to converge",
+               [&] { run(6, nullptr, &pv, two); }, __LINE__);
+  run(6, nullptr, &pv, gpuml::PageRankParams{});
+  expect_same_bits(comm, out, "a PageRank run after the errors");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
-  if (what != "comm" && what != "kmeans" && what != "linear" && what != "decomposition") {
-    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition\n", argv[0]);
+  if (what != "comm" && what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic" &&
+      what != "pagerank") {
+    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank\n", argv[0]);
     return 2;
   }
   try {
@@ -759,6 +1071,10 @@ int main(int argc, char** argv) {
         test_kmeans(*world, static_cast<uint64_t>(seed));
       } else if (what == "linear") {
         test_linear(*world, static_cast<uint64_t>(seed));
+      } else if (what == "logistic") {
+        test_logistic(*world, static_cast<uint64_t>(seed));
+      } else if (what == "pagerank") {
+        test_pagerank(*world, static_cast<uint64_t>(seed));
       } else {
         test_decomposition(*world, static_cast<uint64_t>(seed));
       }
