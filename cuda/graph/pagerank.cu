@@ -228,8 +228,8 @@ struct IterateArgs {
 // The SpMV kernel runs one block per SM of kSubBlocks independent sub-blocks of kBlock threads
 // (a tile each at a time, with their own barriers), which share a copy of the hot ranks in
 // shared memory: y[0, hot), the vertices of largest out-degree, gathered most (on R-MAT scale
-// 22, the first 40k sources hold ~58% of the edges). The SpMV is bound by L2 traffic, mostly the
-// gathers' sectors; hits in shared memory take them off L2.
+// 22, the first 16k sources are the sources of 42% of the edges). The SpMV is bound by L2 traffic, mostly the
+// gathers' sectors; hits in shared memory take them off L2 (hot_vertices() has the measurements).
 constexpr int kSubBlocks = 4;
 
 // The sub-block's barrier (named barrier 1 + sub; barrier 0 is __syncthreads).
@@ -661,16 +661,22 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     return sorted;
   }
 
-  // How many hot ranks the SpMV keeps in shared memory: as many as fit next to the tiles' buffers
-  // (GPUML_PAGERANK_HOT, a vertex count, lowers it, for tuning), all of them on small graphs.
+  // How many hot ranks the SpMV keeps in shared memory: kHotBytes of them (GPUML_PAGERANK_HOT, a
+  // vertex count, for tuning), at most what fits next to the tiles' buffers. Measured on an
+  // H200 (R-MAT float32, ms per iteration at scales 22 / 24 / 25): 16k floats 0.453 / 2.20 / 4.53,
+  // 24k 0.452 / 2.18 / 4.56, 8k 0.463 / 2.22 / 4.62, none 0.472 at 22, all that fit (~40k)
+  // 0.509 / 3.25 / 7.85 (L1, which the gathers of the other vertices need, shrinks to ~30 kB;
+  // the SpMV kernel of 256-thread blocks without the cache: 0.495 / 2.19 / 4.61).
+  static constexpr int64_t kHotBytes = 64 * 1024;
   int64_t hot_vertices() {
     if (hot_ < 0) {
       int device = 0, optin = 0;
       GPUML_CUDA_CHECK(cudaGetDevice(&device));
       GPUML_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      int64_t fit = std::max<int64_t>(0, (optin - tile_shared_bytes<T>()) / static_cast<int64_t>(sizeof(T)));
-      if (const char* v = std::getenv("GPUML_PAGERANK_HOT")) fit = std::min<int64_t>(fit, std::max<long long>(0, std::atoll(v)));
-      hot_ = std::min<int64_t>(n_, fit);
+      const int64_t fit = std::max<int64_t>(0, (optin - tile_shared_bytes<T>()) / static_cast<int64_t>(sizeof(T)));
+      int64_t want = kHotBytes / static_cast<int64_t>(sizeof(T));
+      if (const char* v = std::getenv("GPUML_PAGERANK_HOT")) want = std::max<long long>(0, std::atoll(v));
+      hot_ = std::min({n_, fit, want});
     }
     return hot_;
   }
