@@ -2,7 +2,8 @@
 
 A gpuml context (a CPU thread pool, or one CUDA device with its stream and library handles) is
 costly to create and may be used by one thread at a time, so contexts are cached per thread and
-per device string.
+per device string. After gpuml.distributed.init(), "cpu" (and "auto" on host inputs) is the one
+CPU context that holds the communicator, in every thread (see gpuml/distributed.py).
 """
 
 import ctypes
@@ -45,11 +46,25 @@ class Context:
 
 
 _per_thread = threading.local()
+_distributed = None  # the context holding the communicator, once gpuml.distributed.init() ran
+
+
+def distributed_context():
+    return _distributed
+
+
+def set_distributed_context(context):
+    global _distributed
+    _distributed = context
 
 
 def get_context(device):
     """The calling thread's context for `device` (created on first use)."""
     check_device(device)
+    if _distributed is not None and (device == "cpu" or (device == "auto" and not _distributed.is_cuda)):
+        return _distributed
+    if _distributed is not None and _distributed.is_cuda and device in ("auto", f"cuda:{_distributed.device_id}"):
+        return _distributed
     cache = getattr(_per_thread, "contexts", None)
     if cache is None:
         cache = _per_thread.contexts = {}

@@ -1,0 +1,112 @@
+"""Distributed (SPMD) training: every rank fits the same estimator on its own rows.
+
+Launched by ``mpirun -np N python script.py``::
+
+    import gpuml.distributed
+    gpuml.distributed.init()                 # MPI_COMM_WORLD (collective: every rank calls it)
+    model = LogisticRegression(device="cpu").fit(X_local, y_local)
+    # every rank now holds the same model, that of all ranks' rows
+
+How it works: ``init()`` creates one CPU context of the package and attaches the MPI
+communicator to it (``gpuml_context_attach_mpi``; gpuml initializes MPI itself when the program
+has not, and finalizes it at exit). When mpi4py is installed it is imported first, so that MPI is
+initialized (and finalized) by mpi4py and the script can use mpi4py alongside gpuml. From then on
+every estimator and ``gpuml.graph.pagerank`` with ``device="cpu"`` (or ``"auto"`` on host inputs)
+uses that context, in every thread: the package's default communicator. Attaching happens once,
+in ``init()``, so estimators created later, predictions on one rank only and the like start no
+collective of their own. A fit is collective: every rank must make the same fits in the same
+order, from one thread at a time. ``device="cuda"`` contexts stay local (1 rank): NCCL is not
+built yet, so distributed fits run on the CPU backend.
+
+Distributed today: KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticRegression, PCA,
+TruncatedSVD and PageRank (each rank passing its share of the edges).
+
+``init(unique_id, n_ranks, rank)`` is the NCCL form (for engines other than MPI); it checks its
+arguments and raises NotImplementedError until NCCL is built.
+"""
+
+import ctypes
+import threading
+
+from . import _context, _lib
+
+_lock = threading.Lock()
+
+
+def init(unique_id=None, n_ranks=None, rank=None):
+    """Attaches a communicator to the package's default CPU context (collective).
+
+    With no arguments: MPI_COMM_WORLD (the program launched by mpirun; mpi4py used when present).
+    With ``(unique_id, n_ranks, rank)``: a NCCL communicator (not built yet: NotImplementedError).
+    Calling init() twice raises RuntimeError.
+    """
+    nccl_args = (unique_id, n_ranks, rank)
+    if any(a is not None for a in nccl_args):
+        return _init_nccl(*nccl_args)
+    with _lock:
+        if _context.distributed_context() is not None:
+            raise RuntimeError("gpuml.distributed.init() was already called in this process")
+        try:
+            from mpi4py import MPI  # noqa: F401  (initializes MPI, which gpuml then shares)
+        except ImportError:
+            pass  # gpuml_context_attach_mpi initializes MPI itself
+        context = _context.Context("cpu")
+        _lib.check(_lib.lib.gpuml_context_attach_mpi(context.handle))
+        _context.set_distributed_context(context)
+
+
+def _init_nccl(unique_id, n_ranks, rank):
+    if unique_id is None or n_ranks is None or rank is None:
+        raise TypeError("gpuml.distributed.init takes no arguments (MPI) or all of unique_id, n_ranks and rank (NCCL)")
+    if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != 128:
+        raise ValueError("gpuml.distributed.init: unique_id must be the 128 bytes of gpuml's NCCL unique id")
+    if not isinstance(n_ranks, int) or n_ranks < 1:
+        raise ValueError(f"gpuml.distributed.init: n_ranks must be an integer >= 1, got {n_ranks!r}")
+    if not isinstance(rank, int) or not 0 <= rank < n_ranks:
+        raise ValueError(f"gpuml.distributed.init: rank must be an integer in [0, {n_ranks}), got {rank!r}")
+    if not _lib.build_info().get("nccl"):
+        raise NotImplementedError(
+            "gpuml.distributed.init(unique_id, n_ranks, rank): NCCL communicators are not built yet in gpuml "
+            "(issue 7); launch with mpirun and call gpuml.distributed.init() to train on the CPU backend"
+        )
+    with _lock:
+        if _context.distributed_context() is not None:
+            raise RuntimeError("gpuml.distributed.init() was already called in this process")
+        context = _context.Context("cuda")
+        buffer = (ctypes.c_uint8 * 128).from_buffer_copy(bytes(unique_id))
+        _lib.check(_lib.lib.gpuml_context_attach_nccl(context.handle, buffer, n_ranks, rank))
+        _context.set_distributed_context(context)
+
+
+def nccl_unique_id():
+    """A new NCCL unique id (128 bytes) for init(unique_id, n_ranks, rank); NotImplementedError until NCCL is built."""
+    out = (ctypes.c_uint8 * 128)()
+    _lib.check(_lib.lib.gpuml_nccl_unique_id(out))
+    return bytes(out)
+
+
+def is_initialized():
+    """Whether init() attached a communicator in this process."""
+    return _context.distributed_context() is not None
+
+
+def _rank_and_size():
+    context = _context.distributed_context()
+    if context is None:
+        return 0, 1
+    rank, n_ranks = ctypes.c_int32(), ctypes.c_int32()
+    _lib.check(_lib.lib.gpuml_context_rank(context.handle, ctypes.byref(rank), ctypes.byref(n_ranks)))
+    return rank.value, n_ranks.value
+
+
+def rank():
+    """This process's rank (0 before init())."""
+    return _rank_and_size()[0]
+
+
+def size():
+    """The number of ranks (1 before init())."""
+    return _rank_and_size()[1]
+
+
+__all__ = ["init", "is_initialized", "nccl_unique_id", "rank", "size"]
