@@ -3,13 +3,14 @@
 // stream (independent of the thread count). Each benchmark iteration runs PageRank twice, with
 // max_iter = 1 and 1 + kIters (tol = 0, the partial result allowed), and reports the difference
 // over kIters: the per-iteration time without the graph build. CUDA inputs are copied to the
-// device before timing. Argument: the R-MAT scale (22 on CUDA: the target is <= 0.3 ms
-// per iteration on one H100/H200; 24 and 25 too; 18 on the CPU).
+// device before timing. Arguments: the R-MAT scale (22 on CUDA: the target is <= 0.3 ms
+// per iteration on one H100/H200; 24 and 25 too; 18 on the CPU) and 1 for scrambled ids.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,9 +27,11 @@ struct Edges {
   std::vector<int64_t> src, dst;
 };
 
-const Edges& rmat(int scale) {
-  static std::map<int, std::unique_ptr<Edges>> cache;
-  auto& slot = cache[scale];
+// scrambled: vertex ids through a bijection of [0, 2^scale) (an odd multiplier, then a xor), so
+// that the input numbering carries none of R-MAT's structure (Graph500 scrambles its ids).
+const Edges& rmat(int scale, bool scrambled) {
+  static std::map<std::pair<int, bool>, std::unique_ptr<Edges>> cache;
+  auto& slot = cache[{scale, scrambled}];
   if (slot) return *slot;
   auto g = std::make_unique<Edges>();
   const int64_t m = kEdgeFactor << scale;
@@ -43,6 +46,11 @@ const Edges& rmat(int scale) {
       const double r = bench::uniform_open(state);
       if (r >= ab) s |= int64_t(1) << level;
       if ((r >= a && r < ab) || r >= abc) d |= int64_t(1) << level;
+    }
+    if (scrambled) {
+      const uint64_t mask = (uint64_t(1) << scale) - 1;
+      s = static_cast<int64_t>(((static_cast<uint64_t>(s) * 0x9E3779B97F4A7C15ull) & mask) ^ (0x5DEECE66Dull & mask));
+      d = static_cast<int64_t>(((static_cast<uint64_t>(d) * 0x9E3779B97F4A7C15ull) & mask) ^ (0x5DEECE66Dull & mask));
     }
     g->src[e] = s;
     g->dst[e] = d;
@@ -68,12 +76,13 @@ gpuml::ArrayView ids_in_context(gpuml::Context& ctx, const std::vector<int64_t>&
 
 void per_iteration(benchmark::State& state, bool on_cuda) {
   const int scale = static_cast<int>(state.range(0));
+  const bool scrambled = state.range(1) != 0;
   if (on_cuda && gpuml::cuda_device_count() == 0) {
     state.SkipWithError(gpuml::built_with_cuda() ? "no CUDA device" : "built without CUDA");
     return;
   }
   try {
-    const Edges& g = rmat(scale);
+    const Edges& g = rmat(scale, scrambled);
     const int64_t n = int64_t(1) << scale, m = static_cast<int64_t>(g.src.size());
     gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
     gpuml::Buffer s_store, d_store, out_store(ctx, n * sizeof(float));
@@ -106,6 +115,7 @@ void per_iteration(benchmark::State& state, bool on_cuda) {
                                                             benchmark::Counter::kIsRate);
     state.SetItemsProcessed(m * state.iterations());  // edges per second, per iteration
     state.SetLabel(std::string(on_cuda ? "cuda" : "cpu") + " float32 R-MAT scale " + std::to_string(scale) +
+                   (scrambled ? " (ids scrambled)" : "") +
                    " n=" + std::to_string(n) + " m=" + std::to_string(m));
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -117,7 +127,15 @@ void BM_PageRankIteration_CUDA(benchmark::State& state) { per_iteration(state, t
 
 }  // namespace
 
-BENCHMARK(BM_PageRankIteration_CPU)->Arg(18)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(3);
-BENCHMARK(BM_PageRankIteration_CUDA)->Arg(22)->Arg(24)->Arg(25)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
+// Arguments: scale, and whether the ids are scrambled.
+BENCHMARK(BM_PageRankIteration_CPU)->Args({18, 0})->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(3);
+BENCHMARK(BM_PageRankIteration_CUDA)
+    ->Args({22, 0})
+    ->Args({22, 1})
+    ->Args({24, 0})
+    ->Args({25, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(5);
 
 BENCHMARK_MAIN();

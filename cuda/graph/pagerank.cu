@@ -112,6 +112,17 @@ __global__ void gather_edges_kernel(const int64_t* __restrict__ order, const int
   }
 }
 
+// keys[i] = the bit length of counts[i] (0 for none), or 0 for every vertex (identity order).
+__global__ void bucket_kernel(const unsigned long long* __restrict__ counts, int64_t n, bool none,
+                              unsigned long long* __restrict__ keys) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) keys[i] = none ? 0ull : 64 - __clzll(counts[i]);
+}
+
+__global__ void gather_counts_kernel(const unsigned long long* __restrict__ counts, const int32_t* __restrict__ old_of_new,
+                                     int64_t n, unsigned long long* __restrict__ out) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = counts[old_of_new[i]];
+}
+
 __global__ void count_out_kernel(const int64_t* __restrict__ src, int64_t m, unsigned long long* __restrict__ counts) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) atomicAdd(counts + src[e], 1ull);
 }
@@ -484,14 +495,37 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
       int count_bits = 1;
       while (count_bits < 64 && (static_cast<unsigned long long>(1) << count_bits) <= static_cast<unsigned long long>(m))
         ++count_bits;
+      // The sort key: the out-degree itself, or (GPUML_PAGERANK_ORDER=buckets) its bit length, so
+      // that vertices of similar degree keep their input order (degree-based grouping), or
+      // (=none) nothing: the input numbering. For tuning.
+      static const int order_kind = [] {
+        const char* v = std::getenv("GPUML_PAGERANK_ORDER");
+        return v == nullptr ? 0 : std::strcmp(v, "buckets") == 0 ? 1 : std::strcmp(v, "none") == 0 ? 2 : 0;
+      }();
+      Buffer keys = device(n * sizeof(unsigned long long));
+      const unsigned long long* key_in = counts.as<unsigned long long>();
+      int key_bits = count_bits;
+      if (order_kind != 0) {
+        bucket_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(counts.as<unsigned long long>(), n, order_kind == 2,
+                                                                keys.as<unsigned long long>());
+        GPUML_CUDA_CHECK_LAUNCH();
+        key_in = keys.as<unsigned long long>();
+        key_bits = 7;
+      }
       std::size_t temp_bytes = 0;
       GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
-          nullptr, temp_bytes, counts.as<unsigned long long>(), sorted_counts.as<unsigned long long>(), ids.as<int32_t>(),
-          old_of_new_.as<int32_t>(), n, 0, count_bits, res.stream));
+          nullptr, temp_bytes, key_in, sorted_counts.as<unsigned long long>(), ids.as<int32_t>(),
+          old_of_new_.as<int32_t>(), n, 0, key_bits, res.stream));
       Buffer temp = device(temp_bytes);
       GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
-          temp.data(), temp_bytes, counts.as<unsigned long long>(), sorted_counts.as<unsigned long long>(),
-          ids.as<int32_t>(), old_of_new_.as<int32_t>(), n, 0, count_bits, res.stream));
+          temp.data(), temp_bytes, key_in, sorted_counts.as<unsigned long long>(),
+          ids.as<int32_t>(), old_of_new_.as<int32_t>(), n, 0, key_bits, res.stream));
+      if (order_kind != 0) {  // the counts in the new order
+        gather_counts_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(counts.as<unsigned long long>(),
+                                                                       old_of_new_.as<int32_t>(), n,
+                                                                       sorted_counts.as<unsigned long long>());
+        GPUML_CUDA_CHECK_LAUNCH();
+      }
       invert_permutation_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(old_of_new_.as<int32_t>(), n, new_of.as<int32_t>());
       GPUML_CUDA_CHECK_LAUNCH();
     }
