@@ -353,6 +353,20 @@ gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx) {
   });
 }
 
+gpuml_status_t gpuml_context_set_memory_limit(gpuml_context_t ctx, int64_t bytes) {
+  const char* function = "gpuml_context_set_memory_limit";
+  return guarded(function, [&] { context_of(ctx, function).set_memory_limit(bytes); });
+}
+
+gpuml_status_t gpuml_context_memory_in_use(gpuml_context_t ctx, int64_t* bytes) {
+  const char* function = "gpuml_context_memory_in_use";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    require_arg(bytes, function, "bytes");
+    *bytes = context.memory_in_use();
+  });
+}
+
 gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n_ranks) {
   const char* function = "gpuml_context_rank";
   return guarded(function, [&] {

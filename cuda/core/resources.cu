@@ -160,10 +160,21 @@ std::shared_ptr<cuda::Resources> create_cuda_resources(int device_id) {
 
 void* device_allocate(cuda::Resources& res, std::size_t bytes) {
   res.activate();
+  const int64_t want = static_cast<int64_t>(bytes);
+  const int64_t before = res.bytes_in_use.fetch_add(want);
+  const int64_t limit = res.memory_limit.load();
+  if (limit > 0 && before + want > limit) {
+    res.bytes_in_use.fetch_sub(want);
+    throw Error(ErrorCode::out_of_memory, "could not allocate " + std::to_string(bytes) + " bytes on cuda:" +
+                                              std::to_string(res.device) + ": the context's memory limit is " +
+                                              std::to_string(limit) + " bytes and " + std::to_string(before) +
+                                              " are in use");
+  }
   void* p = nullptr;
   cudaError_t err = cudaMallocFromPoolAsync(&p, bytes, cuda::pool_for(res.device), res.stream);
   if (err != cudaSuccess) {
     cudaGetLastError();
+    res.bytes_in_use.fetch_sub(want);
     throw Error(err == cudaErrorMemoryAllocation ? ErrorCode::out_of_memory : ErrorCode::cuda,
                 "could not allocate " + std::to_string(bytes) + " bytes on cuda:" + std::to_string(res.device) + ": " +
                     cudaGetErrorString(err));
@@ -171,10 +182,15 @@ void* device_allocate(cuda::Resources& res, std::size_t bytes) {
   return p;
 }
 
-void device_free(cuda::Resources& res, void* ptr) noexcept {
+void device_free(cuda::Resources& res, void* ptr, std::size_t bytes) noexcept {
   cudaSetDevice(res.device);
   cudaFreeAsync(ptr, res.stream);
+  res.bytes_in_use.fetch_sub(static_cast<int64_t>(bytes));
 }
+
+void set_device_memory_limit(cuda::Resources& res, int64_t bytes) { res.memory_limit.store(bytes); }
+int64_t device_memory_limit(const cuda::Resources& res) { return res.memory_limit.load(); }
+int64_t device_memory_in_use(const cuda::Resources& res) { return res.bytes_in_use.load(); }
 
 void device_synchronize(cuda::Resources& res) {
   res.activate();

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -49,6 +50,9 @@ struct Resources {
   cudaStream_t stream = nullptr;
   int sm_count = 0;
   std::size_t l2_bytes = 0;
+  // Device memory of this context's Buffers, and its cap (0: none); Context::set_memory_limit.
+  std::atomic<int64_t> bytes_in_use{0};
+  std::atomic<int64_t> memory_limit{0};
 
   // Created on first use, bound to `stream`.
   cublasHandle_t cublas();

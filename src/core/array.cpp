@@ -98,7 +98,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 void Buffer::release() noexcept {
   if (data_) {
     if (device_.is_cuda())
-      detail::device_free(*static_cast<cuda::Resources*>(owner_.get()), data_);
+      detail::device_free(*static_cast<cuda::Resources*>(owner_.get()), data_, bytes_);
     else
       std::free(data_);
   }

@@ -80,6 +80,16 @@ void Context::attach_comm(std::shared_ptr<Comm> comm) {
   impl_->comm = std::move(comm);
 }
 
+void Context::set_memory_limit(int64_t bytes) {
+  if (!impl_->cuda) throw_error(ErrorCode::unsupported, "set_memory_limit: the memory limit is for CUDA contexts");
+  GPUML_EXPECT(bytes >= 0, "set_memory_limit: the limit must be >= 0 bytes (0: none), got " + std::to_string(bytes));
+  detail::set_device_memory_limit(*impl_->cuda, bytes);
+}
+
+int64_t Context::memory_limit() const { return impl_->cuda ? detail::device_memory_limit(*impl_->cuda) : 0; }
+
+int64_t Context::memory_in_use() const { return impl_->cuda ? detail::device_memory_in_use(*impl_->cuda) : 0; }
+
 cuda::Resources& Context::cuda_resources() const {
   if (!impl_->cuda) throw_error(ErrorCode::internal, "CUDA resources asked of a CPU context");
   return *impl_->cuda;

@@ -33,8 +33,13 @@ namespace gpuml::detail {
 // CUDA runtime plumbing behind Context and Buffer.
 int cuda_device_count_impl() noexcept;
 std::shared_ptr<cuda::Resources> create_cuda_resources(int device_id);
+// Device memory from the context's pool, counted against the context's limit (0: none): beyond
+// it, ErrorCode::out_of_memory, as when the device itself is full.
 void* device_allocate(cuda::Resources& res, std::size_t bytes);
-void device_free(cuda::Resources& res, void* ptr) noexcept;
+void device_free(cuda::Resources& res, void* ptr, std::size_t bytes) noexcept;
+void set_device_memory_limit(cuda::Resources& res, int64_t bytes);
+int64_t device_memory_limit(const cuda::Resources& res);
+int64_t device_memory_in_use(const cuda::Resources& res);
 void device_synchronize(cuda::Resources& res);
 
 // Copies `rows` rows of `row_bytes` each, the source rows `src_pitch` bytes apart, into contiguous

@@ -22,7 +22,10 @@ namespace {
 int cuda_device_count_impl() noexcept { return 0; }
 std::shared_ptr<cuda::Resources> create_cuda_resources(int) { no_cuda(); }
 void* device_allocate(cuda::Resources&, std::size_t) { no_cuda(); }
-void device_free(cuda::Resources&, void*) noexcept {}
+void device_free(cuda::Resources&, void*, std::size_t) noexcept {}
+void set_device_memory_limit(cuda::Resources&, int64_t) { no_cuda(); }
+int64_t device_memory_limit(const cuda::Resources&) { no_cuda(); }
+int64_t device_memory_in_use(const cuda::Resources&) { no_cuda(); }
 void device_synchronize(cuda::Resources&) { no_cuda(); }
 
 void copy_bytes(const Context&, void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {

@@ -563,6 +563,16 @@ int main(void) {
     CHECK_OK(gpuml_context_free(NULL)); /* like free(NULL) */
   }
 
+  /* ---- the device memory limit: CUDA contexts only ---- */
+  {
+    int64_t in_use = -1;
+    EXPECT_ERROR(gpuml_context_set_memory_limit(ctx, 1 << 20), GPUML_ERROR_UNSUPPORTED, "CUDA");
+    EXPECT_ERROR(gpuml_context_set_memory_limit(NULL, 1 << 20), GPUML_ERROR_INVALID_ARGUMENT, "ctx");
+    EXPECT_ERROR(gpuml_context_memory_in_use(ctx, NULL), GPUML_ERROR_INVALID_ARGUMENT, "bytes");
+    CHECK_OK(gpuml_context_memory_in_use(ctx, &in_use));
+    CHECK(in_use == 0);
+  }
+
   /* ---- create, parameters ---- */
   {
     const char* json = NULL;

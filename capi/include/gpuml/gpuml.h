@@ -38,6 +38,13 @@ GPUML_C_API gpuml_status_t gpuml_context_create(const char* device, gpuml_contex
 GPUML_C_API gpuml_status_t gpuml_context_free(gpuml_context_t ctx);
 GPUML_C_API gpuml_status_t gpuml_context_device(gpuml_context_t ctx, int32_t* device_type, int32_t* device_id);
 GPUML_C_API gpuml_status_t gpuml_context_synchronize(gpuml_context_t ctx);
+/* A cap on the device memory a CUDA context's work may hold at once (0: none, the default):
+ * beyond it a call returns GPUML_ERROR_OUT_OF_MEMORY, as when the device is full, and the
+ * context stays usable for smaller work. It counts gpuml's own buffers, not the CUDA libraries'
+ * internal allocations. UNSUPPORTED on a CPU context; a negative limit is INVALID_ARGUMENT.
+ * gpuml_context_memory_in_use: the bytes of the context's device buffers alive now (0 on CPU). */
+GPUML_C_API gpuml_status_t gpuml_context_set_memory_limit(gpuml_context_t ctx, int64_t bytes);
+GPUML_C_API gpuml_status_t gpuml_context_memory_in_use(gpuml_context_t ctx, int64_t* bytes);
 
 /* Distributed (SPMD) training: every rank fits the same estimator on its own rows under a
  * context that holds a communicator, and every rank ends with the same model. Attaching is

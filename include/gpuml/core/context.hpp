@@ -40,6 +40,16 @@ class GPUML_API Context {
   bool has_comm() const;  // whether one was attached
   void attach_comm(std::shared_ptr<Comm> comm);
 
+  // A cap on the device memory this context's work may hold at once (0: none, the default):
+  // an allocation beyond it fails with ErrorCode::out_of_memory, as when the device is full,
+  // and the context stays usable for smaller work. Counts gpuml's own buffers (inputs copied to
+  // the device, workspaces, fitted arrays), not the CUDA libraries' internal allocations.
+  // CUDA contexts only (ErrorCode::unsupported on a CPU context); a negative limit is
+  // ErrorCode::invalid_argument.
+  void set_memory_limit(int64_t bytes);
+  int64_t memory_limit() const;
+  int64_t memory_in_use() const;  // bytes of this context's device buffers alive now
+
   // The CUDA resources of this context (throws unless it is a CUDA context). For backends.
   cuda::Resources& cuda_resources() const;
   // Keeps this context's resources alive as long as the returned pointer lives (for buffers).
