@@ -147,8 +147,12 @@ class LeastSquares {
       : ctx_(ctx), request_(request), trace_(trace), backend_(make_linear_backend<T>(ctx)), comm_(ctx.comm()),
         row_counts_(rows), rows_(rows.rows[static_cast<std::size_t>(ctx.comm().rank())]), n_(rows.total), d_(d), t_(t),
         weight_sum_(weight_sum),
-        // scikit-learn's lstsq cutoff: singular values below eps * max(n, d) * s_max are zero.
-        rcond_(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n_, d))) {}
+        // The rank cutoff: singular values below rcond * s_max are zero, with rcond = eps * max(n,
+        // d) (NumPy's lstsq rule: margin over the rounding of s, which grows with the sums over
+        // rows) but at most sqrt(eps). Uncapped, it passed 1 past 1 / eps rows (8.4M in
+        // float32) and called every X rank 0; scikit-learn's own cutoff (scipy's lstsq) is eps.
+        rcond_(std::min(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n_, d)),
+                        std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon())))) {}
 
   // Σ w over all ranks, once prepared.
   double total_weight() const { return total_weight_; }
