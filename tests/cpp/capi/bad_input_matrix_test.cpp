@@ -514,10 +514,7 @@ TEST_P(BadInputMatrix, EveryRow) {
   // Not a structured binding: clang (C++17) cannot capture those in the lambdas below.
   const KindSpec& spec = std::get<0>(GetParam());
   const std::string& backend = std::get<1>(GetParam());
-  if (backend != "cpu" && gpuml::cuda_device_count() == 0) {
-    if (gpuml::test::cuda_required()) FAIL() << "no CUDA device, but GPUML_REQUIRE_CUDA=1 requires one";
-    GTEST_SKIP() << "no CUDA device";
-  }
+  GPUML_SKIP_UNLESS_BACKEND(backend);
   GPUML_FRESH_RNG(rng);
   const Data train = make_data(rng, 90, 4);
   const Data test = make_data(rng, 20, 4);

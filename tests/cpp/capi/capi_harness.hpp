@@ -15,6 +15,15 @@
 
 #include "gpuml/gpuml.h"
 
+// In a test body: a CUDA backend (anything but "cpu") without a device skips, or fails under
+// GPUML_REQUIRE_CUDA=1.
+#define GPUML_SKIP_UNLESS_BACKEND(backend)                                                        \
+  if ((backend) != "cpu" && ::gpuml::cuda_device_count() == 0) {                                \
+    if (::gpuml::test::cuda_required()) FAIL() << "no CUDA device, but GPUML_REQUIRE_CUDA=1 requires one"; \
+    GTEST_SKIP() << "no CUDA device";                                                            \
+  }
+
+
 namespace gpuml::test::capi {
 
 enum class Target { none, real, labels };

@@ -28,10 +28,7 @@ TEST_P(CApiDeterminism, SameRandomStateSameModel) {
   // Not a structured binding: clang (C++17) cannot capture those in the lambdas below.
   const KindSpec& spec = std::get<0>(GetParam());
   const std::string& backend = std::get<1>(GetParam());
-  if (backend != "cpu" && gpuml::cuda_device_count() == 0) {
-    if (gpuml::test::cuda_required()) FAIL() << "no CUDA device, but GPUML_REQUIRE_CUDA=1 requires one";
-    GTEST_SKIP() << "no CUDA device";
-  }
+  GPUML_SKIP_UNLESS_BACKEND(backend);
   GPUML_FRESH_RNG(rng);
   const Data train = make_data(rng, 400, 6);
   const Data test = make_data(rng, 50, 6);
