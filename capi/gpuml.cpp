@@ -314,9 +314,7 @@ gpuml_status_t gpuml_nccl_unique_id(uint8_t out[128]) {
   const char* function = "gpuml_nccl_unique_id";
   return guarded(function, [&] {
     require_arg(out, function, "out");
-    gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
-                                                   ": NCCL communicators are not implemented yet (issue 7); "
-                                                   "CPU contexts can use gpuml_context_attach_mpi");
+    gpuml::Comm::nccl_unique_id(out);
   });
 }
 
@@ -332,7 +330,7 @@ gpuml_status_t gpuml_context_attach_nccl(gpuml_context_t ctx, const uint8_t uniq
               std::to_string(rank));
     if (!context.is_cuda()) invalid(std::string(function) + ": NCCL needs a CUDA context; this one is the CPU's (use gpuml_context_attach_mpi)");
     if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
-    gpuml::throw_error(ErrorCode::unsupported, std::string(function) + ": NCCL communicators are not implemented yet (issue 7)");
+    context.attach_comm(gpuml::Comm::nccl(context, unique_id, n_ranks, rank));
   });
 }
 

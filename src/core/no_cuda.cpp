@@ -7,6 +7,7 @@
 #include "graph/pagerank_backend.hpp"
 #include "linear_model/linear_backend.hpp"
 #include "linear_model/logistic_backend.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
 #include <cstring>
@@ -77,3 +78,13 @@ template std::unique_ptr<PageRankBackend<float>> make_pagerank_cuda_backend<floa
 template std::unique_ptr<PageRankBackend<double>> make_pagerank_cuda_backend<double>(const Context&);
 
 }  // namespace gpuml::detail
+
+namespace gpuml {
+
+std::shared_ptr<Comm> Comm::nccl(const Context&, const uint8_t*, int, int) {
+  throw_error(ErrorCode::unsupported, "gpuml was built without CUDA: no NCCL communicators");
+}
+void Comm::nccl_unique_id(uint8_t*) { throw_error(ErrorCode::unsupported, "gpuml was built without CUDA: no NCCL communicators"); }
+bool built_with_nccl() noexcept { return false; }
+
+}  // namespace gpuml

@@ -5,7 +5,7 @@
 //
 // Implementations: local (1 rank; every collective is the identity, so a fit without a
 // communicator is the 1-rank case of the same code) and MPI (host memory, over a duplicate of
-// MPI_COMM_WORLD or of a caller's communicator). NCCL (device memory) is planned.
+// MPI_COMM_WORLD or of a caller's communicator) and NCCL (CUDA contexts).
 //
 // Rules: every rank calls the same collectives in the same order with matching dtypes and
 // counts (the estimators check that their inputs agree across ranks before their first
@@ -18,6 +18,8 @@
 #include "gpuml/core/export.hpp"
 
 namespace gpuml {
+
+class Context;
 
 class GPUML_API Comm {
  public:
@@ -63,9 +65,17 @@ class GPUML_API Comm {
   // MPI over (a duplicate of) any communicator, given by its Fortran handle, which is an
   // integer in every MPI: MPI_Comm_c2f(comm) in C, comm.py2f() in mpi4py. Collective.
   static std::shared_ptr<Comm> mpi_from_fortran(int64_t fortran_handle);
+  // NCCL over the GPUs of a CUDA context on every rank, from a unique id that one rank made
+  // (nccl_unique_id) and shared with the others by any means (MPI, a file, Dask, torchrun).
+  // Collective. The buffers stay host memory: each collective goes through a device scratch
+  // buffer on the context's stream. ErrorCode::unsupported when gpuml was built without NCCL.
+  static std::shared_ptr<Comm> nccl(const Context& ctx, const uint8_t unique_id[128], int n_ranks, int rank);
+  static void nccl_unique_id(uint8_t out[128]);
 };
 
 // Whether this library was built with MPI (GPUML_MPI).
 GPUML_API bool built_with_mpi() noexcept;
+// Whether this library was built with NCCL (GPUML_NCCL).
+GPUML_API bool built_with_nccl() noexcept;
 
 }  // namespace gpuml
