@@ -51,9 +51,9 @@ GPUML_C_API gpuml_status_t gpuml_context_memory_in_use(gpuml_context_t ctx, int6
  * collective (every rank calls it) and done once per context (twice is INVALID_ARGUMENT).
  * gpuml_context_attach_mpi: MPI_COMM_WORLD (initializing MPI when the program has not, and then
  * finalizing it at exit); MPI itself for CPU contexts, NCCL bootstrapped over MPI for CUDA
- * contexts (not built yet: UNSUPPORTED). UNSUPPORTED when gpuml was built without MPI.
- * gpuml_nccl_unique_id / gpuml_context_attach_nccl: NCCL communicators, for engines other than
- * MPI (rank 0 makes the id and shares it); not built yet: UNSUPPORTED after checking arguments.
+ * contexts (not yet: UNSUPPORTED). UNSUPPORTED when gpuml was built without MPI.
+ * gpuml_nccl_unique_id / gpuml_context_attach_nccl: NCCL communicators on CUDA contexts, for
+ * engines other than MPI (rank 0 makes the id and shares it); UNSUPPORTED without NCCL.
  * gpuml_context_rank: this rank and the number of ranks (0 and 1 when nothing is attached). */
 GPUML_C_API gpuml_status_t gpuml_nccl_unique_id(uint8_t out[128]);
 GPUML_C_API gpuml_status_t gpuml_context_attach_nccl(gpuml_context_t ctx, const uint8_t unique_id[128], int32_t n_ranks, int32_t rank);
