@@ -63,7 +63,10 @@ def get_context(device):
     check_device(device)
     if _distributed is not None and (device == "cpu" or (device == "auto" and not _distributed.is_cuda)):
         return _distributed
-    if _distributed is not None and _distributed.is_cuda and device in ("auto", f"cuda:{_distributed.device_id}"):
+    cuda_names = ("auto", f"cuda:{_distributed.device_id}") if _distributed is not None else ()
+    if _distributed is not None and _distributed.device_id == 0:
+        cuda_names += ("cuda",)  # "cuda" is device 0
+    if _distributed is not None and _distributed.is_cuda and device in cuda_names:
         return _distributed
     cache = getattr(_per_thread, "contexts", None)
     if cache is None:

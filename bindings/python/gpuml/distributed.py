@@ -15,14 +15,16 @@ every estimator and ``gpuml.graph.pagerank`` with ``device="cpu"`` (or ``"auto"`
 uses that context, in every thread: the package's default communicator. Attaching happens once,
 in ``init()``, so estimators created later, predictions on one rank only and the like start no
 collective of their own. A fit is collective: every rank must make the same fits in the same
-order, from one thread at a time. ``device="cuda"`` contexts stay local (1 rank): NCCL is not
-built yet, so distributed fits run on the CPU backend.
+order, from one thread at a time. ``device="cuda"`` contexts stay local (1 rank) under the MPI
+form: distributed fits run on the CPU backend.
 
 Distributed today: KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticRegression, PCA,
 TruncatedSVD and PageRank (each rank passing its share of the edges).
 
-``init(unique_id, n_ranks, rank)`` is the NCCL form (for engines other than MPI); it checks its
-arguments and raises NotImplementedError until NCCL is built.
+``init(unique_id, n_ranks, rank)`` is the NCCL form (for engines other than MPI): it attaches an
+NCCL communicator to the package's default CUDA context (``nccl_unique_id()`` on one rank makes
+the id), when gpuml was built with NCCL; otherwise NotImplementedError. It has been run with
+one rank only (the C++ test ``NcclCommGpu``); multi-GPU runs are pending.
 """
 
 import ctypes
@@ -37,7 +39,8 @@ def init(unique_id=None, n_ranks=None, rank=None):
     """Attaches a communicator to the package's default CPU context (collective).
 
     With no arguments: MPI_COMM_WORLD (the program launched by mpirun; mpi4py used when present).
-    With ``(unique_id, n_ranks, rank)``: a NCCL communicator (not built yet: NotImplementedError).
+    With ``(unique_id, n_ranks, rank)``: an NCCL communicator on the default CUDA context
+    (NotImplementedError when gpuml was built without NCCL).
     Calling init() twice raises RuntimeError.
     """
     nccl_args = (unique_id, n_ranks, rank)
@@ -66,8 +69,8 @@ def _init_nccl(unique_id, n_ranks, rank):
         raise ValueError(f"gpuml.distributed.init: rank must be an integer in [0, {n_ranks}), got {rank!r}")
     if not _lib.build_info().get("nccl"):
         raise NotImplementedError(
-            "gpuml.distributed.init(unique_id, n_ranks, rank): NCCL communicators are not built yet in gpuml "
-            "(issue 7); launch with mpirun and call gpuml.distributed.init() to train on the CPU backend"
+            "gpuml.distributed.init(unique_id, n_ranks, rank): this gpuml was built without NCCL; "
+            "launch with mpirun and call gpuml.distributed.init() to train on the CPU backend"
         )
     with _lock:
         if _context.distributed_context() is not None:
