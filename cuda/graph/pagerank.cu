@@ -1,40 +1,36 @@
-// The CUDA backend of PageRank (src/graph/pagerank_backend.hpp).
+// The CUDA backend of PageRank (src/graph/pagerank_backend.hpp): propagation blocking.
 //
-// build: the vertices are renumbered by out-degree, largest first (the ranks gathered most then
-// sit together in cache lines); the edges are sorted by new destination with CUB's radix sort
-// (stable: input order within a destination, as the CPU backend's counting sort), row offsets
-// found by binary search in the sorted keys, new source ids gathered as int32 columns (and
-// weights as values). Unweighted
-// out-degrees are integer atomic counts; weighted ones come from a second stable sort by source,
-// each vertex's weights then summed by one thread in input order (the CPU's order and bits).
-// The rows are then cut into tiles, a CUDA block's work each (CSR-Adaptive's row blocks): a run
-// of consecutive short rows holding about kTile edges-plus-rows, or one piece of kTile edges of a
-// long row (in-degree > kLongRow, the hubs of power-law graphs).
+// Why not a pull SpMV: gathering x[j] / outdeg[j] for every in-edge is one random 4-byte read
+// per edge, each its own 32-byte sector; on R-MAT scale 22 that kernel was bound by L2 traffic at
+// 0.41-0.45 ms per iteration (benchmarks/NOTES.md). Here every edge's data is streamed instead:
 //
-// iterate (no host work but the one 8-byte read of the L1 change):
-//   1. (first call only) y = x * inv_outdeg and the dangling mass, per fixed chunk of vertices,
-//      the chunks' partials summed in order by one block: dsum stays on the device;
-//   2. the pull SpMV, a tile per sub-block of kBlock threads; a block per SM holds kSubBlocks of
-//      them and a shared-memory copy of the hot ranks (y of the largest out-degrees, gathered
-//      most: the SpMV is bound by the gathers' L2 traffic). A short-row tile first gathers its
-//      edges' terms into shared memory as T (every lane busy, each with up to 12 independent
-//      loads in flight), then sums each row there in double with a group of lanes sized to
-//      the tile's row count, and writes x_new = alpha (s + dsum d_i) + (1 - alpha) p_i, the next
-//      iteration's y = x_new * inv_outdeg, and the tile's sums of |x_new - x| and of the new
-//      dangling mass. A long-row piece leaves its sum; the last of a row's pieces to
-//      finish adds them in order and finishes the row;
-//   3. a block per 2048 tiles sums their changes and dangling masses; one block adds those.
-// Every reduction has a fixed shape that depends only on the graph (not on the device), so
-// results are deterministic.
+// build: the vertices are cut into ranges of consecutive ids, each at most kRangeWidth wide (its
+// sums fit in shared memory) and holding about the same in-edges + out-edges (a block's work).
+// The edges are grouped by (range of the source c, range of the destination b), region (c, b),
+// and sorted by destination within a region, stably. Each region is padded to whole pieces of
+// kWarp slots (one warp's round) and stored twice over: the sources' offsets in their range
+// (uint16) in source-range-major order, where a range's out-edges are one contiguous stream, and
+// the destinations' offsets in destination-range-major order, where its in-edges are one. A piece
+// of the first order knows where it lies in the second.
+//
+// iterate: one kernel, one block per range b:
+//   1. the range's in-edges (a stream) add their terms (w_e x[j] / outdeg[j], written by the
+//      previous iteration) to the range's sums in shared memory, as exact fixed-point integers
+//      (int64 atomics, one per run of a destination within a warp): the sums do not depend on the
+//      order of the adds, so results are deterministic;
+//   2. x_new over the range, with the range's sums of |x_new - x| and of the new dangling mass,
+//      and y = x_new / outdeg kept in shared memory;
+//   3. the range's out-edges (a stream) write their terms y[src] * w_e for the next iteration,
+//      each piece a whole 128-byte segment at its place in destination order.
+// Then one block adds the ranges' partial sums in order. Per edge slot and iteration: the term
+// written and read and two uint16 offsets (12 bytes for float32), all in whole segments.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cuda/std/functional>
 
 #include <algorithm>
-#include <climits>
-#include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "cuda/core/kernel_util.cuh"
 #include "cuda/core/resources.cuh"
@@ -45,86 +41,235 @@
 namespace gpuml::detail {
 namespace {
 
-constexpr int64_t kChunk = 8192;  // vertices per reduction block
-constexpr int64_t kTile = 2048;   // edges plus rows per short-row tile; edges per long-row piece
-constexpr int64_t kLongRow = kTile / 2;  // rows with more edges are split into pieces
-// A short-row tile's rows all start in one kTile window of (edge offset + row index) and none is
-// longer than kLongRow, so its edges fit in kTile + kLongRow.
-constexpr int64_t kTileEdges = kTile + kLongRow;
-static_assert(kTileEdges % kBlock == 0 && kTile % kBlock == 0, "tiles are whole rounds of a block");
-
 unsigned blocks_for(int64_t threads) { return cuda::grid_for(threads, kBlock, kMaxBlocks); }
 
-// out[i] = in[i] as int32, or new_of[in[i]] when the new numbering is given.
-__global__ void narrow_kernel(const int64_t* __restrict__ in, const int32_t* __restrict__ new_of, int32_t* __restrict__ out,
-                              int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads())
-    out[i] = new_of != nullptr ? new_of[in[i]] : static_cast<int32_t>(in[i]);
-}
+// The fixed-point sums of a range, exact so that the order of the adds cannot matter: every term
+// is a share of one vertex's rank (<= 1), and every sum is at most the total rank (1).
+// - float32 terms are rounded to units of 2^-52 (a vertex of in-degree d is off by at most
+//   d 2^-53, below float32's resolution of a rank >= d 2^-29) and summed in 64 bits kept as two
+//   32-bit words, the low word's carry added to the high one: shared memory has 32-bit atomic
+//   adds, while a 64-bit one is a compare-and-swap loop (measured: 0.56 against 0.69 ms per
+//   iteration at R-MAT scale 22).
+// - float64 terms are split into units of 2^-61 and a remainder in units of 2^-93, each summed
+//   in a 64-bit word.
+template <typename T> constexpr double kUnit = sizeof(T) == 4 ? 0x1p52 : 0x1p61;
+constexpr double kRemainderUnit = 0x1p32;
+template <typename T> constexpr int kWords = sizeof(T) == 4 ? 1 : 2;  // 64-bit words per vertex
+constexpr int64_t kAccumulatorBytes = 128 * 1024;  // 224 kB (wider ranges, longer regions) measured slower
+// Vertices per range: the sums fill kAccumulatorBytes; offsets within a range fit in uint16.
+template <typename T> constexpr int64_t kRangeWidth = kAccumulatorBytes / (8 * kWords<T>);
+static_assert(kRangeWidth<float> < 0xFFFF && kRangeWidth<double> < 0xFFFF, "offsets are uint16, 0xFFFF marks padding");
 
-__global__ void iota32_kernel(int32_t* __restrict__ out, int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = static_cast<int32_t>(i);
-}
+constexpr int kThreads = 1024;  // per block of the iteration kernel: one per SM (two of 512 threads measured no faster)
+// Ranges hold about total work / (kRangesPerSm * SMs): fewer, larger ranges make longer regions
+// (the scattered writes of step 3 are whole regions), more balance the blocks. H200, R-MAT scale
+// 22 / 24 / 25, ms per iteration: 1: 0.43 / 1.70 / 3.42, 2: 0.384 / 1.48 / 2.86, 3: 0.39 / 1.44 /
+// 2.90, 4: 0.407 / 1.48 / 2.91, 8: 0.47 / 1.60 / 3.19.
+constexpr int kRangesPerSm = 2;
+constexpr uint16_t kNoVertex = 0xFFFF;  // the destination offset of a padding slot (> any offset)
 
-__global__ void invert_permutation_kernel(const int32_t* __restrict__ old_of_new, int64_t n, int32_t* __restrict__ new_of) {
-  for (int64_t v = global_thread(); v < n; v += grid_threads()) new_of[old_of_new[v]] = static_cast<int32_t>(v);
-}
-
-// to_new: out[v] = in[old_of_new[v]]; else out[old_of_new[v]] = in[v].
+// Adds a sum of terms, in fixed point (whole units and, for float64, the remainder), to vertex
+// `to` of the range's sums.
 template <typename T>
-__global__ void permute_kernel(const T* __restrict__ in, const int32_t* __restrict__ old_of_new, int64_t n, bool to_new,
-                               T* __restrict__ out) {
-  for (int64_t v = global_thread(); v < n; v += grid_threads()) {
-    if (to_new)
-      out[v] = in[old_of_new[v]];
-    else
-      out[old_of_new[v]] = in[v];
+__device__ __forceinline__ void add_fixed(unsigned long long* sums, int to, long long whole, long long rest) {
+  if (to == kNoVertex) return;
+  if constexpr (kWords<T> == 1) {
+    unsigned* words = reinterpret_cast<unsigned*>(sums);  // [low words | high words]
+    const unsigned low = static_cast<unsigned>(whole), high = static_cast<unsigned>(static_cast<unsigned long long>(whole) >> 32);
+    const unsigned old = atomicAdd(words + to, low);
+    const unsigned carry = old + low < old ? 1u : 0u;
+    if (high + carry != 0u) atomicAdd(words + kRangeWidth<T> + to, high + carry);
+  } else {
+    atomicAdd(sums + to, static_cast<unsigned long long>(whole));
+    atomicAdd(sums + kRangeWidth<T> + to, static_cast<unsigned long long>(rest));
   }
+}
+
+// Adds a lane's consecutive slots of a piece (sorted by destination, padding last): equal
+// destinations are summed first, so a hub's in-edges cost an atomic per lane, not per edge.
+template <typename T, int kSlots>
+__device__ __forceinline__ void add_slots(unsigned long long* sums, const uint16_t (&to)[kSlots], const T (&term)[kSlots]) {
+  int key = to[0];
+  long long whole = 0, rest = 0;
+#pragma unroll
+  for (int j = 0; j < kSlots; ++j) {
+    long long w = 0, r = 0;
+    if constexpr (kWords<T> == 1) {
+      w = __float2ll_rn(term[j] * static_cast<float>(kUnit<T>));  // exact product: a power of two
+    } else {
+      const double scaled = term[j] * kUnit<T>;
+      w = __double2ll_rd(scaled);
+      r = __double2ll_rn((scaled - static_cast<double>(w)) * kRemainderUnit);
+    }
+    if (to[j] != key) {
+      add_fixed<T>(sums, key, whole, rest);
+      key = to[j];
+      whole = 0;
+      rest = 0;
+    }
+    whole += w;
+    rest += r;
+  }
+  add_fixed<T>(sums, key, whole, rest);
+}
+
+template <typename T>
+__device__ __forceinline__ double sum_of(const unsigned long long* sums, int v) {
+  if constexpr (kWords<T> == 1) {
+    const unsigned* words = reinterpret_cast<const unsigned*>(sums);
+    return static_cast<double>((static_cast<unsigned long long>(words[kRangeWidth<T> + v]) << 32) | words[v]) / kUnit<T>;
+  } else {
+    return static_cast<double>(static_cast<long long>(sums[v])) / kUnit<T> +
+           static_cast<double>(static_cast<long long>(sums[kRangeWidth<T> + v])) / (kUnit<T> * kRemainderUnit);
+  }
+}
+
+// Fixed-order sum over the kThreads threads of a block (scratch: kWarp doubles); valid in thread 0.
+__device__ inline double block_total(double v, double* scratch) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  double total = 0.0;
+  if (warp == 0) {
+    total = lane < kThreads / kWarp ? scratch[lane] : 0.0;
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) total += __shfl_down_sync(0xffffffffu, total, offset);
+  }
+  __syncthreads();
+  return total;
+}
+
+// ---- build kernels ----------------------------------------------------------------------------
+
+__global__ void count_kernel(const int64_t* __restrict__ ids, int64_t m, unsigned long long* __restrict__ counts) {
+  for (int64_t e = global_thread(); e < m; e += grid_threads()) atomicAdd(counts + ids[e], 1ull);
+}
+
+// work[v] = in-degree + out-degree + 1: a vertex's share of a block's iteration work.
+__global__ void work_kernel(const unsigned long long* __restrict__ in, const unsigned long long* __restrict__ out, int64_t n,
+                            unsigned long long* __restrict__ work) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) work[v] = in[v] + out[v] + 1;
+}
+
+// starts[v] = 1 where a range starts: at vertex 0, at every multiple of width, and where the work
+// before v crosses a multiple of target (before[v] = the work of vertices < v).
+__global__ void range_starts_kernel(const unsigned long long* __restrict__ before, int64_t n, int64_t width,
+                                    unsigned long long target, int32_t* __restrict__ starts) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads())
+    starts[v] = v % width == 0 || before[v] / target != before[v - 1] / target ? 1 : 0;
+}
+
+// With index = the inclusive scan of starts: range_of[v] = index[v] - 1, and first[r] = the first
+// vertex of range r (first[count] = n, written by the caller).
+__global__ void range_of_kernel(const int32_t* __restrict__ starts, const int32_t* __restrict__ index, int64_t n,
+                                int32_t* __restrict__ range_of, int32_t* __restrict__ first) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) {
+    range_of[v] = index[v] - 1;
+    if (starts[v]) first[index[v] - 1] = static_cast<int32_t>(v);
+  }
+}
+
+// keys[e] = (region << 16) + the destination's offset in its range, the region being range of
+// src * ranges + range of dst (source-range major): edges sorted by region, and by destination
+// within a region (add_terms needs that).
+__global__ void region_keykernel(const int64_t* __restrict__ src, const int64_t* __restrict__ dst,
+                                  const int32_t* __restrict__ range_of, const int32_t* __restrict__ first, int64_t m,
+                                  unsigned long long ranges, unsigned long long* __restrict__ keys) {
+  for (int64_t e = global_thread(); e < m; e += grid_threads()) {
+    const int32_t to = range_of[dst[e]];
+    const unsigned long long region = static_cast<unsigned long long>(range_of[src[e]]) * ranges + to;
+    keys[e] = (region << 16) + static_cast<unsigned long long>(dst[e] - first[to]);
+  }
+}
+
+__global__ void vertex_key_kernel(const int64_t* __restrict__ ids, int64_t m, unsigned long long* __restrict__ keys) {
+  for (int64_t e = global_thread(); e < m; e += grid_threads()) keys[e] = static_cast<unsigned long long>(ids[e]);
 }
 
 __global__ void iota_kernel(int64_t* __restrict__ out, int64_t n) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = i;
 }
 
-// offsets[v] = first e with sorted[e] >= v, for v in [0, n].
-__global__ void offsets_kernel(const int32_t* __restrict__ sorted, int64_t m, int64_t n, int64_t* __restrict__ offsets) {
-  for (int64_t v = global_thread(); v <= n; v += grid_threads()) {
-    int64_t lo = 0, hi = m;
+// bounds[k] = first i with sorted[i] >= k * step, for k in [0, count]: where each key run starts.
+__global__ void lower_bounds_kernel(const unsigned long long* __restrict__ sorted, int64_t len, unsigned long long step,
+                                    int64_t count, int64_t* __restrict__ bounds) {
+  for (int64_t k = global_thread(); k <= count; k += grid_threads()) {
+    const unsigned long long key = static_cast<unsigned long long>(k) * step;
+    int64_t lo = 0, hi = len;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (sorted[mid] < v)
+      if (sorted[mid] < key)
         lo = mid + 1;
       else
         hi = mid;
     }
-    offsets[v] = lo;
+    bounds[k] = lo;
   }
 }
 
-template <typename T>
-__global__ void gather_edges_kernel(const int64_t* __restrict__ order, const int64_t* __restrict__ src,
-                                    const int32_t* __restrict__ new_of, const T* __restrict__ weights, int64_t m,
-                                    int32_t* __restrict__ col, T* __restrict__ val) {
+// starts[e] = 1 where a new region begins in the sorted keys.
+__global__ void run_starts_kernel(const unsigned long long* __restrict__ sorted, int64_t m, int32_t* __restrict__ starts) {
+  for (int64_t e = global_thread(); e < m; e += grid_threads())
+    starts[e] = e == 0 || sorted[e] >> 16 != sorted[e - 1] >> 16 ? 1 : 0;
+}
+
+// For each region q (index = inclusive scan of starts): its first edge, its key, and its key
+// transposed to destination-range major (dst range * ranges + src range).
+__global__ void regions_kernel(const unsigned long long* __restrict__ sorted, const int32_t* __restrict__ starts,
+                               const int64_t* __restrict__ index, int64_t m, unsigned long long ranges,
+                               int64_t* __restrict__ region_first, unsigned long long* __restrict__ key,
+                               unsigned long long* __restrict__ by_dst_key) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) {
-    const int64_t from = order[e];
-    col[e] = new_of[src[from]];
-    if (weights != nullptr) val[e] = weights[from];
+    if (!starts[e]) continue;
+    const int64_t q = index[e] - 1;
+    const unsigned long long region = sorted[e] >> 16;
+    region_first[q] = e;
+    key[q] = region;
+    by_dst_key[q] = (region % ranges) * ranges + region / ranges;
   }
 }
 
-// keys[i] = the bit length of counts[i] (0 for none), or 0 for every vertex (identity order).
-__global__ void bucket_kernel(const unsigned long long* __restrict__ counts, int64_t n, bool none,
-                              unsigned long long* __restrict__ keys) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) keys[i] = none ? 0ull : 64 - __clzll(counts[i]);
+// pieces[q] = region q's edges in whole pieces of kWarp slots.
+__global__ void piece_counts_kernel(const int64_t* __restrict__ region_first, int64_t regions, int64_t* __restrict__ pieces) {
+  for (int64_t q = global_thread(); q < regions; q += grid_threads())
+    pieces[q] = ceil_div(region_first[q + 1] - region_first[q], kWarp);
 }
 
-__global__ void gather_counts_kernel(const unsigned long long* __restrict__ counts, const int32_t* __restrict__ old_of_new,
-                                     int64_t n, unsigned long long* __restrict__ out) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = counts[old_of_new[i]];
+// out[k] = values[at[k]] (gather), or out[at[k]] = values[k] (scatter).
+__global__ void gather_kernel(const int64_t* __restrict__ values, const int64_t* __restrict__ at, int64_t count,
+                              int64_t* __restrict__ out) {
+  for (int64_t k = global_thread(); k < count; k += grid_threads()) out[k] = values[at[k]];
+}
+__global__ void scatter_kernel(const int64_t* __restrict__ values, const int64_t* __restrict__ at, int64_t count,
+                               int64_t* __restrict__ out) {
+  for (int64_t k = global_thread(); k < count; k += grid_threads()) out[at[k]] = values[k];
 }
 
-__global__ void count_out_kernel(const int64_t* __restrict__ src, int64_t m, unsigned long long* __restrict__ counts) {
-  for (int64_t e = global_thread(); e < m; e += grid_threads()) atomicAdd(counts + src[e], 1ull);
+// position[p] = where source-major piece p lies in destination-major order (region q's pieces
+// start at piece src_major[q] and dst_major[q] in the two orders).
+__global__ void piece_positions_kernel(const int64_t* __restrict__ src_major, const int64_t* __restrict__ dst_major,
+                                       int64_t regions, int64_t* __restrict__ position) {
+  for (int64_t q = global_thread(); q < regions; q += grid_threads())
+    for (int64_t k = 0; k < src_major[q + 1] - src_major[q]; ++k) position[src_major[q] + k] = dst_major[q] + k;
+}
+
+// Edge e of the sorted order (region index[e] - 1) into its slot in both orders: its source's
+// offset and weight source-major, its destination's offset destination-major.
+template <typename T>
+__global__ void place_edges_kernel(const int64_t* __restrict__ order, const int64_t* __restrict__ index,
+                                   const int64_t* __restrict__ region_first, const int64_t* __restrict__ src_major,
+                                   const int64_t* __restrict__ dst_major, const int64_t* __restrict__ src,
+                                   const int64_t* __restrict__ dst, const T* __restrict__ weights,
+                                   const int32_t* __restrict__ range_of, const int32_t* __restrict__ first, int64_t m,
+                                   uint16_t* __restrict__ src_offset, uint16_t* __restrict__ dst_offset, T* __restrict__ val) {
+  for (int64_t e = global_thread(); e < m; e += grid_threads()) {
+    const int64_t q = index[e] - 1, i = e - region_first[q], from = order[e];
+    const int64_t s = src[from], d = dst[from];
+    const int64_t slot = src_major[q] * kWarp + i;
+    src_offset[slot] = static_cast<uint16_t>(s - first[range_of[s]]);
+    if (weights != nullptr) val[slot] = weights[from];
+    dst_offset[dst_major[q] * kWarp + i] = static_cast<uint16_t>(d - first[range_of[d]]);
+  }
 }
 
 // inv[v] = 1 / outdeg[v] (0 when the out-degree is 0); counts the dangling vertices.
@@ -138,7 +283,8 @@ __global__ void inverse_count_kernel(const unsigned long long* __restrict__ coun
   }
 }
 
-// Weighted out-degrees: vertex v's edges are order[offsets[v] .. offsets[v+1]) (input order).
+// Weighted out-degrees: vertex v's edges are order[offsets[v] .. offsets[v+1]) (input order),
+// their weights summed in that order by one thread (the CPU backend's order and bits).
 template <typename T>
 __global__ void inverse_weighted_kernel(const int64_t* __restrict__ offsets, const int64_t* __restrict__ order,
                                         const T* __restrict__ weights, int64_t n, T* __restrict__ inv,
@@ -151,70 +297,7 @@ __global__ void inverse_weighted_kernel(const int64_t* __restrict__ offsets, con
   }
 }
 
-// Tiles per row: ceil(len / kTile) for a long row; for a short row 1 if it starts a tile (the
-// first row, the row after a long one, or the first in a new kTile window of offset + index), else 0.
-__global__ void tile_counts_kernel(const int64_t* __restrict__ row_ptr, int64_t n, int32_t* __restrict__ counts) {
-  for (int64_t r = global_thread(); r <= n; r += grid_threads()) {
-    if (r == n) {
-      counts[r] = 0;
-      continue;
-    }
-    const int64_t len = row_ptr[r + 1] - row_ptr[r];
-    if (len > kLongRow) {
-      counts[r] = static_cast<int32_t>(ceil_div(len, kTile));
-    } else {
-      bool start = r == 0;
-      if (!start) {
-        const int64_t previous = row_ptr[r] - row_ptr[r - 1];
-        start = previous > kLongRow || (row_ptr[r] + r) / kTile != (row_ptr[r - 1] + r - 1) / kTile;
-      }
-      counts[r] = start ? 1 : 0;
-    }
-  }
-}
-
-// tile_row[t] = the tile's first row; tile_piece[t] = its piece of a long row, or -1.
-__global__ void tile_scatter_kernel(const int64_t* __restrict__ row_ptr, const int32_t* __restrict__ counts,
-                                    const int32_t* __restrict__ offsets, int64_t n, int32_t* __restrict__ tile_row,
-                                    int32_t* __restrict__ tile_piece) {
-  for (int64_t r = global_thread(); r < n; r += grid_threads()) {
-    const int32_t count = counts[r];
-    if (count == 0) continue;
-    const bool long_row = row_ptr[r + 1] - row_ptr[r] > kLongRow;
-    for (int32_t k = 0; k < count; ++k) {
-      tile_row[offsets[r] + k] = static_cast<int32_t>(r);
-      tile_piece[offsets[r] + k] = long_row ? k : -1;
-    }
-  }
-}
-
-// Block b: y = x * inv over chunk b, and the chunk's dangling mass into partials[b].
-template <typename T>
-__global__ void __launch_bounds__(kBlock) prepare_kernel(const T* __restrict__ x, const T* __restrict__ inv, int64_t n,
-                                                         T* __restrict__ y, double* __restrict__ partials) {
-  __shared__ double shared[kBlock];
-  const int64_t begin = blockIdx.x * kChunk;
-  const int64_t end = min(n, begin + kChunk);
-  double mass = 0.0;
-  for (int64_t v = begin + threadIdx.x; v < end; v += kBlock) {
-    const T xv = x[v];
-    const T iv = inv[v];
-    y[v] = xv * iv;
-    if (iv == T(0)) mass += static_cast<double>(xv);
-  }
-  const double total = block_sum(mass, shared);
-  if (threadIdx.x == 0) partials[blockIdx.x] = total;
-}
-
-// One block: *out = sum of partials[0..count), in a fixed order.
-__global__ void __launch_bounds__(kBlock) finish_kernel(const double* __restrict__ partials, int64_t count,
-                                                        double* __restrict__ out) {
-  __shared__ double shared[kBlock];
-  double s = 0.0;
-  for (int64_t i = threadIdx.x; i < count; i += kBlock) s += partials[i];
-  const double total = block_sum(s, shared);
-  if (threadIdx.x == 0) *out = total;
-}
+// ---- the iteration ----------------------------------------------------------------------------
 
 template <typename T>
 __device__ __forceinline__ T combine(double s, int64_t i, const T* p, const T* dangling, const double* dsum, double alpha,
@@ -224,186 +307,133 @@ __device__ __forceinline__ T combine(double s, int64_t i, const T* p, const T* d
   return static_cast<T>(alpha * (s + *dsum * di) + (1.0 - alpha) * pi);
 }
 
+template <typename T>
 struct IterateArgs {
-  const int64_t* row_ptr;
-  const int32_t* col;
-  const int32_t* tile_row;
-  const int32_t* tile_piece;
-  int64_t tiles;
-  double alpha;
-  double uniform;
-  const double* dsum;
-  int64_t hot;  // vertices [0, hot) are gathered from shared memory
+  const int32_t* first;         // ranges + 1: each range's first vertex
+  const int64_t* out_pieces;    // ranges + 1: range c's out-edges are source-major pieces [out_pieces[c], out_pieces[c + 1])
+  const int64_t* in_pieces;     // ranges + 1: range b's in-edges are destination-major pieces [in_pieces[b], in_pieces[b + 1])
+  const int64_t* position;      // per source-major piece: its place in destination-major order
+  const uint16_t* src_offset;   // per source-major slot
+  const uint16_t* dst_offset;   // per destination-major slot (kNoVertex: padding)
+  const T* weight;              // per source-major slot, or nullptr
+  const T* terms;               // per destination-major slot: this iteration's terms (from x)
+  T* next_terms;                // ... the next iteration's (from x_new)
+  const T* x;
+  T* x_new;                     // nullptr: only write the terms of x and the dangling mass of x
+  const T* p;
+  const T* dangling;
+  const T* inv;
+  const double* dsum;           // the dangling mass of x
+  double alpha, uniform;
+  double* partials;             // 2 per range: sum |x_new - x|, the dangling mass of x_new (or x)
 };
 
-// The SpMV kernel runs one block per SM of kSubBlocks independent sub-blocks of kBlock threads
-// (a tile each at a time, with their own barriers), which share a copy of the hot ranks in
-// shared memory: y[0, hot), the vertices of largest out-degree, gathered most (on R-MAT scale
-// 22, the first 16k sources are the sources of 42% of the edges). The SpMV is bound by L2 traffic, mostly the
-// gathers' sectors; hits in shared memory take them off L2 (hot_vertices() has the measurements).
-constexpr int kSubBlocks = 4;
-
-// The sub-block's barrier (named barrier 1 + sub; barrier 0 is __syncthreads).
-__device__ __forceinline__ void sub_sync(int sub) { asm volatile("bar.sync %0, %1;" ::"r"(sub + 1), "r"(kBlock) : "memory"); }
-
-// block_sum over a sub-block's kBlock threads (lane tid), the same order of adds.
-__device__ inline double sub_sum(double v, double* shared, int tid, int sub) {
-  shared[tid] = v;
-  sub_sync(sub);
-  for (int width = kBlock / 2; width > 0; width /= 2) {
-    if (tid < width) shared[tid] += shared[tid + width];
-    sub_sync(sub);
-  }
-  return shared[0];
-}
-
-// terms[k] for edges begin + tid + k * kBlock < end (k < kPer): all column loads first, then
-// all gathers, so that each thread has kPer independent loads in flight. The terms are y
-// (exact) or weight * y, rounded to T; hot sources come from shared memory. The columns and
-// weights are read once: they bypass L1.
-template <int kPer, typename T>
-__device__ __forceinline__ void gather_terms(const T* __restrict__ val, const T* __restrict__ y, const T* hot_y,
-                                             int64_t hot, const int32_t* __restrict__ col, int64_t begin, int64_t end,
-                                             int tid, T (&terms)[kPer]) {
-  int32_t c[kPer];
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    const int64_t e = begin + tid + int64_t(k) * kBlock;
-    c[k] = e < end ? __ldcg(col + e) : -1;
-  }
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    const int64_t e = begin + tid + int64_t(k) * kBlock;
-    T g = T(0);
-    if (c[k] >= 0) g = c[k] < hot ? hot_y[c[k]] : __ldg(y + c[k]);
-    terms[k] = c[k] >= 0 && val != nullptr ? __ldcg(val + e) * g : g;
-  }
-}
-
-// Dynamic shared memory of tiles_kernel: per sub-block the tile's terms (kTileEdges T) and a
-// reduction buffer (kBlock doubles), then the hot ranks.
 template <typename T>
-constexpr int64_t tile_shared_bytes() {
-  return kSubBlocks * (kTileEdges * static_cast<int64_t>(sizeof(T)) + kBlock * static_cast<int64_t>(sizeof(double)));
-}
-
-// Sub-block s of block b takes tiles b * kSubBlocks + s, then every gridDim.x * kSubBlocks-th.
-// Writes x_new for short rows, piece_sums[t] for long-row pieces, and changes[t] = sum of
-// |x_new - x| over the tile's short rows. kTile = 1024 measured slower (with a 256-thread block
-// per tile and no hot cache).
-template <typename T>
-__global__ void __launch_bounds__(kBlock* kSubBlocks, 1)
-    tiles_kernel(IterateArgs a, const T* __restrict__ val, const T* __restrict__ y, const T* __restrict__ x,
-                 const T* __restrict__ p, const T* __restrict__ dangling, const T* __restrict__ inv, T* __restrict__ x_new,
-                 T* __restrict__ y_next, double* __restrict__ piece_sums, double* __restrict__ changes,
-                 double* __restrict__ masses, int* __restrict__ counters) {
-  constexpr int kPerTile = kTileEdges / kBlock, kPerPiece = kTile / kBlock;
-  extern __shared__ double dynamic_shared[];
-  const int sub = threadIdx.x / kBlock, tid = threadIdx.x % kBlock;
-  double* shared = dynamic_shared + sub * kBlock;
-  T* terms = reinterpret_cast<T*>(dynamic_shared + kSubBlocks * kBlock) + sub * kTileEdges;
-  T* hot_y = reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(dynamic_shared) + tile_shared_bytes<T>());
-  for (int64_t v = threadIdx.x; v < a.hot; v += blockDim.x) hot_y[v] = y[v];
-  __syncthreads();
-  for (int64_t t = int64_t(blockIdx.x) * kSubBlocks + sub; t < a.tiles; t += int64_t(gridDim.x) * kSubBlocks) {
-    const int64_t r0 = a.tile_row[t];
-    const int32_t piece = a.tile_piece[t];
-    if (piece >= 0) {
-      const int64_t begin = a.row_ptr[r0] + piece * kTile;
-      const int64_t end = min(a.row_ptr[r0 + 1], begin + kTile);
-      T mine[kPerPiece];
-      gather_terms<kPerPiece>(val, y, hot_y, a.hot, a.col, begin, end, tid, mine);
-      double s = 0.0;
+__global__ void __launch_bounds__(kThreads, 1) iterate_kernel(IterateArgs<T> a) {
+  extern __shared__ unsigned long long sums[];  // the range's fixed-point sums, then its y (as T)
+  __shared__ double scratch[kWarp];
+  constexpr int kWarps = kThreads / kWarp;
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const int64_t b = blockIdx.x;
+  const int64_t begin = a.first[b];
+  const int width = static_cast<int>(a.first[b + 1] - begin);
+  double change = 0.0, mass = 0.0;
+  if (a.x_new != nullptr) {
+    for (int v = tid; v < kWords<T> * kRangeWidth<T>; v += kThreads) sums[v] = 0ull;
+    __syncthreads();
+    // 1. The in-edges' terms: a lane takes kSlotsIn consecutive slots of a piece, a warp
+    //    kRoundsIn * kWarp / kLanesIn pieces at a time (the loads in flight bound this loop).
+    constexpr int kSlotsIn = 4, kLanesIn = kWarp / kSlotsIn, kRoundsIn = 4, kPiecesPerRound = kWarp / kLanesIn;
+    const int64_t end = a.in_pieces[b + 1];
+    for (int64_t base = a.in_pieces[b] + int64_t(warp) * kRoundsIn * kPiecesPerRound; base < end;
+         base += int64_t(kWarps) * kRoundsIn * kPiecesPerRound) {
+      alignas(8) uint16_t to[kRoundsIn][kSlotsIn];
+      alignas(16) T term[kRoundsIn][kSlotsIn];
 #pragma unroll
-      for (int k = 0; k < kPerPiece; ++k) s += static_cast<double>(mine[k]);
-      const double total = sub_sum(s, shared, tid, sub);
-      if (tid == 0) {
-        piece_sums[t] = total;
-        changes[t] = 0.0;
-        masses[t] = 0.0;
-        // The sub-block that adds the row's last piece (whichever finishes last) adds the pieces
-        // in order and finishes the row; it leaves the counter at 0 for the next iteration.
-        const int64_t first = t - piece;
-        const int pieces = static_cast<int>(ceil_div(a.row_ptr[r0 + 1] - a.row_ptr[r0], kTile));
-        __threadfence();
-        if (atomicAdd(counters + first, 1) == pieces - 1) {
-          __threadfence();
-          double row_sum = 0.0;
-          for (int k = 0; k < pieces; ++k) row_sum += __ldcg(piece_sums + first + k);
-          counters[first] = 0;
-          const T xv = combine(row_sum, r0, p, dangling, a.dsum, a.alpha, a.uniform);
-          x_new[r0] = xv;
-          const T iv = inv[r0];
-          y_next[r0] = xv * iv;
-          __stcg(changes + first, fabs(static_cast<double>(xv) - static_cast<double>(x[r0])));
-          __stcg(masses + first, iv == T(0) ? static_cast<double>(xv) : 0.0);
+      for (int r = 0; r < kRoundsIn; ++r) {
+        const int64_t piece = base + r * kPiecesPerRound + lane / kLanesIn;
+        const int64_t slot = piece * kWarp + (lane % kLanesIn) * kSlotsIn;
+        if (piece < end) {
+          *reinterpret_cast<uint2*>(to[r]) = __ldcs(reinterpret_cast<const uint2*>(a.dst_offset + slot));
+#pragma unroll
+          for (int k = 0; k < int(sizeof(term[r]) / sizeof(uint4)); ++k)
+            reinterpret_cast<uint4*>(term[r])[k] = __ldcs(reinterpret_cast<const uint4*>(a.terms + slot) + k);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kSlotsIn; ++j) {
+            to[r][j] = kNoVertex;
+            term[r][j] = T(0);
+          }
         }
       }
-      sub_sync(sub);  // shared[] is reused by the next tile
-      continue;
-    }
-    const int64_t r1 = a.tile_row[t + 1];  // the next tile's first row (tile_row[tiles] = n)
-    const int64_t e0 = a.row_ptr[r0], e1 = a.row_ptr[r1];
-    {
-      T mine[kPerTile];
-      gather_terms<kPerTile>(val, y, hot_y, a.hot, a.col, e0, e1, tid, mine);
 #pragma unroll
-      for (int k = 0; k < kPerTile; ++k) terms[tid + k * kBlock] = mine[k];
+      for (int r = 0; r < kRoundsIn; ++r) add_slots<T, kSlotsIn>(sums, to[r], term[r]);
     }
-    sub_sync(sub);
-    // Groups of `group` lanes, one row each; the loop bound is uniform across the sub-block so
-    // that every lane reaches the shuffles.
-    const int64_t rows = r1 - r0;
-    int group = 1;
-    while (group < kWarp && rows * group * 2 <= kBlock) group *= 2;
-    const int lane = tid % group;
-    const int64_t groups = kBlock / group;
-    double change = 0.0, mass = 0.0;
-    for (int64_t base = 0; base < rows; base += groups) {
-      const int64_t r = r0 + base + tid / group;
-      double s = 0.0;
-      if (r < r1)
-        for (int64_t e = a.row_ptr[r] + lane; e < a.row_ptr[r + 1]; e += group) s += static_cast<double>(terms[e - e0]);
-      for (int offset = group / 2; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset, group);
-      if (r < r1 && lane == 0) {
-        const T xv = combine(s, r, p, dangling, a.dsum, a.alpha, a.uniform);
-        x_new[r] = xv;
-        change += fabs(static_cast<double>(xv) - static_cast<double>(x[r]));
-        const T iv = inv[r];
-        y_next[r] = xv * iv;
-        if (iv == T(0)) mass += static_cast<double>(xv);
-      }
-    }
-    const double total = sub_sum(change, shared, tid, sub);
-    if (tid == 0) changes[t] = total;
-    sub_sync(sub);
-    const double total_mass = sub_sum(mass, shared, tid, sub);
-    if (tid == 0) masses[t] = total_mass;
-    sub_sync(sub);  // terms[] and shared[] are reused by the next tile
+    __syncthreads();
   }
-}
-
-constexpr int64_t kTileSumsChunk = 8 * kBlock;  // tiles per block of tile_sums_kernel
-
-// Block b: the sums of changes[] and masses[] over tiles [b * kTileSumsChunk, (b + 1) *
-// kTileSumsChunk) into partials[2b], partials[2b + 1].
-__global__ void __launch_bounds__(kBlock) tile_sums_kernel(const double* __restrict__ changes,
-                                                           const double* __restrict__ masses, int64_t tiles,
-                                                           double* __restrict__ partials) {
-  __shared__ double shared[kBlock];
-  double change = 0.0, mass = 0.0;
-  for (int k = 0; k < kTileSumsChunk / kBlock; ++k) {
-    const int64_t t = blockIdx.x * kTileSumsChunk + k * kBlock + threadIdx.x;
-    if (t < tiles) {
-      change += changes[t];
-      mass += masses[t];
+  // 2. The range's x_new, and y for its out-edges: y[v] takes the place of vertex v's first sum
+  //    word (a thread reads and writes only its own vertices' words).
+  T* y_shared = reinterpret_cast<T*>(sums);
+  for (int v = tid; v < width; v += kThreads) {
+    const int64_t i = begin + v;
+    T xv = a.x[i];
+    if (a.x_new != nullptr) {
+      const T updated = combine(sum_of<T>(sums, v), i, a.p, a.dangling, a.dsum, a.alpha, a.uniform);
+      a.x_new[i] = updated;
+      change += fabs(static_cast<double>(updated) - static_cast<double>(xv));
+      xv = updated;
     }
+    const T iv = a.inv[i];
+    y_shared[v] = xv * iv;
+    if (iv == T(0)) mass += static_cast<double>(xv);
   }
-  const double total_change = block_sum(change, shared);
-  if (threadIdx.x == 0) partials[2 * blockIdx.x] = total_change;
   __syncthreads();
-  const double total_mass = block_sum(mass, shared);
-  if (threadIdx.x == 0) partials[2 * blockIdx.x + 1] = total_mass;
+  // 3. The out-edges' terms for the next iteration, each piece to its place in destination order:
+  //    a lane takes kSlotsOut consecutive slots of a piece (one 8-byte load of source offsets, one
+  //    16-byte store of float32 terms: the lanes of a store fill whole sectors), a warp kWarp
+  //    pieces at a time.
+  constexpr int kSlotsOut = 4, kLanesOut = kWarp / kSlotsOut, kPiecesPerRound = kWarp / kLanesOut;
+  constexpr int kRoundsOut = kWarp / kPiecesPerRound;  // a lane fetches one piece's position
+  const int64_t end = a.out_pieces[b + 1];
+  for (int64_t base = a.out_pieces[b] + int64_t(warp) * kWarp; base < end; base += int64_t(kWarps) * kWarp) {
+    const int64_t place = base + lane < end ? __ldcs(a.position + base + lane) : 0;
+    alignas(8) uint16_t from[kRoundsOut][kSlotsOut];
+#pragma unroll
+    for (int r = 0; r < kRoundsOut; ++r) {
+      const int64_t piece = base + r * kPiecesPerRound + lane / kLanesOut;
+      *reinterpret_cast<uint2*>(from[r]) =
+          piece < end ? __ldcs(reinterpret_cast<const uint2*>(a.src_offset + piece * kWarp + (lane % kLanesOut) * kSlotsOut))
+                      : make_uint2(0, 0);
+    }
+#pragma unroll
+    for (int r = 0; r < kRoundsOut; ++r) {
+      const int within = r * kPiecesPerRound + lane / kLanesOut;
+      const int64_t to = __shfl_sync(0xffffffffu, place, within);
+      if (base + within >= end) continue;
+      const int64_t src_slot = (base + within) * kWarp + (lane % kLanesOut) * kSlotsOut;
+      const int64_t dst_slot = to * kWarp + (lane % kLanesOut) * kSlotsOut;
+      alignas(16) T out[kSlotsOut];
+#pragma unroll
+      for (int j = 0; j < kSlotsOut; ++j) out[j] = y_shared[from[r][j]];
+      if (a.weight != nullptr) {
+        alignas(16) T w[kSlotsOut];
+#pragma unroll
+        for (int k = 0; k < int(sizeof(w) / sizeof(uint4)); ++k)
+          reinterpret_cast<uint4*>(w)[k] = __ldcs(reinterpret_cast<const uint4*>(a.weight + src_slot) + k);
+#pragma unroll
+        for (int j = 0; j < kSlotsOut; ++j) out[j] = w[j] * out[j];
+      }
+#pragma unroll
+      for (int k = 0; k < int(sizeof(out) / sizeof(uint4)); ++k)
+        reinterpret_cast<uint4*>(a.next_terms + dst_slot)[k] = reinterpret_cast<const uint4*>(out)[k];
+    }
+  }
+  const double total_change = block_total(change, scratch);
+  const double total_mass = block_total(mass, scratch);
+  if (tid == 0) {
+    a.partials[2 * b] = total_change;
+    a.partials[2 * b + 1] = total_mass;
+  }
 }
 
 // One block: out0 = sum of pairs[0], pairs[2], ..., out1 = sum of pairs[1], pairs[3], ... (count
@@ -423,9 +453,9 @@ __global__ void __launch_bounds__(kBlock) finish_pairs_kernel(const double* __re
   if (threadIdx.x == 0) *out1 = total_second;
 }
 
-int bits_for(int64_t n) {
+int bits_for(unsigned long long values) {  // bits of the keys 0 .. values - 1
   int bits = 1;
-  while (bits < 31 && (int64_t(1) << bits) < n) ++bits;
+  while (bits < 64 && (1ull << bits) < values) ++bits;
   return bits;
 }
 
@@ -471,145 +501,161 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   int64_t build(const int64_t* src, const int64_t* dst, const T* weights, int64_t m, int64_t n) override {
     cuda::Resources& res = cuda::activate(ctx_);
     n_ = n;
-    hot_ = -1;
-    m_ = m;
     weighted_ = weights != nullptr;
-    const int key_bits = bits_for(n);
 
-    // 1. The backend's numbering: the vertices by out-degree (edge count), largest first, ties
-    //    by id (a stable radix sort). The ranks gathered most then share cache sectors and lines
-    //    (on a power-law graph a few percent of the vertices are the sources of most edges).
-    Buffer counts = device(n * sizeof(unsigned long long));
-    Buffer sorted_counts = device(n * sizeof(unsigned long long));
-    GPUML_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, n * sizeof(unsigned long long), res.stream));
-    if (m > 0) {
-      count_out_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, m, counts.as<unsigned long long>());
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
-    old_of_new_ = device(n * sizeof(int32_t));
-    Buffer new_of = device(n * sizeof(int32_t));
+    // 1. Degrees, and the ranges: at most kRangeWidth vertices, a start wherever the work before a
+    //    vertex crosses a multiple of the target (so the heaviest ranges are narrow).
+    Buffer in = counts_of(dst, m, n, res), out = counts_of(src, m, n, res);
+    Buffer before = device((n + 1) * sizeof(unsigned long long));
     {
-      Buffer ids = device(n * sizeof(int32_t));
-      iota32_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(ids.as<int32_t>(), n);
+      Buffer work = device(n * sizeof(unsigned long long));
+      work_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(in.as<unsigned long long>(), out.as<unsigned long long>(), n,
+                                                           work.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
-      int count_bits = 1;
-      while (count_bits < 64 && (static_cast<unsigned long long>(1) << count_bits) <= static_cast<unsigned long long>(m))
-        ++count_bits;
-      // The sort key: the out-degree itself, or (GPUML_PAGERANK_ORDER=buckets) its bit length, so
-      // that vertices of similar degree keep their input order (degree-based grouping), or
-      // (=none) nothing: the input numbering. For tuning.
-      static const int order_kind = [] {
-        const char* v = std::getenv("GPUML_PAGERANK_ORDER");
-        return v == nullptr ? 0 : std::strcmp(v, "buckets") == 0 ? 1 : std::strcmp(v, "none") == 0 ? 2 : 0;
-      }();
-      Buffer keys = device(n * sizeof(unsigned long long));
-      const unsigned long long* key_in = counts.as<unsigned long long>();
-      int key_bits = count_bits;
-      if (order_kind != 0) {
-        bucket_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(counts.as<unsigned long long>(), n, order_kind == 2,
-                                                                keys.as<unsigned long long>());
-        GPUML_CUDA_CHECK_LAUNCH();
-        key_in = keys.as<unsigned long long>();
-        key_bits = 7;
-      }
-      std::size_t temp_bytes = 0;
-      GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
-          nullptr, temp_bytes, key_in, sorted_counts.as<unsigned long long>(), ids.as<int32_t>(),
-          old_of_new_.as<int32_t>(), n, 0, key_bits, res.stream));
-      Buffer temp = device(temp_bytes);
-      GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(
-          temp.data(), temp_bytes, key_in, sorted_counts.as<unsigned long long>(),
-          ids.as<int32_t>(), old_of_new_.as<int32_t>(), n, 0, key_bits, res.stream));
-      if (order_kind != 0) {  // the counts in the new order
-        gather_counts_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(counts.as<unsigned long long>(),
-                                                                       old_of_new_.as<int32_t>(), n,
-                                                                       sorted_counts.as<unsigned long long>());
-        GPUML_CUDA_CHECK_LAUNCH();
-      }
-      invert_permutation_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(old_of_new_.as<int32_t>(), n, new_of.as<int32_t>());
-      GPUML_CUDA_CHECK_LAUNCH();
+      GPUML_CUDA_CHECK(cudaMemsetAsync(before.data(), 0, sizeof(unsigned long long), res.stream));
+      scan(work.as<unsigned long long>(), before.as<unsigned long long>() + 1, n, res);
     }
-
-    // 2. Edges sorted by (new) destination, stably, their order as edge indices; the columns are
-    //    the sources' new ids.
-    Buffer order = device(std::max<int64_t>(m, 1) * sizeof(int64_t));
-    row_ptr_ = device((n + 1) * sizeof(int64_t));
-    col_ = device(std::max<int64_t>(m, 1) * sizeof(int32_t));
-    val_ = weighted_ ? device(std::max<int64_t>(m, 1) * sizeof(T)) : Buffer();
+    unsigned long long total_work = 0;
+    res.copy_to_host(&total_work, before.as<unsigned long long>() + n, sizeof(total_work));
+    const unsigned long long target =
+        std::max<unsigned long long>(1, total_work / (static_cast<unsigned long long>(kRangesPerSm) * std::max(1, res.sm_count)));
+    Buffer range_of = device(n * sizeof(int32_t));
     {
-      Buffer keys = sort_by(dst, new_of.as<int32_t>(), m, key_bits, order, res);
-      offsets_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(keys.as<int32_t>(), m, n, row_ptr_.as<int64_t>());
+      Buffer starts = device(n * sizeof(int32_t)), index = device(n * sizeof(int32_t));
+      range_starts_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(before.as<unsigned long long>(), n, kRangeWidth<T>, target,
+                                                                    starts.as<int32_t>());
       GPUML_CUDA_CHECK_LAUNCH();
-    }
-    if (m > 0) {
-      gather_edges_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(order.as<int64_t>(), src, new_of.as<int32_t>(),
-                                                                         weights, m, col_.as<int32_t>(),
-                                                                         weighted_ ? val_.as<T>() : nullptr);
+      scan(starts.as<int32_t>(), index.as<int32_t>(), n, res);
+      int32_t ranges = 0;
+      res.copy_to_host(&ranges, index.as<int32_t>() + n - 1, sizeof(ranges));
+      ranges_ = ranges;
+      first_ = device((ranges_ + 1) * sizeof(int32_t));
+      range_of_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(starts.as<int32_t>(), index.as<int32_t>(), n,
+                                                               range_of.as<int32_t>(), first_.as<int32_t>());
       GPUML_CUDA_CHECK_LAUNCH();
+      const int32_t end = static_cast<int32_t>(n);
+      res.copy_to_device(first_.as<int32_t>() + ranges_, &end, sizeof(end));
     }
+    const unsigned long long ranges = static_cast<unsigned long long>(ranges_);
 
-    // 3. Inverse (weighted) out-degrees in the new numbering, and the number of dangling vertices.
+    // 2. The edges sorted by (region, destination), stably, and the regions: where the region changes.
+    Buffer order = device(m * sizeof(int64_t)), index = device(m * sizeof(int64_t));
+    Buffer sorted, region_first, region_key, by_dst_key;  // region q: first edge, key, transposed key
+    int64_t regions = 0;
+    {
+      Buffer keys = device(m * sizeof(unsigned long long));
+      region_keykernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, dst, range_of.as<int32_t>(), first_.as<int32_t>(), m,
+                                                                  ranges, keys.as<unsigned long long>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      sorted = stable_order(keys, m, bits_for(ranges * ranges) + 16, order, res);
+      Buffer starts = device(m * sizeof(int32_t));
+      run_starts_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), m, starts.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      scan(starts.as<int32_t>(), index.as<int64_t>(), m, res);
+      if (m > 0) res.copy_to_host(&regions, index.as<int64_t>() + m - 1, sizeof(regions));
+      region_first = device((regions + 1) * sizeof(int64_t));
+      region_key = device(regions * sizeof(unsigned long long));
+      by_dst_key = device(regions * sizeof(unsigned long long));
+      regions_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), starts.as<int32_t>(),
+                                                              index.as<int64_t>(), m, ranges, region_first.as<int64_t>(),
+                                                              region_key.as<unsigned long long>(),
+                                                              by_dst_key.as<unsigned long long>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      res.copy_to_device(region_first.as<int64_t>() + regions, &m, sizeof(m));
+    }
+    sorted = Buffer();
+
+    // 3. The regions' pieces in both orders (src_major[q], dst_major[q]: region q's first piece),
+    //    each range's out-pieces and in-pieces, and where each source-major piece goes.
+    Buffer src_major = device((regions + 1) * sizeof(int64_t)), dst_major = device((regions + 1) * sizeof(int64_t));
+    out_pieces_ = device((ranges_ + 1) * sizeof(int64_t));
+    in_pieces_ = device((ranges_ + 1) * sizeof(int64_t));
+    int64_t pieces = 0;
+    {
+      Buffer counts = device(regions * sizeof(int64_t));
+      piece_counts_kernel<<<blocks_for(regions), kBlock, 0, res.stream>>>(region_first.as<int64_t>(), regions,
+                                                                         counts.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      exclusive_scan(counts.as<int64_t>(), src_major.as<int64_t>(), regions, res);
+      res.copy_to_host(&pieces, src_major.as<int64_t>() + regions, sizeof(pieces));
+      Buffer first_region = device((ranges_ + 1) * sizeof(int64_t));
+      lower_bounds_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(region_key.as<unsigned long long>(), regions,
+                                                                               ranges, ranges_, first_region.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      gather_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(src_major.as<int64_t>(), first_region.as<int64_t>(),
+                                                                       ranges_ + 1, out_pieces_.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      // Destination-major: the regions sorted by transposed key; their pieces scanned in that order.
+      Buffer by_dst = device(regions * sizeof(int64_t));
+      Buffer sorted_keys = stable_order(by_dst_key, regions, bits_for(ranges * ranges), by_dst, res);
+      Buffer counts_by_dst = device(regions * sizeof(int64_t)), first_by_dst = device((regions + 1) * sizeof(int64_t));
+      gather_kernel<<<blocks_for(regions), kBlock, 0, res.stream>>>(counts.as<int64_t>(), by_dst.as<int64_t>(), regions,
+                                                                   counts_by_dst.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      exclusive_scan(counts_by_dst.as<int64_t>(), first_by_dst.as<int64_t>(), regions, res);
+      scatter_kernel<<<blocks_for(regions), kBlock, 0, res.stream>>>(first_by_dst.as<int64_t>(), by_dst.as<int64_t>(), regions,
+                                                                    dst_major.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      res.copy_to_device(dst_major.as<int64_t>() + regions, &pieces, sizeof(pieces));
+      lower_bounds_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(sorted_keys.as<unsigned long long>(), regions,
+                                                                               ranges, ranges_, first_region.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      gather_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(first_by_dst.as<int64_t>(), first_region.as<int64_t>(),
+                                                                       ranges_ + 1, in_pieces_.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      position_ = device(pieces * sizeof(int64_t));
+      piece_positions_kernel<<<blocks_for(regions), kBlock, 0, res.stream>>>(src_major.as<int64_t>(), dst_major.as<int64_t>(),
+                                                                            regions, position_.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    region_key = Buffer();
+    by_dst_key = Buffer();
+
+    // The slots: padding has source offset 0, weight 0 and destination offset kNoVertex.
+    const int64_t slots = pieces * kWarp;
+    src_offset_ = device(slots * sizeof(uint16_t));
+    dst_offset_ = device(slots * sizeof(uint16_t));
+    val_ = weighted_ ? device(slots * sizeof(T)) : Buffer();
+    GPUML_CUDA_CHECK(cudaMemsetAsync(src_offset_.data(), 0, slots * sizeof(uint16_t), res.stream));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(dst_offset_.data(), 0xFF, slots * sizeof(uint16_t), res.stream));
+    if (weighted_) GPUML_CUDA_CHECK(cudaMemsetAsync(val_.data(), 0, slots * sizeof(T), res.stream));
+    place_edges_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(
+        order.as<int64_t>(), index.as<int64_t>(), region_first.as<int64_t>(), src_major.as<int64_t>(), dst_major.as<int64_t>(),
+        src, dst, weights, range_of.as<int32_t>(), first_.as<int32_t>(), m, src_offset_.as<uint16_t>(),
+        dst_offset_.as<uint16_t>(), weighted_ ? val_.as<T>() : nullptr);
+    GPUML_CUDA_CHECK_LAUNCH();
+    region_first = Buffer();
+    order = Buffer();
+    index = Buffer();
+
+    // 4. Inverse (weighted) out-degrees and the number of dangling vertices.
     inv_out_ = device(n * sizeof(T));
     Buffer dangling = device(sizeof(unsigned long long));
     GPUML_CUDA_CHECK(cudaMemsetAsync(dangling.data(), 0, sizeof(unsigned long long), res.stream));
     if (!weighted_) {
-      inverse_count_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(sorted_counts.as<unsigned long long>(), n,
-                                                                          inv_out_.as<T>(), dangling.as<unsigned long long>());
+      inverse_count_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(out.as<unsigned long long>(), n, inv_out_.as<T>(),
+                                                                          dangling.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
     } else {
+      Buffer keys = device(m * sizeof(unsigned long long)), by_src = device(m * sizeof(int64_t));
+      vertex_key_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, m, keys.as<unsigned long long>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      Buffer src_sorted = stable_order(keys, m, bits_for(static_cast<unsigned long long>(n)), by_src, res);
       Buffer out_ptr = device((n + 1) * sizeof(int64_t));
-      {
-        Buffer keys = sort_by(src, nullptr, m, key_bits, order, res);
-        offsets_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(keys.as<int32_t>(), m, n, out_ptr.as<int64_t>());
-        GPUML_CUDA_CHECK_LAUNCH();
-      }
-      Buffer inv_by_id = device(n * sizeof(T));
-      inverse_weighted_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(
-          out_ptr.as<int64_t>(), order.as<int64_t>(), weights, n, inv_by_id.as<T>(), dangling.as<unsigned long long>());
+      lower_bounds_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(src_sorted.as<unsigned long long>(), m, 1, n,
+                                                                         out_ptr.as<int64_t>());
       GPUML_CUDA_CHECK_LAUNCH();
-      permute_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(inv_by_id.as<T>(), old_of_new_.as<int32_t>(), n, true,
-                                                                  inv_out_.as<T>());
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
-
-    // 4. The tiles.
-    {
-      Buffer counts = device((n + 1) * sizeof(int32_t));
-      Buffer offsets = device((n + 1) * sizeof(int32_t));
-      tile_counts_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(row_ptr_.as<int64_t>(), n, counts.as<int32_t>());
-      GPUML_CUDA_CHECK_LAUNCH();
-      std::size_t temp_bytes = 0;
-      GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts.as<int32_t>(), offsets.as<int32_t>(), n + 1,
-                                                     res.stream));
-      Buffer temp = device(temp_bytes);
-      GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, counts.as<int32_t>(), offsets.as<int32_t>(),
-                                                     n + 1, res.stream));
-      int32_t tiles = 0;
-      res.copy_to_host(&tiles, offsets.as<int32_t>() + n, sizeof(int32_t));
-      tiles_ = tiles;
-      tile_row_ = device((tiles_ + 1) * sizeof(int32_t));
-      tile_piece_ = device(std::max<int64_t>(tiles_, 1) * sizeof(int32_t));
-      const int32_t end_row = static_cast<int32_t>(n);
-      res.copy_to_device(tile_row_.as<int32_t>() + tiles_, &end_row, sizeof(int32_t));
-      tile_scatter_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(row_ptr_.as<int64_t>(), counts.as<int32_t>(),
-                                                                    offsets.as<int32_t>(), n, tile_row_.as<int32_t>(),
-                                                                    tile_piece_.as<int32_t>());
+      inverse_weighted_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(out_ptr.as<int64_t>(), by_src.as<int64_t>(), weights,
+                                                                             n, inv_out_.as<T>(), dangling.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
     }
     unsigned long long n_dangling = 0;
     res.copy_to_host(&n_dangling, dangling.data(), sizeof(n_dangling));
 
     // 5. Iteration scratch.
-    chunks_ = ceil_div(n, kChunk);
-    y_[0] = device(n * sizeof(T));
-    y_[1] = device(n * sizeof(T));
-    partials_ = device(chunks_ * sizeof(double));
-    piece_sums_ = device(std::max<int64_t>(tiles_, 1) * sizeof(double));
-    changes_ = device(std::max<int64_t>(tiles_, 1) * sizeof(double));
-    masses_ = device(std::max<int64_t>(tiles_, 1) * sizeof(double));
-    counters_ = device(std::max<int64_t>(tiles_, 1) * sizeof(int));
-    GPUML_CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, std::max<int64_t>(tiles_, 1) * sizeof(int), res.stream));
-    tile_partials_ = device(2 * ceil_div(std::max<int64_t>(tiles_, 1), kTileSumsChunk) * sizeof(double));
+    terms_[0] = device(slots * sizeof(T));
+    terms_[1] = device(slots * sizeof(T));
+    partials_ = device(2 * ranges_ * sizeof(double));
     scalars_ = device(3 * sizeof(double));
     current_ = 0;
     prepared_for_ = nullptr;
@@ -617,44 +663,32 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     return static_cast<int64_t>(n_dangling);
   }
 
-  void to_backend_order(T* v) override { permute(v, true); }
-  void to_vertex_order(T* v) override { permute(v, false); }
-
-  // The SpMV also leaves the next iteration's y and dangling mass (from x_new), so a call whose x is
-  // the previous call's x_new (the driver's loop) skips step 1.
+  // The kernel also leaves the next iteration's terms and dangling mass (from x_new), so a call
+  // whose x is the previous call's x_new (the driver's loop) skips the preparing pass.
   double iterate(const T* x, T* x_new, const T* p, const T* dangling, double alpha) override {
     cuda::Resources& res = cuda::activate(ctx_);
-    const int64_t n = n_;
-    double* scalars = scalars_.as<double>();  // dangling mass for y_[0], for y_[1], the change
-    T* y = y_[current_].template as<T>();
-    T* y_next = y_[1 - current_].template as<T>();
-    if (x != prepared_for_) {
-      prepare_kernel<T><<<static_cast<unsigned>(chunks_), kBlock, 0, res.stream>>>(x, inv_out_.as<T>(), n, y,
-                                                                                    partials_.as<double>());
-      GPUML_CUDA_CHECK_LAUNCH();
-      finish_kernel<<<1, kBlock, 0, res.stream>>>(partials_.as<double>(), chunks_, scalars + current_);
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
-    IterateArgs a{row_ptr_.as<int64_t>(), col_.as<int32_t>(), tile_row_.as<int32_t>(), tile_piece_.as<int32_t>(), tiles_,
-                  alpha, 1.0 / static_cast<double>(n), scalars + current_, hot_vertices()};
-    const T* val = weighted_ ? val_.as<T>() : nullptr;
-    // One block per SM (the hot ranks fill its shared memory), kSubBlocks tiles at a time.
-    const unsigned grid = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(ceil_div(tiles_, kSubBlocks), res.sm_count)));
-    const std::size_t shared = static_cast<std::size_t>(tile_shared_bytes<T>() + a.hot * static_cast<int64_t>(sizeof(T)));
+    double* scalars = scalars_.as<double>();  // dangling mass for terms_[0], for terms_[1], the change
     if (!kernel_configured_) {
-      GPUML_CUDA_CHECK(cudaFuncSetAttribute(tiles_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+      GPUML_CUDA_CHECK(cudaFuncSetAttribute(iterate_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(kAccumulatorBytes)));
       kernel_configured_ = true;
     }
-    tiles_kernel<T><<<grid, kBlock * kSubBlocks, shared, res.stream>>>(a, val, y, x, p, dangling, inv_out_.as<T>(), x_new, y_next,
-                                                                     piece_sums_.as<double>(), changes_.as<double>(),
-                                                                     masses_.as<double>(), counters_.as<int>());
-    GPUML_CUDA_CHECK_LAUNCH();
-    const int64_t sum_blocks = ceil_div(tiles_, kTileSumsChunk);
-    tile_sums_kernel<<<static_cast<unsigned>(sum_blocks), kBlock, 0, res.stream>>>(changes_.as<double>(), masses_.as<double>(),
-                                                                                  tiles_, tile_partials_.as<double>());
-    GPUML_CUDA_CHECK_LAUNCH();
-    finish_pairs_kernel<<<1, kBlock, 0, res.stream>>>(tile_partials_.as<double>(), sum_blocks, scalars + 2,
-                                                      scalars + (1 - current_));
+    IterateArgs<T> a{first_.as<int32_t>(), out_pieces_.as<int64_t>(), in_pieces_.as<int64_t>(), position_.as<int64_t>(),
+                     src_offset_.as<uint16_t>(), dst_offset_.as<uint16_t>(), weighted_ ? val_.as<T>() : nullptr, nullptr,
+                     nullptr, x, nullptr, p, dangling, inv_out_.as<T>(), nullptr, alpha, 1.0 / static_cast<double>(n_),
+                     partials_.as<double>()};
+    if (x != prepared_for_) {  // the terms and dangling mass of x
+      a.next_terms = terms_[current_].template as<T>();
+      launch(a, res);
+      finish_pairs_kernel<<<1, kBlock, 0, res.stream>>>(partials_.as<double>(), ranges_, scalars + 2, scalars + current_);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    a.terms = terms_[current_].template as<T>();
+    a.next_terms = terms_[1 - current_].template as<T>();
+    a.x_new = x_new;
+    a.dsum = scalars + current_;
+    launch(a, res);
+    finish_pairs_kernel<<<1, kBlock, 0, res.stream>>>(partials_.as<double>(), ranges_, scalars + 2, scalars + (1 - current_));
     GPUML_CUDA_CHECK_LAUNCH();
     double host_err = 0.0;
     res.copy_to_host(&host_err, scalars + 2, sizeof(double));
@@ -666,65 +700,62 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
  private:
   Buffer device(std::size_t bytes) { return Buffer(ctx_, std::max<std::size_t>(bytes, 1)); }
 
-  void permute(T* v, bool to_new) {
-    cuda::Resources& res = cuda::activate(ctx_);
-    Buffer moved = device(n_ * sizeof(T));
-    permute_kernel<T><<<blocks_for(n_), kBlock, 0, res.stream>>>(v, old_of_new_.as<int32_t>(), n_, to_new, moved.as<T>());
+  void launch(const IterateArgs<T>& a, cuda::Resources& res) {
+    iterate_kernel<T><<<static_cast<unsigned>(ranges_), kThreads, kAccumulatorBytes, res.stream>>>(a);
     GPUML_CUDA_CHECK_LAUNCH();
-    GPUML_CUDA_CHECK(cudaMemcpyAsync(v, moved.data(), n_ * sizeof(T), cudaMemcpyDeviceToDevice, res.stream));
-    prepared_for_ = nullptr;
   }
 
-  // order = the edge indices 0..m-1 stably sorted by keys (ids < 2^31, narrowed to int32 first,
-  // or mapped through new_of); returns the sorted keys.
-  Buffer sort_by(const int64_t* keys, const int32_t* new_of, int64_t m, int key_bits, Buffer& order, cuda::Resources& res) {
-    Buffer sorted = device(m * sizeof(int32_t));
-    if (m == 0) return sorted;
-    Buffer narrow = device(m * sizeof(int32_t));
-    Buffer ids = device(m * sizeof(int64_t));
-    narrow_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(keys, new_of, narrow.as<int32_t>(), m);
+  Buffer counts_of(const int64_t* ids, int64_t m, int64_t n, cuda::Resources& res) {
+    Buffer counts = device(n * sizeof(unsigned long long));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, n * sizeof(unsigned long long), res.stream));
+    if (m > 0) {
+      count_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(ids, m, counts.as<unsigned long long>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    return counts;
+  }
+
+  // out[0] = 0, out[i + 1] = in[0] + ... + in[i].
+  void exclusive_scan(const int64_t* in, int64_t* out, int64_t len, cuda::Resources& res) {
+    GPUML_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(int64_t), res.stream));
+    scan(in, out + 1, len, res);
+  }
+
+  // out[i] = in[0] + ... + in[i] (CUB).
+  template <typename In, typename Out>
+  void scan(const In* in, Out* out, int64_t len, cuda::Resources& res) {
+    if (len == 0) return;
+    std::size_t bytes = 0;
+    GPUML_CUDA_CHECK(cub::DeviceScan::InclusiveScan(nullptr, bytes, in, out, ::cuda::std::plus<Out>(), len, res.stream));
+    Buffer temp = device(bytes);
+    GPUML_CUDA_CHECK(cub::DeviceScan::InclusiveScan(temp.data(), bytes, in, out, ::cuda::std::plus<Out>(), len, res.stream));
+  }
+
+  // order = 0 .. len-1 stably sorted by keys (their low `bits` bits); returns the sorted keys.
+  Buffer stable_order(Buffer& keys, int64_t len, int bits, Buffer& order, cuda::Resources& res) {
+    Buffer sorted = device(len * sizeof(unsigned long long));
+    if (len == 0) return sorted;
+    Buffer ids = device(len * sizeof(int64_t));
+    iota_kernel<<<blocks_for(len), kBlock, 0, res.stream>>>(ids.as<int64_t>(), len);
     GPUML_CUDA_CHECK_LAUNCH();
-    iota_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(ids.as<int64_t>(), m);
-    GPUML_CUDA_CHECK_LAUNCH();
-    std::size_t temp_bytes = 0;
-    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, narrow.as<int32_t>(), sorted.as<int32_t>(),
-                                                     ids.as<int64_t>(), order.as<int64_t>(), m, 0, key_bits, res.stream));
-    Buffer temp = device(temp_bytes);
-    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, narrow.as<int32_t>(), sorted.as<int32_t>(),
-                                                     ids.as<int64_t>(), order.as<int64_t>(), m, 0, key_bits, res.stream));
+    std::size_t bytes = 0;
+    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.as<unsigned long long>(), sorted.as<unsigned long long>(),
+                                                     ids.as<int64_t>(), order.as<int64_t>(), len, 0, bits, res.stream));
+    Buffer temp = device(bytes);
+    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, keys.as<unsigned long long>(),
+                                                     sorted.as<unsigned long long>(), ids.as<int64_t>(), order.as<int64_t>(),
+                                                     len, 0, bits, res.stream));
     return sorted;
   }
 
-  // How many hot ranks the SpMV keeps in shared memory: kHotBytes of them (GPUML_PAGERANK_HOT, a
-  // vertex count, for tuning), at most what fits next to the tiles' buffers. Measured on an
-  // H200 (R-MAT float32, ms per iteration at scales 22 / 24 / 25): 16k floats 0.453 / 2.20 / 4.53,
-  // 24k 0.452 / 2.18 / 4.56, 8k 0.463 / 2.22 / 4.62, none 0.472 at 22, all that fit (~40k)
-  // 0.509 / 3.25 / 7.85 (L1, which the gathers of the other vertices need, shrinks to ~30 kB;
-  // the SpMV kernel of 256-thread blocks without the cache: 0.495 / 2.19 / 4.61).
-  static constexpr int64_t kHotBytes = 64 * 1024;
-  int64_t hot_vertices() {
-    if (hot_ < 0) {
-      int device = 0, optin = 0;
-      GPUML_CUDA_CHECK(cudaGetDevice(&device));
-      GPUML_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      const int64_t fit = std::max<int64_t>(0, (optin - tile_shared_bytes<T>()) / static_cast<int64_t>(sizeof(T)));
-      int64_t want = kHotBytes / static_cast<int64_t>(sizeof(T));
-      if (const char* v = std::getenv("GPUML_PAGERANK_HOT")) want = std::max<long long>(0, std::atoll(v));
-      hot_ = std::min({n_, fit, want});
-    }
-    return hot_;
-  }
-
   Context ctx_;
-  int64_t n_ = 0, m_ = 0, chunks_ = 0, tiles_ = 0;
+  int64_t n_ = 0, ranges_ = 0;
   bool weighted_ = false;
-  int current_ = 0;                 // y_[current_] holds x * inv for the next call's x
-  int64_t hot_ = -1;                 // hot_vertices(), once known
-  bool kernel_configured_ = false;   // tiles_kernel's shared memory limit set
+  int current_ = 0;                  // terms_[current_] holds the terms of the next call's x
+  bool kernel_configured_ = false;   // iterate_kernel's shared memory limit set
   const T* prepared_for_ = nullptr;  // ... when that x is this (the last call's x_new)
-  Buffer old_of_new_;  // the backend's numbering: old_of_new_[new id] = vertex id
-  Buffer row_ptr_, col_, val_, inv_out_, tile_row_, tile_piece_, partials_, piece_sums_, changes_, masses_, counters_, tile_partials_, scalars_;
-  Buffer y_[2];
+  Buffer first_, out_pieces_, in_pieces_, position_, src_offset_, dst_offset_, val_, inv_out_, partials_, scalars_;
+  Buffer terms_[2];
 };
 
 }  // namespace

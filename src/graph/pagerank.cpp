@@ -241,9 +241,6 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
 
   Buffer p_buf = upload(ctx, p_host), d_buf = upload(ctx, d_host);
   Buffer x = upload(ctx, x_host), x_new(ctx, static_cast<std::size_t>(n) * sizeof(T));
-  if (!p_host.empty()) backend->to_backend_order(p_buf.as<T>());
-  if (!d_host.empty()) backend->to_backend_order(d_buf.as<T>());
-  backend->to_backend_order(x.as<T>());
   const T* p_dev = p_host.empty() ? nullptr : p_buf.as<const T>();
   const T* d_dev = d_host.empty() ? nullptr : d_buf.as<const T>();
 
@@ -252,7 +249,6 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
     std::swap(x, x_new);
     return err;
   });
-  backend->to_vertex_order(x.as<T>());
   const ArrayView ranks = make_view(x.data(), dtype_of<T>::value, ctx.device(), n);
   detail::write_output(ctx, ranks, ranks_out, "ranks_out");
   return result;

@@ -36,18 +36,12 @@ class PageRankBackend {
   // vertices, whose weighted out-degree is 0). Returns the number of dangling vertices.
   virtual int64_t build(const int64_t* src, const int64_t* dst, const T* weights, int64_t n_edges, int64_t n) = 0;
 
-  // The backend may number the vertices its own way (fixed by build; the CUDA backend puts the
-  // largest out-degrees first, for cache locality): iterate's vectors are in that numbering.
-  // These convert a per-vertex vector in the backend's memory, in place; by default the
-  // numbering is the vertex ids and they do nothing.
-  virtual void to_backend_order(T* /*values*/) {}
-  virtual void to_vertex_order(T* /*values*/) {}
-
   // One power iteration over the built graph:
   //   x_new[i] = alpha * (sum_{edges j->i} w_e * x[j] / outdeg_w[j] + dsum * dangling[i]) + (1 - alpha) * p[i]
   // where dsum = sum of x over the dangling vertices, p == nullptr means uniform 1/n, and
-  // dangling == nullptr means p. Row sums and both reductions are in double, in a fixed order
-  // (independent of the thread count); each edge's term w_e * x[j] / outdeg_w[j] may be rounded to
+  // dangling == nullptr means p. Row sums are in double in a fixed order, or exact (the CUDA
+  // backend's fixed point), and both reductions in double in a fixed order: results do not depend
+  // on the thread count or on timing. Each edge's term w_e * x[j] / outdeg_w[j] may be rounded to
   // T first. Returns sum_i |x_new[i] - x[i]|. Between calls x_new is left as written: a backend
   // may keep what it derived from x_new for a next call whose x is that x_new.
   virtual double iterate(const T* x, T* x_new, const T* p, const T* dangling, double alpha) = 0;
@@ -56,7 +50,7 @@ class PageRankBackend {
   // others throw unsupported). A rank builds the rows of its vertex range [first, first + count):
   // the edges given all have dst in that range (ids in [0, n)), in the order of the union of the
   // ranks' edges; out_degree_host (n doubles, host) is every vertex's weighted out-degree over
-  // all ranks' edges. The vertex numbering is the ids (no to_backend_order).
+  // all ranks' edges.
   virtual void build_range(const int64_t* /*src*/, const int64_t* /*dst*/, const T* /*weights*/, int64_t /*n_edges*/,
                            int64_t /*n*/, int64_t /*first*/, int64_t /*count*/, const double* /*out_degree_host*/) {
     throw_error(ErrorCode::unsupported, "pagerank: this backend has no distributed (multi-rank) path; use a CPU context");
