@@ -3,13 +3,14 @@
 Every rank makes (here: draws) its own rows; after gpuml.distributed.init() the estimators with
 device="cpu" fit on the rank's rows and every rank ends with the model of all ranks' rows
 (mpi4py is used when installed, and is not needed). Rank 0 prints the models; with mpi4py every
-rank also checks that it holds the same LogisticRegression coefficients as the others.
+rank also checks that it holds the same LogisticRegression coefficients and forest as the others.
 """
 
 import numpy as np
 
 import gpuml.distributed
 from gpuml.cluster import KMeans
+from gpuml.ensemble import RandomForestClassifier
 from gpuml.graph import pagerank
 from gpuml.linear_model import LinearRegression, LogisticRegression
 
@@ -26,6 +27,9 @@ labels = (X[:, 0] - X[:, 2] + rng.normal(size=n) > 3).astype(int)
 km = KMeans(n_clusters=3, random_state=0, device="cpu").fit(X)
 lr = LinearRegression(device="cpu").fit(X, y)
 clf = LogisticRegression(C=0.5, device="cpu").fit(X, labels)
+# The forest one process would grow on all ranks' rows (every rank holds both classes here: the
+# Python classifiers number the classes from each rank's own labels).
+forest = RandomForestClassifier(n_estimators=20, max_depth=6, random_state=0, device="cpu").fit(X, labels)
 
 # PageRank: each rank passes its share of the edges of one graph (here its own random edges).
 src = rng.integers(0, 100, size=300 + 100 * rank)
@@ -37,6 +41,8 @@ try:
 
     same = MPI.COMM_WORLD.allgather(clf.coef_.tobytes())
     assert all(s == same[0] for s in same), "the ranks' LogisticRegression models differ"
+    same = MPI.COMM_WORLD.allgather(forest.nodes_threshold_.tobytes())
+    assert all(s == same[0] for s in same), "the ranks' forests differ"
 except ImportError:
     pass
 
@@ -45,4 +51,5 @@ if rank == 0:
     print("KMeans centers:\n", np.round(km.cluster_centers_, 4), "\ninertia", km.inertia_)
     print("LinearRegression coef", np.round(lr.coef_, 4), "intercept", round(float(lr.intercept_), 4))
     print("LogisticRegression coef", np.round(clf.coef_, 4), "intercept", np.round(clf.intercept_, 4))
+    print("RandomForestClassifier nodes", forest.nodes_feature_.size, "importances", np.round(forest.feature_importances_, 4))
     print("PageRank top vertices", np.argsort(ranks)[::-1][:5])

@@ -11,6 +11,7 @@
 
 #include "core/parallel.hpp"
 #include "core/random.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
@@ -46,18 +47,48 @@ void thresholds_of(const std::vector<double>& sorted, int max_bins, std::vector<
 }  // namespace
 
 template <typename T>
-FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sample_rows, uint64_t seed, int threads) {
+FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sample_rows, uint64_t seed, int threads,
+                      Comm* comm) {
   GPUML_EXPECT(max_bins >= 2 && max_bins <= 256, "max_bins must be in [2, 256], got " + std::to_string(max_bins));
   GPUML_EXPECT(n >= 1 && d >= 1, "binning needs at least one sample and one feature");
-  std::vector<int64_t> rows;
-  if (n > sample_rows) {
+  // This rank's rows are rows [offset, offset + n) of all ranks' `total`.
+  const bool distributed = comm != nullptr && comm->size() > 1;
+  std::vector<int64_t> counts{n};
+  if (distributed) counts = comm->allgather(n);
+  int64_t offset = 0, total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (distributed && static_cast<int>(r) == comm->rank()) offset = total;
+    total += counts[r];
+  }
+  std::vector<int64_t> rows;  // sampled indices of all rows, ascending
+  if (total > sample_rows) {
     Random random(seed);
-    rows = random.sample_without_replacement(n, sample_rows);
+    rows = random.sample_without_replacement(total, sample_rows);
     std::sort(rows.begin(), rows.end());  // the same rows in a cache-friendlier order; the set is what counts
   } else {
-    rows.resize(static_cast<std::size_t>(n));
+    rows.resize(static_cast<std::size_t>(total));
     std::iota(rows.begin(), rows.end(), int64_t{0});
   }
+  // Over several ranks the sampled rows are gathered (in rank order: ascending, as above); one
+  // process reads them in X.
+  std::vector<T> gathered;
+  if (distributed) {
+    std::vector<int64_t> sizes(counts.size());
+    int64_t begin = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      const auto first = std::lower_bound(rows.begin(), rows.end(), begin);
+      sizes[r] = (std::lower_bound(rows.begin(), rows.end(), begin + counts[r]) - first) * d;
+      begin += counts[r];
+    }
+    std::vector<T> mine;
+    mine.reserve(static_cast<std::size_t>(sizes[comm->rank()]));
+    for (auto it = std::lower_bound(rows.begin(), rows.end(), offset); it != rows.end() && *it < offset + n; ++it)
+      mine.insert(mine.end(), X + (*it - offset) * d, X + (*it - offset + 1) * d);
+    gathered.resize(rows.size() * static_cast<std::size_t>(d));
+    comm->allgatherv(mine.data(), static_cast<int64_t>(mine.size()), gathered.data(), sizes.data(), dtype_of<T>::value);
+  }
+  const T* sample = distributed ? gathered.data() : X;
+  auto sampled = [&](std::size_t r) { return distributed ? static_cast<int64_t>(r) : rows[r]; };  // the row in `sample`
   std::vector<std::vector<double>> per_feature(static_cast<std::size_t>(d));
   std::atomic<bool> finite{true};
 #pragma omp parallel num_threads(threads_for(threads, static_cast<int64_t>(rows.size()) * d))
@@ -65,7 +96,7 @@ FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sa
     std::vector<double> column(rows.size());
 #pragma omp for schedule(dynamic)
     for (int64_t j = 0; j < d; ++j) {
-      for (std::size_t r = 0; r < rows.size(); ++r) column[r] = static_cast<double>(X[rows[r] * d + j]);
+      for (std::size_t r = 0; r < rows.size(); ++r) column[r] = static_cast<double>(sample[sampled(r) * d + j]);
       if (!std::all_of(column.begin(), column.end(), [](double v) { return std::isfinite(v); })) {
         finite = false;
         continue;
@@ -136,8 +167,21 @@ void value_ranges(const T* X, int64_t n, int64_t d, const uint8_t* codes, Featur
     }
 }
 
-template FeatureBins find_bins<float>(const float*, int64_t, int64_t, int, int64_t, uint64_t, int);
-template FeatureBins find_bins<double>(const double*, int64_t, int64_t, int, int64_t, uint64_t, int);
+void merge_value_ranges(FeatureBins& bins, Comm& comm) {
+  if (comm.size() == 1) return;
+  const int64_t cells = static_cast<int64_t>(bins.low.size());
+  std::vector<double> mine(bins.low), all(static_cast<std::size_t>(2 * cells * comm.size()));
+  mine.insert(mine.end(), bins.high.begin(), bins.high.end());
+  comm.allgather(mine.data(), 2 * cells, all.data(), DType::float64);
+  for (int r = 0; r < comm.size(); ++r)
+    for (int64_t c = 0; c < cells; ++c) {
+      bins.low[c] = std::min(bins.low[c], all[r * 2 * cells + c]);
+      bins.high[c] = std::max(bins.high[c], all[r * 2 * cells + cells + c]);
+    }
+}
+
+template FeatureBins find_bins<float>(const float*, int64_t, int64_t, int, int64_t, uint64_t, int, Comm*);
+template FeatureBins find_bins<double>(const double*, int64_t, int64_t, int, int64_t, uint64_t, int, Comm*);
 template void bin_rows<float>(const float*, int64_t, int64_t, const FeatureBins&, uint8_t*, int);
 template void bin_rows<double>(const double*, int64_t, int64_t, const FeatureBins&, uint8_t*, int);
 template void value_ranges<float>(const float*, int64_t, int64_t, const uint8_t*, FeatureBins&, int);

@@ -16,6 +16,10 @@
 
 #include "gpuml/core/export.hpp"
 
+namespace gpuml {
+class Comm;
+}
+
 namespace gpuml::detail {
 
 struct FeatureBins {
@@ -36,9 +40,13 @@ struct FeatureBins {
 // The thresholds of every feature of X (n x d, row-major), from all rows when n <= sample_rows,
 // else from sample_rows rows drawn without replacement with `seed`. max_bins in [2, 256]. NaN or
 // infinity in the sampled rows is an invalid_argument error (bin_rows checks the rest).
+// With a communicator of several ranks (collective), X is this rank's share of the rows of all
+// ranks in rank order, and the sample is drawn from the indices of all rows and gathered: every
+// rank gets the thresholds a single process would find on all rows, however they are split.
 // (GPUML_API: exported for tests/cpp/ensemble/binning_test.cpp only.)
 template <typename T>
-GPUML_API FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sample_rows, uint64_t seed, int threads);
+GPUML_API FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sample_rows, uint64_t seed, int threads,
+                                Comm* comm = nullptr);
 
 // codes[j * n + i] = the bin of X[i, j] (feature-major: a feature's codes are contiguous). NaN or
 // infinity is an invalid_argument error.
@@ -48,5 +56,9 @@ GPUML_API void bin_rows(const T* X, int64_t n, int64_t d, const FeatureBins& bin
 // Fills bins.low and bins.high from X and its codes (bin_rows's), over every row.
 template <typename T>
 GPUML_API void value_ranges(const T* X, int64_t n, int64_t d, const uint8_t* codes, FeatureBins& bins, int threads);
+
+// The ranges of every rank's rows (each rank's from value_ranges): the smallest low and the
+// largest high of each bin over the ranks, the same on every rank. Collective.
+void merge_value_ranges(FeatureBins& bins, Comm& comm);
 
 }  // namespace gpuml::detail

@@ -10,6 +10,7 @@
 #include "core/trace.hpp"
 #include "ensemble/levelwise.hpp"
 #include "ensemble/tree_builder.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
@@ -22,36 +23,77 @@ uint64_t tree_seed(uint64_t seed, int64_t tree) {  // splitmix64 of (seed, tree)
   return x ^ (x >> 31);
 }
 
+// This rank's rows: rows [offset, offset + n) of all ranks' `total` (offset 0, total n in one process).
+struct RowShare {
+  int64_t offset = 0, n = 0, total = 0;
+};
+
+RowShare share_of(Comm& comm, int64_t n) {
+  RowShare share{0, n, 0};
+  const std::vector<int64_t> counts = comm.allgather(n);
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == comm.rank()) share.offset = share.total;
+    share.total += counts[r];
+  }
+  return share;
+}
+
+// Running sums of the weights in the order of all rows, for the weighted draws: this rank's
+// (continuing the previous ranks' sums, so that every value is the one a single process would
+// compute), the sum before its first row, and the total. Empty without weights.
+struct Cumulative {
+  std::vector<double> sums;
+  double before = 0.0, total = 0.0;
+};
+
+Cumulative cumulative_weights(const double* sample_weight, int64_t n, Comm& comm) {
+  Cumulative c;
+  if (!sample_weight) return c;
+  c.sums.resize(static_cast<std::size_t>(n));
+  double running = 0.0;
+  for (int r = 0; r < comm.size(); ++r) {  // one rank after the other: a scan in row order
+    if (r == comm.rank()) {
+      c.before = running;
+      for (int64_t i = 0; i < n; ++i) c.sums[i] = running += sample_weight[i];
+    }
+    comm.broadcast(&running, 1, r);
+  }
+  c.total = running;
+  return c;
+}
+
 // A tree's rows as counts: all ones without bootstrap; with it, `draws` draws with replacement
 // from the tree's seed, uniform, or in proportion to the weights when there are weights
-// (scikit-learn 1.9: the weights then pick the rows instead of weighing them).
-std::vector<int32_t> bootstrap_counts(uint64_t seed, int64_t n, const ForestRules& rules, const std::vector<double>& cumulative) {
+// (scikit-learn 1.9: the weights then pick the rows instead of weighing them). The draws are of
+// indices of all rows: every rank makes all of them and keeps its rows' counts, so a row's count
+// depends on (seed, tree, its index among all rows) only, not on how the rows are split.
+std::vector<int32_t> bootstrap_counts(uint64_t seed, const RowShare& share, const ForestRules& rules, const Cumulative& cumulative) {
+  const int64_t n = share.n;
   std::vector<int32_t> counts(static_cast<std::size_t>(n), rules.bootstrap ? 0 : 1);
   if (!rules.bootstrap) return counts;
-  const int64_t draws = rules.bootstrap_draws > 0 ? rules.bootstrap_draws : n;
+  const int64_t draws = rules.bootstrap_draws > 0 ? rules.bootstrap_draws : share.total;
   Random random(seed);
-  if (cumulative.empty()) {
-    for (int64_t draw = 0; draw < draws; ++draw) ++counts[random.below(static_cast<uint64_t>(n))];
-  } else {
-    const double total = cumulative.back();
+  if (cumulative.sums.empty()) {
     for (int64_t draw = 0; draw < draws; ++draw) {
-      // The first row whose cumulative weight exceeds u: rows of weight 0 are never drawn.
-      const double u = random.uniform() * total;
-      const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), u);
-      ++counts[std::min<int64_t>(it - cumulative.begin(), n - 1)];
+      const int64_t row = static_cast<int64_t>(random.below(static_cast<uint64_t>(share.total))) - share.offset;
+      if (row >= 0 && row < n) ++counts[row];
+    }
+  } else {
+    const std::vector<double>& sums = cumulative.sums;
+    const bool first = share.offset == 0, last = share.offset + n == share.total;
+    for (int64_t draw = 0; draw < draws; ++draw) {
+      // The first row whose cumulative weight exceeds u: rows of weight 0 are never drawn. It is
+      // this rank's when no earlier rank's sum exceeds u; past the total (rounding), the last row.
+      const double u = random.uniform() * cumulative.total;
+      const auto it = std::upper_bound(sums.begin(), sums.end(), u);
+      if (it != sums.end()) {
+        if (first || cumulative.before <= u) ++counts[it - sums.begin()];
+      } else if (last) {
+        ++counts[n - 1];
+      }
     }
   }
   return counts;
-}
-
-// Running sums of the weights (empty without weights), for the weighted draws.
-std::vector<double> cumulative_weights(const double* sample_weight, int64_t n) {
-  std::vector<double> cumulative;
-  if (!sample_weight) return cumulative;
-  cumulative.resize(static_cast<std::size_t>(n));
-  double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) cumulative[i] = total += sample_weight[i];
-  return cumulative;
 }
 
 // One tree's prediction for a row: its leaf's class distribution (normalized) or value, added
@@ -88,14 +130,15 @@ void compute_importances(Forest& forest, int64_t d) {
     for (double& v : forest.feature_importances) v /= total;
 }
 
+// The out-of-bag predictions of this rank's rows; the score over every rank's rows.
 template <typename T>
 void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const ForestRules& rules,
-                 const std::vector<double>& cumulative) {
+                 const RowShare& share, const Cumulative& cumulative, Comm& comm) {
   const int k = forest.classification ? forest.width : 1;
   std::vector<double> sums(static_cast<std::size_t>(n * k), 0.0);
   std::vector<int32_t> trees_out(static_cast<std::size_t>(n), 0);
   for (int64_t t = 0; t < static_cast<int64_t>(forest.trees.size()); ++t) {  // trees in order: fixed sums
-    const std::vector<int32_t> counts = bootstrap_counts(tree_seed(rules.seed, t), n, rules, cumulative);
+    const std::vector<int32_t> counts = bootstrap_counts(tree_seed(rules.seed, t), share, rules, cumulative);
     const Tree& tree = forest.trees[t];
 #pragma omp parallel for num_threads(rules.threads) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
@@ -107,32 +150,39 @@ void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t
     }
   }
   forest.oob_decision.assign(static_cast<std::size_t>(n * k), 0.0);
-  forest.oob_missing = 0;
+  int64_t missing = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (trees_out[i] == 0) {
-      ++forest.oob_missing;
+      ++missing;
       continue;
     }
     for (int c = 0; c < k; ++c) forest.oob_decision[i * k + c] = sums[i * k + c] / trees_out[i];
   }
+  comm.allreduce_sum(&missing, 1);
+  forest.oob_missing = missing;
+  const double total = static_cast<double>(share.total);
   if (forest.classification) {
     int64_t right = 0;
     for (int64_t i = 0; i < n; ++i) {
       const double* p = forest.oob_decision.data() + i * k;
       right += std::max_element(p, p + k) - p == labels[i];
     }
-    forest.oob_score = static_cast<double>(right) / static_cast<double>(n);
+    comm.allreduce_sum(&right, 1);  // an integer: the score of one process
+    forest.oob_score = static_cast<double>(right) / total;
   } else {
+    // Over several ranks the sums are per rank, then over ranks: a single process's score up to rounding.
     double mean = 0.0;
     for (int64_t i = 0; i < n; ++i) mean += static_cast<double>(y[i]);
-    mean /= static_cast<double>(n);
-    double ss_res = 0.0, ss_tot = 0.0;
+    comm.allreduce_sum(&mean, 1);
+    mean /= total;
+    double ss[2] = {0.0, 0.0};  // residual, total
     for (int64_t i = 0; i < n; ++i) {
       const double v = static_cast<double>(y[i]);
-      ss_res += (v - forest.oob_decision[i]) * (v - forest.oob_decision[i]);
-      ss_tot += (v - mean) * (v - mean);
+      ss[0] += (v - forest.oob_decision[i]) * (v - forest.oob_decision[i]);
+      ss[1] += (v - mean) * (v - mean);
     }
-    forest.oob_score = ss_tot > 0.0 ? 1.0 - ss_res / ss_tot : 0.0;
+    comm.allreduce_sum(ss, 2);
+    forest.oob_score = ss[1] > 0.0 ? 1.0 - ss[0] / ss[1] : 0.0;
   }
 }
 
@@ -156,31 +206,46 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   if (sample_weight) {
     GPUML_EXPECT(std::all_of(sample_weight, sample_weight + n, [](double w) { return std::isfinite(w) && w >= 0; }),
                  "sample_weight must be finite and >= 0");
-    GPUML_EXPECT(std::any_of(sample_weight, sample_weight + n, [](double w) { return w > 0; }),
-                 "the sample weights sum to 0");
   }
   GPUML_EXPECT(!rules.balanced_subsample || labels, "balanced_subsample is for classification");
   const Context host = Context::cpu();
   Trace trace(rules.device != nullptr ? *rules.device : host, "forest fit");
-  forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads);
+  // One process is the 1-rank case: the local communicator's collectives are the identity.
+  const std::shared_ptr<Comm> local = rules.comm != nullptr ? nullptr : Comm::local();
+  Comm& comm = rules.comm != nullptr ? *rules.comm : *local;
+  const bool distributed = comm.size() > 1;
+  GPUML_EXPECT(!distributed || rules.device == nullptr, "fit_forest: a distributed fit runs on the CPU backend");
+  const RowShare share = share_of(comm, n);
+  if (sample_weight) {  // over all ranks: a rank may hold rows of weight 0 only
+    int64_t positive = std::any_of(sample_weight, sample_weight + n, [](double w) { return w > 0; }) ? 1 : 0;
+    comm.allreduce_sum(&positive, 1);
+    GPUML_EXPECT(positive > 0, "the sample weights sum to 0");
+  }
+  forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads, &comm);
   trace.mark("find_bins");
   forest.n_features = d;
   forest.trees.resize(static_cast<std::size_t>(rules.n_estimators));
   const int width = forest.width;
-  const std::vector<double> cumulative = rules.bootstrap ? cumulative_weights(sample_weight, n) : std::vector<double>();
-  // Regression targets in exact units (tree_builder.hpp): the same sums on every backend.
-  const int64_t weight_total = rules.bootstrap && rules.bootstrap_draws > 0 ? rules.bootstrap_draws : n;
-  const QuantizedTargets quantized = y ? quantize_targets(rules.tree.criterion, y, n, weight_total) : QuantizedTargets{};
-  if (rules.device != nullptr && levelwise_eligible(rules, sample_weight != nullptr)) {
-    // The same trees, grown level by level on the device: the bootstrap counts (as bytes) and
-    // the feature-draw seeds come from the same streams as below.
+  const Cumulative cumulative = rules.bootstrap ? cumulative_weights(sample_weight, n, comm) : Cumulative();
+  // Regression targets in exact units (tree_builder.hpp): the same sums on every backend, and in
+  // any order (over ranks too).
+  const int64_t weight_total = rules.bootstrap && rules.bootstrap_draws > 0 ? rules.bootstrap_draws : share.total;
+  const QuantizedTargets quantized = y ? quantize_targets(rules.tree.criterion, y, n, weight_total, &comm) : QuantizedTargets{};
+  const bool in_scope = levelwise_eligible(rules, sample_weight != nullptr);
+  if (distributed && !in_scope)
+    throw_error(ErrorCode::unsupported,
+                "a random forest fitted over several ranks needs integer row weights: bootstrap=False with sample_weight "
+                "or class_weight, and class_weight=\"balanced_subsample\", are not supported there yet");
+  if ((rules.device != nullptr || distributed) && in_scope) {
+    // The same trees, grown level by level on the device (or over the ranks): the bootstrap
+    // counts (as bytes) and the feature-draw seeds come from the same streams as below.
     std::vector<uint8_t> weights(static_cast<std::size_t>(rules.n_estimators * n));
     std::vector<uint64_t> seeds(static_cast<std::size_t>(rules.n_estimators));
     bool fits = true;
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic) reduction(&& : fits)
     for (int64_t t = 0; t < rules.n_estimators; ++t) {
       const uint64_t seed = tree_seed(rules.seed, t);
-      const std::vector<int32_t> counts = bootstrap_counts(seed, n, rules, cumulative);
+      const std::vector<int32_t> counts = bootstrap_counts(seed, share, rules, cumulative);
       for (int64_t i = 0; i < n; ++i) {
         fits = fits && counts[i] <= 255;
         weights[t * n + i] = static_cast<uint8_t>(std::min(counts[i], 255));
@@ -188,8 +253,14 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
       seeds[t] = tree_seed(seed, 0);
     }
     trace.mark("bootstrap counts");
-    if (fits) {
-      std::unique_ptr<LevelBackend> backend = make_level_cuda_backend(*rules.device);
+    int64_t too_many = fits ? 0 : 1;  // every rank's verdict: all grow level by level, or none
+    comm.allreduce_sum(&too_many, 1);
+    if (distributed && too_many != 0)
+      throw_error(ErrorCode::unsupported, "a random forest fitted over several ranks draws some row more than 255 times "
+                                          "(a row of very large sample_weight, or a large max_samples): not supported there yet");
+    if (too_many == 0) {
+      std::unique_ptr<LevelBackend> backend =
+          rules.device != nullptr ? make_level_cuda_backend(*rules.device) : make_level_cpu_backend(&comm, rules.threads);
       LevelTargets targets;
       if (labels) {
         targets.labels = labels;
@@ -199,12 +270,13 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
         targets.unit[0] = quantized.unit[0];
         targets.unit[1] = quantized.unit[1];
       }
-      backend->load(X, n, d, forest.bins, targets);  // binned on the device
+      backend->load(X, n, d, forest.bins, targets);  // binned on the device (or on this rank; ranges of all ranks)
       trace.mark("load (X binned on the device)");
-      forest.trees = grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights, seeds, rules.tree, rules.threads);
+      forest.trees = grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights, seeds, rules.tree, rules.threads,
+                                          distributed ? &comm : nullptr);
       trace.mark("trees (levelwise)");
       compute_importances(forest, d);
-      if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, cumulative);
+      if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, share, cumulative, comm);
       return forest;
     }
   }
@@ -215,7 +287,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
   for (int64_t t = 0; t < rules.n_estimators; ++t) {
     const uint64_t seed = tree_seed(rules.seed, t);
-    const std::vector<int32_t> counts = bootstrap_counts(seed, n, rules, cumulative);
+    const std::vector<int32_t> counts = bootstrap_counts(seed, share, rules, cumulative);
     std::vector<double> subsample_weight;  // per class, balanced_subsample
     if (rules.balanced_subsample) {
       std::vector<int64_t> drawn(static_cast<std::size_t>(width), 0);
@@ -248,7 +320,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     forest.trees[t] = grow_tree(codes.data(), n, d, forest.bins, row_stats.data(), std::move(rows), rules.tree, tree_seed(seed, 0));
   }
   compute_importances(forest, d);
-  if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, cumulative);
+  if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, share, cumulative, comm);
   return forest;
 }
 

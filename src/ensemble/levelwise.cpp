@@ -11,6 +11,7 @@
 #include "core/random.hpp"
 #include "core/trace.hpp"
 #include "ensemble/split_finder.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
@@ -79,7 +80,8 @@ bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
 
 std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
                                        const LevelTargets& targets, const std::vector<uint8_t>& weights,
-                                       const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads) {
+                                       const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads,
+                                       Comm* comm) {
   const int k = rules.width;  // statistics per node
   GPUML_EXPECT(k == targets.width(), "grow_trees_levelwise: the rules' width does not match the targets");
   LevelRules level_rules;
@@ -91,7 +93,11 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
   const int64_t n_trees = static_cast<int64_t>(seeds.size());
   std::vector<Tree> trees(static_cast<std::size_t>(n_trees));
   // Trees per batch: the backend holds 10 bytes per row and tree (two slot lists).
-  const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(n_trees, (int64_t(1) << 31) / std::max<int64_t>(10 * n, 1)));
+  int64_t batch = std::max<int64_t>(1, std::min<int64_t>(n_trees, (int64_t(1) << 31) / std::max<int64_t>(10 * n, 1)));
+  if (comm != nullptr) {  // the same batches on every rank (the smallest)
+    const std::vector<int64_t> all = comm->allgather(batch);
+    batch = *std::min_element(all.begin(), all.end());
+  }
   std::vector<uint8_t> batch_weights;
   std::vector<LevelNode> nodes;
   std::vector<int32_t> order;
@@ -110,10 +116,12 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     const std::vector<uint8_t>& this_batch = count == n_trees ? weights : batch_weights;
     std::vector<double> root_weight(static_cast<std::size_t>(count));
     std::vector<char> root_splits(static_cast<std::size_t>(count), 0);
+    // Each root's statistics and row count (k + 1 values per tree), summed over the ranks.
+    std::vector<double> roots(static_cast<std::size_t>(count * (k + 1)), 0.0);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t t = 0; t < count; ++t) {
       const uint8_t* c = this_batch.data() + t * n;
-      std::vector<double> root(static_cast<std::size_t>(k), 0.0);
+      double* root = roots.data() + t * (k + 1);
       int64_t rows = 0;
       for (int64_t i = 0; i < n; ++i) {
         if (c[i] == 0) continue;
@@ -127,10 +135,16 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         }
         ++rows;
       }
+      root[k] = static_cast<double>(rows);
+    }
+    if (comm != nullptr) comm->allreduce_sum(roots.data(), static_cast<int64_t>(roots.size()));  // exact: integers
+    for (int64_t t = 0; t < count; ++t) {
+      const double* root = roots.data() + t * (k + 1);
+      const int64_t rows = static_cast<int64_t>(root[k]);
       Tree& tree = trees[first + t];
-      const double impurity = node_impurity(rules.criterion, root.data(), k);
-      new_node(tree, k, root.data(), impurity, rows);
-      root_weight[t] = targets.regression() ? root[0] : std::accumulate(root.begin(), root.end(), 0.0);
+      const double impurity = node_impurity(rules.criterion, root, k);
+      new_node(tree, k, root, impurity, rows);
+      root_weight[t] = targets.regression() ? root[0] : std::accumulate(root, root + k, 0.0);
       root_splits[t] = !stays_leaf(rules, 0, rows, impurity);
     }
     std::vector<Active> level;

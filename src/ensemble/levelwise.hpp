@@ -79,8 +79,14 @@ class LevelBackend {
 };
 
 GPUML_API std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context& ctx);
-// The host reference (levelwise_cpu.cpp), for tests.
-GPUML_API std::unique_ptr<LevelBackend> make_level_cpu_backend();
+// The host backend (levelwise_cpu.cpp): the reference for the CUDA backend's tests, and the
+// distributed CPU fit. With a communicator of several ranks (collective: every rank calls each
+// method with the same nodes), each rank holds its own rows; load merges every rank's value
+// ranges, and split_level sums each node's histograms over the ranks before it picks a split (so
+// the split, its row counts and left statistics are those of all rows), then partitions this
+// rank's slots. Sums are exact (integer weights, quantized targets): the ranks' order of
+// addition does not matter.
+GPUML_API std::unique_ptr<LevelBackend> make_level_cpu_backend(Comm* comm = nullptr, int threads = 1);
 
 // Whether grow_trees_levelwise can grow the trees of these rules (see the scope above; the
 // bootstrap counts must also fit in a byte, which the caller checks).
@@ -88,9 +94,12 @@ GPUML_API bool levelwise_eligible(const ForestRules& rules, bool has_sample_weig
 
 // The trees of `seeds.size()` trees from their row weights (weights[t * n + i]: row i's
 // bootstrap count in tree t), as grow_tree would grow each (same seeds, same rules), on
-// `backend`, loaded with the data and these targets (load) and the bins it filled.
+// `backend`, loaded with the data and these targets (load) and the bins it filled. With a
+// communicator (collective; backend: make_level_cpu_backend over the same one), n rows are this
+// rank's and the trees those of all ranks' rows, the same on every rank.
 GPUML_API std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
                                                  const LevelTargets& targets, const std::vector<uint8_t>& weights,
-                                                 const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads);
+                                                 const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads,
+                                                 Comm* comm = nullptr);
 
 }  // namespace gpuml::detail

@@ -1,14 +1,15 @@
 // RandomForestClassifier and RandomForestRegressor: parameters, fitted attributes, the fit and
-// predictions, written once for both. The trees are grown by the host reference forest
-// (tree_builder.hpp, docs/random_forest.md); on a CUDA context the fit's inputs are copied to the
-// host for it until the fit's CUDA primitives land (issue 5). Predictions run on the context's
-// backend (forest_backend.hpp).
+// predictions, written once for both. The trees are grown by fit_forest (tree_builder.hpp,
+// docs/random_forest.md): on the host threads, on a CUDA context level by level on the device,
+// and over the ranks of the context's communicator (CPU contexts) level by level with summed
+// histograms. Predictions run on the context's backend (forest_backend.hpp).
 #include "gpuml/ensemble/random_forest.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
+#include "core/distributed.hpp"
 #include "core/labels.hpp"
 #include "core/params.hpp"
 #include "core/registry.hpp"
@@ -169,52 +170,96 @@ RandomForestBase::~RandomForestBase() = default;
 
 void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {
   const std::string name = estimator_name(classification_);
-  GPUML_EXPECT(y != nullptr, name + ".fit needs y");
-  detail::check_matrix_shape(X);
-  const int64_t n = X.shape[0], d = X.shape[1];
-  GPUML_EXPECT(n >= 1 && d >= 1, name + ": X needs at least one sample and one feature");
-  GPUML_EXPECT(n <= INT32_MAX, name + ": at most 2^31 - 1 samples");
-  GPUML_EXPECT(params_.bootstrap || !params_.max_samples,
-               name + ": max_samples cannot be set when bootstrap is False");
-  GPUML_EXPECT(params_.bootstrap || !params_.oob_score, name + ": out-of-bag estimation needs bootstrap=True");
-  const DType dtype = detail::float_dtype_for(X.dtype);
-  const detail::HostReadable Xh = detail::host_readable(ctx, X, dtype, "X");
+  // Distributed (SPMD) over the context's communicator: every rank passes its own rows, and the
+  // ranks check their inputs together (a bad rank makes every rank throw), agree on the
+  // parameters, take the union of the classes, count "balanced" class weights, the weight total
+  // and fractions of rows over all ranks, and fit_forest grows the forest one process would grow
+  // on all rows in rank order. One rank (the local communicator) is the single-process fit.
+  Comm& comm = ctx.comm();
+  const bool distributed = comm.size() > 1;
+  int64_t n = 0, d = 0;
+  DType dtype = DType::float64;
+  detail::HostReadable Xh, yh;
+  detail::LabelValues y_values;
+  std::vector<double> weights;
+  detail::check_on_every_rank(comm, name, "checking X, y and sample_weight", [&] {
+    GPUML_EXPECT(y != nullptr, name + ".fit needs y");
+    if (distributed && ctx.is_cuda())
+      throw_error(ErrorCode::unsupported, name + ": a fit over several ranks runs on CPU contexts only for now (the "
+                                                 "histograms of a CUDA fit are not summed over ranks yet)");
+    detail::check_matrix_shape(X);
+    n = X.shape[0], d = X.shape[1];
+    GPUML_EXPECT(n >= 1 && d >= 1, name + ": X needs at least one sample and one feature");
+    GPUML_EXPECT(n <= INT32_MAX, name + ": at most 2^31 - 1 samples");
+    GPUML_EXPECT(params_.bootstrap || !params_.max_samples,
+                 name + ": max_samples cannot be set when bootstrap is False");
+    GPUML_EXPECT(params_.bootstrap || !params_.oob_score, name + ": out-of-bag estimation needs bootstrap=True");
+    dtype = detail::float_dtype_for(X.dtype);
+    Xh = detail::host_readable(ctx, X, dtype, "X");
+    if (distributed)  // here rather than mid-fit, where one rank's error would leave the others waiting
+      detail::with_float_type(dtype, [&](auto tag) {
+        const auto* v = static_cast<const decltype(tag)*>(Xh.data());
+        GPUML_EXPECT(std::all_of(v, v + n * d, [](auto x) { return std::isfinite(x); }), "X contains NaN or infinity");
+      });
+    weights = detail::host_sample_weights(ctx, sample_weight, n);
+    if (classification_) {
+      y_values = detail::read_labels(ctx, *y, n, name);
+    } else {
+      GPUML_EXPECT(y->ndim == 1 || (y->ndim == 2 && y->shape[1] == 1),
+                   name + ": y must be 1-d (one target); got " + detail::shape_string(*y));
+      GPUML_EXPECT(y->shape[0] == n, "y has " + std::to_string(y->shape[0]) + " samples but X has " + std::to_string(n));
+      ArrayView flat = *y;
+      if (flat.ndim == 2) flat = make_view(flat.data, flat.dtype, flat.device, n);  // (n, 1) rows are contiguous
+      yh = detail::host_readable(ctx, flat, dtype, "y");
+      if (distributed)
+        detail::with_float_type(dtype, [&](auto tag) {
+          const auto* v = static_cast<const decltype(tag)*>(yh.data());
+          GPUML_EXPECT(std::all_of(v, v + n, [](auto x) { return std::isfinite(x); }), "y contains NaN or infinity");
+        });
+    }
+  });
+  const detail::RowCounts all_rows =
+      detail::agree_on_every_rank(comm, name, n,
+                                  {{"n_features", d},
+                                   {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
+                                   {"the parameters (hash)", detail::hash_of(get_params_json())},
+                                   {"whether sample_weight is given", sample_weight != nullptr ? 1 : 0}});
+  const int64_t n_all = all_rows.total;
 
   detail::Labels labels;
-  detail::HostReadable yh;
-  std::vector<double> weights = detail::host_sample_weights(ctx, sample_weight, n);
   if (classification_) {
-    labels = detail::encode_labels(ctx, *y, n, name);
+    // Every rank's classes (a rank may hold one class only); "balanced" counts every rank's rows.
+    std::vector<double> classes = detail::union_over_ranks(comm, y_values.classes);
+    labels = detail::index_labels(ctx, y_values, std::move(classes), name);
+    y_values = {};
     const bool subsample = params_.class_weight_mode == "balanced_subsample" && params_.bootstrap;
     const bool balanced = params_.class_weight_mode == "balanced" ||
                           (params_.class_weight_mode == "balanced_subsample" && !params_.bootstrap);
     if (!subsample && (balanced || !params_.class_weight.empty())) {
-      const std::vector<double> per_class = detail::class_weights(labels, weights, balanced, params_.class_weight, name);
+      const std::vector<double> per_class =
+          detail::class_weights(labels, weights, balanced, params_.class_weight, name, &comm);
       if (weights.empty()) weights.assign(static_cast<std::size_t>(n), 1.0);
       for (int64_t i = 0; i < n; ++i) weights[i] *= per_class[labels.index[i]];
     }
-  } else {
-    GPUML_EXPECT(y->ndim == 1 || (y->ndim == 2 && y->shape[1] == 1),
-                 name + ": y must be 1-d (one target); got " + detail::shape_string(*y));
-    GPUML_EXPECT(y->shape[0] == n, "y has " + std::to_string(y->shape[0]) + " samples but X has " + std::to_string(n));
-    ArrayView flat = *y;
-    if (flat.ndim == 2) flat = make_view(flat.data, flat.dtype, flat.device, n);  // (n, 1) rows are contiguous
-    yh = detail::host_readable(ctx, flat, dtype, "y");
-    if (params_.criterion == "poisson") {  // scikit-learn's checks, in its words
-      double total = 0.0;
-      bool negative = false;
-      detail::with_float_type(dtype, [&](auto tag) {
-        const auto* v = static_cast<const decltype(tag)*>(yh.data());
-        for (int64_t i = 0; i < n; ++i) negative |= v[i] < 0, total += static_cast<double>(v[i]);
-      });
-      GPUML_EXPECT(!negative, name + ": some value(s) of y are negative, which is not allowed for Poisson regression");
-      GPUML_EXPECT(total > 0, name + ": the sum of y is not strictly positive, which is necessary for Poisson regression");
-    }
+  } else if (params_.criterion == "poisson") {  // scikit-learn's checks, in its words, over every rank's y
+    double checks[2] = {0.0, 0.0};  // negative values, sum
+    detail::with_float_type(dtype, [&](auto tag) {
+      const auto* v = static_cast<const decltype(tag)*>(yh.data());
+      for (int64_t i = 0; i < n; ++i) checks[0] += v[i] < 0, checks[1] += static_cast<double>(v[i]);
+    });
+    comm.allreduce_sum(checks, 2);
+    GPUML_EXPECT(checks[0] == 0, name + ": some value(s) of y are negative, which is not allowed for Poisson regression");
+    GPUML_EXPECT(checks[1] > 0, name + ": the sum of y is not strictly positive, which is necessary for Poisson regression");
   }
-  double weight_total = static_cast<double>(n);
+  double weight_total = static_cast<double>(n_all);
   if (!weights.empty()) {
+    // Summed in row order, rank after rank: one process's bits (max_samples as a fraction uses it).
     weight_total = 0.0;
-    for (double w : weights) weight_total += w;
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r == comm.rank())
+        for (double w : weights) weight_total += w;
+      comm.broadcast(&weight_total, 1, r);
+    }
     GPUML_EXPECT(weight_total > 0, name + ": the sample weights sum to 0");
   }
 
@@ -226,8 +271,8 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
                                                                 : detail::Criterion::entropy;
   rules.tree.width = classification_ ? static_cast<int>(labels.classes.size()) : 3;
   rules.tree.max_depth = params_.max_depth;
-  rules.tree.min_samples_leaf = std::max<int64_t>(1, rows_of(params_.min_samples_leaf, n));
-  rules.tree.min_samples_split = std::max<int64_t>(2, rows_of(params_.min_samples_split, n));
+  rules.tree.min_samples_leaf = std::max<int64_t>(1, rows_of(params_.min_samples_leaf, n_all));
+  rules.tree.min_samples_split = std::max<int64_t>(2, rows_of(params_.min_samples_split, n_all));
   rules.tree.min_impurity_decrease = params_.min_impurity_decrease;
   rules.tree.max_features = features_per_node(params_, d, name);
   rules.tree.max_leaf_nodes = params_.max_leaf_nodes;
@@ -238,9 +283,12 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
                                         : static_cast<int64_t>(ms.value);
   }
   rules.max_bins = static_cast<int>(params_.n_bins);
-  rules.seed = params_.random_state ? *params_.random_state : std::random_device{}();
+  int64_t seed = static_cast<int64_t>(params_.random_state ? *params_.random_state : std::random_device{}());
+  comm.broadcast(&seed, 1, 0);  // rank 0's when random_state is None
+  rules.seed = static_cast<uint64_t>(seed);
   rules.threads = ctx.n_threads();
   rules.device = ctx.is_cuda() ? &ctx : nullptr;
+  rules.comm = distributed ? &comm : nullptr;
   rules.oob_score = params_.oob_score;
   rules.balanced_subsample = classification_ && params_.class_weight_mode == "balanced_subsample" && params_.bootstrap;
 

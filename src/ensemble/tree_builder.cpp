@@ -8,6 +8,7 @@
 
 #include "core/random.hpp"
 #include "ensemble/split_finder.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
@@ -231,20 +232,27 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
 }
 
 template <typename T>
-QuantizedTargets quantize_targets(Criterion criterion, const T* y, int64_t n, int64_t weight_total) {
+QuantizedTargets quantize_targets(Criterion criterion, const T* y, int64_t n, int64_t weight_total, Comm* comm) {
   QuantizedTargets q;
   q.units.resize(static_cast<std::size_t>(2 * n));
   std::vector<double> base(static_cast<std::size_t>(2 * n));
-  double largest[2] = {0.0, 0.0};
+  double largest[2] = {0.0, 0.0};  // infinity when some target overflows
   for (int64_t i = 0; i < n; ++i) {
     double s[3];
     regression_row_stats(criterion, 1.0, static_cast<double>(y[i]), s);
     for (int j = 0; j < 2; ++j) {
-      GPUML_EXPECT(std::isfinite(s[j + 1]), "y is too large for the forest's criterion (y² or y log y overflows)");
       base[2 * i + j] = s[j + 1];
-      largest[j] = std::max(largest[j], std::fabs(s[j + 1]));
+      largest[j] = std::isfinite(s[j + 1]) ? std::max(largest[j], std::fabs(s[j + 1])) : HUGE_VAL;
     }
   }
+  if (comm != nullptr && comm->size() > 1) {  // the largest of every rank's: the same units everywhere
+    std::vector<double> all(static_cast<std::size_t>(2 * comm->size()));
+    comm->allgather(largest, 2, all.data(), DType::float64);
+    for (int r = 0; r < comm->size(); ++r)
+      for (int j = 0; j < 2; ++j) largest[j] = std::max(largest[j], all[2 * r + j]);
+  }
+  GPUML_EXPECT(std::isfinite(largest[0]) && std::isfinite(largest[1]),
+               "y is too large for the forest's criterion (y² or y log y overflows)");
   int weight_bits = 0;  // weight_total <= 2^weight_bits
   while (weight_bits < 62 && (int64_t{1} << weight_bits) < weight_total) ++weight_bits;
   for (int j = 0; j < 2; ++j) {
@@ -259,8 +267,8 @@ QuantizedTargets quantize_targets(Criterion criterion, const T* y, int64_t n, in
   return q;
 }
 
-template QuantizedTargets quantize_targets<float>(Criterion, const float*, int64_t, int64_t);
-template QuantizedTargets quantize_targets<double>(Criterion, const double*, int64_t, int64_t);
+template QuantizedTargets quantize_targets<float>(Criterion, const float*, int64_t, int64_t, Comm*);
+template QuantizedTargets quantize_targets<double>(Criterion, const double*, int64_t, int64_t, Comm*);
 
 template <typename T>
 void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, int32_t* leaves) {

@@ -10,6 +10,7 @@
 #include "gpuml/core/export.hpp"
 
 namespace gpuml {
+class Comm;
 class Context;
 }
 
@@ -60,14 +61,17 @@ void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t featur
 // sums are exact doubles, so they come out the same in any order (the CUDA builder's atomics and
 // the host's loops agree bit for bit). The rounding moves a target by at most 2^-(52 - log2
 // weight_total) of the column's largest magnitude (about 1e-10 at a million rows); integer and
-// short binary fractions stay exact.
+// short binary fractions stay exact. With a communicator (collective), y is this rank's share of
+// the rows and the units are those of all ranks' rows (weight_total then counts all of them).
+// A y whose y² (or y log y) overflows is an invalid_argument error on every rank.
 struct QuantizedTargets {
   std::vector<int64_t> units;  // n x 2
   double unit[2] = {1.0, 1.0};
   double value(int64_t row, int column) const { return static_cast<double>(units[row * 2 + column]) * unit[column]; }
 };
 template <typename T>
-GPUML_API QuantizedTargets quantize_targets(Criterion criterion, const T* y, int64_t n, int64_t weight_total);
+GPUML_API QuantizedTargets quantize_targets(Criterion criterion, const T* y, int64_t n, int64_t weight_total,
+                                            Comm* comm = nullptr);
 
 // The leaf of each of X's rows (n x d, row-major) in `tree`.
 template <typename T>
@@ -97,6 +101,13 @@ struct ForestRules {
   // A CUDA context to grow the trees on, level by level (levelwise.hpp), when the rules are in
   // that builder's scope; null, or out of scope: grow_tree on the host threads.
   const Context* device = nullptr;
+  // Distributed (SPMD): the ranks of this communicator each pass their own rows (X, labels or y,
+  // weights), the rows of all ranks in rank order being the data; every rank gets the forest one
+  // process would grow on all of them with the same seed. The bins come from a sample of all
+  // rows, the bootstrap from draws over all rows (each rank keeps its rows' counts), and the
+  // trees grow level by level with each level's histograms summed over the ranks (levelwise.hpp;
+  // its scope only: integer row weights). Null or one rank: a single process.
+  Comm* comm = nullptr;
 };
 
 struct Forest {
@@ -117,7 +128,8 @@ struct Forest {
 };
 
 // Classification: labels in [0, k) with k = rules.tree.width; regression: y (labels null). Weights
-// may be null (ones); else finite, >= 0, not all 0.
+// may be null (ones); else finite, >= 0, not all 0 (over all ranks). With several ranks (rules.comm),
+// oob_decision holds this rank's rows and oob_missing / oob_score count every rank's.
 template <typename T>
 GPUML_API Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const double* sample_weight,
                             const ForestRules& rules);

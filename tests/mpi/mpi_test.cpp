@@ -3,8 +3,10 @@
 // on every rank's own rows (an uneven split of fresh random rows) equals, on every rank, a
 // 1-process fit on all rows with the same seed, and the collective error paths. `mpi_test linear`
 // does the same for LinearRegression (every algorithm), Ridge, Lasso and ElasticNet, and
-// `mpi_test decomposition` for PCA and TruncatedSVD, `mpi_test logistic` for LogisticRegression
-// and `mpi_test pagerank` for PageRank over every rank's share of the edges.
+// `mpi_test decomposition` for PCA and TruncatedSVD, `mpi_test logistic` for LogisticRegression,
+// `mpi_test pagerank` for PageRank over every rank's share of the edges, and `mpi_test forest`
+// for RandomForestClassifier / RandomForestRegressor (random parameters; the forest must be the
+// 1-process forest bit for bit).
 // A failed check prints the rank and the line and makes the program exit non-zero.
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
@@ -883,6 +885,210 @@ void test_logistic(gpuml::Comm& comm, uint64_t seed) {
   ok.fit(ctx, data.Xv(0, 60), data.yv(0, 60));
   expect_same_bits(comm, values_of(ok.coef()), "a LogisticRegression fit after the errors");
 }
+// ---- Random forests ----------------------------------------------------------------------
+
+// Every fitted attribute of a forest as doubles (int32 and int64 arrays converted exactly), in
+// attribute_names() order, leaving out the out-of-bag arrays (they hold the rank's own rows).
+std::vector<double> forest_values(const gpuml::Estimator& est) {
+  std::vector<double> out;
+  for (const std::string& name : est.attribute_names()) {
+    if (name.rfind("oob_", 0) == 0) continue;
+    const gpuml::HostArray& a = est.attribute(name);
+    if (a.dtype() == gpuml::DType::int32)
+      out.insert(out.end(), a.as<const int32_t>(), a.as<const int32_t>() + a.bytes() / sizeof(int32_t));
+    else
+      for (double v : values_of(a)) out.push_back(v);
+  }
+  return out;
+}
+
+struct ForestCase {
+  gpuml::RandomForestParams params;
+  bool weighted = false;
+  int64_t few = -1;  // rows on rank 0 (split_few), or -1: split()
+  std::string what;
+};
+
+// The forest fitted on every rank's rows under `dist` must be the 1-process forest of all rows
+// bit for bit (every node array, importances, classes), hold the same bits on every rank, and,
+// with oob_score, give this rank's rows the 1-process out-of-bag values.
+template <typename T>
+void expect_distributed_forest(gpuml::Comm& comm, gpuml::Context& dist, const Data<T>& data, bool classification,
+                               const ForestCase& c) {
+  const std::vector<int64_t> begin = c.few >= 0 ? split_few(data.n, comm.size(), c.few) : split(data.n, comm.size());
+  const int64_t b = begin[comm.rank()], e = begin[comm.rank() + 1];
+  const gpuml::ArrayView w_local = data.wv(b, e), w_all = data.wv(0, data.n);
+  auto make = [&]() -> std::unique_ptr<gpuml::RandomForestBase> {
+    if (classification) return std::make_unique<gpuml::RandomForestClassifier>(c.params);
+    return std::make_unique<gpuml::RandomForestRegressor>(c.params);
+  };
+  try {
+    std::unique_ptr<gpuml::RandomForestBase> got = make(), want = make();
+    const gpuml::ArrayView y_local = data.yv(b, e), y_all = data.yv(0, data.n);
+    got->fit(dist, data.Xv(b, e), &y_local, c.weighted ? &w_local : nullptr);
+    gpuml::Context single = gpuml::Context::cpu();  // no communicator: one process, all rows
+    want->fit(single, data.Xv(0, data.n), &y_all, c.weighted ? &w_all : nullptr);
+    const std::vector<double> g = forest_values(*got), w = forest_values(*want);
+    CHECK(g.size() == w.size() && std::memcmp(g.data(), w.data(), g.size() * sizeof(double)) == 0,
+          "%s: the forest differs from the 1-process forest (%zu and %zu values)", c.what.c_str(), g.size(), w.size());
+    expect_same_bits(comm, g, c.what);
+    if (!c.params.oob_score) {
+      CHECK(gpuml::serialize(*got) == gpuml::serialize(*want), "%s: the serialized models differ", c.what.c_str());
+    } else {
+      const double score = *got->attribute("oob_score_").as<const double>();
+      const double want_score = *want->attribute("oob_score_").as<const double>();
+      CHECK(std::abs(score - want_score) <= 1e-12 * std::max(1.0, std::abs(want_score)), "%s: oob_score_ %.17g, 1-process %.17g",
+            c.what.c_str(), score, want_score);
+      const std::string oob = classification ? "oob_decision_function_" : "oob_prediction_";
+      const std::vector<double> mine = values_of(got->attribute(oob)), all = values_of(want->attribute(oob));
+      const int64_t k = static_cast<int64_t>(all.size()) / data.n;
+      CHECK(static_cast<int64_t>(mine.size()) == (e - b) * k &&
+                std::equal(mine.begin(), mine.end(), all.begin() + b * k),
+            "%s: %s of this rank's rows differs from the 1-process one", c.what.c_str(), oob.c_str());
+    }
+  } catch (const std::exception& ex) {
+    CHECK(false, "%s: %s", c.what.c_str(), ex.what());
+    throw;  // the ranks may now disagree on the collectives that follow: stop
+  }
+}
+
+// Random parameters for a case (the same on every rank: rng from the shared seed).
+ForestCase random_forest_case(std::mt19937_64& rng, bool classification, int64_t n, int64_t d, int index) {
+  auto pick = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  ForestCase c;
+  gpuml::RandomForestParams& p = c.params;
+  p.n_estimators = pick(3, 10);
+  p.random_state = rng() >> 1;
+  p.criterion = classification ? (pick(0, 2) == 0 ? "entropy" : "gini") : (pick(0, 3) == 0 ? "poisson" : "squared_error");
+  p.bootstrap = pick(0, 4) != 0;
+  if (pick(0, 1)) p.max_depth = pick(1, 12);
+  if (pick(0, 3) == 0) p.max_leaf_nodes = pick(2, 40);
+  switch (pick(0, 4)) {
+    case 0: p.max_features = "sqrt"; break;
+    case 1: p.max_features = "log2"; break;
+    case 2: p.max_features = "all"; break;
+    case 3: p.max_features = "count", p.max_features_value = static_cast<double>(pick(1, d)); break;
+    default: p.max_features = "fraction", p.max_features_value = 0.3 + 0.1 * static_cast<double>(pick(0, 7)); break;
+  }
+  if (pick(0, 2) == 0) p.min_samples_leaf = pick(0, 1) ? gpuml::CountOrFraction{static_cast<double>(pick(2, 8)), false}
+                                                       : gpuml::CountOrFraction{0.01, true};
+  if (pick(0, 2) == 0) p.min_samples_split = {static_cast<double>(pick(3, 20)), false};
+  if (pick(0, 3) == 0) p.n_bins = pick(2, 64);
+  if (p.bootstrap && pick(0, 3) == 0)
+    p.max_samples = pick(0, 1) ? gpuml::CountOrFraction{static_cast<double>(pick(20, n)), false} : gpuml::CountOrFraction{0.6, true};
+  // Weights choose the rows with bootstrap (integer counts); without it they would weigh them
+  // (not summed exactly over ranks: refused, tested below).
+  c.weighted = p.bootstrap && pick(0, 1);
+  if (classification && p.bootstrap && pick(0, 1)) p.class_weight_mode = "balanced";
+  if (p.bootstrap && pick(0, 2) == 0) p.oob_score = true;
+  c.few = pick(0, 2) == 0 ? pick(1, 5) : -1;
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "%s %d: %s, %lld trees, bootstrap %d, max_depth %lld, max_leaf_nodes %lld, max_features %s %g, "
+                "min_samples_leaf %g%s, min_samples_split %g, n_bins %lld, max_samples %s, weighted %d, class_weight %s, "
+                "oob %d, rows on rank 0 %lld",
+                classification ? "RandomForestClassifier" : "RandomForestRegressor", index, p.criterion.c_str(),
+                static_cast<long long>(p.n_estimators), p.bootstrap, static_cast<long long>(p.max_depth),
+                static_cast<long long>(p.max_leaf_nodes), p.max_features.c_str(), p.max_features_value,
+                p.min_samples_leaf.value, p.min_samples_leaf.fraction ? " (fraction)" : "", p.min_samples_split.value,
+                static_cast<long long>(p.n_bins), p.max_samples ? std::to_string(p.max_samples->value).c_str() : "None",
+                c.weighted, p.class_weight_mode.empty() ? "None" : p.class_weight_mode.c_str(), p.oob_score,
+                static_cast<long long>(c.few));
+  c.what = text;
+  return c;
+}
+
+// Data for the forests: make_data's rows with a constant column and a column of 4 values (ties,
+// constant nodes), weights in quarters (0 included: rows never drawn), so that "balanced" class
+// totals are exact in any order.
+template <typename T>
+Data<T> forest_data(uint64_t seed, int64_t n, int64_t d) {
+  Data<T> data = make_data<T>(seed, n, d, 1, 0.0);
+  std::mt19937_64 gen(seed + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    data.X[i * d + (d - 1)] = static_cast<T>(1.5);
+    data.X[i * d] = static_cast<T>(std::floor(static_cast<double>(data.X[i * d]) * 0.7));
+    if (d > 2) data.X[i * d + 1] = static_cast<T>(static_cast<int64_t>(gen() % 4));
+    data.w[i] = static_cast<T>(0.25 * static_cast<double>(gen() % 9));
+  }
+  return data;
+}
+
+void test_forest(gpuml::Comm& comm, uint64_t seed) {
+  gpuml::Context ctx = gpuml::Context::cpu();
+  ctx.attach_comm(gpuml::Comm::mpi_world());
+  const int size = comm.size();
+  std::mt19937_64 rng(seed + 41);
+  for (int index = 0; index < 16; ++index) {
+    const bool classification = index % 2 == 0;
+    const int64_t n = 150 + static_cast<int64_t>(rng() % 900), d = 3 + static_cast<int64_t>(rng() % 8);
+    Data<double> data = forest_data<double>(seed + 42 + index, n, d);
+    if (classification) make_labels(data, 2 + static_cast<int64_t>(rng() % 3), seed + 43 + index, rng() % 3 == 0);
+    else if (index % 4 == 1)  // poisson-friendly: y >= 0, some zeros
+      for (double& v : data.y) v = std::max(0.0, std::round(v));
+    const ForestCase c = random_forest_case(rng, classification, n, d, index);
+    if (c.params.criterion == "poisson") {
+      for (double& v : data.y) v = std::max(0.0, std::round(v));
+      data.y[0] += 1.0;  // a positive sum
+    }
+    if (g_rank == 0 && std::getenv("GPUML_TEST_VERBOSE")) std::printf("%s\n", c.what.c_str());
+    expect_distributed_forest(comm, ctx, data, classification, c);
+  }
+  {
+    Data<float> f32 = forest_data<float>(seed + 60, 700, 5);
+    make_labels(f32, 3, seed + 61, true);  // sorted: rank 0 holds the first class only
+    ForestCase c;
+    c.params.n_estimators = 6;
+    c.params.random_state = seed;
+    c.what = "RandomForestClassifier float32, sorted labels, defaults";
+    expect_distributed_forest(comm, ctx, f32, true, c);
+  }
+
+  // Bad input on one rank: every rank returns an error (none waits forever), and the next fit works.
+  const bool last = comm.rank() == size - 1;
+  Data<double> data = forest_data<double>(seed + 70, 80, 4);
+  make_labels(data, 3, seed + 71, false);
+  gpuml::RandomForestParams small;
+  small.n_estimators = 3;
+  small.random_state = 5;
+  std::vector<double> nan_X = data.X;
+  if (last) nan_X[6] = std::nan("");
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "NaN" : "failed on rank",
+               [&] { gpuml::RandomForestClassifier(small).fit(ctx, gpuml::host_view(nan_X.data(), 80, 4), data.yv(0, 80)); },
+               __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, comm.rank() == 0 ? "samples" : "failed on rank 0",
+               [&] { gpuml::RandomForestRegressor(small).fit(ctx, data.Xv(0, 80), data.yv(0, comm.rank() == 0 ? 70 : 80)); },
+               __LINE__);
+  std::vector<double> weights(80, 1.0);
+  if (last) weights[3] = -1.0;
+  const gpuml::ArrayView w = gpuml::host_view(weights.data(), 80);
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "non-negative" : "failed on rank",
+               [&] { gpuml::RandomForestClassifier(small).fit(ctx, data.Xv(0, 80), data.yv(0, 80), &w); }, __LINE__);
+  gpuml::RandomForestParams other = small;
+  other.n_estimators = last ? 4 : 3;
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on the parameters",
+               [&] { gpuml::RandomForestClassifier(other).fit(ctx, data.Xv(0, 80), data.yv(0, 80)); }, __LINE__);
+  std::vector<double> one_class(80, 2.0);
+  expect_error(gpuml::ErrorCode::invalid_argument, "at least 2 classes",
+               [&] { gpuml::RandomForestClassifier(small).fit(ctx, data.Xv(0, 80), gpuml::host_view(one_class.data(), 80)); },
+               __LINE__);
+  std::vector<double> counts(80, 1.0);
+  if (last) counts[9] = -1.0;
+  gpuml::RandomForestParams poisson = small;
+  poisson.criterion = "poisson";
+  expect_error(gpuml::ErrorCode::invalid_argument, "negative",
+               [&] { gpuml::RandomForestRegressor(poisson).fit(ctx, data.Xv(0, 80), gpuml::host_view(counts.data(), 80)); },
+               __LINE__);
+  // Weights that weigh the rows (no bootstrap) are not summed exactly over ranks: a named refusal.
+  gpuml::RandomForestParams no_bootstrap = small;
+  no_bootstrap.bootstrap = false;
+  no_bootstrap.class_weight_mode = "balanced";
+  expect_error(gpuml::ErrorCode::unsupported, "integer row weights",
+               [&] { gpuml::RandomForestClassifier(no_bootstrap).fit(ctx, data.Xv(0, 80), data.yv(0, 80)); }, __LINE__);
+  gpuml::RandomForestClassifier ok(small);
+  ok.fit(ctx, data.Xv(0, 80), data.yv(0, 80));
+  expect_same_bits(comm, forest_values(ok), "a RandomForestClassifier fit after the errors");
+}
 // ---- PageRank ----------------------------------------------------------------------------
 
 // A fresh random graph: m edges among n vertices, sources skewed towards low ids (a few hubs),
@@ -1039,8 +1245,8 @@ void test_pagerank(gpuml::Comm& comm, uint64_t seed) {
 int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
   if (what != "comm" && what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic" &&
-      what != "pagerank") {
-    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank\n", argv[0]);
+      what != "pagerank" && what != "forest") {
+    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank|forest\n", argv[0]);
     return 2;
   }
   try {
@@ -1075,6 +1281,8 @@ int main(int argc, char** argv) {
         test_logistic(*world, static_cast<uint64_t>(seed));
       } else if (what == "pagerank") {
         test_pagerank(*world, static_cast<uint64_t>(seed));
+      } else if (what == "forest") {
+        test_forest(*world, static_cast<uint64_t>(seed));
       } else {
         test_decomposition(*world, static_cast<uint64_t>(seed));
       }

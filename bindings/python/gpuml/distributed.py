@@ -19,7 +19,10 @@ order, from one thread at a time. ``device="cuda"`` contexts stay local (1 rank)
 form: distributed fits run on the CPU backend.
 
 Distributed today: KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticRegression, PCA,
-TruncatedSVD and PageRank (each rank passing its share of the edges).
+TruncatedSVD, RandomForestClassifier and RandomForestRegressor (the forest of all rows, bit for
+bit) and PageRank (each rank passing its share of the edges). The Python classifiers number the
+classes from each rank's own labels, so every rank must hold every class (the C++ and C APIs
+take the union over ranks).
 
 ``init(unique_id, n_ranks, rank)`` is the NCCL form (for engines other than MPI): it attaches an
 NCCL communicator to the package's default CUDA context (``nccl_unique_id()`` on one rank makes
