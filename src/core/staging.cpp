@@ -33,18 +33,28 @@ void validate_view(const ArrayView& a, const char* what) {
   GPUML_EXPECT(a.device.type == DeviceType::cpu || a.device.type == DeviceType::cuda,
                name + " has an unknown device type " + std::to_string(static_cast<int>(a.device.type)));
   GPUML_EXPECT(a.ndim >= 0 && a.ndim <= 2, name + " must have 0, 1 or 2 dimensions, got " + std::to_string(a.ndim));
-  int64_t last = 0;  // largest element offset
   for (int i = 0; i < a.ndim; ++i) {
     GPUML_EXPECT(a.shape[i] >= 0, name + " has a negative dimension: shape " + shape_string(a));
     GPUML_EXPECT(a.strides[i] >= 0, name + " has a negative stride, which is not supported");
-    if (a.shape[i] > 0) {
-      GPUML_EXPECT(a.strides[i] <= std::numeric_limits<int64_t>::max() / a.shape[i], name + " has strides that overflow");
-      last += (a.shape[i] - 1) * a.strides[i];
-    }
   }
   if (a.ndim == 2 && a.shape[0] > 0 && a.shape[1] > 0)
     GPUML_EXPECT(a.shape[0] <= std::numeric_limits<int64_t>::max() / a.shape[1], name + " has too many elements");
-  GPUML_EXPECT(last <= std::numeric_limits<int64_t>::max() / 8, name + " is too large to address");
+  if (a.size() > 0) {
+    // The byte offset of the last element must fit in int64; each term is bounded by what is
+    // left, so the sum itself cannot overflow. A zero stride on a dimension longer than 1 is
+    // refused as in the C ABI: it is what a view whose strides were never set holds (ArrayView's
+    // default), and it would read one element over and over.
+    const int64_t max_offset = std::numeric_limits<int64_t>::max() / 8;
+    int64_t last = 0;  // largest element offset
+    for (int i = 0; i < a.ndim; ++i) {
+      if (a.shape[i] <= 1) continue;
+      GPUML_EXPECT(a.strides[i] != 0, name + " has a zero stride on a dimension of length " + std::to_string(a.shape[i]) +
+                                           ": strides must be given, in elements (a row-major n x d array has {d, 1})");
+      GPUML_EXPECT(a.strides[i] <= (max_offset - last) / (a.shape[i] - 1),
+                   name + " has strides that overflow: it is too large to address");
+      last += (a.shape[i] - 1) * a.strides[i];
+    }
+  }
   GPUML_EXPECT(a.size() == 0 || a.data != nullptr, name + " has a NULL data pointer");
   if (a.size() > 0) check_pointer_location(a.data, a.device, what);
 }

@@ -219,7 +219,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   if (sample_weight) {  // over all ranks: a rank may hold rows of weight 0 only
     int64_t positive = std::any_of(sample_weight, sample_weight + n, [](double w) { return w > 0; }) ? 1 : 0;
     comm.allreduce_sum(&positive, 1);
-    GPUML_EXPECT(positive > 0, "the sample weights sum to 0");
+    GPUML_EXPECT(positive > 0, "sample_weight sums to 0 (times the class weights): no row has weight");
   }
   forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads, &comm);
   trace.mark("find_bins");

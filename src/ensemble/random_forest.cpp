@@ -260,7 +260,7 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
         for (double w : weights) weight_total += w;
       comm.broadcast(&weight_total, 1, r);
     }
-    GPUML_EXPECT(weight_total > 0, name + ": the sample weights sum to 0");
+    GPUML_EXPECT(weight_total > 0, name + ": sample_weight sums to 0: no row has weight");
   }
 
   detail::ForestRules rules;

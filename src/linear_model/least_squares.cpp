@@ -808,7 +808,7 @@ CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int
   out.weight_sum = sums[d];
   out.mean.assign(static_cast<std::size_t>(d), 0.0);
   if (center) {
-    GPUML_EXPECT(sums[d] > 0, estimator + ": the sample weights sum to 0");
+    GPUML_EXPECT(sums[d] > 0, estimator + ": sample_weight sums to 0");
     std::vector<double> delta(static_cast<std::size_t>(d));
     for (int64_t j = 0; j < d; ++j) {
       delta[j] = sums[j] / sums[d];

@@ -116,7 +116,8 @@ class LogisticFit {
       weights_ = detail::stage_host(ctx, weight_host_);
     }
     comm_.allreduce_sum(&weight_sum_, 1);  // every rank's rows
-    GPUML_EXPECT(weight_sum_ > 0, "LogisticRegression: the sample weights (times the class weights) sum to 0");
+    GPUML_EXPECT(weight_sum_ > 0, "LogisticRegression: sample_weight (times the class weights of class_weight) sums to 0; "
+                                  "some rows need a positive weight");
     const double strength = p.penalty == "none" ? 0.0 : 1.0 / (p.C * weight_sum_);
     l2_ = strength * (1.0 - l1_fraction(p));
     l1_weight_ = strength * l1_fraction(p);

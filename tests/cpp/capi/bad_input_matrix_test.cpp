@@ -32,22 +32,6 @@ namespace {
 
 bool built_with_cuda() { return std::string(gpuml_build_info()).find("\"cuda\":true") != std::string::npos; }
 
-// Whether `message` names `word` (no identifier character on either side); words: '|'-separated.
-bool mentions(const std::string& message, const std::string& words) {
-  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  std::stringstream list(words);
-  std::string word;
-  while (std::getline(list, word, '|')) {
-    for (std::size_t at = message.find(word); at != std::string::npos; at = message.find(word, at + 1)) {
-      const bool starts = at == 0 || !is_word(message[at - 1]) || !is_word(word.front());
-      const std::size_t end = at + word.size();
-      const bool ends = end == message.size() || !is_word(message[end]) || !is_word(word.back());
-      if (starts && ends) return true;
-    }
-  }
-  return false;
-}
-
 struct Expect {
   gpuml_status_t status;
   std::string words;  // what the message must name ('|'-separated alternatives); unused for GPUML_OK
