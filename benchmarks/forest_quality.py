@@ -2,10 +2,12 @@
 """Random forest quality against scikit-learn, on the issue's data sets, in one run.
 
 Classification (5-fold stratified CV, shuffled with random_state 0: the same folds for everyone;
-default parameters, random_state 0..seeds-1 averaged): steel plates (7 classes), breast_cancer,
-digits. Bar: scikit-learn's mean accuracy (random_state 0) minus 0.5 point.
+default parameters): steel plates (7 classes), breast_cancer, digits. Bar: scikit-learn's mean
+accuracy minus 0.5 point.
 Regression: C-MAPSS FD001 remaining useful life (capped at 125, 200 trees, min_samples_leaf 5),
 test RMSE. Bar: within 2% of scikit-learn's.
+Both libraries are averaged over the same random_state 0..seeds-1: one seed is not a figure here
+(steel plates, scikit-learn 1.9.1: 0.7805 at random_state 0, its best; 0.768-0.7805, mean 0.773 over 0-9).
 
 gpuml runs on the CPU backend and, when there is a GPU, on CUDA (the trees grown level by level
 on the device; they are the CPU backend's forest bit for bit, so the two columns agree exactly).
@@ -44,7 +46,7 @@ def cv_accuracy(model, X, y):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3, help="gpuml seeds averaged per data set")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds averaged per data set, for both libraries")
     args = parser.parse_args()
 
     import gpuml
@@ -59,8 +61,8 @@ def main():
     missed = 0
     for name, X, y in classification_sets():
         t = time.perf_counter()
-        theirs = cv_accuracy(SkClassifier(random_state=0, n_jobs=-1), X, y)
-        times = [time.perf_counter() - t]
+        theirs = np.mean([cv_accuracy(SkClassifier(random_state=s, n_jobs=-1), X, y) for s in range(args.seeds)])
+        times = [(time.perf_counter() - t) / args.seeds]
         ours = []
         for device in devices:
             t = time.perf_counter()
@@ -82,8 +84,8 @@ def main():
         return float(np.sqrt(np.mean((pred - y_test) ** 2)))
 
     t = time.perf_counter()
-    theirs = rmse(SkRegressor(random_state=0, n_jobs=-1, **params))
-    times = [time.perf_counter() - t]
+    theirs = np.mean([rmse(SkRegressor(random_state=s, n_jobs=-1, **params)) for s in range(args.seeds)])
+    times = [(time.perf_counter() - t) / args.seeds]
     ours = []
     for device in devices:
         t = time.perf_counter()
@@ -94,7 +96,7 @@ def main():
     missed += not met
     print(f"{'C-MAPSS FD001':16s} {'test RMSE':>12s} {theirs:13.3f} " + " ".join(f"{r:11.3f}" for r in ours) +
           f" {'<= ' + format(bar, '.3f'):>9s} {'met' if met else 'MISSED':>7s}   " + " / ".join(f"{s:.2f}" for s in times))
-    print(f"gpuml: mean over random_state 0..{args.seeds - 1}; scikit-learn: random_state 0; "
+    print(f"both libraries: mean over random_state 0..{args.seeds - 1}; "
           f"times per fit set (5 folds, or one fit), {os.cpu_count()} cores")
     return 1 if missed else 0
 
