@@ -343,11 +343,11 @@ gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx) {
     if (!gpuml::built_with_mpi())
       gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
                                                      ": gpuml was built without MPI (GPUML_MPI=OFF, or MPI was not found at build time)");
-    if (context.is_cuda())
+    if (context.is_cuda() && !gpuml::built_with_nccl())
       gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
-                                                     ": CUDA contexts need NCCL bootstrapped over MPI, which is not implemented yet "
-                                                     "(issue 7); use a \"cpu\" context");
-    context.attach_comm(gpuml::Comm::mpi_world());
+                                                     ": a CUDA context needs NCCL (bootstrapped over MPI), and gpuml was built "
+                                                     "without NCCL (GPUML_NCCL=OFF, or NCCL was not found); use a \"cpu\" context");
+    context.attach_comm(context.is_cuda() ? gpuml::Comm::nccl_over_mpi(context) : gpuml::Comm::mpi_world());
   });
 }
 

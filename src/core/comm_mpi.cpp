@@ -10,6 +10,8 @@
 //   refuses more than INT_MAX elements with ErrorCode::unsupported).
 // - If MPI is not initialized when a communicator is made, gpuml initializes it
 //   (MPI_THREAD_SERIALIZED) and finalizes it at exit.
+// - Comm::nccl_over_mpi is here too: MPI only carries the NCCL unique id from rank 0 (the NCCL
+//   communicator itself is cuda/core/comm_nccl.cu, which needs no MPI).
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -18,12 +20,15 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/comm_detail.hpp"
 #include "gpuml/core/comm.hpp"
+#include "gpuml/core/context.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml {
@@ -164,6 +169,36 @@ std::shared_ptr<Comm> Comm::mpi_from_fortran(int64_t fortran_handle) {
   const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
   GPUML_EXPECT(comm != MPI_COMM_NULL, "Comm::mpi_from_fortran: the handle is MPI_COMM_NULL");
   return std::make_shared<MpiComm>(comm);
+}
+
+std::shared_ptr<Comm> Comm::nccl_over_mpi(const Context& ctx) {
+  GPUML_EXPECT(ctx.is_cuda(), "Comm::nccl_over_mpi: NCCL needs a CUDA context; use Comm::mpi_world for a CPU context");
+  if (!built_with_nccl())
+    throw_error(ErrorCode::unsupported, "Comm::nccl_over_mpi: gpuml was built with MPI but without NCCL (GPUML_NCCL=OFF, or "
+                                        "NCCL was not found at build time): CUDA contexts cannot be attached over MPI");
+  ensure_initialized();
+  MpiComm world(MPI_COMM_WORLD);  // a duplicate, freed on return: the id's broadcast never meets the caller's messages
+  // Rank 0's 128-byte id as 32 int32 words, then whether rank 0 could make it: the others must not
+  // wait in ncclCommInitRank for a rank that failed.
+  int32_t message[33] = {};
+  std::string failure;
+  if (world.rank() == 0) {
+    try {
+      uint8_t id[128];
+      nccl_unique_id(id);
+      std::memcpy(message, id, sizeof(id));
+      message[32] = 1;
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  world.broadcast(message, 33, DType::int32, 0);
+  if (message[32] != 1)
+    throw_error(ErrorCode::cuda, "Comm::nccl_over_mpi: rank 0 could not make the NCCL unique id" +
+                                     (failure.empty() ? std::string() : ": " + failure));
+  uint8_t id[128];
+  std::memcpy(id, message, sizeof(id));
+  return nccl(ctx, id, world.size(), world.rank());
 }
 
 }  // namespace gpuml

@@ -15,5 +15,10 @@ namespace {
 
 std::shared_ptr<Comm> Comm::mpi_world() { no_mpi(); }
 std::shared_ptr<Comm> Comm::mpi_from_fortran(int64_t) { no_mpi(); }
+std::shared_ptr<Comm> Comm::nccl_over_mpi(const Context&) {
+  throw_error(ErrorCode::unsupported,
+              "gpuml was built without MPI (GPUML_MPI=OFF, or MPI was not found at build time): NCCL cannot be "
+              "bootstrapped over MPI; make the unique id with Comm::nccl_unique_id and share it yourself (Comm::nccl)");
+}
 
 }  // namespace gpuml

@@ -225,8 +225,8 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
                                {"the device (0 CPU, 1 CUDA)", ctx.is_cuda() ? 1 : 0}});
   if (comm.size() > 1) {
     if (ctx.is_cuda())
-      throw_error(ErrorCode::unsupported, "pagerank: over several ranks PageRank runs on CPU contexts only (NCCL for "
-                                          "CUDA contexts is not built yet)");
+      throw_error(ErrorCode::unsupported, "pagerank: over several ranks PageRank runs on CPU contexts only (the CUDA "
+                                          "backend's vertex ranges are not distributed yet)");
     const PageRankResult result = run_distributed<T>(ctx, *backend, n, s.view.as<const int64_t>(),
                                                      d.view.as<const int64_t>(), wp, weights != nullptr, m, x_host,
                                                      p_host, d_host, params);

@@ -1240,13 +1240,70 @@ void test_pagerank(gpuml::Comm& comm, uint64_t seed) {
   expect_same_bits(comm, out, "a PageRank run after the errors");
 }
 
+// gpuml_context_attach_mpi on a CUDA context: NCCL bootstrapped over MPI (run with 1 rank: NCCL
+// refuses two ranks on one GPU). Each rank takes the GPU of its local rank. A KMeans fit under
+// the communicator equals the fit without one, bit for bit. Returns 77 (skipped) with no GPU.
+int test_cuda_nccl(gpuml::Comm& comm, uint64_t data_seed) {
+  const int n_gpus = gpuml::cuda_device_count();
+  const char* require = std::getenv("GPUML_REQUIRE_CUDA");
+  if (n_gpus == 0 && !(require != nullptr && std::string(require) == "1")) {
+    std::printf("rank %d: skipped: no CUDA device\n", g_rank);
+    return 77;
+  }
+  CHECK(n_gpus > 0, "GPUML_REQUIRE_CUDA=1 and no CUDA device");
+  if (n_gpus == 0) return 0;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local_rank = 0;
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_free(&node);
+  const std::string device = "cuda:" + std::to_string(local_rank % n_gpus);
+  gpuml_context_t ctx = nullptr, plain = nullptr;
+  CHECK(gpuml_context_create(device.c_str(), &ctx) == GPUML_OK, "context_create: %s", gpuml_last_error());
+  CHECK(gpuml_context_create(device.c_str(), &plain) == GPUML_OK, "context_create: %s", gpuml_last_error());
+  if (!gpuml::built_with_nccl()) {
+    CHECK(gpuml_context_attach_mpi(ctx) == GPUML_ERROR_UNSUPPORTED && std::strstr(gpuml_last_error(), "NCCL") != nullptr,
+          "attach_mpi without NCCL: %s", gpuml_last_error());
+    gpuml_context_free(ctx);
+    gpuml_context_free(plain);
+    return 0;
+  }
+  CHECK(gpuml_context_attach_mpi(ctx) == GPUML_OK, "attach_mpi (CUDA): %s", gpuml_last_error());
+  int32_t rank = -1, n_ranks = -1;
+  CHECK(gpuml_context_rank(ctx, &rank, &n_ranks) == GPUML_OK && rank == comm.rank() && n_ranks == comm.size(),
+        "after attaching: rank %d of %d", rank, n_ranks);
+  CHECK(gpuml_context_attach_mpi(ctx) == GPUML_ERROR_INVALID_ARGUMENT, "attaching twice: %s", gpuml_last_error());
+  if (comm.size() == 1) {  // the plain fit sees every row only with one rank
+    const int64_t n = 4001, d = 5, k = 6;
+    const std::vector<double> rows = make_rows(data_seed, n, d, k);
+    std::vector<double> centers[2];
+    gpuml_context_t contexts[2] = {plain, ctx};
+    for (int i = 0; i < 2; ++i) {
+      gpuml_estimator_t est = nullptr;
+      CHECK(gpuml_estimator_create("kmeans", "{\"n_clusters\": 6, \"random_state\": 5}", &est) == GPUML_OK, "%s",
+            gpuml_last_error());
+      gpuml_array_t X = {const_cast<double*>(rows.data()), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 2, {n, d}, {d, 1}};
+      CHECK(gpuml_estimator_fit(contexts[i], est, &X, nullptr, nullptr) == GPUML_OK, "fit: %s", gpuml_last_error());
+      centers[i].assign(static_cast<std::size_t>(k * d), 0.0);
+      gpuml_array_t out = {centers[i].data(), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 2, {k, d}, {d, 1}};
+      CHECK(gpuml_estimator_get_attribute(contexts[i], est, "cluster_centers_", &out) == GPUML_OK, "%s", gpuml_last_error());
+      gpuml_estimator_free(est);
+    }
+    CHECK(std::memcmp(centers[0].data(), centers[1].data(), centers[0].size() * sizeof(double)) == 0,
+          "KMeans under NCCL differs from the plain fit");
+  }
+  gpuml_context_free(ctx);
+  gpuml_context_free(plain);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
   if (what != "comm" && what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic" &&
-      what != "pagerank" && what != "forest") {
-    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank|forest\n", argv[0]);
+      what != "pagerank" && what != "forest" && what != "cuda") {
+    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank|forest|cuda\n", argv[0]);
     return 2;
   }
   try {
@@ -1272,7 +1329,9 @@ int main(int argc, char** argv) {
       world->broadcast(&seed, 1, 0);
       if (g_rank == 0) std::printf("data seed %lld (GPUML_TEST_SEED=%lld replays it)\n", static_cast<long long>(seed),
                                    static_cast<long long>(seed));
-      if (what == "kmeans") {
+      if (what == "cuda") {
+        if (test_cuda_nccl(*world, static_cast<uint64_t>(seed)) == 77) return 77;
+      } else if (what == "kmeans") {
         test_c_abi(*world, static_cast<uint64_t>(seed));
         test_kmeans(*world, static_cast<uint64_t>(seed));
       } else if (what == "linear") {

@@ -72,3 +72,32 @@ print("ok")
     env.setdefault("GPUML_LIBRARY", gpuml.library_path)
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
+
+
+def test_local_rank_from_the_launcher(monkeypatch):
+    for name in distributed._LOCAL_RANK_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert distributed.local_rank() == 0
+    monkeypatch.setenv("SLURM_LOCALID", "3")
+    assert distributed.local_rank() == 3
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1")  # Open MPI's comes first
+    assert distributed.local_rank() == 1
+
+
+def test_an_attached_cuda_context_serves_cuda(monkeypatch):
+    # What init() leaves on a GPU machine, without a GPU: the rank's GPU need not be device 0.
+    from gpuml import _context
+
+    class Attached:
+        is_cuda, device_id = True, 1
+
+    cpu = _context.Context("cpu")
+    monkeypatch.setattr(_context, "_distributed_cpu", cpu)
+    monkeypatch.setattr(_context, "_distributed_cuda", Attached)
+    for device in ("cuda", "cuda:1"):
+        assert _context.get_context(device) is Attached
+    for device in ("cpu", "auto"):  # host inputs keep to the CPU context, as before CUDA could be attached
+        assert _context.get_context(device) is cpu
+    assert _context.distributed_context() is Attached
+    monkeypatch.setattr(_context, "_distributed_cpu", None)
+    assert _context.get_context("auto") is Attached  # only a CUDA context attached (the NCCL form)

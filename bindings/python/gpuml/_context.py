@@ -2,8 +2,9 @@
 
 A gpuml context (a CPU thread pool, or one CUDA device with its stream and library handles) is
 costly to create and may be used by one thread at a time, so contexts are cached per thread and
-per device string. After gpuml.distributed.init(), "cpu" (and "auto" on host inputs) is the one
-CPU context that holds the communicator, in every thread (see gpuml/distributed.py).
+per device string. After gpuml.distributed.init(), "cpu" (and "auto") is the one CPU context that
+holds the communicator, and "cuda" the one CUDA context of this rank's GPU that holds NCCL, in
+every thread (see gpuml/distributed.py).
 """
 
 import ctypes
@@ -46,28 +47,38 @@ class Context:
 
 
 _per_thread = threading.local()
-_distributed = None  # the context holding the communicator, once gpuml.distributed.init() ran
+# The contexts holding the communicator, once gpuml.distributed.init() ran: the CPU one (MPI) and,
+# on GPU machines with NCCL, the CUDA one of this rank's GPU (NCCL).
+_distributed_cpu = None
+_distributed_cuda = None
 
 
 def distributed_context():
-    return _distributed
+    """The context init() attached (the CUDA one when there is one), or None."""
+    return _distributed_cuda if _distributed_cuda is not None else _distributed_cpu
 
 
 def set_distributed_context(context):
-    global _distributed
-    _distributed = context
+    global _distributed_cpu, _distributed_cuda
+    if context.is_cuda:
+        _distributed_cuda = context
+    else:
+        _distributed_cpu = context
 
 
 def get_context(device):
-    """The calling thread's context for `device` (created on first use)."""
+    """The calling thread's context for `device` (created on first use).
+
+    After gpuml.distributed.init(): "cpu" and "auto" are the attached CPU context (as before
+    CUDA contexts could be attached: forests and PageRank run over ranks on the CPU only); "cuda"
+    and "cuda:N" of this rank's GPU are the attached CUDA context (the rank's GPU, which need not
+    be device 0), and "auto" is that one when only a CUDA context was attached (the NCCL form).
+    """
     check_device(device)
-    if _distributed is not None and (device == "cpu" or (device == "auto" and not _distributed.is_cuda)):
-        return _distributed
-    cuda_names = ("auto", f"cuda:{_distributed.device_id}") if _distributed is not None else ()
-    if _distributed is not None and _distributed.device_id == 0:
-        cuda_names += ("cuda",)  # "cuda" is device 0
-    if _distributed is not None and _distributed.is_cuda and device in cuda_names:
-        return _distributed
+    if device in ("cpu", "auto") and _distributed_cpu is not None:
+        return _distributed_cpu
+    if _distributed_cuda is not None and device in ("auto", "cuda", f"cuda:{_distributed_cuda.device_id}"):
+        return _distributed_cuda
     cache = getattr(_per_thread, "contexts", None)
     if cache is None:
         cache = _per_thread.contexts = {}

@@ -10,13 +10,18 @@ Launched by ``mpirun -np N python script.py``::
 How it works: ``init()`` creates one CPU context of the package and attaches the MPI
 communicator to it (``gpuml_context_attach_mpi``; gpuml initializes MPI itself when the program
 has not, and finalizes it at exit). When mpi4py is installed it is imported first, so that MPI is
-initialized (and finalized) by mpi4py and the script can use mpi4py alongside gpuml. From then on
-every estimator and ``gpuml.graph.pagerank`` with ``device="cpu"`` (or ``"auto"`` on host inputs)
-uses that context, in every thread: the package's default communicator. Attaching happens once,
+initialized (and finalized) by mpi4py and the script can use mpi4py alongside gpuml. When gpuml
+has NCCL and every rank has a GPU of its own (a node's ranks no more than its GPUs), ``init()``
+also creates one CUDA context on this rank's GPU (its rank within the node, from mpi4py or the
+launcher's environment) and attaches NCCL bootstrapped over MPI to it
+(``gpuml_context_attach_mpi`` again). From then on every estimator and ``gpuml.graph.pagerank``
+with ``device="cpu"`` or ``"auto"`` uses the CPU context, and with ``device="cuda"`` (this rank's
+GPU, whatever its number) the CUDA one, in every thread. Over several ranks on CUDA contexts the
+forests and PageRank raise (unsupported): use ``device="cpu"``.
+An explicit ``"cuda:N"`` of another GPU stays local (1 rank). Attaching happens once,
 in ``init()``, so estimators created later, predictions on one rank only and the like start no
 collective of their own. A fit is collective: every rank must make the same fits in the same
-order, from one thread at a time. ``device="cuda"`` contexts stay local (1 rank) under the MPI
-form: distributed fits run on the CPU backend.
+order, from one thread at a time.
 
 Distributed today: KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticRegression, PCA,
 TruncatedSVD, RandomForestClassifier and RandomForestRegressor (the forest of all rows, bit for
@@ -26,22 +31,65 @@ take the union over ranks).
 
 ``init(unique_id, n_ranks, rank)`` is the NCCL form (for engines other than MPI): it attaches an
 NCCL communicator to the package's default CUDA context (``nccl_unique_id()`` on one rank makes
-the id), when gpuml was built with NCCL; otherwise NotImplementedError. It has been run with
-one rank only (the C++ test ``NcclCommGpu``); multi-GPU runs are pending.
+the id), when gpuml was built with NCCL (on this rank's GPU, as above, from the launcher's
+LOCAL_RANK and the like); otherwise NotImplementedError. NCCL has been run with one rank only
+(the C++ tests ``NcclCommGpu`` and ``tests/mpi``'s CUDA part); multi-GPU runs are pending.
 """
 
 import ctypes
+import os
 import threading
 
 from . import _context, _lib
 
 _lock = threading.Lock()
 
+# Set by the common launchers: Open MPI, MPICH / Intel MPI, MVAPICH, Slurm, torchrun.
+_LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK")
 
-def init(unique_id=None, n_ranks=None, rank=None):
-    """Attaches a communicator to the package's default CPU context (collective).
 
-    With no arguments: MPI_COMM_WORLD (the program launched by mpirun; mpi4py used when present).
+def local_rank(comm=None):
+    """This process's rank among the ranks of its node: from mpi4py's shared-memory split of
+    `comm` when given, else from the launcher's environment (0 when none says)."""
+    if comm is not None:
+        from mpi4py import MPI
+
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            return node.Get_rank()
+        finally:
+            node.Free()
+    for name in _LOCAL_RANK_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def local_size(comm=None):
+    """The number of ranks on this process's node (as local_rank; 1 when nothing says)."""
+    if comm is not None:
+        from mpi4py import MPI
+
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            return node.Get_size()
+        finally:
+            node.Free()
+    for name in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"):
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 1
+
+
+def init(unique_id=None, n_ranks=None, rank=None, *, cuda=None):
+    """Attaches communicators to the package's default contexts (collective).
+
+    With no arguments: MPI_COMM_WORLD (the program launched by mpirun; mpi4py used when present)
+    on the CPU context and, when gpuml has NCCL and every rank has a GPU of its own, NCCL
+    bootstrapped over MPI on a CUDA context of this rank's GPU (its local rank).
+    ``cuda=False`` attaches the CPU context only; ``cuda=True`` requires the CUDA one.
     With ``(unique_id, n_ranks, rank)``: an NCCL communicator on the default CUDA context
     (NotImplementedError when gpuml was built without NCCL).
     Calling init() twice raises RuntimeError.
@@ -53,12 +101,27 @@ def init(unique_id=None, n_ranks=None, rank=None):
         if _context.distributed_context() is not None:
             raise RuntimeError("gpuml.distributed.init() was already called in this process")
         try:
-            from mpi4py import MPI  # noqa: F401  (initializes MPI, which gpuml then shares)
+            from mpi4py import MPI  # initializes MPI, which gpuml then shares
+            world = MPI.COMM_WORLD
         except ImportError:
-            pass  # gpuml_context_attach_mpi initializes MPI itself
+            world = None  # gpuml_context_attach_mpi initializes MPI itself
         context = _context.Context("cpu")
         _lib.check(_lib.lib.gpuml_context_attach_mpi(context.handle))
         _context.set_distributed_context(context)
+        # NCCL needs a GPU of its own per rank: attach CUDA only when every rank's node has at
+        # least as many GPUs as ranks (several ranks sharing one GPU keep to the CPU context).
+        n_gpus = _context.cuda_device_count() if _lib.build_info().get("nccl") else 0
+        own_gpu = 1 if n_gpus >= local_size(world) else 0
+        if world is not None:  # attaching is collective: every rank must take the same branch
+            n_gpus = world.allreduce(n_gpus, op=MPI.MIN)
+            own_gpu = world.allreduce(own_gpu, op=MPI.MIN)
+        if cuda is True and (n_gpus == 0 or not own_gpu):
+            raise RuntimeError("gpuml.distributed.init(cuda=True): gpuml has no NCCL, a rank sees no GPU, or a node has "
+                               "more ranks than GPUs")
+        if cuda is not False and n_gpus > 0 and own_gpu:
+            gpu = _context.Context(f"cuda:{local_rank(world) % n_gpus}")
+            _lib.check(_lib.lib.gpuml_context_attach_mpi(gpu.handle))
+            _context.set_distributed_context(gpu)
 
 
 def _init_nccl(unique_id, n_ranks, rank):
@@ -78,7 +141,8 @@ def _init_nccl(unique_id, n_ranks, rank):
     with _lock:
         if _context.distributed_context() is not None:
             raise RuntimeError("gpuml.distributed.init() was already called in this process")
-        context = _context.Context("cuda")
+        n_gpus = _context.cuda_device_count()
+        context = _context.Context(f"cuda:{local_rank() % n_gpus}" if n_gpus > 0 else "cuda")
         buffer = (ctypes.c_uint8 * 128).from_buffer_copy(bytes(unique_id))
         _lib.check(_lib.lib.gpuml_context_attach_nccl(context.handle, buffer, n_ranks, rank))
         _context.set_distributed_context(context)
@@ -115,4 +179,4 @@ def size():
     return _rank_and_size()[1]
 
 
-__all__ = ["init", "is_initialized", "nccl_unique_id", "rank", "size"]
+__all__ = ["init", "is_initialized", "local_rank", "local_size", "nccl_unique_id", "rank", "size"]

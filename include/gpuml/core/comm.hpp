@@ -27,7 +27,7 @@ class GPUML_API Comm {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual const char* kind() const = 0;  // "local" or "mpi"
+  virtual const char* kind() const = 0;  // "local", "mpi" or "nccl"
 
   // In place: data[i] = the sum over ranks of data[i]. Every rank ends with the same bits
   // (floating-point sums are reduced once and broadcast, not summed on every rank).
@@ -71,6 +71,11 @@ class GPUML_API Comm {
   // buffer on the context's stream. ErrorCode::unsupported when gpuml was built without NCCL.
   static std::shared_ptr<Comm> nccl(const Context& ctx, const uint8_t unique_id[128], int n_ranks, int rank);
   static void nccl_unique_id(uint8_t out[128]);
+  // NCCL over the GPU of a CUDA context on every rank of MPI_COMM_WORLD, bootstrapped over MPI:
+  // rank 0 makes the unique id and MPI broadcasts it (initializing MPI as mpi_world does).
+  // Collective. The context's device is the caller's choice: ranks on one node need distinct
+  // GPUs (NCCL refuses two ranks on one GPU). ErrorCode::unsupported without MPI or NCCL.
+  static std::shared_ptr<Comm> nccl_over_mpi(const Context& ctx);
 };
 
 // Whether this library was built with MPI (GPUML_MPI).
