@@ -27,7 +27,9 @@ Distributed today: KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticR
 TruncatedSVD, RandomForestClassifier and RandomForestRegressor (the forest of all rows, bit for
 bit) and PageRank (each rank passing its share of the edges). The Python classifiers number the
 classes from each rank's own labels, so every rank must hold every class (the C++ and C APIs
-take the union over ranks).
+take the union over ranks). Pass an int random_state to distributed fits: None draws a seed on
+each rank, and the ranks then refuse to fit with different seeds (an error on every rank, not a
+hang).
 
 ``init(unique_id, n_ranks, rank)`` is the NCCL form (for engines other than MPI): it attaches an
 NCCL communicator to the package's default CUDA context (``nccl_unique_id()`` on one rank makes
