@@ -103,6 +103,22 @@ inline Data make_data(std::mt19937_64& rng, int64_t n, int64_t d) {
   return data;
 }
 
+// Which kinds a matrix row applies to.
+inline bool any_kind(const KindSpec&) { return true; }
+inline bool supervised(const KindSpec& s) { return s.target != Target::none; }
+inline bool weighted(const KindSpec& s) { return s.weights; }
+inline bool classifier(const KindSpec& s) { return s.target == Target::labels; }
+inline bool decomposition(const KindSpec& s) { return s.method == "transform"; }
+// Whether the kind's main output holds non-integer values (a float output into an int32 array).
+inline bool real_output(const KindSpec& s) { return s.target == Target::real || decomposition(s); }
+
+// A copy of the training X with one value replaced.
+inline Data with_X_value(const Data& data, double value) {
+  Data bad = data;
+  bad.X[(data.n / 2) * data.d + data.d - 1] = value;
+  return bad;
+}
+
 // Whether `message` names one of `words` ('|'-separated alternatives) as a whole word: no
 // identifier character on either side (so "X" is not found in "max_iter").
 inline bool mentions(const std::string& message, const std::string& words) {

@@ -106,20 +106,6 @@ struct Row {
   std::function<gpuml_status_t(Bench&)> call;
 };
 
-bool any_kind(const KindSpec&) { return true; }
-bool supervised(const KindSpec& s) { return s.target != Target::none; }
-bool weighted(const KindSpec& s) { return s.weights; }
-bool classifier(const KindSpec& s) { return s.target == Target::labels; }
-bool decomposition(const KindSpec& s) { return s.method == "transform"; }
-// Whether the kind's main output holds non-integer values (a float output into an int32 array).
-bool real_output(const KindSpec& s) { return s.target == Target::real || decomposition(s); }
-
-// A copy of the training X with one value replaced.
-Data with_X_value(const Data& data, double value) {
-  Data bad = data;
-  bad.X[(data.n / 2) * data.d + data.d - 1] = value;
-  return bad;
-}
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();

@@ -428,18 +428,6 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
-bool any_kind(const KindSpec&) { return true; }
-bool supervised(const KindSpec& s) { return s.target != Target::none; }
-bool weighted(const KindSpec& s) { return s.weights; }
-bool classifier(const KindSpec& s) { return s.target == Target::labels; }
-bool decomposition(const KindSpec& s) { return s.method == "transform"; }
-bool real_output(const KindSpec& s) { return s.target == Target::real || decomposition(s); }
-
-Data with_X_value(const Data& data, double value) {
-  Data bad = data;
-  bad.X[(data.n / 2) * data.d + data.d - 1] = value;
-  return bad;
-}
 void fit_bad_X_value(Bench& b, double value) { b.fit_data(with_X_value(b.train, value)); }
 void predict_bad_X_value(Bench& b, double value) {
   const Data bad = with_X_value(b.test, value);
