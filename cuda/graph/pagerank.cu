@@ -5,7 +5,8 @@
 // 0.41-0.45 ms per iteration (benchmarks/NOTES.md). Here every edge's data is streamed instead:
 //
 // build: the vertices are cut into ranges of consecutive ids, each at most kRangeWidth wide (its
-// sums fit in shared memory) and holding about the same in-edges + out-edges (a block's work).
+// sums fit in shared memory) and holding about the same in-edges + out-edges (a block's work; a
+// hub's out-edges are no block's).
 // The edges are grouped by (range of the source c, range of the destination b), region (c, b),
 // and sorted by destination within a region, stably. Each region is padded to whole pieces of
 // kWarp slots (one warp's round) and stored twice over: the sources' offsets in their range
@@ -13,24 +14,33 @@
 // the destinations' offsets in destination-range-major order, where its in-edges are one. A piece
 // of the first order knows where it lies in the second.
 //
+// hubs: the sources of most out-edges (R-MAT's top 16384 by out-degree send 42% of the edges at
+// scale 22) skip the regions. Their y values (kHubBytes of them) are copied into every block's
+// shared memory each iteration, and their out-edges are kept only destination-major, per range as
+// (hub, destination offset) pairs: 4 bytes per edge slot instead of 12, and no scattered writes.
+//
 // iterate: one kernel, one block per range b:
 //   1. the range's in-edges (a stream) add their terms (w_e x[j] / outdeg[j], written by the
-//      previous iteration) to the range's sums in shared memory, as exact fixed-point integers
-//      (int64 atomics, one per run of a destination within a warp): the sums do not depend on the
-//      order of the adds, so results are deterministic;
+//      previous iteration, or for a hub j, w_e times its y in shared memory) to the range's sums
+//      in shared memory, as exact fixed-point integers (integer atomics, one per run of a
+//      destination within a lane): the sums do not depend on the order of the adds, so results
+//      are deterministic, and a hub's edge gives the same bits as a region's;
 //   2. x_new over the range, with the range's sums of |x_new - x| and of the new dangling mass,
-//      and y = x_new / outdeg kept in shared memory;
+//      and y = x_new / outdeg kept in shared memory (and written out for the range's hubs);
 //   3. the range's out-edges (a stream) write their terms y[src] * w_e for the next iteration,
 //      each piece a whole 128-byte segment at its place in destination order.
 // Then one block adds the ranges' partial sums in order. Per edge slot and iteration: the term
-// written and read and two uint16 offsets (12 bytes for float32), all in whole segments.
+// written and read and two uint16 offsets (12 bytes for float32), or for a hub's edge two uint16
+// offsets (4 bytes), all in whole segments.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/functional>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "cuda/core/kernel_util.cuh"
 #include "cuda/core/resources.cuh"
@@ -61,12 +71,21 @@ template <typename T> constexpr int64_t kRangeWidth = kAccumulatorBytes / (8 * k
 static_assert(kRangeWidth<float> < 0xFFFF && kRangeWidth<double> < 0xFFFF, "offsets are uint16, 0xFFFF marks padding");
 
 constexpr int kThreads = 1024;  // per block of the iteration kernel: one per SM (two of 512 threads measured no faster)
-// Ranges hold about total work / (kRangesPerSm * SMs): fewer, larger ranges make longer regions
-// (the scattered writes of step 3 are whole regions), more balance the blocks. H200, R-MAT scale
-// 22 / 24 / 25, ms per iteration: 1: 0.43 / 1.70 / 3.42, 2: 0.384 / 1.48 / 2.86, 3: 0.39 / 1.44 /
-// 2.90, 4: 0.407 / 1.48 / 2.91, 8: 0.47 / 1.60 / 3.19.
-constexpr int kRangesPerSm = 2;
-constexpr uint16_t kNoVertex = 0xFFFF;  // the destination offset of a padding slot (> any offset)
+// Work ranges hold about total work / (kRangesPerSm * SMs), and those wider than kRangeWidth are
+// cut in equal parts: fewer, larger ranges make longer regions (the scattered writes of step 3 are
+// whole regions), more balance the blocks. H200 with hubs, R-MAT scale 22 / 22 scrambled / 24 / 25,
+// ms per iteration: 1: 0.297 / 0.282 / 1.21 / 2.62, 2: 0.276-0.282 / 0.270-0.272 / 1.13 / 2.25-2.30,
+// 3: 0.283 / 0.252 / 1.08 / 2.27, 4: 0.289 / 0.280 / 1.06 / 2.24.
+constexpr int kRangesPerSm = 3;
+constexpr uint16_t kNoVertex = 0xFFFF;
+// Hubs: at most kHubBytes of their y values (16384 float32 or 8192 float64: shared memory holds
+// them beside the sums), and only vertices with at least kMinHubDegree out-edges. A hub costs
+// every block a 4- or 8-byte read from L2 per iteration and saves 8 bytes of DRAM traffic per
+// out-edge. GPUML_PAGERANK_HUBS (a count, 0 for none) lowers the limit, to measure the difference.
+constexpr int64_t kHubBytes = 64 * 1024;
+template <typename T> constexpr int64_t kMaxHubs = kHubBytes / static_cast<int64_t>(sizeof(T));
+static_assert(kMaxHubs<float> < 0xFFFF, "hub indices are uint16");
+constexpr unsigned long long kMinHubDegree = 64;  // the destination offset of a padding slot (> any offset)
 
 // Adds a sum of terms, in fixed point (whole units and, for float64, the remainder), to vertex
 // `to` of the range's sums.
@@ -85,11 +104,34 @@ __device__ __forceinline__ void add_fixed(unsigned long long* sums, int to, long
   }
 }
 
+// Four consecutive slots' values and offsets in registers (16-byte and 8-byte streaming loads,
+// 16-byte stores). Vector types, not arrays reinterpreted: those went to local memory.
+__device__ __forceinline__ void load4(const float* p, float (&out)[4]) {
+  const float4 v = __ldcs(reinterpret_cast<const float4*>(p));
+  out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+}
+__device__ __forceinline__ void load4(const double* p, double (&out)[4]) {
+  const double2 u = __ldcs(reinterpret_cast<const double2*>(p)), v = __ldcs(reinterpret_cast<const double2*>(p) + 1);
+  out[0] = u.x, out[1] = u.y, out[2] = v.x, out[3] = v.y;
+}
+__device__ __forceinline__ void store4(float* p, const float (&in)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(in[0], in[1], in[2], in[3]);
+}
+__device__ __forceinline__ void store4(double* p, const double (&in)[4]) {
+  reinterpret_cast<double2*>(p)[0] = make_double2(in[0], in[1]);
+  reinterpret_cast<double2*>(p)[1] = make_double2(in[2], in[3]);
+}
+// Four uint16 offsets stay packed in a uint2 until used (registers are the limit at 1024 threads).
+__device__ __forceinline__ uint2 load4(const uint16_t* p) { return __ldcs(reinterpret_cast<const uint2*>(p)); }
+__device__ __forceinline__ int offset_at(uint2 packed, int j) {  // j: a compile-time constant after unrolling
+  return static_cast<int>(((j < 2 ? packed.x : packed.y) >> (16 * (j % 2))) & 0xFFFFu);
+}
+
 // Adds a lane's consecutive slots of a piece (sorted by destination, padding last): equal
 // destinations are summed first, so a hub's in-edges cost an atomic per lane, not per edge.
-template <typename T, int kSlots>
-__device__ __forceinline__ void add_slots(unsigned long long* sums, const uint16_t (&to)[kSlots], const T (&term)[kSlots]) {
-  int key = to[0];
+template <typename T, int kSlots = 4>
+__device__ __forceinline__ void add_slots(unsigned long long* sums, uint2 to, const T (&term)[kSlots]) {
+  int key = offset_at(to, 0);
   long long whole = 0, rest = 0;
 #pragma unroll
   for (int j = 0; j < kSlots; ++j) {
@@ -101,9 +143,9 @@ __device__ __forceinline__ void add_slots(unsigned long long* sums, const uint16
       w = __double2ll_rd(scaled);
       r = __double2ll_rn((scaled - static_cast<double>(w)) * kRemainderUnit);
     }
-    if (to[j] != key) {
+    if (offset_at(to, j) != key) {
       add_fixed<T>(sums, key, whole, rest);
-      key = to[j];
+      key = offset_at(to, j);
       whole = 0;
       rest = 0;
     }
@@ -145,18 +187,49 @@ __global__ void count_kernel(const int64_t* __restrict__ ids, int64_t m, unsigne
   for (int64_t e = global_thread(); e < m; e += grid_threads()) atomicAdd(counts + ids[e], 1ull);
 }
 
-// work[v] = in-degree + out-degree + 1: a vertex's share of a block's iteration work.
-__global__ void work_kernel(const unsigned long long* __restrict__ in, const unsigned long long* __restrict__ out, int64_t n,
-                            unsigned long long* __restrict__ work) {
-  for (int64_t v = global_thread(); v < n; v += grid_threads()) work[v] = in[v] + out[v] + 1;
+// work[v] = in-degree + out-degree (none for a hub) + 1: a vertex's share of a block's iteration work.
+__global__ void work_kernel(const unsigned long long* __restrict__ in, const unsigned long long* __restrict__ out,
+                            const int32_t* __restrict__ hub_of, int64_t n, unsigned long long* __restrict__ work) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) work[v] = in[v] + (hub_of[v] < 0 ? out[v] : 0) + 1;
 }
 
-// starts[v] = 1 where a range starts: at vertex 0, at every multiple of width, and where the work
-// before v crosses a multiple of target (before[v] = the work of vertices < v).
-__global__ void range_starts_kernel(const unsigned long long* __restrict__ before, int64_t n, int64_t width,
-                                    unsigned long long target, int32_t* __restrict__ starts) {
+// hub_of[hub_vertex[h]] = h (hub_of is -1 elsewhere).
+__global__ void hub_of_kernel(const int64_t* __restrict__ hub_vertex, int64_t hubs, int32_t* __restrict__ hub_of) {
+  for (int64_t h = global_thread(); h < hubs; h += grid_threads()) hub_of[hub_vertex[h]] = static_cast<int32_t>(h);
+}
+
+// hub_first[r] = the first hub h with hub_vertex[h] >= first[r], r in [0, ranges]: range r's hubs.
+__global__ void hub_first_kernel(const int64_t* __restrict__ hub_vertex, int64_t hubs, const int32_t* __restrict__ first,
+                                 int64_t ranges, int32_t* __restrict__ hub_first) {
+  for (int64_t r = global_thread(); r <= ranges; r += grid_threads()) {
+    int64_t lo = 0, hi = hubs;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (hub_vertex[mid] < first[r])
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    hub_first[r] = static_cast<int32_t>(lo);
+  }
+}
+
+// starts[v] = 1 where a work range starts: at vertex 0, and where the work before v crosses a
+// multiple of target (before[v] = the work of vertices < v).
+__global__ void work_starts_kernel(const unsigned long long* __restrict__ before, int64_t n, unsigned long long target,
+                                   int32_t* __restrict__ starts) {
   for (int64_t v = global_thread(); v < n; v += grid_threads())
-    starts[v] = v % width == 0 || before[v] / target != before[v - 1] / target ? 1 : 0;
+    starts[v] = v == 0 || before[v] / target != before[v - 1] / target ? 1 : 0;
+}
+
+// starts[v] = 1 where a range starts: a work range wider than width (work range r is vertices
+// [first[r], first[r + 1]), v's is work_of[v]) is cut into the fewest equal parts that fit.
+__global__ void split_starts_kernel(const int32_t* __restrict__ work_of, const int32_t* __restrict__ first, int64_t n,
+                                    int64_t width, int32_t* __restrict__ starts) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) {
+    const int64_t s = first[work_of[v]], len = first[work_of[v] + 1] - s, parts = ceil_div(len, width);
+    starts[v] = v == s || (v - s) * parts / len != (v - 1 - s) * parts / len ? 1 : 0;
+  }
 }
 
 // With index = the inclusive scan of starts: range_of[v] = index[v] - 1, and first[r] = the first
@@ -171,13 +244,16 @@ __global__ void range_of_kernel(const int32_t* __restrict__ starts, const int32_
 
 // keys[e] = (region << 16) + the destination's offset in its range, the region being range of
 // src * ranges + range of dst (source-range major): edges sorted by region, and by destination
-// within a region (add_terms needs that).
+// within a region (add_slots needs that). A hub's edge takes region ranges^2 + range of dst: the
+// hubs' edges sort last, by destination.
 __global__ void region_keykernel(const int64_t* __restrict__ src, const int64_t* __restrict__ dst,
-                                  const int32_t* __restrict__ range_of, const int32_t* __restrict__ first, int64_t m,
-                                  unsigned long long ranges, unsigned long long* __restrict__ keys) {
+                                  const int32_t* __restrict__ range_of, const int32_t* __restrict__ first,
+                                  const int32_t* __restrict__ hub_of, int64_t m, unsigned long long ranges,
+                                  unsigned long long* __restrict__ keys) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) {
     const int32_t to = range_of[dst[e]];
-    const unsigned long long region = static_cast<unsigned long long>(range_of[src[e]]) * ranges + to;
+    const unsigned long long from = hub_of[src[e]] < 0 ? static_cast<unsigned long long>(range_of[src[e]]) : ranges;
+    const unsigned long long region = from * ranges + to;
     keys[e] = (region << 16) + static_cast<unsigned long long>(dst[e] - first[to]);
   }
 }
@@ -190,11 +266,11 @@ __global__ void iota_kernel(int64_t* __restrict__ out, int64_t n) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = i;
 }
 
-// bounds[k] = first i with sorted[i] >= k * step, for k in [0, count]: where each key run starts.
-__global__ void lower_bounds_kernel(const unsigned long long* __restrict__ sorted, int64_t len, unsigned long long step,
-                                    int64_t count, int64_t* __restrict__ bounds) {
+// bounds[k] = first i with sorted[i] >= offset + k * step, for k in [0, count]: where each key run starts.
+__global__ void lower_bounds_kernel(const unsigned long long* __restrict__ sorted, int64_t len, unsigned long long offset,
+                                    unsigned long long step, int64_t count, int64_t* __restrict__ bounds) {
   for (int64_t k = global_thread(); k <= count; k += grid_threads()) {
-    const unsigned long long key = static_cast<unsigned long long>(k) * step;
+    const unsigned long long key = offset + static_cast<unsigned long long>(k) * step;
     int64_t lo = 0, hi = len;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
@@ -272,6 +348,24 @@ __global__ void place_edges_kernel(const int64_t* __restrict__ order, const int6
   }
 }
 
+// The hubs' edges, sorted[e] for e in [hub_edges[0], hub_edges[ranges]) (by destination), into
+// their slots: range r's are hub pieces [hub_pieces[r], hub_pieces[r + 1]).
+template <typename T>
+__global__ void place_hub_edges_kernel(const int64_t* __restrict__ order, const unsigned long long* __restrict__ sorted,
+                                       const int64_t* __restrict__ hub_edges, const int64_t* __restrict__ hub_pieces,
+                                       const int64_t* __restrict__ src, const T* __restrict__ weights,
+                                       const int32_t* __restrict__ hub_of, unsigned long long ranges, int64_t begin,
+                                       int64_t m, uint16_t* __restrict__ hub_index, uint16_t* __restrict__ dst_offset,
+                                       T* __restrict__ val) {
+  for (int64_t e = begin + global_thread(); e < m; e += grid_threads()) {
+    const int64_t r = static_cast<int64_t>((sorted[e] >> 16) - ranges * ranges), from = order[e];
+    const int64_t slot = hub_pieces[r] * kWarp + (e - hub_edges[r]);
+    hub_index[slot] = static_cast<uint16_t>(hub_of[src[from]]);
+    dst_offset[slot] = static_cast<uint16_t>(sorted[e] & 0xFFFF);
+    if (weights != nullptr) val[slot] = weights[from];
+  }
+}
+
 // inv[v] = 1 / outdeg[v] (0 when the out-degree is 0); counts the dangling vertices.
 template <typename T>
 __global__ void inverse_count_kernel(const unsigned long long* __restrict__ counts, int64_t n, T* __restrict__ inv,
@@ -326,12 +420,64 @@ struct IterateArgs {
   const double* dsum;           // the dangling mass of x
   double alpha, uniform;
   double* partials;             // 2 per range: sum |x_new - x|, the dangling mass of x_new (or x)
+  // hubs
+  int64_t hubs;
+  const int64_t* hub_vertex;    // hubs, ascending
+  const int32_t* hub_first;     // ranges + 1: range r's hubs are [hub_first[r], hub_first[r + 1])
+  const int64_t* hub_pieces;    // ranges + 1: range b's in-edges from hubs are hub pieces [hub_pieces[b], hub_pieces[b + 1])
+  const uint16_t* hub_index;    // per hub slot: its hub (0 for padding)
+  const uint16_t* hub_dst_offset;  // per hub slot (kNoVertex: padding)
+  const T* hub_weight;          // per hub slot, or nullptr
+  const T* hub_y;               // the hubs' y of x
+  T* next_hub_y;                // ... of x_new
 };
+
+// Step 1 over in-pieces [begin, end): a lane takes kSlotsIn consecutive slots of a piece, a warp
+// kRoundsIn * kWarp / kLanesIn pieces at a time (the loads in flight bound this loop). Each slot's
+// term is terms[slot], or for the hubs' pieces weight[slot] * hub_y[hub_index[slot]].
+template <typename T, bool kFromHubs>
+__device__ __forceinline__ void add_in_pieces(unsigned long long* sums, int64_t begin, int64_t end, const uint16_t* dst_offset,
+                                              const T* terms, const uint16_t* hub_index, const T* weight, const T* hub_y) {
+  constexpr int kSlotsIn = 4, kLanesIn = kWarp / kSlotsIn, kRoundsIn = kFromHubs ? 2 : 4, kPiecesPerRound = kWarp / kLanesIn;
+  constexpr int kWarps = kThreads / kWarp;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  for (int64_t base = begin + int64_t(warp) * kRoundsIn * kPiecesPerRound; base < end;
+       base += int64_t(kWarps) * kRoundsIn * kPiecesPerRound) {
+    uint2 to[kRoundsIn], hub[kRoundsIn];
+    T term[kRoundsIn][kSlotsIn];
+#pragma unroll
+    for (int r = 0; r < kRoundsIn; ++r) {
+      const int64_t piece = base + r * kPiecesPerRound + lane / kLanesIn;
+      const int64_t slot = piece * kWarp + (lane % kLanesIn) * kSlotsIn;
+      if (piece < end) {
+        to[r] = load4(dst_offset + slot);
+        const T* values = kFromHubs ? weight : terms;  // hubs: the weights, if any
+        if (!kFromHubs || values != nullptr) load4(values + slot, term[r]);
+        if constexpr (kFromHubs) hub[r] = load4(hub_index + slot);
+      } else {
+        to[r] = make_uint2(0xFFFFFFFFu, 0xFFFFFFFFu);  // kNoVertex
+        hub[r] = make_uint2(0, 0);
+#pragma unroll
+        for (int j = 0; j < kSlotsIn; ++j) term[r][j] = T(0);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRoundsIn; ++r) {
+      if constexpr (kFromHubs) {
+#pragma unroll
+        for (int j = 0; j < kSlotsIn; ++j)
+          term[r][j] = weight != nullptr ? term[r][j] * hub_y[offset_at(hub[r], j)] : hub_y[offset_at(hub[r], j)];
+      }
+      add_slots<T>(sums, to[r], term[r]);
+    }
+  }
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) iterate_kernel(IterateArgs<T> a) {
-  extern __shared__ unsigned long long sums[];  // the range's fixed-point sums, then its y (as T)
+  extern __shared__ unsigned long long sums[];  // the range's fixed-point sums, then its y (as T); then the hubs' y
   __shared__ double scratch[kWarp];
+  T* hub_y = reinterpret_cast<T*>(sums + kAccumulatorBytes / sizeof(unsigned long long));
   constexpr int kWarps = kThreads / kWarp;
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   const int64_t b = blockIdx.x;
@@ -340,35 +486,12 @@ __global__ void __launch_bounds__(kThreads, 1) iterate_kernel(IterateArgs<T> a) 
   double change = 0.0, mass = 0.0;
   if (a.x_new != nullptr) {
     for (int v = tid; v < kWords<T> * kRangeWidth<T>; v += kThreads) sums[v] = 0ull;
+    for (int64_t h = tid; h < a.hubs; h += kThreads) hub_y[h] = a.hub_y[h];
     __syncthreads();
-    // 1. The in-edges' terms: a lane takes kSlotsIn consecutive slots of a piece, a warp
-    //    kRoundsIn * kWarp / kLanesIn pieces at a time (the loads in flight bound this loop).
-    constexpr int kSlotsIn = 4, kLanesIn = kWarp / kSlotsIn, kRoundsIn = 4, kPiecesPerRound = kWarp / kLanesIn;
-    const int64_t end = a.in_pieces[b + 1];
-    for (int64_t base = a.in_pieces[b] + int64_t(warp) * kRoundsIn * kPiecesPerRound; base < end;
-         base += int64_t(kWarps) * kRoundsIn * kPiecesPerRound) {
-      alignas(8) uint16_t to[kRoundsIn][kSlotsIn];
-      alignas(16) T term[kRoundsIn][kSlotsIn];
-#pragma unroll
-      for (int r = 0; r < kRoundsIn; ++r) {
-        const int64_t piece = base + r * kPiecesPerRound + lane / kLanesIn;
-        const int64_t slot = piece * kWarp + (lane % kLanesIn) * kSlotsIn;
-        if (piece < end) {
-          *reinterpret_cast<uint2*>(to[r]) = __ldcs(reinterpret_cast<const uint2*>(a.dst_offset + slot));
-#pragma unroll
-          for (int k = 0; k < int(sizeof(term[r]) / sizeof(uint4)); ++k)
-            reinterpret_cast<uint4*>(term[r])[k] = __ldcs(reinterpret_cast<const uint4*>(a.terms + slot) + k);
-        } else {
-#pragma unroll
-          for (int j = 0; j < kSlotsIn; ++j) {
-            to[r][j] = kNoVertex;
-            term[r][j] = T(0);
-          }
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < kRoundsIn; ++r) add_slots<T, kSlotsIn>(sums, to[r], term[r]);
-    }
+    // 1. The in-edges' terms, from the regions and from the hubs.
+    add_in_pieces<T, false>(sums, a.in_pieces[b], a.in_pieces[b + 1], a.dst_offset, a.terms, nullptr, nullptr, nullptr);
+    add_in_pieces<T, true>(sums, a.hub_pieces[b], a.hub_pieces[b + 1], a.hub_dst_offset, nullptr, a.hub_index, a.hub_weight,
+                           hub_y);
     __syncthreads();
   }
   // 2. The range's x_new, and y for its out-edges: y[v] takes the place of vertex v's first sum
@@ -388,6 +511,7 @@ __global__ void __launch_bounds__(kThreads, 1) iterate_kernel(IterateArgs<T> a) 
     if (iv == T(0)) mass += static_cast<double>(xv);
   }
   __syncthreads();
+  for (int64_t h = a.hub_first[b] + tid; h < a.hub_first[b + 1]; h += kThreads) a.next_hub_y[h] = y_shared[a.hub_vertex[h] - begin];
   // 3. The out-edges' terms for the next iteration, each piece to its place in destination order:
   //    a lane takes kSlotsOut consecutive slots of a piece (one 8-byte load of source offsets, one
   //    16-byte store of float32 terms: the lanes of a store fill whole sectors), a warp kWarp
@@ -397,13 +521,11 @@ __global__ void __launch_bounds__(kThreads, 1) iterate_kernel(IterateArgs<T> a) 
   const int64_t end = a.out_pieces[b + 1];
   for (int64_t base = a.out_pieces[b] + int64_t(warp) * kWarp; base < end; base += int64_t(kWarps) * kWarp) {
     const int64_t place = base + lane < end ? __ldcs(a.position + base + lane) : 0;
-    alignas(8) uint16_t from[kRoundsOut][kSlotsOut];
+    uint2 from[kRoundsOut];
 #pragma unroll
     for (int r = 0; r < kRoundsOut; ++r) {
       const int64_t piece = base + r * kPiecesPerRound + lane / kLanesOut;
-      *reinterpret_cast<uint2*>(from[r]) =
-          piece < end ? __ldcs(reinterpret_cast<const uint2*>(a.src_offset + piece * kWarp + (lane % kLanesOut) * kSlotsOut))
-                      : make_uint2(0, 0);
+      from[r] = piece < end ? load4(a.src_offset + piece * kWarp + (lane % kLanesOut) * kSlotsOut) : make_uint2(0, 0);
     }
 #pragma unroll
     for (int r = 0; r < kRoundsOut; ++r) {
@@ -412,20 +534,16 @@ __global__ void __launch_bounds__(kThreads, 1) iterate_kernel(IterateArgs<T> a) 
       if (base + within >= end) continue;
       const int64_t src_slot = (base + within) * kWarp + (lane % kLanesOut) * kSlotsOut;
       const int64_t dst_slot = to * kWarp + (lane % kLanesOut) * kSlotsOut;
-      alignas(16) T out[kSlotsOut];
+      T out[kSlotsOut];
 #pragma unroll
-      for (int j = 0; j < kSlotsOut; ++j) out[j] = y_shared[from[r][j]];
+      for (int j = 0; j < kSlotsOut; ++j) out[j] = y_shared[offset_at(from[r], j)];
       if (a.weight != nullptr) {
-        alignas(16) T w[kSlotsOut];
-#pragma unroll
-        for (int k = 0; k < int(sizeof(w) / sizeof(uint4)); ++k)
-          reinterpret_cast<uint4*>(w)[k] = __ldcs(reinterpret_cast<const uint4*>(a.weight + src_slot) + k);
+        T w[kSlotsOut];
+        load4(a.weight + src_slot, w);
 #pragma unroll
         for (int j = 0; j < kSlotsOut; ++j) out[j] = w[j] * out[j];
       }
-#pragma unroll
-      for (int k = 0; k < int(sizeof(out) / sizeof(uint4)); ++k)
-        reinterpret_cast<uint4*>(a.next_terms + dst_slot)[k] = reinterpret_cast<const uint4*>(out)[k];
+      store4(a.next_terms + dst_slot, out);
     }
   }
   const double total_change = block_total(change, scratch);
@@ -503,14 +621,15 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     n_ = n;
     weighted_ = weights != nullptr;
 
-    // 1. Degrees, and the ranges: at most kRangeWidth vertices, a start wherever the work before a
-    //    vertex crosses a multiple of the target (so the heaviest ranges are narrow).
+    // 1. Degrees, the hubs, and the ranges: about equal work (so the heaviest ranges are narrow), at
+    //    most kRangeWidth vertices.
     Buffer in = counts_of(dst, m, n, res), out = counts_of(src, m, n, res);
+    Buffer hub_of = choose_hubs(out, n, res);
     Buffer before = device((n + 1) * sizeof(unsigned long long));
     {
       Buffer work = device(n * sizeof(unsigned long long));
-      work_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(in.as<unsigned long long>(), out.as<unsigned long long>(), n,
-                                                           work.as<unsigned long long>());
+      work_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(in.as<unsigned long long>(), out.as<unsigned long long>(),
+                                                           hub_of.as<int32_t>(), n, work.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
       GPUML_CUDA_CHECK(cudaMemsetAsync(before.data(), 0, sizeof(unsigned long long), res.stream));
       scan(work.as<unsigned long long>(), before.as<unsigned long long>() + 1, n, res);
@@ -522,8 +641,21 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     Buffer range_of = device(n * sizeof(int32_t));
     {
       Buffer starts = device(n * sizeof(int32_t)), index = device(n * sizeof(int32_t));
-      range_starts_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(before.as<unsigned long long>(), n, kRangeWidth<T>, target,
-                                                                    starts.as<int32_t>());
+      // Ranges of about equal work, then those wider than kRangeWidth cut into equal parts.
+      work_starts_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(before.as<unsigned long long>(), n, target,
+                                                                   starts.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      scan(starts.as<int32_t>(), index.as<int32_t>(), n, res);
+      int32_t work_ranges = 0;
+      res.copy_to_host(&work_ranges, index.as<int32_t>() + n - 1, sizeof(work_ranges));
+      Buffer work_first = device((work_ranges + 1) * sizeof(int32_t));
+      range_of_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(starts.as<int32_t>(), index.as<int32_t>(), n,
+                                                               range_of.as<int32_t>(), work_first.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      const int32_t end = static_cast<int32_t>(n);
+      res.copy_to_device(work_first.as<int32_t>() + work_ranges, &end, sizeof(end));
+      split_starts_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(range_of.as<int32_t>(), work_first.as<int32_t>(), n,
+                                                                    kRangeWidth<T>, starts.as<int32_t>());
       GPUML_CUDA_CHECK_LAUNCH();
       scan(starts.as<int32_t>(), index.as<int32_t>(), n, res);
       int32_t ranges = 0;
@@ -533,36 +665,48 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
       range_of_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(starts.as<int32_t>(), index.as<int32_t>(), n,
                                                                range_of.as<int32_t>(), first_.as<int32_t>());
       GPUML_CUDA_CHECK_LAUNCH();
-      const int32_t end = static_cast<int32_t>(n);
       res.copy_to_device(first_.as<int32_t>() + ranges_, &end, sizeof(end));
     }
     const unsigned long long ranges = static_cast<unsigned long long>(ranges_);
+    hub_first_ = device((ranges_ + 1) * sizeof(int32_t));
+    hub_first_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(hub_vertex_.as<int64_t>(), hubs_, first_.as<int32_t>(),
+                                                                        ranges_, hub_first_.as<int32_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
 
     // 2. The edges sorted by (region, destination), stably, and the regions: where the region changes.
     Buffer order = device(m * sizeof(int64_t)), index = device(m * sizeof(int64_t));
     Buffer sorted, region_first, region_key, by_dst_key;  // region q: first edge, key, transposed key
-    int64_t regions = 0;
+    Buffer hub_edges;
+    int64_t regions = 0, region_edges = 0;  // region_edges: the edges not from hubs
     {
       Buffer keys = device(m * sizeof(unsigned long long));
-      region_keykernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, dst, range_of.as<int32_t>(), first_.as<int32_t>(), m,
-                                                                  ranges, keys.as<unsigned long long>());
+      region_keykernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, dst, range_of.as<int32_t>(), first_.as<int32_t>(),
+                                                                  hub_of.as<int32_t>(), m, ranges, keys.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
-      sorted = stable_order(keys, m, bits_for(ranges * ranges) + 16, order, res);
+      sorted = stable_order(keys, m, bits_for(ranges * ranges + ranges) + 16, order, res);
+      // The hubs' edges, last: range r's are sorted [hub_edges[r], hub_edges[r + 1]).
+      hub_edges = device((ranges_ + 1) * sizeof(int64_t));
+      lower_bounds_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(
+          sorted.as<unsigned long long>(), m, (ranges * ranges) << 16, 1ull << 16, ranges_, hub_edges.as<int64_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      res.copy_to_host(&region_edges, hub_edges.as<int64_t>(), sizeof(region_edges));
       Buffer starts = device(m * sizeof(int32_t));
-      run_starts_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), m, starts.as<int32_t>());
+      run_starts_kernel<<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), region_edges,
+                                                                            starts.as<int32_t>());
       GPUML_CUDA_CHECK_LAUNCH();
-      scan(starts.as<int32_t>(), index.as<int64_t>(), m, res);
-      if (m > 0) res.copy_to_host(&regions, index.as<int64_t>() + m - 1, sizeof(regions));
+      scan(starts.as<int32_t>(), index.as<int64_t>(), region_edges, res);
+      if (region_edges > 0) res.copy_to_host(&regions, index.as<int64_t>() + region_edges - 1, sizeof(regions));
       region_first = device((regions + 1) * sizeof(int64_t));
       region_key = device(regions * sizeof(unsigned long long));
       by_dst_key = device(regions * sizeof(unsigned long long));
-      regions_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), starts.as<int32_t>(),
-                                                              index.as<int64_t>(), m, ranges, region_first.as<int64_t>(),
+      regions_kernel<<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), starts.as<int32_t>(),
+                                                              index.as<int64_t>(), region_edges, ranges, region_first.as<int64_t>(),
                                                               region_key.as<unsigned long long>(),
                                                               by_dst_key.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
-      res.copy_to_device(region_first.as<int64_t>() + regions, &m, sizeof(m));
+      res.copy_to_device(region_first.as<int64_t>() + regions, &region_edges, sizeof(region_edges));
     }
+    place_hub_edges(sorted, order, hub_edges, src, weights, hub_of, m, res);
     sorted = Buffer();
 
     // 3. The regions' pieces in both orders (src_major[q], dst_major[q]: region q's first piece),
@@ -580,7 +724,7 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
       res.copy_to_host(&pieces, src_major.as<int64_t>() + regions, sizeof(pieces));
       Buffer first_region = device((ranges_ + 1) * sizeof(int64_t));
       lower_bounds_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(region_key.as<unsigned long long>(), regions,
-                                                                               ranges, ranges_, first_region.as<int64_t>());
+                                                                               0, ranges, ranges_, first_region.as<int64_t>());
       GPUML_CUDA_CHECK_LAUNCH();
       gather_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(src_major.as<int64_t>(), first_region.as<int64_t>(),
                                                                        ranges_ + 1, out_pieces_.as<int64_t>());
@@ -598,7 +742,7 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
       GPUML_CUDA_CHECK_LAUNCH();
       res.copy_to_device(dst_major.as<int64_t>() + regions, &pieces, sizeof(pieces));
       lower_bounds_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(sorted_keys.as<unsigned long long>(), regions,
-                                                                               ranges, ranges_, first_region.as<int64_t>());
+                                                                               0, ranges, ranges_, first_region.as<int64_t>());
       GPUML_CUDA_CHECK_LAUNCH();
       gather_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(first_by_dst.as<int64_t>(), first_region.as<int64_t>(),
                                                                        ranges_ + 1, in_pieces_.as<int64_t>());
@@ -611,17 +755,11 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     region_key = Buffer();
     by_dst_key = Buffer();
 
-    // The slots: padding has source offset 0, weight 0 and destination offset kNoVertex.
     const int64_t slots = pieces * kWarp;
-    src_offset_ = device(slots * sizeof(uint16_t));
-    dst_offset_ = device(slots * sizeof(uint16_t));
-    val_ = weighted_ ? device(slots * sizeof(T)) : Buffer();
-    GPUML_CUDA_CHECK(cudaMemsetAsync(src_offset_.data(), 0, slots * sizeof(uint16_t), res.stream));
-    GPUML_CUDA_CHECK(cudaMemsetAsync(dst_offset_.data(), 0xFF, slots * sizeof(uint16_t), res.stream));
-    if (weighted_) GPUML_CUDA_CHECK(cudaMemsetAsync(val_.data(), 0, slots * sizeof(T), res.stream));
-    place_edges_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(
+    allocate_slots(slots, src_offset_, dst_offset_, val_, res);
+    place_edges_kernel<T><<<blocks_for(region_edges), kBlock, 0, res.stream>>>(
         order.as<int64_t>(), index.as<int64_t>(), region_first.as<int64_t>(), src_major.as<int64_t>(), dst_major.as<int64_t>(),
-        src, dst, weights, range_of.as<int32_t>(), first_.as<int32_t>(), m, src_offset_.as<uint16_t>(),
+        src, dst, weights, range_of.as<int32_t>(), first_.as<int32_t>(), region_edges, src_offset_.as<uint16_t>(),
         dst_offset_.as<uint16_t>(), weighted_ ? val_.as<T>() : nullptr);
     GPUML_CUDA_CHECK_LAUNCH();
     region_first = Buffer();
@@ -642,7 +780,7 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
       GPUML_CUDA_CHECK_LAUNCH();
       Buffer src_sorted = stable_order(keys, m, bits_for(static_cast<unsigned long long>(n)), by_src, res);
       Buffer out_ptr = device((n + 1) * sizeof(int64_t));
-      lower_bounds_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(src_sorted.as<unsigned long long>(), m, 1, n,
+      lower_bounds_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(src_sorted.as<unsigned long long>(), m, 0, 1, n,
                                                                          out_ptr.as<int64_t>());
       GPUML_CUDA_CHECK_LAUNCH();
       inverse_weighted_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(out_ptr.as<int64_t>(), by_src.as<int64_t>(), weights,
@@ -655,6 +793,8 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     // 5. Iteration scratch.
     terms_[0] = device(slots * sizeof(T));
     terms_[1] = device(slots * sizeof(T));
+    hub_y_[0] = device(hubs_ * sizeof(T));
+    hub_y_[1] = device(hubs_ * sizeof(T));
     partials_ = device(2 * ranges_ * sizeof(double));
     scalars_ = device(3 * sizeof(double));
     current_ = 0;
@@ -670,21 +810,26 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     double* scalars = scalars_.as<double>();  // dangling mass for terms_[0], for terms_[1], the change
     if (!kernel_configured_) {
       GPUML_CUDA_CHECK(cudaFuncSetAttribute(iterate_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(kAccumulatorBytes)));
+                                            static_cast<int>(kAccumulatorBytes + kHubBytes)));
       kernel_configured_ = true;
     }
     IterateArgs<T> a{first_.as<int32_t>(), out_pieces_.as<int64_t>(), in_pieces_.as<int64_t>(), position_.as<int64_t>(),
                      src_offset_.as<uint16_t>(), dst_offset_.as<uint16_t>(), weighted_ ? val_.as<T>() : nullptr, nullptr,
                      nullptr, x, nullptr, p, dangling, inv_out_.as<T>(), nullptr, alpha, 1.0 / static_cast<double>(n_),
-                     partials_.as<double>()};
-    if (x != prepared_for_) {  // the terms and dangling mass of x
+                     partials_.as<double>(), hubs_, hub_vertex_.as<int64_t>(), hub_first_.as<int32_t>(),
+                     hub_pieces_.as<int64_t>(), hub_index_.as<uint16_t>(), hub_dst_offset_.as<uint16_t>(),
+                     weighted_ ? hub_val_.as<T>() : nullptr, nullptr, nullptr};
+    if (x != prepared_for_) {  // the terms, hubs' y and dangling mass of x
       a.next_terms = terms_[current_].template as<T>();
+      a.next_hub_y = hub_y_[current_].template as<T>();
       launch(a, res);
       finish_pairs_kernel<<<1, kBlock, 0, res.stream>>>(partials_.as<double>(), ranges_, scalars + 2, scalars + current_);
       GPUML_CUDA_CHECK_LAUNCH();
     }
     a.terms = terms_[current_].template as<T>();
     a.next_terms = terms_[1 - current_].template as<T>();
+    a.hub_y = hub_y_[current_].template as<T>();
+    a.next_hub_y = hub_y_[1 - current_].template as<T>();
     a.x_new = x_new;
     a.dsum = scalars + current_;
     launch(a, res);
@@ -701,8 +846,65 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   Buffer device(std::size_t bytes) { return Buffer(ctx_, std::max<std::size_t>(bytes, 1)); }
 
   void launch(const IterateArgs<T>& a, cuda::Resources& res) {
-    iterate_kernel<T><<<static_cast<unsigned>(ranges_), kThreads, kAccumulatorBytes, res.stream>>>(a);
+    const std::size_t shared = kAccumulatorBytes + ceil_div(hubs_ * static_cast<int64_t>(sizeof(T)), 16) * 16;
+    iterate_kernel<T><<<static_cast<unsigned>(ranges_), kThreads, shared, res.stream>>>(a);
     GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  // The hubs (hubs_, hub_vertex_ ascending): the vertices of the most out-edges, at most
+  // kMaxHubs<T> of them and each with at least kMinHubDegree; returns hub_of (n: the hub index of
+  // a vertex, or -1).
+  Buffer choose_hubs(Buffer& out, int64_t n, cuda::Resources& res) {
+    Buffer hub_of = device(n * sizeof(int32_t));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(hub_of.data(), 0xFF, n * sizeof(int32_t), res.stream));
+    int64_t limit = std::min<int64_t>(kMaxHubs<T>, n);
+    if (const char* env = std::getenv("GPUML_PAGERANK_HUBS")) limit = std::min<int64_t>(limit, std::max(0L, std::atol(env)));
+    hubs_ = 0;
+    hub_vertex_ = device(sizeof(int64_t));
+    if (limit == 0) return hub_of;
+    Buffer by_degree = device(n * sizeof(int64_t));
+    Buffer degrees = stable_order(out, n, 64, by_degree, res, /*descending=*/true);
+    std::vector<unsigned long long> top(static_cast<std::size_t>(limit));
+    res.copy_to_host(top.data(), degrees.data(), limit * sizeof(unsigned long long));
+    while (hubs_ < limit && top[hubs_] >= kMinHubDegree) ++hubs_;
+    if (hubs_ == 0) return hub_of;
+    Buffer ids = device(hubs_ * sizeof(unsigned long long)), unused = device(hubs_ * sizeof(int64_t));
+    vertex_key_kernel<<<blocks_for(hubs_), kBlock, 0, res.stream>>>(by_degree.as<int64_t>(), hubs_, ids.as<unsigned long long>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    hub_vertex_ = stable_order(ids, hubs_, bits_for(static_cast<unsigned long long>(n)), unused, res);  // ids >= 0: as int64
+    hub_of_kernel<<<blocks_for(hubs_), kBlock, 0, res.stream>>>(hub_vertex_.as<int64_t>(), hubs_, hub_of.as<int32_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    return hub_of;
+  }
+
+  // The hubs' edges (sorted [hub_edges[0], m), by destination) into hub pieces, range by range.
+  void place_hub_edges(Buffer& sorted, Buffer& order, Buffer& hub_edges, const int64_t* src, const T* weights, Buffer& hub_of,
+                       int64_t m, cuda::Resources& res) {
+    hub_pieces_ = device((ranges_ + 1) * sizeof(int64_t));
+    Buffer counts = device(ranges_ * sizeof(int64_t));
+    piece_counts_kernel<<<blocks_for(ranges_), kBlock, 0, res.stream>>>(hub_edges.as<int64_t>(), ranges_, counts.as<int64_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    exclusive_scan(counts.as<int64_t>(), hub_pieces_.as<int64_t>(), ranges_, res);
+    int64_t pieces = 0, begin = 0;
+    res.copy_to_host(&pieces, hub_pieces_.as<int64_t>() + ranges_, sizeof(pieces));
+    res.copy_to_host(&begin, hub_edges.as<int64_t>(), sizeof(begin));
+    allocate_slots(pieces * kWarp, hub_index_, hub_dst_offset_, hub_val_, res);
+    if (begin == m) return;
+    place_hub_edges_kernel<T><<<blocks_for(m - begin), kBlock, 0, res.stream>>>(
+        order.as<int64_t>(), sorted.as<unsigned long long>(), hub_edges.as<int64_t>(), hub_pieces_.as<int64_t>(), src, weights,
+        hub_of.as<int32_t>(), static_cast<unsigned long long>(ranges_), begin, m, hub_index_.as<uint16_t>(),
+        hub_dst_offset_.as<uint16_t>(), weighted_ ? hub_val_.as<T>() : nullptr);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  // Slot arrays filled as padding: source offset (or hub) 0, destination offset kNoVertex, weight 0.
+  void allocate_slots(int64_t slots, Buffer& from, Buffer& to, Buffer& weight, cuda::Resources& res) {
+    from = device(slots * sizeof(uint16_t));
+    to = device(slots * sizeof(uint16_t));
+    weight = weighted_ ? device(slots * sizeof(T)) : Buffer();
+    GPUML_CUDA_CHECK(cudaMemsetAsync(from.data(), 0, slots * sizeof(uint16_t), res.stream));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(to.data(), 0xFF, slots * sizeof(uint16_t), res.stream));
+    if (weighted_) GPUML_CUDA_CHECK(cudaMemsetAsync(weight.data(), 0, slots * sizeof(T), res.stream));
   }
 
   Buffer counts_of(const int64_t* ids, int64_t m, int64_t n, cuda::Resources& res) {
@@ -732,30 +934,37 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   }
 
   // order = 0 .. len-1 stably sorted by keys (their low `bits` bits); returns the sorted keys.
-  Buffer stable_order(Buffer& keys, int64_t len, int bits, Buffer& order, cuda::Resources& res) {
+  Buffer stable_order(Buffer& keys, int64_t len, int bits, Buffer& order, cuda::Resources& res, bool descending = false) {
     Buffer sorted = device(len * sizeof(unsigned long long));
     if (len == 0) return sorted;
     Buffer ids = device(len * sizeof(int64_t));
     iota_kernel<<<blocks_for(len), kBlock, 0, res.stream>>>(ids.as<int64_t>(), len);
     GPUML_CUDA_CHECK_LAUNCH();
+    const auto sort = [&](void* temp, std::size_t& bytes) {
+      return descending ? cub::DeviceRadixSort::SortPairsDescending(temp, bytes, keys.as<unsigned long long>(),
+                                                                     sorted.as<unsigned long long>(), ids.as<int64_t>(),
+                                                                     order.as<int64_t>(), len, 0, bits, res.stream)
+                        : cub::DeviceRadixSort::SortPairs(temp, bytes, keys.as<unsigned long long>(),
+                                                          sorted.as<unsigned long long>(), ids.as<int64_t>(),
+                                                          order.as<int64_t>(), len, 0, bits, res.stream);
+    };
     std::size_t bytes = 0;
-    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.as<unsigned long long>(), sorted.as<unsigned long long>(),
-                                                     ids.as<int64_t>(), order.as<int64_t>(), len, 0, bits, res.stream));
+    GPUML_CUDA_CHECK(sort(nullptr, bytes));
     Buffer temp = device(bytes);
-    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, keys.as<unsigned long long>(),
-                                                     sorted.as<unsigned long long>(), ids.as<int64_t>(), order.as<int64_t>(),
-                                                     len, 0, bits, res.stream));
+    GPUML_CUDA_CHECK(sort(temp.data(), bytes));
     return sorted;
   }
 
   Context ctx_;
-  int64_t n_ = 0, ranges_ = 0;
+  int64_t n_ = 0, ranges_ = 0, hubs_ = 0;
   bool weighted_ = false;
   int current_ = 0;                  // terms_[current_] holds the terms of the next call's x
   bool kernel_configured_ = false;   // iterate_kernel's shared memory limit set
   const T* prepared_for_ = nullptr;  // ... when that x is this (the last call's x_new)
   Buffer first_, out_pieces_, in_pieces_, position_, src_offset_, dst_offset_, val_, inv_out_, partials_, scalars_;
   Buffer terms_[2];
+  Buffer hub_vertex_, hub_first_, hub_pieces_, hub_index_, hub_dst_offset_, hub_val_;
+  Buffer hub_y_[2];  // the hubs' y for terms_[0] and terms_[1]
 };
 
 }  // namespace

@@ -340,6 +340,15 @@ TEST(PageRankGpu, MatchesCpu) {
           g.w.push_back(uniform_real(rng, 0.0, 2.0));
         }
       }
+    if (trial >= 6)
+      for (int hub = 0; hub < 3; ++hub) {  // sources of out-degree 64..20k: the CUDA backend's hubs
+        const int64_t from = uniform_int(rng, 0, used - 1), degree = uniform_int(rng, 64, 20000);
+        for (int64_t e = 0; e < degree; ++e) {
+          g.src.push_back(from);
+          g.dst.push_back(uniform_int(rng, 0, n - 1));
+          g.w.push_back(uniform_real(rng, 0.0, 2.0));
+        }
+      }
     std::vector<double> pers = random_vector(rng, n, true), dang = random_vector(rng, n, true);
     const std::vector<double>* pp = trial % 3 == 0 ? &pers : nullptr;
     const std::vector<double>* dp = trial % 4 == 1 ? &dang : nullptr;
@@ -358,6 +367,35 @@ TEST(PageRankGpu, MatchesCpu) {
     // float32 ranks, sums in double on both: per-value differences of an ulp or so.
     EXPECT_LE(l1(d32.x, c32.x), 1e-5);
   }
+}
+
+// More sources of out-degree >= 64 than the CUDA backend keeps as hubs (16384 for float32, 8192
+// for float64): the rest go through the regions, and both kinds of edge meet at every destination.
+TEST(PageRankGpu, MoreHubCandidatesThanRoom) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  Graph g;
+  g.n = 30000;
+  for (int64_t v = 0; v < g.n; ++v) {
+    const int64_t degree = uniform_real(rng, 0, 1) < 0.05 ? 0 : uniform_int(rng, 32, 160);  // some dangling
+    for (int64_t e = 0; e < degree; ++e) {
+      g.src.push_back(v);
+      g.dst.push_back(uniform_real(rng, 0, 1) < 0.3 ? uniform_int(rng, 0, 99) : uniform_int(rng, 0, g.n - 1));
+      g.w.push_back(uniform_real(rng, 0.0, 2.0));
+    }
+  }
+  PageRankParams params;
+  params.tol = 1e-12;
+  params.max_iter = 1000;
+  const Outcome c = run_pagerank<double>(cpu, g, true, nullptr, nullptr, nullptr, params);
+  const Outcome d = run_pagerank<double>(gpu, g, true, nullptr, nullptr, nullptr, params);
+  EXPECT_TRUE(d.result.converged);
+  EXPECT_LE(l1(d.x, c.x), 1e-12);  // float64: as in MatchesCpu
+  const Outcome c32 = run_pagerank<float>(cpu, g, false, nullptr, nullptr, nullptr, PageRankParams{});
+  const Outcome d32 = run_pagerank<float>(gpu, g, false, nullptr, nullptr, nullptr, PageRankParams{});
+  EXPECT_LE(std::llabs(d32.result.n_iter - c32.result.n_iter), 1);
+  EXPECT_LE(l1(d32.x, c32.x), 1e-5);  // float32: as in MatchesCpu
 }
 
 TEST(PageRankGpu, DeviceInputsAndOutput) {
