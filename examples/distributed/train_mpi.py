@@ -3,7 +3,8 @@
 Every rank makes (here: draws) its own rows; after gpuml.distributed.init() the estimators with
 device="cpu" fit on the rank's rows and every rank ends with the model of all ranks' rows
 (mpi4py is used when installed, and is not needed). Rank 0 prints the models; with mpi4py every
-rank also checks that it holds the same LogisticRegression coefficients and forest as the others.
+rank also checks that it holds the same LogisticRegression coefficients, forest and unseeded
+KMeans as the others.
 """
 
 import numpy as np
@@ -30,6 +31,8 @@ clf = LogisticRegression(C=0.5, device="cpu").fit(X, labels)
 # The forest one process would grow on all ranks' rows (every rank holds both classes here: the
 # Python classifiers number the classes from each rank's own labels).
 forest = RandomForestClassifier(n_estimators=20, max_depth=6, random_state=0, device="cpu").fit(X, labels)
+# random_state=None: rank 0 draws the seed and every rank takes it (one model, not one per rank).
+unseeded = KMeans(n_clusters=3, n_init=1, device="cpu").fit(X)
 
 # PageRank: each rank passes its share of the edges of one graph (here its own random edges).
 src = rng.integers(0, 100, size=300 + 100 * rank)
@@ -43,6 +46,8 @@ try:
     assert all(s == same[0] for s in same), "the ranks' LogisticRegression models differ"
     same = MPI.COMM_WORLD.allgather(forest.nodes_threshold_.tobytes())
     assert all(s == same[0] for s in same), "the ranks' forests differ"
+    same = MPI.COMM_WORLD.allgather(unseeded.cluster_centers_.tobytes())
+    assert all(s == same[0] for s in same), "the ranks' KMeans models with random_state=None differ"
 except ImportError:
     pass
 

@@ -122,6 +122,13 @@ class EstimatorHandle:
             self.handle = None
 
 
+def _n_ranks(context):
+    """The number of ranks of a context's communicator (1 without one)."""
+    rank, n_ranks = ctypes.c_int32(), ctypes.c_int32()
+    _lib.check(_lib.lib.gpuml_context_rank(context.handle, ctypes.byref(rank), ctypes.byref(n_ranks)))
+    return n_ranks.value
+
+
 def _python_scalar(value):
     """0-d arrays become Python numbers, as scikit-learn's scalar attributes are."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
@@ -266,7 +273,12 @@ class GpumlEstimator(BaseEstimator):
         fitted attributes into this object. X (and y, sample_weight) are prepared arrays;
         `params` (the JSON parameters) defaults to ``self._gpuml_params(X)``."""
         context = self._context_for(kind)
-        handle = EstimatorHandle.create(self._gpuml_kind, self._gpuml_params(X) if params is None else params)
+        params = self._gpuml_params(X) if params is None else params
+        if "random_state" in params and getattr(self, "random_state", 0) is None and _n_ranks(context) > 1:
+            # None over several ranks: each rank's NumPy RNG would draw its own seed, and the ranks
+            # would refuse to fit with different seeds. Unset, the C++ fit takes rank 0's seed.
+            params = {**params, "random_state": None}
+        handle = EstimatorHandle.create(self._gpuml_kind, params)
         keep = []
         X_desc, k = _array.descriptor(X, kind.device_id)
         keep.append(k)

@@ -27,9 +27,9 @@ Distributed today: KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticR
 TruncatedSVD, RandomForestClassifier and RandomForestRegressor (the forest of all rows, bit for
 bit) and PageRank (each rank passing its share of the edges). The Python classifiers number the
 classes from each rank's own labels, so every rank must hold every class (the C++ and C APIs
-take the union over ranks). Pass an int random_state to distributed fits: None draws a seed on
-each rank, and the ranks then refuse to fit with different seeds (an error on every rank, not a
-hang).
+take the union over ranks). random_state=None in a distributed fit takes rank 0's seed (drawn by
+rank 0's context), so every rank grows the same model; an int must be the same on every rank
+(different ints are an error on every rank, not a hang).
 
 ``init(unique_id, n_ranks, rank)`` is the NCCL form (for engines other than MPI): it attaches an
 NCCL communicator to the package's default CUDA context (``nccl_unique_id()`` on one rank makes
