@@ -5,8 +5,9 @@ Graph: R-MAT (datasets/rmat.py; a, b, c, d = 0.57, 0.19, 0.19, 0.05), scale --sc
 with a GPU, 16 without), edge factor 16, unweighted, float32 ranks for gpuml and PyTorch.
 
   gpuml           gpuml.graph's C call with tol = 0 and the partial result allowed, timed with
-                  max_iter = 1 and 1 + --iters: the difference over --iters is one iteration
-                  (the graph build excluded; it is printed separately)
+                  max_iter = 1 and 1 + --timed-iters (default 200): the difference over
+                  --timed-iters is one iteration (the graph build excluded; it is printed
+                  separately; it varies by ~2 ms, which over 20 iterations was +-0.1 ms)
   scipy           networkx's _pagerank_scipy iteration written over a SciPy CSR matrix, float64:
                   x = alpha (x A + sum(x[dangling]) / n) + (1 - alpha) / n
   torch           the same iteration with a torch sparse CSR matrix (A^T, rows normalized) and
@@ -14,7 +15,7 @@ with a GPU, 16 without), edge factor 16, unweighted, float32 ranks for gpuml and
   networkx        networkx.pagerank itself, only for scale <= 14 (it builds a Python graph)
 
 Prints per-iteration times, ratios against gpuml, and the L1 distance of each result to SciPy's
-after the same number of iterations. Target (one H100/H200): scale 22 <= 0.3 ms per iteration.
+after the same number of iterations (1 + --iters, default 20). Target (one H100/H200): scale 22 <= 0.3 ms per iteration.
 
     GPUML_LIBRARY=build-gpu/libgpuml.so python3 benchmarks/compare_pagerank.py
     python3 benchmarks/compare_pagerank.py --scale 14      # no GPU needed
@@ -44,7 +45,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=int, default=22 if has_gpu else 16)
     parser.add_argument("--edge-factor", type=int, default=16)
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--iters", type=int, default=20, help="iterations compared with SciPy")
+    parser.add_argument("--timed-iters", type=int, default=200, help="iterations timed (gpuml and torch)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -79,10 +81,12 @@ def main():
         context.synchronize()
         return time.perf_counter() - start
 
+    timed = args.timed_iters
     gpuml_run(1)  # warm-up
     one = min(gpuml_run(1) for _ in range(3))
-    many = min(gpuml_run(1 + iters) for _ in range(3))
-    per_iter = (many - one) / iters
+    many = min(gpuml_run(1 + timed) for _ in range(3))
+    per_iter = (many - one) / timed
+    gpuml_run(1 + iters)  # the ranks compared with SciPy's
     ranks_gpuml = np.asarray(out.cpu().numpy() if use_torch_cuda else out, dtype=np.float64)
     rows.append((f"gpuml ({'cuda' if context.is_cuda else 'cpu'}, float32)", per_iter, ranks_gpuml))
     print(f"gpuml build + 1 iteration: {one * 1e3:.2f} ms")
@@ -126,10 +130,11 @@ def main():
         torch_iterations(2)
         sync()
         start = time.perf_counter()
-        x = torch_iterations(1 + iters)
+        torch_iterations(1 + timed)
         sync()
-        rows.append((f"torch sparse CSR ({dev}, float32)", (time.perf_counter() - start) / (1 + iters),
-                     x.cpu().numpy().ravel().astype(np.float64)))
+        seconds = (time.perf_counter() - start) / (1 + timed)
+        x = torch_iterations(1 + iters)
+        rows.append((f"torch sparse CSR ({dev}, float32)", seconds, x.cpu().numpy().ravel().astype(np.float64)))
     else:
         print("(torch not installed: its row is skipped)")
 
