@@ -12,6 +12,13 @@ namespace gpuml {
 
 Comm::~Comm() = default;
 
+void Comm::allgather(const void* send, int64_t count, void* recv, DType dtype) {
+  detail::check_collective(*this, "allgather", send, count, dtype);
+  detail::check_collective(*this, "allgather", recv, count * size(), dtype);
+  const std::vector<int64_t> counts(static_cast<std::size_t>(size()), count);
+  allgatherv(send, count, recv, counts.data(), dtype);
+}
+
 bool built_with_mpi() noexcept { return GPUML_WITH_MPI != 0; }
 
 namespace detail {
@@ -55,11 +62,6 @@ class LocalComm final : public Comm {
 
   void allreduce_sum(void* data, int64_t count, DType dtype) override {
     detail::check_collective(*this, "allreduce_sum", data, count, dtype);
-  }
-  void allgather(const void* send, int64_t count, void* recv, DType dtype) override {
-    detail::check_collective(*this, "allgather", send, count, dtype);
-    detail::check_collective(*this, "allgather", recv, count, dtype);
-    copy(send, recv, count, dtype);
   }
   void allgatherv(const void* send, int64_t count, void* recv, const int64_t* counts, DType dtype) override {
     detail::check_collective(*this, "allgatherv", send, count, dtype);

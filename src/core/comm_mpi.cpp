@@ -108,13 +108,6 @@ class MpiComm final : public Comm {
     }
   }
 
-  void allgather(const void* send, int64_t count, void* recv, DType dtype) override {
-    detail::check_collective(*this, "allgather", send, count, dtype);
-    detail::check_collective(*this, "allgather", recv, count * size_, dtype);
-    std::vector<int64_t> counts(static_cast<std::size_t>(size_), count);
-    allgatherv(send, count, recv, counts.data(), dtype);
-  }
-
   void allgatherv(const void* send, int64_t count, void* recv, const int64_t* counts, DType dtype) override {
     detail::check_collective(*this, "allgatherv", send, count, dtype);
     const int64_t total = detail::check_counts(*this, count, counts);

@@ -32,8 +32,9 @@ class GPUML_API Comm {
   // In place: data[i] = the sum over ranks of data[i]. Every rank ends with the same bits
   // (floating-point sums are reduced once and broadcast, not summed on every rank).
   virtual void allreduce_sum(void* data, int64_t count, DType dtype) = 0;
-  // recv (size() * count elements) = each rank's send (count elements), in rank order.
-  virtual void allgather(const void* send, int64_t count, void* recv, DType dtype) = 0;
+  // recv (size() * count elements) = each rank's send (count elements), in rank order: the
+  // allgatherv of equal counts.
+  void allgather(const void* send, int64_t count, void* recv, DType dtype);
   // recv = each rank's send in rank order, counts[r] elements from rank r. counts has size()
   // entries, the same on every rank; count (this rank's) must equal counts[rank()].
   virtual void allgatherv(const void* send, int64_t count, void* recv, const int64_t* counts, DType dtype) = 0;
