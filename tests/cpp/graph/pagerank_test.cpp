@@ -398,6 +398,34 @@ TEST(PageRankGpu, MoreHubCandidatesThanRoom) {
   EXPECT_LE(l1(d32.x, c32.x), 1e-5);  // float32: as in MatchesCpu
 }
 
+// The CUDA backend's sums are exact fixed-point integers, so the order in which the blocks' lanes
+// add them cannot matter: two runs, on fresh contexts, give the same bits. A skewed graph (hubs,
+// many ranges, destinations shared by many warps at once) makes the orders differ between runs.
+TEST(PageRankGpu, SameBitsOnEveryRun) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Graph g;
+  g.n = 300000;
+  for (int64_t e = 0; e < 4000000; ++e) {
+    const double u = uniform_real(rng, 0, 1), v = uniform_real(rng, 0, 1);
+    g.src.push_back(static_cast<int64_t>(static_cast<double>(g.n) * u * u * u));  // low ids send most
+    g.dst.push_back(static_cast<int64_t>(static_cast<double>(g.n) * v * v));
+    g.w.push_back(uniform_real(rng, 0.0, 2.0));
+  }
+  for (bool weighted : {false, true}) {
+    SCOPED_TRACE(weighted ? "weighted" : "unweighted");
+    Context other = Context::cuda(gpu.device().id);
+    const Outcome a = run_pagerank<float>(gpu, g, weighted, nullptr, nullptr, nullptr, PageRankParams{});
+    const Outcome b = run_pagerank<float>(other, g, weighted, nullptr, nullptr, nullptr, PageRankParams{});
+    EXPECT_EQ(a.x, b.x);
+    EXPECT_EQ(a.result.n_iter, b.result.n_iter);
+    const Outcome c = run_pagerank<double>(gpu, g, weighted, nullptr, nullptr, nullptr, PageRankParams{});
+    const Outcome d = run_pagerank<double>(other, g, weighted, nullptr, nullptr, nullptr, PageRankParams{});
+    EXPECT_EQ(c.x, d.x);
+    EXPECT_EQ(c.result.n_iter, d.result.n_iter);
+  }
+}
+
 TEST(PageRankGpu, DeviceInputsAndOutput) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
