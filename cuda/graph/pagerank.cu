@@ -77,7 +77,7 @@ constexpr int kThreads = 1024;  // per block of the iteration kernel: one per SM
 // ms per iteration: 1: 0.297 / 0.282 / 1.21 / 2.62, 2: 0.276-0.282 / 0.270-0.272 / 1.13 / 2.25-2.30,
 // 3: 0.283 / 0.252 / 1.08 / 2.27, 4: 0.289 / 0.280 / 1.06 / 2.24.
 constexpr int kRangesPerSm = 3;
-constexpr uint16_t kNoVertex = 0xFFFF;
+constexpr uint16_t kNoVertex = 0xFFFF;  // the destination offset of a padding slot (> any offset)
 // Hubs: at most kHubBytes of their y values (16384 float32 or 8192 float64: shared memory holds
 // them beside the sums), and only vertices with at least kMinHubDegree out-edges. A hub costs
 // every block a 4- or 8-byte read from L2 per iteration and saves 8 bytes of DRAM traffic per
@@ -85,7 +85,7 @@ constexpr uint16_t kNoVertex = 0xFFFF;
 constexpr int64_t kHubBytes = 64 * 1024;
 template <typename T> constexpr int64_t kMaxHubs = kHubBytes / static_cast<int64_t>(sizeof(T));
 static_assert(kMaxHubs<float> < 0xFFFF, "hub indices are uint16");
-constexpr unsigned long long kMinHubDegree = 64;  // the destination offset of a padding slot (> any offset)
+constexpr unsigned long long kMinHubDegree = 64;
 
 // Adds a sum of terms, in fixed point (whole units and, for float64, the remainder), to vertex
 // `to` of the range's sums.
