@@ -674,7 +674,7 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     GPUML_CUDA_CHECK_LAUNCH();
 
     // 2. The edges sorted by (region, destination), stably, and the regions: where the region changes.
-    Buffer order = device(m * sizeof(int64_t)), index = device(m * sizeof(int64_t));
+    Buffer order = device(m * sizeof(int64_t)), index;
     Buffer sorted, region_first, region_key, by_dst_key;  // region q: first edge, key, transposed key
     Buffer hub_edges;
     int64_t regions = 0, region_edges = 0;  // region_edges: the edges not from hubs
@@ -690,6 +690,7 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
           sorted.as<unsigned long long>(), m, (ranges * ranges) << 16, 1ull << 16, ranges_, hub_edges.as<int64_t>());
       GPUML_CUDA_CHECK_LAUNCH();
       res.copy_to_host(&region_edges, hub_edges.as<int64_t>(), sizeof(region_edges));
+      index = device(m * sizeof(int64_t));  // after the sort: the build's peak is there
       Buffer starts = device(m * sizeof(int32_t));
       run_starts_kernel<<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), region_edges,
                                                                             starts.as<int32_t>());
@@ -862,8 +863,9 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     hubs_ = 0;
     hub_vertex_ = device(sizeof(int64_t));
     if (limit == 0) return hub_of;
-    Buffer by_degree = device(n * sizeof(int64_t));
-    Buffer degrees = stable_order(out, n, 64, by_degree, res, /*descending=*/true);
+    Buffer by_degree = device(n * sizeof(int64_t)), keys = device(n * sizeof(unsigned long long));
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(keys.data(), out.data(), n * sizeof(unsigned long long), cudaMemcpyDeviceToDevice, res.stream));
+    Buffer degrees = stable_order(keys, n, 64, by_degree, res, /*descending=*/true);
     std::vector<unsigned long long> top(static_cast<std::size_t>(limit));
     res.copy_to_host(top.data(), degrees.data(), limit * sizeof(unsigned long long));
     while (hubs_ < limit && top[hubs_] >= kMinHubDegree) ++hubs_;
@@ -934,24 +936,27 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   }
 
   // order = 0 .. len-1 stably sorted by keys (their low `bits` bits); returns the sorted keys.
+  // The sort ping-pongs between keys and the sorted keys, ids and order (cub::DoubleBuffer): no
+  // second copy of each in CUB's workspace, 16 bytes per item less at the build's peak. keys'
+  // contents are lost.
   Buffer stable_order(Buffer& keys, int64_t len, int bits, Buffer& order, cuda::Resources& res, bool descending = false) {
     Buffer sorted = device(len * sizeof(unsigned long long));
     if (len == 0) return sorted;
     Buffer ids = device(len * sizeof(int64_t));
     iota_kernel<<<blocks_for(len), kBlock, 0, res.stream>>>(ids.as<int64_t>(), len);
     GPUML_CUDA_CHECK_LAUNCH();
+    cub::DoubleBuffer<unsigned long long> key_buffers(keys.as<unsigned long long>(), sorted.as<unsigned long long>());
+    cub::DoubleBuffer<int64_t> id_buffers(ids.as<int64_t>(), order.as<int64_t>());
     const auto sort = [&](void* temp, std::size_t& bytes) {
-      return descending ? cub::DeviceRadixSort::SortPairsDescending(temp, bytes, keys.as<unsigned long long>(),
-                                                                     sorted.as<unsigned long long>(), ids.as<int64_t>(),
-                                                                     order.as<int64_t>(), len, 0, bits, res.stream)
-                        : cub::DeviceRadixSort::SortPairs(temp, bytes, keys.as<unsigned long long>(),
-                                                          sorted.as<unsigned long long>(), ids.as<int64_t>(),
-                                                          order.as<int64_t>(), len, 0, bits, res.stream);
+      return descending ? cub::DeviceRadixSort::SortPairsDescending(temp, bytes, key_buffers, id_buffers, len, 0, bits, res.stream)
+                        : cub::DeviceRadixSort::SortPairs(temp, bytes, key_buffers, id_buffers, len, 0, bits, res.stream);
     };
     std::size_t bytes = 0;
     GPUML_CUDA_CHECK(sort(nullptr, bytes));
     Buffer temp = device(bytes);
     GPUML_CUDA_CHECK(sort(temp.data(), bytes));
+    if (key_buffers.Current() != sorted.as<unsigned long long>()) std::swap(keys, sorted);
+    if (id_buffers.Current() != order.as<int64_t>()) std::swap(ids, order);
     return sorted;
   }
 

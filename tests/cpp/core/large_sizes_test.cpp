@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <random>
 #include <vector>
 
@@ -122,6 +123,67 @@ TEST(LargeSizes, PcaPastTwoToTheThirtyOneElements) {
     // The component is the axis of that feature (up to sign): |loading| > 0.999 there.
     EXPECT_GT(std::fabs(components[c * kD + order[c]]), 0.999) << "component " << c;
   }
+}
+
+}  // namespace
+}  // namespace gpuml
+
+namespace gpuml {
+namespace {
+
+// PageRank on more than 2^31 edges (or the most the GPU holds): 2^27 vertices, each with k
+// out-edges to v + offset[j] (mod n), j < k, k = 17 at most: 2.28G edges. Every vertex has
+// out-degree k, so one iteration from nstart x0 is exactly x1[v] = alpha / k * sum_j
+// x0[v - offset[j]] + (1 - alpha) / n, checked at every vertex: an edge lost, doubled or misplaced
+// by a 32-bit index would show. The edges are stored offset by offset, so the first k * n are the
+// graph of degree k: when the device runs out of memory (ErrorCode::out_of_memory, which the
+// context survives), the next try takes two offsets fewer.
+TEST(LargeSizes, PageRankPastTwoToTheThirtyOneEdges) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  constexpr int64_t n = int64_t(1) << 27, kMaxDegree = 17;
+  std::vector<int64_t> offset(kMaxDegree);
+  for (int64_t& o : offset) o = test::uniform_int(rng, 1, n - 1);  // repeats would be duplicate edges: fine
+  std::vector<int32_t> src(static_cast<std::size_t>(kMaxDegree * n)), dst(src.size());
+#pragma omp parallel for collapse(2)
+  for (int64_t j = 0; j < kMaxDegree; ++j)
+    for (int64_t v = 0; v < n; ++v) {
+      src[j * n + v] = static_cast<int32_t>(v);
+      dst[j * n + v] = static_cast<int32_t>((v + offset[j]) % n);
+    }
+  std::vector<float> start(static_cast<std::size_t>(n)), ranks(static_cast<std::size_t>(n));
+  for (float& x : start) x = static_cast<float>(test::uniform_real(rng, 0.5, 1.5));
+  double total = 0.0;
+  for (float x : start) total += x;
+  PageRankParams params;
+  params.max_iter = 1;
+  params.tol = 0.0;
+  params.allow_unconverged = true;
+  const ArrayView nstart = host_view(start.data(), n);
+  int64_t k = kMaxDegree;
+  for (;; k -= 2) {
+    ASSERT_GE(k, 1) << "no degree fits the device";
+    try {
+      const PageRankResult r = pagerank(gpu, n, host_view(src.data(), k * n), host_view(dst.data(), k * n), nullptr, nullptr,
+                                        &nstart, nullptr, params, host_view(ranks.data(), n));
+      EXPECT_EQ(r.n_iter, 1);
+      break;
+    } catch (const Error& e) {
+      ASSERT_EQ(e.code(), ErrorCode::out_of_memory) << e.what();
+    }
+  }
+  std::cout << "PageRank of " << k * n << " edges (2^31 = " << (int64_t(1) << 31) << ")\n";
+  const double alpha = params.alpha;
+  double worst = 0.0;
+#pragma omp parallel for reduction(max : worst)
+  for (int64_t v = 0; v < n; ++v) {
+    double s = 0.0;
+    for (int64_t j = 0; j < k; ++j) s += static_cast<double>(start[(v - offset[j] % n + n) % n]) / total;
+    const double expected = alpha * s / static_cast<double>(k) + (1.0 - alpha) / static_cast<double>(n);
+    worst = std::max(worst, std::fabs(ranks[v] - expected) / expected);
+  }
+  // float32 ranks and terms: a few float32 roundings (6e-8 each) per vertex.
+  EXPECT_LE(worst, 1e-5);
 }
 
 }  // namespace
