@@ -141,6 +141,13 @@ cudaMemPool_t pool_for(int device) {
 }
 }  // namespace
 
+Buffer solver_workspace(const Context& ctx, Resources& res, std::size_t bytes) {
+  Context context = ctx;  // a Buffer takes a mutable context (a shared handle)
+  Buffer work(context, std::max<std::size_t>(bytes, 1));
+  GPUML_CUDA_CHECK(cudaMemsetAsync(work.data(), 0, std::max<std::size_t>(bytes, 1), res.stream));
+  return work;
+}
+
 }  // namespace gpuml::cuda
 
 namespace gpuml::detail {

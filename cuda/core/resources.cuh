@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/error.hpp"
 
@@ -82,6 +83,11 @@ struct Resources {
 
 // Makes ctx's device current and returns its resources: the first line of every CUDA backend entry.
 Resources& activate(const Context& ctx);
+
+// A cuSOLVER workspace (or output array) of `bytes`, zeroed on the stream. sytrd and geqrf read a
+// word of theirs before writing it, which compute-sanitizer initcheck reports; zeroed, the read is
+// defined.
+Buffer solver_workspace(const Context& ctx, Resources& res, std::size_t bytes);
 
 inline unsigned grid_for(int64_t n, int block, int64_t max_blocks = 65535LL * 32) {
   int64_t g = (n + block - 1) / block;

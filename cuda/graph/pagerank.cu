@@ -605,7 +605,8 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     GPUML_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), most, dst, ids + 3, m, res.stream));
     if (weights != nullptr) GPUML_CUDA_CHECK(cub::DeviceReduce::Min(temp.data(), most, weights, wmin, m, res.stream));
     double host[5] = {0, 0, 0, 0, 0};
-    res.copy_to_host(host, out.data(), sizeof(host));
+    // Only the slots written: copying the unset weight slot reads uninitialized memory (initcheck).
+    res.copy_to_host(host, out.data(), 4 * sizeof(int64_t) + (weights != nullptr ? sizeof(T) : 0));
     int64_t h_ids[4];
     std::memcpy(h_ids, host, sizeof(h_ids));
     T h_w;

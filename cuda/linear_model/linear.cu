@@ -520,7 +520,8 @@ class CudaLinearBackend final : public LinearBackend<T> {
     // The factor and info come back in one copy. The column-major lower factor, read row-major,
     // is U = Lᵀ: no transpose (below its diagonal: M's untouched entries, unspecified).
     const double* staging = static_cast<const double*>(res.pinned(bytes + sizeof(double)));
-    GPUML_CUDA_CHECK(cudaMemcpyAsync(const_cast<double*>(staging), A.data(), bytes + sizeof(double), cudaMemcpyDeviceToHost,
+    // (bytes + one int: the rest of info's slot is never written, and initcheck reports copying it.)
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(const_cast<double*>(staging), A.data(), bytes + sizeof(int), cudaMemcpyDeviceToHost,
                                      res.stream));
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
     int status = 0;
@@ -599,12 +600,13 @@ class CudaLinearBackend final : public LinearBackend<T> {
       }
     }
 
-    Buffer tau = device(m * sizeof(T));
+    // Zeroed, as the workspace: geqrf's kernels read tau entries before writing them (initcheck).
+    Buffer tau = cuda::solver_workspace(ctx_, res, m * sizeof(T));
     Buffer info = device(sizeof(int));
     int lwork = geqrf_buffer_size<T>(handle, n_, m_, A_col.as<T>(), n_);
     if (with_b)
       lwork = std::max(lwork, ormqr_buffer_size<T>(handle, n_, t_, m_, A_col.as<T>(), n_, tau.as<T>(), QtB, n_));
-    Buffer work = device(std::max(lwork, 1) * sizeof(T));
+    Buffer work = cuda::solver_workspace(ctx_, res, std::max(lwork, 1) * sizeof(T));
 
     geqrf<T>(handle, n_, m_, A_col.as<T>(), n_, tau.as<T>(), work.as<T>(), lwork, info.as<int>());
     check_info(res, info, "geqrf");
@@ -700,7 +702,7 @@ class CudaLinearBackend final : public LinearBackend<T> {
     int lwork = 0;
     GPUML_CUSOLVER_CHECK(cusolverDnDsyevd_bufferSize(handle, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(),
                                                      m_, values.as<double>(), &lwork));
-    Buffer work = device(static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double));
+    Buffer work = cuda::solver_workspace(ctx_, res, static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double));
     GPUML_CUSOLVER_CHECK(cusolverDnDsyevd(handle, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, m_, A.as<double>(), m_,
                                           values.as<double>(), work.as<double>(), lwork, info.as<int>()));
     check_info(res, info, "syevd");

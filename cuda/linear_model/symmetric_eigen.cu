@@ -363,7 +363,7 @@ void device_symmetric_eigen_top(const Context& ctx, const double* M_host, int64_
   cusolverDnHandle_t handle = res.cusolver();
   int lwork = 0;
   GPUML_CUSOLVER_CHECK(cusolverDnDsytrd_bufferSize(handle, CUBLAS_FILL_MODE_LOWER, m_, A, m_, d, e, tau, &lwork));
-  Buffer work(context, static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double));
+  Buffer work = cuda::solver_workspace(ctx, res, static_cast<std::size_t>(std::max(1, lwork)) * sizeof(double));
   GPUML_CUSOLVER_CHECK(cusolverDnDsytrd(handle, CUBLAS_FILL_MODE_LOWER, m_, A, m_, d, e, tau, work.as<double>(), lwork, info));
 
   const unsigned eigen_blocks = static_cast<unsigned>(ceil_div(m, kWarpsPerBlock));
