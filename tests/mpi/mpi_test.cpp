@@ -6,7 +6,8 @@
 // `mpi_test decomposition` for PCA and TruncatedSVD, `mpi_test logistic` for LogisticRegression,
 // `mpi_test pagerank` for PageRank over every rank's share of the edges, and `mpi_test forest`
 // for RandomForestClassifier / RandomForestRegressor (random parameters; the forest must be the
-// 1-process forest bit for bit).
+// 1-process forest bit for bit). A second argument `cuda` runs kmeans, linear, decomposition or
+// logistic on CUDA contexts (the communicator stays MPI: ranks may share a GPU).
 // A failed check prints the rank and the line and makes the program exit non-zero.
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
@@ -31,6 +32,13 @@ namespace {
 
 int g_rank = -1;
 int g_failures = 0;
+// The contexts the estimator tests fit on: "cpu", or with the argument `cuda` the rank's GPU (its
+// node-local rank modulo the node's GPUs). The communicator stays MPI (host memory), so two ranks
+// may share one GPU: that tests the CUDA backends' distributed paths on a one-GPU machine, which
+// NCCL (one rank per GPU) cannot.
+std::string g_device = "cpu";
+
+gpuml::Context test_context() { return gpuml::Context::from_string(g_device); }
 
 #define CHECK(cond, ...)                                                            \
   do {                                                                              \
@@ -212,7 +220,7 @@ void test_kmeans_case(gpuml::Context& dist, gpuml::Comm& comm, uint64_t data_see
 
   std::vector<int32_t> local_labels, all_labels;
   const Model distributed = fit_kmeans<T>(dist, params, local, e - b, d, weighted ? &local_w : nullptr, &local_labels);
-  gpuml::Context single = gpuml::Context::cpu();  // no communicator: one process, all rows
+  gpuml::Context single = test_context();  // no communicator: one process, all rows
   const Model reference = fit_kmeans<T>(single, params, all, n, d, weighted ? &weights_all : nullptr, &all_labels);
   expect_same_model(distributed, reference, rtol, what);
   expect_same_on_every_rank(comm, distributed, what);
@@ -263,7 +271,7 @@ void test_c_abi(gpuml::Comm& comm, uint64_t data_seed) {
 }
 
 void test_kmeans(gpuml::Comm& comm, uint64_t data_seed) {
-  gpuml::Context ctx = gpuml::Context::cpu();
+  gpuml::Context ctx = test_context();
   ctx.attach_comm(gpuml::Comm::mpi_world());
   expect_error(gpuml::ErrorCode::invalid_argument, "already has a communicator",
                [&] { ctx.attach_comm(gpuml::Comm::local()); }, __LINE__);
@@ -428,7 +436,7 @@ void expect_distributed_fit(gpuml::Comm& comm, gpuml::Context& dist, const Data<
   const gpuml::ArrayView w_local = data.wv(b, e), w_all = data.wv(0, data.n);
   try {
     const std::vector<double> got = fit(dist, data.Xv(b, e), data.yv(b, e), weighted ? &w_local : nullptr);
-    gpuml::Context single = gpuml::Context::cpu();  // no communicator: one process, all rows
+    gpuml::Context single = test_context();  // no communicator: one process, all rows
     const std::vector<double> want = fit(single, data.Xv(0, data.n), data.yv(0, data.n), weighted ? &w_all : nullptr);
     expect_close(got, want, rtol, what);
     expect_same_bits(comm, got, what);
@@ -454,7 +462,7 @@ Fit linear_fit(Params params, bool with_lasso_extras = false) {
 }
 
 void test_linear(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = gpuml::Context::cpu();
+  gpuml::Context ctx = test_context();
   ctx.attach_comm(gpuml::Comm::mpi_world());
   const int size = comm.size();
   // Tolerances, relative to the largest value of the 1-process fit: float64 results differ only
@@ -579,7 +587,7 @@ void test_linear(gpuml::Comm& comm, uint64_t seed) {
     gpuml::LassoParams lasso;
     lasso.alpha = 0.01;
     lasso.tol = 1e-12;
-    gpuml::Context single = gpuml::Context::cpu();
+    gpuml::Context single = test_context();
     // As the Lasso case above: 1e-8.
     expect_close(got, linear_fit<gpuml::Lasso>(lasso)(single, data.Xv(0, data.n), data.yv(0, data.n), nullptr), 1e-8,
                  "C ABI lasso");
@@ -647,7 +655,7 @@ Fit svd_fit(gpuml::TruncatedSVDParams params) {
 }
 
 void test_decomposition(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = gpuml::Context::cpu();
+  gpuml::Context ctx = test_context();
   ctx.attach_comm(gpuml::Comm::mpi_world());
   const int size = comm.size();
   // Tolerances as in test_linear: float64 1e-9 (sums in another order, times the ratio of the
@@ -672,7 +680,7 @@ void test_decomposition(gpuml::Comm& comm, uint64_t seed) {
   randomized.random_state = 3;
   {
     const int64_t b = split(data.n, size)[comm.rank()], e = split(data.n, size)[comm.rank() + 1];
-    gpuml::Context single = gpuml::Context::cpu();
+    gpuml::Context single = test_context();
     const std::vector<double> want = pca_fit(full)(single, data.Xv(0, data.n), data.yv(0, data.n), nullptr);
     for (const gpuml::PCAParams& q : {full, randomized}) {
       const std::vector<double> got = pca_fit(q)(ctx, data.Xv(b, e), data.yv(b, e), nullptr);
@@ -699,7 +707,7 @@ void test_decomposition(gpuml::Comm& comm, uint64_t seed) {
     r.algorithm = "randomized";
     r.random_state = 1;
     const int64_t b = split(rows.n, size)[comm.rank()], e = split(rows.n, size)[comm.rank() + 1];
-    gpuml::Context single = gpuml::Context::cpu();
+    gpuml::Context single = test_context();
     const std::vector<double> want = svd_fit(s)(single, rows.Xv(0, rows.n), rows.yv(0, rows.n), nullptr);
     const std::vector<double> got = svd_fit(r)(ctx, rows.Xv(b, e), rows.yv(b, e), nullptr);
     expect_close(got, want, rtol64, "TruncatedSVD randomized over ranks against 1-process full");
@@ -784,7 +792,7 @@ Fit logistic_fit(gpuml::LogisticRegressionParams params, int64_t n_classes) {
 }
 
 void test_logistic(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = gpuml::Context::cpu();
+  gpuml::Context ctx = test_context();
   ctx.attach_comm(gpuml::Comm::mpi_world());
   const int size = comm.size();
   // Both fits run L-BFGS / OWL-QN on the same objective to tol 1e-10; their paths differ only by
@@ -926,7 +934,7 @@ void expect_distributed_forest(gpuml::Comm& comm, gpuml::Context& dist, const Da
     std::unique_ptr<gpuml::RandomForestBase> got = make(), want = make();
     const gpuml::ArrayView y_local = data.yv(b, e), y_all = data.yv(0, data.n);
     got->fit(dist, data.Xv(b, e), &y_local, c.weighted ? &w_local : nullptr);
-    gpuml::Context single = gpuml::Context::cpu();  // no communicator: one process, all rows
+    gpuml::Context single = test_context();  // no communicator: one process, all rows
     want->fit(single, data.Xv(0, data.n), &y_all, c.weighted ? &w_all : nullptr);
     const std::vector<double> g = forest_values(*got), w = forest_values(*want);
     CHECK(g.size() == w.size() && std::memcmp(g.data(), w.data(), g.size() * sizeof(double)) == 0,
@@ -1303,12 +1311,41 @@ int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
   if (what != "comm" && what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic" &&
       what != "pagerank" && what != "forest" && what != "cuda") {
-    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank|forest|cuda\n", argv[0]);
+    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank|forest|cuda [cuda]\n",
+                 argv[0]);
+    return 2;
+  }
+  const bool on_cuda = argc > 2 && std::string(argv[2]) == "cuda";
+  if (argc > 2 && !on_cuda) {
+    std::fprintf(stderr, "the second argument, if any, must be cuda; got %s\n", argv[2]);
     return 2;
   }
   try {
     std::shared_ptr<gpuml::Comm> world = gpuml::Comm::mpi_world();  // initializes MPI
     g_rank = world->rank();
+    if (on_cuda) {
+      const int n_gpus = gpuml::cuda_device_count();
+      const char* require = std::getenv("GPUML_REQUIRE_CUDA");
+      if (n_gpus == 0) {
+        if (require != nullptr && std::string(require) == "1") {
+          std::fprintf(stderr, "rank %d: GPUML_REQUIRE_CUDA=1 and no CUDA device\n", g_rank);
+          return 1;
+        }
+        std::printf("rank %d: skipped: no CUDA device\n", g_rank);
+        return 77;
+      }
+      MPI_Comm node;
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+      int local_rank = 0;
+      MPI_Comm_rank(node, &local_rank);
+      MPI_Comm_free(&node);
+      g_device = "cuda:" + std::to_string(local_rank % n_gpus);
+      if (what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic") {
+        std::fprintf(stderr, "`%s cuda`: the CUDA distributed paths are KMeans, linear, decomposition and logistic\n",
+                     what.c_str());
+        return 2;
+      }
+    }
     if (what == "comm") {
       test_comm(*world);
       // Any communicator, by its Fortran handle: here a split of the world into even and odd ranks.
@@ -1351,7 +1388,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rank %d: unexpected exception: %s\n", g_rank, e.what());
     ++g_failures;
   }
-  std::printf("rank %d: %s: %s (%d failed checks)\n", g_rank, what.c_str(), g_failures ? "FAILED" : "passed", g_failures);
+  std::printf("rank %d: %s on %s: %s (%d failed checks)\n", g_rank, what.c_str(), g_device.c_str(),
+              g_failures ? "FAILED" : "passed", g_failures);
   std::fflush(stdout);
   return g_failures ? 1 : 0;
 }
