@@ -27,6 +27,13 @@ inline int checked_int(int64_t v, const char* what) {
 __device__ __forceinline__ int64_t global_thread() { return blockIdx.x * int64_t(blockDim.x) + threadIdx.x; }
 __device__ __forceinline__ int64_t grid_threads() { return int64_t(gridDim.x) * blockDim.x; }
 
+// Butterfly sum over a full warp: every lane gets the same bits (each step adds the same two
+// values, in either order), and the order is fixed.
+__device__ inline double warp_sum(double v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
 // Fixed-order tree sum over a block of kBlock threads; the result is valid in thread 0.
 __device__ inline double block_sum(double v, double* shared /* kBlock */) {
   shared[threadIdx.x] = v;

@@ -571,6 +571,65 @@ __global__ void __launch_bounds__(kBlock) finish_pairs_kernel(const double* __re
   if (threadIdx.x == 0) *out1 = total_second;
 }
 
+// ---- The distributed driver's range (build_range, iterate_range) ----
+// A rank's rows [first, first + count): a CSR of their in-edges by destination, stably sorted (so
+// each row sums in the union's edge order, as the CPU backend does), one warp per row.
+
+template <typename T>
+__global__ void range_inverse_kernel(const double* __restrict__ out_degree, int64_t n, T* __restrict__ inv) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads())
+    inv[v] = out_degree[v] > 0 ? static_cast<T>(1.0 / out_degree[v]) : T(0);
+}
+
+__global__ void range_key_kernel(const int64_t* __restrict__ dst, int64_t m, int64_t first, unsigned long long* __restrict__ keys) {
+  for (int64_t e = global_thread(); e < m; e += grid_threads()) keys[e] = static_cast<unsigned long long>(dst[e] - first);
+}
+
+template <typename T>
+__global__ void range_gather_kernel(const int64_t* __restrict__ order, const int64_t* __restrict__ src,
+                                    const T* __restrict__ weights, int64_t m, int32_t* __restrict__ col, T* __restrict__ val) {
+  for (int64_t i = global_thread(); i < m; i += grid_threads()) {
+    col[i] = static_cast<int32_t>(src[order[i]]);
+    if (weights != nullptr) val[i] = weights[order[i]];
+  }
+}
+
+// y = x / outdeg_w (as T, like the CPU backend), and each dangling vertex's x (0 elsewhere).
+template <typename T>
+__global__ void range_terms_kernel(const T* __restrict__ x, const T* __restrict__ inv, int64_t n, T* __restrict__ y,
+                                   double* __restrict__ dangling_x) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) {
+    y[v] = x[v] * inv[v];
+    dangling_x[v] = inv[v] == T(0) ? static_cast<double>(x[v]) : 0.0;
+  }
+}
+
+// Row r (vertex first + r): its in-edges' terms summed in double (lanes strided, then the warp's
+// butterfly: a fixed order), then the update and |x_new - x|. p and dangling hold the range's
+// entries only (or are null: uniform, and dangling null means p).
+template <typename T>
+__global__ void range_rows_kernel(const int64_t* __restrict__ row_ptr, const int32_t* __restrict__ col,
+                                  const T* __restrict__ val, const T* __restrict__ y, const T* __restrict__ x,
+                                  const T* __restrict__ p, const T* __restrict__ dangling, const double* __restrict__ dsum,
+                                  double alpha, double uniform, int64_t first, int64_t count, T* __restrict__ x_new,
+                                  double* __restrict__ change) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t r = global_thread() / kWarp; r < count; r += grid_threads() / kWarp) {
+    double s = 0.0;
+    for (int64_t e = row_ptr[r] + lane; e < row_ptr[r + 1]; e += kWarp)
+      s += val != nullptr ? static_cast<double>(val[e]) * static_cast<double>(y[col[e]]) : static_cast<double>(y[col[e]]);
+    s = warp_sum(s);
+    if (lane == 0) {
+      const double pi = p != nullptr ? static_cast<double>(p[r]) : uniform;
+      const T* dvec = dangling != nullptr ? dangling : p;
+      const double di = dvec != nullptr ? static_cast<double>(dvec[r]) : uniform;
+      const T value = static_cast<T>(alpha * (s + *dsum * di) + (1.0 - alpha) * pi);
+      x_new[r] = value;
+      change[r] = fabs(static_cast<double>(value) - static_cast<double>(x[first + r]));
+    }
+  }
+}
+
 int bits_for(unsigned long long values) {  // bits of the keys 0 .. values - 1
   int bits = 1;
   while (bits < 64 && (1ull << bits) < values) ++bits;
@@ -844,8 +903,101 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     return host_err;
   }
 
+  // The distributed driver's primitives. Their pointers are host memory, where the driver's
+  // collectives run: the edges and out-degrees come in once, x each iteration (n values), and
+  // the range's new values go back.
+  void build_range(const int64_t* src, const int64_t* dst, const T* weights, int64_t m, int64_t n, int64_t first,
+                   int64_t count, const double* out_degree) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    n_ = n;
+    range_first_ = first;
+    range_count_ = count;
+    weighted_ = weights != nullptr;
+    {
+      Buffer out = device(n * sizeof(double));
+      res.copy_to_device(out.data(), out_degree, n * sizeof(double));
+      inv_out_ = device(n * sizeof(T));
+      range_inverse_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(out.as<double>(), n, inv_out_.as<T>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    Buffer s = device(m * sizeof(int64_t)), d = device(m * sizeof(int64_t)), w;
+    res.copy_to_device(s.data(), src, m * sizeof(int64_t));
+    res.copy_to_device(d.data(), dst, m * sizeof(int64_t));
+    if (weighted_) {
+      w = device(m * sizeof(T));
+      res.copy_to_device(w.data(), weights, m * sizeof(T));
+    }
+    Buffer keys = device(m * sizeof(unsigned long long)), order = device(m * sizeof(int64_t));
+    range_key_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(d.as<int64_t>(), m, first, keys.as<unsigned long long>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    d = Buffer();
+    const Buffer sorted = stable_order(keys, m, bits_for(static_cast<unsigned long long>(count) + 1), order, res);
+    range_row_ptr_ = device((count + 1) * sizeof(int64_t));
+    lower_bounds_kernel<<<blocks_for(count + 1), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), m, 0, 1, count,
+                                                                          range_row_ptr_.as<int64_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    range_col_ = device(m * sizeof(int32_t));
+    val_ = device(weighted_ ? m * sizeof(T) : 0);
+    range_gather_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(order.as<int64_t>(), s.as<int64_t>(),
+                                                                     weighted_ ? w.as<T>() : nullptr, m,
+                                                                     range_col_.as<int32_t>(), val_.as<T>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    range_x_ = device(n * sizeof(T));
+    range_y_ = device(n * sizeof(T));
+    range_dangling_x_ = device(n * sizeof(double));
+    range_new_ = device(count * sizeof(T));
+    range_change_ = device(count * sizeof(double));
+    scalars_ = device(2 * sizeof(double));
+    range_p_host_ = range_dangling_host_ = nullptr;
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));  // the host edges may go once this returns
+  }
+
+  double iterate_range(const T* x, T* x_new_range, const T* p, const T* dangling, double alpha) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int64_t n = n_, count = range_count_;
+    res.copy_to_device(range_x_.data(), x, n * sizeof(T));
+    // p and dangling are the same vectors every iteration: the range's part goes up once.
+    if (p != nullptr && p != range_p_host_) {
+      range_p_ = device(count * sizeof(T));
+      res.copy_to_device(range_p_.data(), p + range_first_, count * sizeof(T));
+      range_p_host_ = p;
+    }
+    if (dangling != nullptr && dangling != range_dangling_host_) {
+      range_dangling_ = device(count * sizeof(T));
+      res.copy_to_device(range_dangling_.data(), dangling + range_first_, count * sizeof(T));
+      range_dangling_host_ = dangling;
+    }
+    double* scalars = scalars_.as<double>();  // the dangling mass, the change
+    range_terms_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(range_x_.as<T>(), inv_out_.as<T>(), n, range_y_.as<T>(),
+                                                                  range_dangling_x_.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    sum(range_dangling_x_.as<double>(), n, scalars, res);
+    range_rows_kernel<T><<<blocks_for(count * kWarp), kBlock, 0, res.stream>>>(
+        range_row_ptr_.as<int64_t>(), range_col_.as<int32_t>(), weighted_ ? val_.as<T>() : nullptr, range_y_.as<T>(),
+        range_x_.as<T>(), p != nullptr ? range_p_.as<T>() : nullptr, dangling != nullptr ? range_dangling_.as<T>() : nullptr,
+        scalars, alpha, 1.0 / static_cast<double>(n), range_first_, count, range_new_.as<T>(), range_change_.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    sum(range_change_.as<double>(), count, scalars + 1, res);
+    double err = 0.0;
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(x_new_range, range_new_.data(), count * sizeof(T), cudaMemcpyDeviceToHost, res.stream));
+    res.copy_to_host(&err, scalars + 1, sizeof(double));
+    return err;
+  }
+
  private:
   Buffer device(std::size_t bytes) { return Buffer(ctx_, std::max<std::size_t>(bytes, 1)); }
+
+  // *out = in[0] + ... + in[len - 1] (CUB's reduction: a fixed order for a given length).
+  void sum(const double* in, int64_t len, double* out, cuda::Resources& res) {
+    if (len == 0) {
+      GPUML_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double), res.stream));
+      return;
+    }
+    std::size_t bytes = 0;
+    GPUML_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, in, out, len, res.stream));
+    Buffer temp = device(bytes);
+    GPUML_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, in, out, len, res.stream));
+  }
 
   void launch(const IterateArgs<T>& a, cuda::Resources& res) {
     const std::size_t shared = kAccumulatorBytes + ceil_div(hubs_ * static_cast<int64_t>(sizeof(T)), 16) * 16;
@@ -971,6 +1123,12 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   Buffer terms_[2];
   Buffer hub_vertex_, hub_first_, hub_pieces_, hub_index_, hub_dst_offset_, hub_val_;
   Buffer hub_y_[2];  // the hubs' y for terms_[0] and terms_[1]
+  // The distributed range (build_range): its CSR, x and y of every vertex, the range's p and
+  // dangling entries (uploaded from these host vectors), and its new values and changes.
+  int64_t range_first_ = 0, range_count_ = 0;
+  Buffer range_row_ptr_, range_col_, range_x_, range_y_, range_dangling_x_, range_new_, range_change_, range_p_, range_dangling_;
+  const T* range_p_host_ = nullptr;
+  const T* range_dangling_host_ = nullptr;
 };
 
 }  // namespace

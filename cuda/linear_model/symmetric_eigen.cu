@@ -38,10 +38,6 @@ constexpr int64_t kBackTransformPartBytes = 48 * 1024;
 constexpr int kMaxVectorsPerBlock = 16;
 constexpr std::size_t kClusterSharedBytes = 96 * 1024;
 
-__device__ double warp_sum(double v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
-  return v;
-}
 __device__ double warp_max(double v) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) v = fmax(v, __shfl_xor_sync(kFullMask, v, offset));
   return v;

@@ -5,7 +5,7 @@
 // out-degree, stopping when sum |x - x_last| < N * tol; personalization, nstart and dangling are
 // divided by their sums, and dangling defaults to the personalization vector.
 //
-// Distributed (SPMD, the context's communicator, CPU contexts): every rank passes the edges it
+// Distributed (SPMD, the context's communicator, CPU or CUDA contexts): every rank passes the edges it
 // holds (any share of the edge list) and the same n_vertices, parameters and per-vertex vectors;
 // the result, on every rank, is the PageRank of the union of the edges in rank order. The ranks
 // check their inputs together (a bad rank makes every rank throw) and agree on the rest. Vertices
@@ -103,7 +103,7 @@ PageRankResult power_iteration(int64_t n, const PageRankParams& params, Step&& s
   return result;
 }
 
-// Several ranks (CPU): the rank's rows of the graph of every rank's edges, and the iteration
+// Several ranks: the rank's rows of the graph of every rank's edges, and the iteration
 // over them with the ranges allgathered. s, d, w: this rank's checked edges (host); weighted:
 // whether there are weights (w may be null then when this rank has no edges).
 template <typename T>
@@ -224,12 +224,24 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
                                {"dangling (hash)", hash(d_host)},
                                {"the device (0 CPU, 1 CUDA)", ctx.is_cuda() ? 1 : 0}});
   if (comm.size() > 1) {
-    if (ctx.is_cuda())
-      throw_error(ErrorCode::unsupported, "pagerank: over several ranks PageRank runs on CPU contexts only (the CUDA "
-                                          "backend's vertex ranges are not distributed yet)");
-    const PageRankResult result = run_distributed<T>(ctx, *backend, n, s.view.as<const int64_t>(),
-                                                     d.view.as<const int64_t>(), wp, weights != nullptr, m, x_host,
-                                                     p_host, d_host, params);
+    // The distributed driver works on host arrays (its collectives are host memory): a CUDA
+    // context's staged edges come back to the host first.
+    HostArray host_s, host_d, host_w;
+    if (ctx.is_cuda()) {
+      host_s = detail::to_host(ctx, s.view);
+      host_d = detail::to_host(ctx, d.view);
+      s = {};
+      d = {};
+      if (weights != nullptr) {
+        host_w = detail::to_host(ctx, w.view);
+        wp = host_w.as<const T>();
+        w = {};
+      }
+    }
+    const int64_t* sp = ctx.is_cuda() ? host_s.as<const int64_t>() : s.view.as<const int64_t>();
+    const int64_t* dp = ctx.is_cuda() ? host_d.as<const int64_t>() : d.view.as<const int64_t>();
+    const PageRankResult result =
+        run_distributed<T>(ctx, *backend, n, sp, dp, wp, weights != nullptr, m, x_host, p_host, d_host, params);
     detail::write_output(ctx, make_view(x_host.data(), dtype_of<T>::value, Device{}, n), ranks_out, "ranks_out");
     return result;
   }

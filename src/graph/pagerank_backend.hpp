@@ -46,22 +46,17 @@ class PageRankBackend {
   // may keep what it derived from x_new for a next call whose x is that x_new.
   virtual double iterate(const T* x, T* x_new, const T* p, const T* dangling, double alpha) = 0;
 
-  // The distributed driver's primitives (several ranks; the CPU backend implements them, the
-  // others throw unsupported). A rank builds the rows of its vertex range [first, first + count):
-  // the edges given all have dst in that range (ids in [0, n)), in the order of the union of the
-  // ranks' edges; out_degree_host (n doubles, host) is every vertex's weighted out-degree over
-  // all ranks' edges.
-  virtual void build_range(const int64_t* /*src*/, const int64_t* /*dst*/, const T* /*weights*/, int64_t /*n_edges*/,
-                           int64_t /*n*/, int64_t /*first*/, int64_t /*count*/, const double* /*out_degree_host*/) {
-    throw_error(ErrorCode::unsupported, "pagerank: this backend has no distributed (multi-rank) path; use a CPU context");
-  }
+  // The distributed driver's primitives (several ranks). Their pointers are host memory on every
+  // backend: the driver's collectives run on the host. A rank builds the rows of its vertex range
+  // [first, first + count): the edges given all have dst in that range (ids in [0, n)), in the
+  // order of the union of the ranks' edges; out_degree_host (n doubles) is every vertex's
+  // weighted out-degree over all ranks' edges.
+  virtual void build_range(const int64_t* src, const int64_t* dst, const T* weights, int64_t n_edges, int64_t n,
+                           int64_t first, int64_t count, const double* out_degree_host) = 0;
   // iterate for the range's rows only: x is the whole vector (n), x_new_range receives the
   // `count` new values of the range, p and dangling are whole vectors (or nullptr) as in
   // iterate. Returns the range's sum |x_new - x|.
-  virtual double iterate_range(const T* /*x*/, T* /*x_new_range*/, const T* /*p*/, const T* /*dangling*/,
-                               double /*alpha*/) {
-    throw_error(ErrorCode::unsupported, "pagerank: this backend has no distributed (multi-rank) path; use a CPU context");
-  }
+  virtual double iterate_range(const T* x, T* x_new_range, const T* p, const T* dangling, double alpha) = 0;
 };
 
 template <typename T> std::unique_ptr<PageRankBackend<T>> make_pagerank_cpu_backend(const Context& ctx);

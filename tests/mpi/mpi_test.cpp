@@ -6,8 +6,8 @@
 // `mpi_test decomposition` for PCA and TruncatedSVD, `mpi_test logistic` for LogisticRegression,
 // `mpi_test pagerank` for PageRank over every rank's share of the edges, and `mpi_test forest`
 // for RandomForestClassifier / RandomForestRegressor (random parameters; the forest must be the
-// 1-process forest bit for bit). A second argument `cuda` runs kmeans, linear, decomposition or
-// logistic on CUDA contexts (the communicator stays MPI: ranks may share a GPU).
+// 1-process forest bit for bit). A second argument `cuda` runs kmeans, linear, decomposition,
+// logistic or pagerank on CUDA contexts (the communicator stays MPI: ranks may share a GPU).
 // A failed check prints the rank and the line and makes the program exit non-zero.
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
@@ -1155,7 +1155,7 @@ void expect_distributed_pagerank(gpuml::Comm& comm, gpuml::Context& dist, const 
                                  const PageRankOptions& o, double rtol, const std::string& what) {
   try {
     const std::vector<double> got = run_pagerank<T>(dist, g, begin[comm.rank()], begin[comm.rank() + 1], o);
-    gpuml::Context single = gpuml::Context::cpu();
+    gpuml::Context single = test_context();
     const std::vector<double> want = run_pagerank<T>(single, g, 0, g.m, o);
     CHECK(got[g.n] == want[g.n] && got[g.n + 1] == want[g.n + 1], "%s: n_iter %g converged %g, 1-process %g %g",
           what.c_str(), got[g.n], got[g.n + 1], want[g.n], want[g.n + 1]);
@@ -1169,7 +1169,7 @@ void expect_distributed_pagerank(gpuml::Comm& comm, gpuml::Context& dist, const 
 }
 
 void test_pagerank(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = gpuml::Context::cpu();
+  gpuml::Context ctx = test_context();
   ctx.attach_comm(gpuml::Comm::mpi_world());
   const int size = comm.size();
   // Each row's sum runs over its in-edges in the same order as one process (the union in rank
@@ -1340,8 +1340,8 @@ int main(int argc, char** argv) {
       MPI_Comm_rank(node, &local_rank);
       MPI_Comm_free(&node);
       g_device = "cuda:" + std::to_string(local_rank % n_gpus);
-      if (what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic") {
-        std::fprintf(stderr, "`%s cuda`: the CUDA distributed paths are KMeans, linear, decomposition and logistic\n",
+      if (what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic" && what != "pagerank") {
+        std::fprintf(stderr, "`%s cuda`: the CUDA distributed paths are kmeans, linear, decomposition, logistic and pagerank\n",
                      what.c_str());
         return 2;
       }
