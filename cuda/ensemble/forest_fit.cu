@@ -29,6 +29,7 @@
 #include "cuda/core/resources.cuh"
 #include "ensemble/levelwise.hpp"
 #include "gpuml/core/array.hpp"
+#include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
@@ -312,9 +313,116 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
   if (tid == 0) a.splits[blockIdx.x].left_slots = left_base;
 }
 
-class CudaLevelBackend final : public LevelBackend {
+// ---- The distributed search's primitives (split_level_over_ranks): a block per (node, feature)
+// pair, or per node for the partition. Integer sums, so the order of the atomics does not matter.
+
+struct PairArgs {
+  const LevelNode* nodes;
+  const int32_t* pair_node;
+  const int32_t* pair_feature;
+  const int64_t* offset;  // pairs + 1: the first cell of each pair
+  const uint8_t* codes;   // n x d
+  int64_t d;
+  const int32_t* rows;  // the slots
+  const uint8_t* weights;
+};
+
+__global__ void __launch_bounds__(kFitBlock) count_bins_kernel(PairArgs a, int32_t* __restrict__ counts) {
+  __shared__ int32_t histogram[256];
+  const int64_t p = blockIdx.x;
+  const LevelNode node = a.nodes[a.pair_node[p]];
+  const int64_t f = a.pair_feature[p];
+  histogram[threadIdx.x] = 0;  // kFitBlock == 256
+  __syncthreads();
+  for (int64_t s = node.slot_begin + threadIdx.x; s < node.slot_begin + node.slot_count; s += kFitBlock)
+    if (a.weights[s] != 0) atomicAdd(&histogram[a.codes[static_cast<int64_t>(a.rows[s]) * a.d + f]], 1);
+  __syncthreads();
+  if (threadIdx.x < a.offset[p + 1] - a.offset[p]) counts[a.offset[p] + threadIdx.x] = histogram[threadIdx.x];
+}
+
+// acc[(offset[p] + cell_of[p * 256 + bin]) * k + c]: class weights, or regression's W, W y, W y²
+// in integer units (two's complement: unsigned atomics add signed values).
+template <bool kRegression>
+__global__ void __launch_bounds__(kFitBlock) bin_stats_kernel(PairArgs a, const int32_t* __restrict__ cell_of,
+                                                              const int32_t* __restrict__ labels,
+                                                              const long long* __restrict__ units, int k,
+                                                              unsigned long long* __restrict__ acc) {
+  const int64_t p = blockIdx.x;
+  const LevelNode node = a.nodes[a.pair_node[p]];
+  const int64_t f = a.pair_feature[p];
+  const int32_t* cell = cell_of + p * 256;
+  unsigned long long* base = acc + a.offset[p] * k;
+  for (int64_t s = node.slot_begin + threadIdx.x; s < node.slot_begin + node.slot_count; s += kFitBlock) {
+    const long long w = a.weights[s];
+    if (w == 0) continue;
+    const int64_t row = a.rows[s];
+    unsigned long long* c = base + static_cast<int64_t>(cell[a.codes[row * a.d + f]]) * k;
+    if constexpr (kRegression) {
+      atomicAdd(c, static_cast<unsigned long long>(w));
+      atomicAdd(c + 1, static_cast<unsigned long long>(w * units[2 * row]));
+      atomicAdd(c + 2, static_cast<unsigned long long>(w * units[2 * row + 1]));
+    } else {
+      atomicAdd(c + labels[row], static_cast<unsigned long long>(w));
+    }
+  }
+}
+
+// A block per node with a split: its slots partitioned stably (left ones first, in order, then
+// the right ones in order) through the scratch lists and back, chunk by chunk with block scans.
+__global__ void __launch_bounds__(kFitBlock) partition_kernel(const LevelNode* __restrict__ nodes,
+                                                              LevelSplit* __restrict__ splits, const uint8_t* __restrict__ codes,
+                                                              int64_t d, int32_t* __restrict__ rows, uint8_t* __restrict__ weights,
+                                                              int32_t* __restrict__ rows_out, uint8_t* __restrict__ weights_out) {
+  using Scan = cub::BlockScan<int, kFitBlock>;
+  using Reduce = cub::BlockReduce<int, kFitBlock>;
+  __shared__ union {
+    typename Scan::TempStorage scan;
+    typename Reduce::TempStorage reduce;
+  } temp;
+  __shared__ int64_t shared_total;
+  LevelSplit& split = splits[blockIdx.x];
+  if (!split.found) return;
+  const LevelNode node = nodes[blockIdx.x];
+  const int64_t begin = node.slot_begin, end = node.slot_begin + node.slot_count, f = split.feature;
+  const int bin = split.bin;
+  auto goes_left = [&](int64_t s) { return s < end && codes[static_cast<int64_t>(rows[s]) * d + f] <= bin; };
+  int64_t lefts = 0;  // valid in thread 0
+  for (int64_t base = begin; base < end; base += kFitBlock) {
+    lefts += Reduce(temp.reduce).Sum(goes_left(base + threadIdx.x) ? 1 : 0);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) shared_total = lefts;
+  __syncthreads();
+  const int64_t left_total = shared_total;
+  int64_t left_before = 0, right_before = 0;
+  for (int64_t base = begin; base < end; base += kFitBlock) {
+    const int64_t s = base + threadIdx.x;
+    const bool in = s < end;
+    const bool left = goes_left(s);
+    int left_rank = 0, chunk_lefts = 0;
+    Scan(temp.scan).ExclusiveSum(left ? 1 : 0, left_rank, chunk_lefts);
+    __syncthreads();
+    const int64_t right_rank = threadIdx.x - left_rank;
+    if (in) {
+      const int64_t to = left ? begin + left_before + left_rank : begin + left_total + right_before + right_rank;
+      rows_out[to] = rows[s];
+      weights_out[to] = weights[s];
+    }
+    const int64_t chunk = end - base < kFitBlock ? end - base : kFitBlock;
+    left_before += chunk_lefts;
+    right_before += chunk - chunk_lefts;
+  }
+  __syncthreads();  // the block's writes to the scratch lists are visible to all its threads
+  for (int64_t s = begin + threadIdx.x; s < end; s += kFitBlock) {
+    rows[s] = rows_out[s];
+    weights[s] = weights_out[s];
+  }
+  if (threadIdx.x == 0) split.left_slots = left_total;
+}
+
+class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
  public:
-  explicit CudaLevelBackend(const Context& ctx) : ctx_(ctx) {}
+  CudaLevelBackend(const Context& ctx, Comm* comm) : ctx_(ctx), comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr) {}
 
   void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) override {
     load_any(X, n, d, bins, targets);
@@ -338,6 +446,10 @@ class CudaLevelBackend final : public LevelBackend {
 
   void split_level(const std::vector<LevelNode>& nodes, const std::vector<int32_t>& order, const LevelRules& rules,
                    std::vector<LevelSplit>& splits, std::vector<double>& left_stats) override {
+    if (comm_ != nullptr) {  // several ranks: the search over every rank's rows, on this backend's kernels
+      split_level_over_ranks(*this, *comm_, nodes, order, rules, d_, bin_counts_, k_, 1, splits, left_stats);
+      return;
+    }
     cuda::Resources& res = cuda::activate(ctx_);
     const int64_t m = static_cast<int64_t>(nodes.size());
     splits.resize(static_cast<std::size_t>(m));
@@ -369,8 +481,80 @@ class CudaLevelBackend final : public LevelBackend {
     res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double));
   }
 
+  void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {
+    if (pairs.size() == 0) return;
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer nodes_d, pairs_d;
+    const PairArgs a = pair_args(nodes, pairs, nodes_d, pairs_d, res);
+    Buffer counts_d = device(static_cast<int64_t>(counts.size() * sizeof(int32_t)));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(counts_d.data(), 0, counts.size() * sizeof(int32_t), res.stream));
+    count_bins_kernel<<<static_cast<unsigned>(pairs.size()), kFitBlock, 0, res.stream>>>(a, counts_d.as<int32_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    res.copy_to_host(counts.data(), counts_d.data(), counts.size() * sizeof(int32_t));
+  }
+
+  void bin_stats(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, const std::vector<int32_t>& cell_of,
+                 std::vector<double>& stats) override {
+    if (pairs.size() == 0) return;
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer nodes_d, pairs_d;
+    const PairArgs a = pair_args(nodes, pairs, nodes_d, pairs_d, res);
+    Buffer cell_of_d = device(static_cast<int64_t>(cell_of.size() * sizeof(int32_t)));
+    res.copy_to_device(cell_of_d.data(), cell_of.data(), cell_of.size() * sizeof(int32_t));
+    Buffer acc = device(static_cast<int64_t>(stats.size() * sizeof(unsigned long long)));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(acc.data(), 0, stats.size() * sizeof(unsigned long long), res.stream));
+    const unsigned blocks = static_cast<unsigned>(pairs.size());
+    if (regression_)
+      bin_stats_kernel<true><<<blocks, kFitBlock, 0, res.stream>>>(a, cell_of_d.as<int32_t>(), nullptr, units_.as<long long>(),
+                                                                   k_, acc.as<unsigned long long>());
+    else
+      bin_stats_kernel<false><<<blocks, kFitBlock, 0, res.stream>>>(a, cell_of_d.as<int32_t>(), labels_.as<int32_t>(),
+                                                                    nullptr, k_, acc.as<unsigned long long>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::vector<unsigned long long> host(stats.size());
+    res.copy_to_host(host.data(), acc.data(), host.size() * sizeof(unsigned long long));
+    // Integer units times a power of two: the host backend's double sums, bit for bit.
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      const double value = static_cast<double>(static_cast<long long>(host[i]));
+      const int column = static_cast<int>(i % static_cast<std::size_t>(k_));
+      stats[i] = regression_ && column > 0 ? value * unit_[column - 1] : value;
+    }
+  }
+
+  void partition(const std::vector<LevelNode>& nodes, std::vector<LevelSplit>& splits) override {
+    const int64_t m = static_cast<int64_t>(nodes.size());
+    if (m == 0) return;
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer nodes_d = device(m * static_cast<int64_t>(sizeof(LevelNode)));
+    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    Buffer splits_d = device(m * static_cast<int64_t>(sizeof(LevelSplit)));
+    res.copy_to_device(splits_d.data(), splits.data(), m * sizeof(LevelSplit));
+    partition_kernel<<<static_cast<unsigned>(m), kFitBlock, 0, res.stream>>>(
+        nodes_d.as<LevelNode>(), splits_d.as<LevelSplit>(), codes_.as<uint8_t>(), d_, rows_[0].as<int32_t>(),
+        weights_[0].as<uint8_t>(), rows_[1].as<int32_t>(), weights_[1].as<uint8_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit));
+  }
+
  private:
   Buffer device(int64_t bytes) { return Buffer(ctx_, static_cast<std::size_t>(std::max<int64_t>(bytes, 1))); }
+
+  // The nodes and pairs on the device (kept alive by nodes_d and pairs_d).
+  PairArgs pair_args(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, Buffer& nodes_d, Buffer& pairs_d,
+                     cuda::Resources& res) {
+    const int64_t m = static_cast<int64_t>(nodes.size()), p = pairs.size();
+    nodes_d = device(m * static_cast<int64_t>(sizeof(LevelNode)));
+    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    pairs_d = device((p + 1) * static_cast<int64_t>(sizeof(int64_t)) + 2 * p * static_cast<int64_t>(sizeof(int32_t)));
+    int64_t* offset = pairs_d.as<int64_t>();
+    int32_t* pair_node = reinterpret_cast<int32_t*>(offset + p + 1);
+    int32_t* pair_feature = pair_node + p;
+    res.copy_to_device(offset, pairs.offset.data(), (p + 1) * sizeof(int64_t));
+    res.copy_to_device(pair_node, pairs.node.data(), p * sizeof(int32_t));
+    res.copy_to_device(pair_feature, pairs.feature.data(), p * sizeof(int32_t));
+    return PairArgs{nodes_d.as<LevelNode>(), pair_node, pair_feature, offset, codes_.as<uint8_t>(), d_,
+                    rows_[0].as<int32_t>(), weights_[0].as<uint8_t>()};
+  }
 
   // X to the device once, binned there (codes row-major: a row's codes are one load), the value
   // ranges back to the host.
@@ -413,10 +597,11 @@ class CudaLevelBackend final : public LevelBackend {
       if (host_keys[c] != ~0ULL) bins.low[c] = key_value(host_keys[c]);
       if (host_keys[cells + c] != 0ULL) bins.high[c] = key_value(host_keys[cells + c]);
     }
-    std::vector<int32_t> bin_counts(static_cast<std::size_t>(d));
-    for (int64_t f = 0; f < d; ++f) bin_counts[f] = static_cast<int32_t>(bins.bins(f));
+    if (comm_ != nullptr) merge_value_ranges(bins, *comm_);  // every rank's rows
+    bin_counts_.assign(static_cast<std::size_t>(d), 0);
+    for (int64_t f = 0; f < d; ++f) bin_counts_[f] = static_cast<int32_t>(bins.bins(f));
     bins_ = device(d * static_cast<int64_t>(sizeof(int32_t)));
-    res.copy_to_device(bins_.data(), bin_counts.data(), d * sizeof(int32_t));
+    res.copy_to_device(bins_.data(), bin_counts_.data(), d * sizeof(int32_t));
     regression_ = targets.regression();
     if (regression_) {
       units_ = device(2 * n * static_cast<int64_t>(sizeof(long long)));
@@ -430,7 +615,9 @@ class CudaLevelBackend final : public LevelBackend {
   }
 
   Context ctx_;
+  Comm* comm_ = nullptr;  // several ranks only
   int64_t n_ = 0, d_ = 0;
+  std::vector<int32_t> bin_counts_;  // per feature
   int k_ = 2;  // statistics per node
   bool regression_ = false;
   double unit_[2] = {1.0, 1.0};
@@ -440,6 +627,8 @@ class CudaLevelBackend final : public LevelBackend {
 
 }  // namespace
 
-std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context& ctx) { return std::make_unique<CudaLevelBackend>(ctx); }
+std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context& ctx, Comm* comm) {
+  return std::make_unique<CudaLevelBackend>(ctx, comm);
+}
 
 }  // namespace gpuml::detail

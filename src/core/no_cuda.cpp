@@ -70,7 +70,7 @@ std::unique_ptr<ForestBackend<T>> make_forest_cuda_backend(const Context&) { no_
 template std::unique_ptr<ForestBackend<float>> make_forest_cuda_backend<float>(const Context&);
 template std::unique_ptr<ForestBackend<double>> make_forest_cuda_backend<double>(const Context&);
 
-std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context&) { no_cuda(); }
+std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context&, Comm*) { no_cuda(); }
 
 template <typename T>
 std::unique_ptr<PageRankBackend<T>> make_pagerank_cuda_backend(const Context&) { no_cuda(); }

@@ -214,7 +214,6 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   const std::shared_ptr<Comm> local = rules.comm != nullptr ? nullptr : Comm::local();
   Comm& comm = rules.comm != nullptr ? *rules.comm : *local;
   const bool distributed = comm.size() > 1;
-  GPUML_EXPECT(!distributed || rules.device == nullptr, "fit_forest: a distributed fit runs on the CPU backend");
   const RowShare share = share_of(comm, n);
   if (sample_weight) {  // over all ranks: a rank may hold rows of weight 0 only
     int64_t positive = std::any_of(sample_weight, sample_weight + n, [](double w) { return w > 0; }) ? 1 : 0;
@@ -260,7 +259,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
                                           "(a row of very large sample_weight, or a large max_samples): not supported there yet");
     if (too_many == 0) {
       std::unique_ptr<LevelBackend> backend =
-          rules.device != nullptr ? make_level_cuda_backend(*rules.device) : make_level_cpu_backend(&comm, rules.threads);
+          rules.device != nullptr ? make_level_cuda_backend(*rules.device, &comm) : make_level_cpu_backend(&comm, rules.threads);
       LevelTargets targets;
       if (labels) {
         targets.labels = labels;

@@ -78,7 +78,48 @@ class LevelBackend {
                            const LevelRules& rules, std::vector<LevelSplit>& splits, std::vector<double>& left_stats) = 0;
 };
 
-GPUML_API std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context& ctx);
+// A distributed level search (split_level_over_ranks) runs on three per-rank primitives over
+// this rank's slots: the host loops of levelwise_cpu.cpp or the CUDA backend's kernels.
+// (node, feature) pairs of one step, and where each pair's cells start (offset: pairs + 1).
+struct LevelPairs {
+  std::vector<int32_t> node;  // an index into the level's nodes
+  std::vector<int32_t> feature;
+  std::vector<int64_t> offset;
+  int64_t size() const { return static_cast<int64_t>(node.size()); }
+};
+
+class LevelPrimitives {
+ public:
+  virtual ~LevelPrimitives() = default;
+  // counts[pairs.offset[p] + b] = this rank's slots of weight > 0 in node pairs.node[p] whose
+  // code of feature pairs.feature[p] is b (counts: pairs.offset.back() entries).
+  virtual void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) = 0;
+  // stats[(pairs.offset[p] + cell_of[p * 256 + b]) * width + c] = statistic c (class weights, or
+  // W, W y, W y²) of those slots in bin b, for the bins that occur (cell_of maps them to cells).
+  virtual void bin_stats(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, const std::vector<int32_t>& cell_of,
+                         std::vector<double>& stats) = 0;
+  // Partitions the slots of every node whose split was found: code <= split.bin of split.feature
+  // go left, first; sets split.left_slots.
+  virtual void partition(const std::vector<LevelNode>& nodes, std::vector<LevelSplit>& splits) = 0;
+};
+
+// LevelBackend::split_level over the ranks of comm, on primitives: in groups of nodes (the same on
+// every rank), 1. rounds of row counts per bin of each node's drawn features, summed over the
+// ranks, until max_features of them are informative (more than one occupied bin over all rows) or
+// none is left, the features grow_tree evaluates; 2. the statistics of the occupied bins only
+// (compact histograms: a node's cost follows its rows), summed over the ranks; then best_split,
+// and each rank partitions its own slots. Every sum is exact (integer weights; regression
+// targets in integer units), so the ranks' partial sums add up to one process's bits.
+// bins: each feature's bin count; width: statistics per cell.
+void split_level_over_ranks(LevelPrimitives& primitives, Comm& comm, const std::vector<LevelNode>& nodes,
+                            const std::vector<int32_t>& order, const LevelRules& rules, int64_t d,
+                            const std::vector<int32_t>& bins, int width, int threads, std::vector<LevelSplit>& splits,
+                            std::vector<double>& left_stats);
+
+// With a communicator of several ranks (collective, as make_level_cpu_backend's), each rank holds
+// its own rows and split_level runs split_level_over_ranks on the backend's kernels; else (null,
+// or one rank) the fused one-kernel-per-level search.
+GPUML_API std::unique_ptr<LevelBackend> make_level_cuda_backend(const Context& ctx, Comm* comm = nullptr);
 // The host backend (levelwise_cpu.cpp): the reference for the CUDA backend's tests, and the
 // distributed CPU fit. With a communicator of several ranks (collective: every rank calls each
 // method with the same nodes), each rank holds its own rows; load merges every rank's value

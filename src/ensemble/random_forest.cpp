@@ -184,9 +184,6 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   std::vector<double> weights;
   detail::check_on_every_rank(comm, name, "checking X, y and sample_weight", [&] {
     GPUML_EXPECT(y != nullptr, name + ".fit needs y");
-    if (distributed && ctx.is_cuda())
-      throw_error(ErrorCode::unsupported, name + ": a fit over several ranks runs on CPU contexts only for now (the "
-                                                 "histograms of a CUDA fit are not summed over ranks yet)");
     detail::check_matrix_shape(X);
     n = X.shape[0], d = X.shape[1];
     GPUML_EXPECT(n >= 1 && d >= 1, name + ": X needs at least one sample and one feature");

@@ -6,8 +6,8 @@
 // `mpi_test decomposition` for PCA and TruncatedSVD, `mpi_test logistic` for LogisticRegression,
 // `mpi_test pagerank` for PageRank over every rank's share of the edges, and `mpi_test forest`
 // for RandomForestClassifier / RandomForestRegressor (random parameters; the forest must be the
-// 1-process forest bit for bit). A second argument `cuda` runs kmeans, linear, decomposition,
-// logistic or pagerank on CUDA contexts (the communicator stays MPI: ranks may share a GPU).
+// 1-process forest bit for bit). A second argument `cuda` runs any of the estimators' tests on
+// CUDA contexts (the communicator stays MPI: ranks may share a GPU).
 // A failed check prints the rank and the line and makes the program exit non-zero.
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
@@ -1023,7 +1023,7 @@ Data<T> forest_data(uint64_t seed, int64_t n, int64_t d) {
 }
 
 void test_forest(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = gpuml::Context::cpu();
+  gpuml::Context ctx = test_context();
   ctx.attach_comm(gpuml::Comm::mpi_world());
   const int size = comm.size();
   std::mt19937_64 rng(seed + 41);
@@ -1340,9 +1340,8 @@ int main(int argc, char** argv) {
       MPI_Comm_rank(node, &local_rank);
       MPI_Comm_free(&node);
       g_device = "cuda:" + std::to_string(local_rank % n_gpus);
-      if (what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic" && what != "pagerank") {
-        std::fprintf(stderr, "`%s cuda`: the CUDA distributed paths are kmeans, linear, decomposition, logistic and pagerank\n",
-                     what.c_str());
+      if (what == "comm" || what == "cuda") {
+        std::fprintf(stderr, "`%s cuda`: the second argument is for the estimators' tests\n", what.c_str());
         return 2;
       }
     }
