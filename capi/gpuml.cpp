@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "core/distributed.hpp"
 #include "core/staging.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/context.hpp"
@@ -338,16 +339,23 @@ gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx) {
   const char* function = "gpuml_context_attach_mpi";
   return guarded(function, [&] {
     gpuml::Context& context = context_of(ctx, function);
-    // Checked before any collective, so that no rank starts one the others will not join.
-    if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
-    if (!gpuml::built_with_mpi())
+    if (!gpuml::built_with_mpi())  // the same library on every rank: all stop here, or none
       gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
                                                      ": gpuml was built without MPI (GPUML_MPI=OFF, or MPI was not found at build time)");
-    if (context.is_cuda() && !gpuml::built_with_nccl())
-      gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
-                                                     ": a CUDA context needs NCCL (bootstrapped over MPI), and gpuml was built "
-                                                     "without NCCL (GPUML_NCCL=OFF, or NCCL was not found); use a \"cpu\" context");
-    context.attach_comm(context.is_cuda() ? gpuml::Comm::nccl_over_mpi(context) : gpuml::Comm::mpi_world());
+    // Every rank checks its context, then the ranks compare: a rank that cannot attach, or one
+    // whose context is of the other kind (a CPU context attaches MPI, a CUDA one bootstraps NCCL:
+    // different collectives), makes every rank return an error instead of leaving the others
+    // waiting in a collective it never joins.
+    const std::shared_ptr<gpuml::Comm> world = gpuml::Comm::mpi_world();  // collective; the CPU context's communicator
+    gpuml::detail::check_on_every_rank(*world, function, "checking the context", [&] {
+      if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
+      if (context.is_cuda() && !gpuml::built_with_nccl())
+        gpuml::throw_error(ErrorCode::unsupported, std::string(function) +
+                                                       ": a CUDA context needs NCCL (bootstrapped over MPI), and gpuml was built "
+                                                       "without NCCL (GPUML_NCCL=OFF, or NCCL was not found); use a \"cpu\" context");
+    });
+    gpuml::detail::agree_on_every_rank(*world, function, 0, {{"the context's device (0 CPU, 1 CUDA)", context.is_cuda() ? 1 : 0}});
+    context.attach_comm(context.is_cuda() ? gpuml::Comm::nccl_over_mpi(context) : world);
   });
 }
 

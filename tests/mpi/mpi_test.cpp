@@ -243,6 +243,22 @@ void test_c_abi(gpuml::Comm& comm, uint64_t data_seed) {
             std::strstr(gpuml_last_error(), "already has a communicator") != nullptr,
         "attaching twice: %s", gpuml_last_error());
   CHECK(gpuml_context_rank(ctx, nullptr, &n_ranks) == GPUML_ERROR_INVALID_ARGUMENT, "rank NULL");
+  // One rank attaching its attached context again while the others attach fresh ones: every rank
+  // returns an error (before, the others waited in MPI_Comm_dup), and the next attach works.
+  {
+    const bool last = comm.rank() == comm.size() - 1;
+    gpuml_context_t fresh = nullptr, again = nullptr;
+    CHECK(gpuml_context_create("cpu", &fresh) == GPUML_OK && gpuml_context_create("cpu", &again) == GPUML_OK, "%s",
+          gpuml_last_error());
+    CHECK(gpuml_context_attach_mpi(last ? ctx : fresh) == GPUML_ERROR_INVALID_ARGUMENT &&
+              std::strstr(gpuml_last_error(), last ? "already has a communicator" : "failed on rank") != nullptr,
+          "attaching with one rank failing: %s", gpuml_last_error());
+    CHECK(gpuml_context_attach_mpi(again) == GPUML_OK, "attaching after a failed attach: %s", gpuml_last_error());
+    CHECK(gpuml_context_rank(again, &rank, &n_ranks) == GPUML_OK && rank == comm.rank() && n_ranks == comm.size(),
+          "after the failed attach: rank %d of %d", rank, n_ranks);
+    gpuml_context_free(fresh);
+    gpuml_context_free(again);
+  }
 
   const int64_t n = 1501, d = 3, k = 4;
   const std::vector<double> all = make_rows(data_seed + 2, n, d, k);

@@ -53,7 +53,9 @@ GPUML_C_API gpuml_status_t gpuml_context_memory_in_use(gpuml_context_t ctx, int6
  * finalizing it at exit); MPI itself for CPU contexts, NCCL bootstrapped over MPI for CUDA
  * contexts (rank 0 makes the unique id, MPI broadcasts it; every rank must pass a CUDA context,
  * ranks on one node distinct GPUs, e.g. "cuda:<local rank % device count>"). UNSUPPORTED when
- * gpuml was built without MPI, or for a CUDA context without NCCL.
+ * gpuml was built without MPI, or for a CUDA context without NCCL. The ranks check together: a
+ * rank that cannot attach, or contexts of both kinds, make every rank return an error (no rank
+ * is left waiting).
  * gpuml_nccl_unique_id / gpuml_context_attach_nccl: NCCL communicators on CUDA contexts, for
  * engines other than MPI (rank 0 makes the id and shares it); UNSUPPORTED without NCCL.
  * gpuml_context_rank: this rank and the number of ranks (0 and 1 when nothing is attached). */
