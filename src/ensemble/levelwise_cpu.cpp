@@ -5,12 +5,10 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 
 #include "ensemble/binning.hpp"
 #include "ensemble/levelwise.hpp"
-#include "ensemble/split_finder.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
