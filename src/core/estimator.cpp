@@ -56,7 +56,7 @@ std::unique_ptr<Estimator> make_estimator(const std::string& kind, const std::st
     if (name == kind) return factory(detail::parse_params(params_json, kind.c_str()));
   std::string known;
   for (const auto& entry : factories()) known += (known.empty() ? "" : ", ") + entry.first;
-  throw_error(ErrorCode::invalid_argument, "unknown estimator kind \"" + kind + "\" (known: " + known + ")");
+  throw_error(ErrorCode::invalid_argument, "unknown estimator kind \"" + detail::excerpt(kind) + "\" (known: " + known + ")");
 }
 
 std::vector<std::string> estimator_kinds() {

@@ -3,22 +3,81 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace gpuml::detail {
 
+std::string excerpt(const std::string& text) {
+  if (text.size() <= kExcerptChars) return text;
+  std::size_t cut = kExcerptChars;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
+std::string json_excerpt(const nlohmann::json& value) {
+  // dump()'s compact format, written with an explicit stack that stops growing once the text is
+  // longer than the excerpt: each container opened adds a character, so the stack stays short.
+  struct Open {
+    const nlohmann::json* container;
+    nlohmann::json::const_iterator next;
+  };
+  std::vector<Open> stack;
+  std::string text;
+  const auto scalar = [](const nlohmann::json& v) {
+    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const auto write = [&](const nlohmann::json& v) {
+    if (!v.is_structured()) {
+      text += scalar(v);
+      return;
+    }
+    text += v.is_object() ? '{' : '[';
+    stack.push_back({&v, v.cbegin()});
+  };
+  write(value);
+  while (!stack.empty() && text.size() <= kExcerptChars) {
+    Open& open = stack.back();
+    if (open.next == open.container->cend()) {
+      text += open.container->is_object() ? '}' : ']';
+      stack.pop_back();
+      continue;
+    }
+    if (open.next != open.container->cbegin()) text += ',';
+    const auto item = open.next++;
+    if (open.container->is_object()) text += scalar(item.key()) + ':';
+    write(*item);  // may grow the stack: `open` is not used after this
+  }
+  if (text.size() <= kExcerptChars && stack.empty()) return text;
+  std::size_t cut = std::min(text.size(), kExcerptChars);
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
 nlohmann::json parse_params(const std::string& params_json, const char* kind) {
   if (params_json.empty()) return nlohmann::json::object();
-  nlohmann::json j = nlohmann::json::parse(params_json, nullptr, /*allow_exceptions=*/false);
-  GPUML_EXPECT(!j.is_discarded(), std::string("params for \"") + kind + "\" are not valid JSON: " + params_json);
+  // The parser itself keeps its own stack on the heap; the callback refuses containers past the
+  // cap (their contents are discarded as they are read, so nothing deep is ever built).
+  bool too_deep = false;
+  const auto depth_guard = [&too_deep](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    const bool opens = event == nlohmann::json::parse_event_t::object_start ||
+                       event == nlohmann::json::parse_event_t::array_start;
+    if (opens && depth >= kMaxParamsDepth) too_deep = true;  // depth: the containers around this one
+    return !(opens && depth >= kMaxParamsDepth);
+  };
+  nlohmann::json j = nlohmann::json::parse(params_json, depth_guard, /*allow_exceptions=*/false);
+  GPUML_EXPECT(!j.is_discarded(), std::string("params for \"") + kind + "\" are not valid JSON: " + excerpt(params_json));
+  GPUML_EXPECT(!too_deep, std::string("params for \"") + kind + "\" are nested more than " +
+                              std::to_string(kMaxParamsDepth) + " levels deep (the limit): " + excerpt(params_json));
   if (j.is_null()) return nlohmann::json::object();
-  GPUML_EXPECT(j.is_object(), std::string("params for \"") + kind + "\" must be a JSON object, got " + j.dump());
+  GPUML_EXPECT(j.is_object(), std::string("params for \"") + kind + "\" must be a JSON object, got " + json_excerpt(j));
   return j;
 }
 
 void ParamReader::fail(const char* name, const std::string& expected) const {
   // The parameter may be absent (a value another one requires): say so rather than fail to look.
   const auto it = params_.is_object() ? params_.find(name) : params_.end();
-  const std::string got = it != params_.end() ? it->dump() : std::string("nothing");
+  const std::string got = it != params_.end() ? json_excerpt(*it) : std::string("nothing");
   throw_error(ErrorCode::invalid_argument, std::string(kind_) + " parameter '" + name + "' must be " + expected +
                                                ", got " + got);
 }
@@ -76,9 +135,14 @@ std::optional<uint64_t> ParamReader::get_seed(const char* name) {
 }
 
 void ParamReader::finish() const {
+  constexpr int kNamesShown = 8;  // a message, not a listing of every key a caller sent
   std::string unknown;
-  for (auto it = params_.begin(); it != params_.end(); ++it)
-    if (!known_.count(it.key())) unknown += (unknown.empty() ? "'" : ", '") + it.key() + "'";
+  int n_unknown = 0;
+  for (auto it = params_.begin(); it != params_.end(); ++it) {
+    if (known_.count(it.key())) continue;
+    if (++n_unknown <= kNamesShown) unknown += (unknown.empty() ? "'" : ", '") + excerpt(it.key()) + "'";
+  }
+  if (n_unknown > kNamesShown) unknown += " and " + std::to_string(n_unknown - kNamesShown) + " more";
   GPUML_EXPECT(unknown.empty(), std::string("unknown ") + kind_ + " parameter(s): " + unknown);
 }
 

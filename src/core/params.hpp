@@ -13,8 +13,22 @@
 
 namespace gpuml::detail {
 
-// Parses params_json (empty or null means {}); throws invalid_argument on bad JSON or a non-object.
+// The deepest nesting parse_params accepts (the top-level object is level 1). Real params need 3
+// (class_weight pairs, KMeans init rows); the cap keeps every later walk over the value (copies,
+// comparisons, dump) from recursing deeper than this, whatever the caller sends.
+constexpr int kMaxParamsDepth = 32;
+
+// Parses params_json (empty or null means {}); throws invalid_argument on bad JSON, a non-object,
+// or nesting deeper than kMaxParamsDepth.
 nlohmann::json parse_params(const std::string& params_json, const char* kind);
+
+// A caller's text or JSON value as it goes into an error message: at most kExcerptChars
+// characters (cut at a UTF-8 character boundary), with the full length when cut. json_excerpt
+// renders the value as dump() does, but iteratively and only as far as the excerpt needs, so a
+// huge or deeply nested value costs neither time nor stack.
+constexpr std::size_t kExcerptChars = 80;
+std::string excerpt(const std::string& text);
+std::string json_excerpt(const nlohmann::json& value);
 
 class ParamReader {
  public:
