@@ -3,6 +3,7 @@
 
 #include <climits>
 #include <deque>
+#include <string>
 
 #include "gpuml/core/error.hpp"
 
@@ -16,7 +17,8 @@ PackedForest pack_forest(const ForestArrays& a) {
     // Breadth-first: a split's two children are placed next to each other when it is visited.
     const int64_t first = a.offsets[t];
     const int64_t base = static_cast<int64_t>(packed.nodes.size());
-    GPUML_EXPECT(base + (a.offsets[t + 1] - first) < INT32_MAX, "the forest has too many nodes to pack (2^31)");
+    const int64_t end = base + (a.offsets[t + 1] - first);  // a tree packs into one node per node
+    GPUML_EXPECT(end < INT32_MAX, "the forest has too many nodes to pack (2^31)");
     packed.roots.push_back(static_cast<int32_t>(base));
     packed.nodes.push_back(PackedNode{});
     std::deque<std::pair<int64_t, int64_t>> queue{{0, base}};  // (node in the tree, its packed index)
@@ -33,6 +35,9 @@ PackedForest pack_forest(const ForestArrays& a) {
         continue;
       }
       const int64_t child = static_cast<int64_t>(packed.nodes.size());
+      // restore() accepts trees only; a node reached twice would pack past `end`, and past 2^31
+      // the int32 indices would wrap.
+      GPUML_EXPECT(child + 2 <= end, "tree " + std::to_string(t) + " is not a tree: a node is reached by two paths");
       out.feature = a.feature[in];
       out.threshold = a.threshold[in];
       out.child = static_cast<int32_t>(child);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "core/distributed.hpp"
 #include "core/labels.hpp"
@@ -458,6 +459,7 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
   const int32_t* right = attributes.at("nodes_children_right_").as<const int32_t>();
   const double* threshold = attributes.at("nodes_threshold_").as<const double>();
   const double* value = attributes.at("nodes_value_").as<const double>();
+  std::vector<uint8_t> parents;  // per node of the tree being checked: whether a split points to it
   for (int64_t t = 0; t < n_trees; ++t) {
     const int64_t size = offsets[t + 1] - offsets[t];
     for (int64_t node = 0; node < size; ++node) {
@@ -472,6 +474,23 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
       }
       for (int64_t c = 0; c < k; ++c) GPUML_EXPECT(std::isfinite(value[at * k + c]), where + "node values must be finite");
     }
+    // ...and each tree must be a tree: every node but the root has exactly one parent. With
+    // forward children that also makes every node reachable and rules out cycles. Packing copies
+    // a node once per path to it, so a node shared by two parents (a chain of them) would cost
+    // 2^depth nodes from a few bytes of model.
+    parents.assign(static_cast<std::size_t>(size), 0);
+    for (int64_t node = 0; node < size; ++node) {
+      const int64_t at = offsets[t] + node;
+      if (feature[at] == kLeafFeature) continue;
+      for (const int32_t child : {left[at], right[at]}) {
+        GPUML_EXPECT(parents[child] == 0, where + "node " + std::to_string(child) + " of tree " + std::to_string(t) +
+                                              " has two parents: the nodes of a tree must form a tree");
+        parents[child] = 1;
+      }
+    }
+    for (int64_t node = 1; node < size; ++node)
+      GPUML_EXPECT(parents[node] == 1, where + "node " + std::to_string(node) + " of tree " + std::to_string(t) +
+                                           " has no parent: every node of a tree must be reachable from its root");
   }
   if (params_.oob_score) {
     expect_shape("oob_score_", DType::float64, 0, 0, 0);
