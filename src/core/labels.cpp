@@ -62,7 +62,26 @@ LabelValues read_labels(Context& ctx, const ArrayView& y, int64_t n, const std::
                                 " dimension(s)");
   GPUML_EXPECT(y.shape[0] == n, "y has " + std::to_string(y.shape[0]) + " samples but X has " + std::to_string(n));
   LabelValues y_values;
-  y_values.values = host_readable(ctx, y, DType::float64, "y");
+  if (y.dtype == DType::int64) {
+    // Classes are float64, which holds every integer up to 2^53 and not all beyond: check the
+    // integers themselves, before any rounding could merge two labels or change one.
+    constexpr int64_t kExact = int64_t(1) << 53;
+    const HostReadable ints = host_readable(ctx, y, DType::int64, "y");
+    const int64_t* v = static_cast<const int64_t*>(ints.data());
+    HostArray converted(DType::float64, n);
+    double* out = converted.as<double>();
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n; ++i) {
+      if ((v[i] > kExact || v[i] < -kExact) && bad < 0) bad = i;
+      out[i] = static_cast<double>(v[i]);
+    }
+    GPUML_EXPECT(bad < 0, estimator + ": y holds the label " + std::to_string(bad < 0 ? 0 : v[bad]) + " (at index " +
+                              std::to_string(bad) + "), beyond 2^53 in magnitude: classes are float64, which cannot "
+                              "hold such integers exactly, so labels could merge or change");
+    y_values.values.copy = std::move(converted);
+  } else {
+    y_values.values = host_readable(ctx, y, DType::float64, "y");
+  }
   y_values.n = n;
   y_values.classes = distinct_sorted(static_cast<const double*>(y_values.values.data()), n, ctx.n_threads());
   return y_values;

@@ -125,6 +125,13 @@ gpuml_status_t fit_bad_w_value(Bench& b, double value) {
   w[b.train.n / 4] = value;
   return b.fit_with_w(w);
 }
+// Fits with the labels (1, 3, 5) as int64 labels offset + scale · label.
+gpuml_status_t fit_int64_labels(Bench& b, int64_t offset, int64_t scale) {
+  std::vector<int64_t> y;
+  for (const int32_t label : b.train.labels) y.push_back(offset + scale * label);
+  const gpuml_array_t X = b.X(), y_ = host_array(y.data(), GPUML_INT64, 1, b.train.n, 0), w = b.w();
+  return gpuml_estimator_fit(b.ctx, b.est, &X, &y_, b.w_or_null(w));
+}
 // Fits on the first `rows` rows and `cols` columns of the training data, then applies the main
 // method to the same rows: the first failing status.
 gpuml_status_t fit_and_apply_subset(Bench& b, int64_t rows, int64_t cols) {
@@ -180,6 +187,11 @@ const std::vector<Row>& rows() {
        [](Bench& b) { return fit_bad_y_value(b, kInf); }},
       {"-inf in y", supervised, State::fitted, [](auto&) { return invalid("y"); },
        [](Bench& b) { return fit_bad_y_value(b, -kInf); }},
+      // Classes are float64: 2^53 + 1, + 3, + 5 would round to 2^53, 2^53 + 4, 2^53 + 4.
+      {"int64 labels beyond 2^53", classifier, State::fitted, [](auto&) { return invalid("y"); },
+       [](Bench& b) { return fit_int64_labels(b, int64_t(1) << 53, 1); }},
+      {"int64 labels at -2^53, 0, 2^53 (exact in float64)", classifier, State::fitted, [](auto&) { return ok(); },
+       [](Bench& b) { return fit_int64_labels(b, -(int64_t(1) << 53) - (int64_t(1) << 52), int64_t(1) << 52); }},
       {"NaN in sample_weight", weighted, State::fitted, [](auto&) { return invalid("sample_weight"); },
        [](Bench& b) { return fit_bad_w_value(b, kNaN); }},
       {"+inf in sample_weight", weighted, State::fitted, [](auto&) { return invalid("sample_weight"); },
