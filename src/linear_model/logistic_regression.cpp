@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -119,6 +120,12 @@ class LogisticFit {
     GPUML_EXPECT(weight_sum_ > 0, "LogisticRegression: sample_weight (times the class weights of class_weight) sums to 0; "
                                   "some rows need a positive weight");
     const double strength = p.penalty == "none" ? 0.0 : 1.0 / (p.C * weight_sum_);
+    // The penalty's weight scales with 1 / (C · total weight): a tiny C (or tiny weights) makes it
+    // infinite, and every objective value with it. Any C for which it is finite still fits.
+    GPUML_EXPECT(std::isfinite(strength),
+                 "LogisticRegression: C = " + number(p.C) + " is too small for these sample weights (total " +
+                     number(weight_sum_) + "): the penalty 1 / (C * total weight) overflows; C * total weight must be >= " +
+                     number(1.0 / std::numeric_limits<double>::max()));
     l2_ = strength * (1.0 - l1_fraction(p));
     l1_weight_ = strength * l1_fraction(p);
     coef_host_.assign(static_cast<std::size_t>(k_ * (d_ + 1)), 0.0);

@@ -448,6 +448,38 @@ TEST(LogisticRegression, BadInputGivesNamedErrors) {
                      ErrorCode::invalid_argument);
 }
 
+// A C so small that the penalty's weight 1 / (C · total sample weight) overflows is an error
+// naming C (it was "the objective is not finite (X too large?)"); a C just large enough to keep
+// that weight finite still fits, to the model with no coefficients.
+TEST(LogisticRegression, TinyCIsRefusedByNameAndTheSmallestUsableCFits) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Classification c = make_classification(rng, 60, 3, 2, false);
+  std::vector<double> X = c.X, y = c.y;
+  const ArrayView Xv = host_view(X.data(), c.n, c.d), yv = host_view(y.data(), c.n);
+  for (const double C : {5e-324, 1e-320}) {  // C · 60 rows < 1 / DBL_MAX: 1 / (C · 60) is inf
+    LogisticRegressionParams p;
+    p.C = C;
+    LogisticRegression model(p);
+    try {
+      model.fit(ctx, Xv, yv);
+      ADD_FAILURE() << "C = " << C << " fitted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("C = "), std::string::npos) << "the message names C: " << e.what();
+    }
+    EXPECT_FALSE(model.fitted());
+  }
+  // C · n = 4 / DBL_MAX: the penalty's weight is DBL_MAX / 4, finite.
+  LogisticRegressionParams p;
+  p.C = 4.0 / std::numeric_limits<double>::max() / static_cast<double>(c.n);
+  LogisticRegression model(p);
+  model.fit(ctx, Xv, yv);
+  // The penalty pins every coefficient to ~gradient / 4.5e307: zero to the last subnormal.
+  for (const double b : doubles(model.coef())) EXPECT_LE(std::abs(b), 1e-300);
+  for (const double b : doubles(model.intercept())) EXPECT_TRUE(std::isfinite(b));
+}
+
 TEST(LogisticRegression, ParamsAndModelRoundTrip) {
   GPUML_FRESH_RNG(rng);
   Context ctx = Context::cpu();
