@@ -2,7 +2,11 @@
 // byte picks the estimator kind, the rest is the JSON text. Seeds are real params strings
 // (make_seeds). Invalid params must be a named status with a message; valid ones must survive
 // the library's own round trips: get_params -> create gives the same params, and an unfitted
-// model serializes and loads back with them.
+// model serializes and loads back with them. Each input runs on a thread with a 256 KB stack, so
+// that recursion over the caller's JSON (nesting is the dictionary's "[[[[" and "{\"a\":{") runs
+// out of stack at the depths a 64 KB input reaches, as it would on a small worker thread.
+#include <pthread.h>
+
 #include <string>
 
 #include "fuzz_util.hpp"
@@ -14,8 +18,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
-  if (size == 0) return 0;
+namespace {
+
+void run_one(const uint8_t* data, std::size_t size) {
   const std::string& kind = kinds()[data[0] % kinds().size()];
   const std::string json(reinterpret_cast<const char*>(data + 1), size - 1);  // c_str() stops at a NUL
 
@@ -25,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (st != GPUML_OK) {
     if (est != nullptr) fail("gpuml_estimator_create failed but left *out non-NULL");
     if (st != GPUML_ERROR_INVALID_ARGUMENT) fail("bad params gave a status other than invalid_argument");
-    return 0;
+    return;
   }
   const std::string params = params_or_fail(est);
 
@@ -42,5 +47,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (params_or_fail(loaded) != params) fail("serialization changed the params:", params);
   gpuml_estimator_free(loaded);
   gpuml_estimator_free(est);
+}
+
+constexpr std::size_t kStackBytes = 256 * 1024;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  struct Input {
+    const uint8_t* data;
+    std::size_t size;
+  } input{data, size};
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, kStackBytes) != 0) fail("pthread_attr");
+  pthread_t thread;
+  auto body = [](void* p) -> void* {
+    const auto* in = static_cast<const Input*>(p);
+    run_one(in->data, in->size);
+    return nullptr;
+  };
+  if (pthread_create(&thread, &attr, body, &input) != 0) fail("pthread_create");
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
   return 0;
 }
