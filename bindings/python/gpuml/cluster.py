@@ -35,10 +35,14 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
     n_iter_ : int, Lloyd iterations of the best run
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X has string column names
+
+    cluster_centers_ may be assigned or changed in place, as in scikit-learn: predict, transform,
+    score, pickling and save_model use the new centers. The other attributes are read-only copies.
     """
 
     _gpuml_kind = "kmeans"
     _gpuml_attributes = ("cluster_centers_", "labels_", "inertia_", "n_iter_")
+    _gpuml_settable = ("cluster_centers_",)  # what predict / transform / score use
 
     def __init__(
         self,
