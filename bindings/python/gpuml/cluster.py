@@ -79,8 +79,8 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
             raise ValueError(f'n_init must be "auto" or an integer >= 1, got {self.n_init!r}')
         if not is_int(self.max_iter) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
-        if not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool) or not self.tol >= 0:
-            raise ValueError(f"tol must be a real number >= 0, got {self.tol!r}")
+        if not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool) or not 0 <= self.tol < np.inf:
+            raise ValueError(f"tol must be a finite real number >= 0, got {self.tol!r}")
         if isinstance(self.init, str):
             if self.init not in ("k-means++", "random"):
                 raise ValueError(f'init must be "k-means++", "random" or an array of initial centers, got {self.init!r}')

@@ -165,7 +165,7 @@ class PCA(_Decomposition):
         if not isinstance(self.whiten, (bool, np.bool_)):
             raise ValueError(f"whiten must be a bool, got {self.whiten!r}")
         _check_choice(self.power_iteration_normalizer, "power_iteration_normalizer", _NORMALIZERS)
-        if not isinstance(self.tol, numbers.Real) or self.tol < 0:
+        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:  # NaN too, as scikit-learn
             raise ValueError(f"tol must be a real number >= 0, got {self.tol!r}")
         iterated_power = self.iterated_power
         if not (isinstance(iterated_power, str) and iterated_power == "auto"):
@@ -232,7 +232,7 @@ class TruncatedSVD(_Decomposition):
     def _gpuml_params(self, X=None):
         algorithm = _check_choice(self.algorithm, "algorithm", _TSVD_ALGORITHMS)
         _check_choice(self.power_iteration_normalizer, "power_iteration_normalizer", _NORMALIZERS)
-        if not isinstance(self.tol, numbers.Real) or self.tol < 0:
+        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:  # NaN too, as scikit-learn
             raise ValueError(f"tol must be a real number >= 0, got {self.tol!r}")
         return {
             "n_components": _check_int(self.n_components, "n_components", 1),
