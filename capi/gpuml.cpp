@@ -26,8 +26,8 @@
 // - A CUDA array on a build without CUDA, or host memory declared as CUDA memory (and the
 //   reverse), is an error reported by the core.
 //
-// Estimator handles may be shared between threads: fit and free take the handle's lock
-// exclusively (and get_params, which rewrites the handle's string); predict, transform,
+// Estimator handles may be shared between threads: fit, set_attribute and free take the handle's
+// lock exclusively (and get_params, which rewrites the handle's string); predict, transform,
 // predict_proba, output_shape, attribute_shape, get_attribute, serialized_size and serialize
 // take it shared, so many threads can predict at once while a fit waits for them. serialize
 // writes exactly `size` bytes or fails: a size other than the model's serialized size (a fit on
@@ -222,6 +222,15 @@ const gpuml::HostArray& fitted_attribute(const gpuml::Estimator& estimator, cons
     gpuml::throw_error(ErrorCode::not_fitted, std::string(function) + ": this " + estimator.kind() +
                                                  " estimator is not fitted yet; call fit before reading " + name);
   return estimator.attribute(name);
+}
+
+gpuml::HostArray copy_of(const gpuml::HostArray& source) {
+  const gpuml::ArraySpec& spec = source.spec();
+  gpuml::HostArray copy = spec.ndim == 0   ? gpuml::HostArray::scalar(spec.dtype)
+                          : spec.ndim == 1 ? gpuml::HostArray(spec.dtype, spec.shape[0])
+                                           : gpuml::HostArray(spec.dtype, spec.shape[0], spec.shape[1]);
+  if (copy.bytes() > 0) std::memcpy(copy.view().data, source.view().data, copy.bytes());
+  return copy;
 }
 
 using ApplyMethod = void (gpuml::Estimator::*)(gpuml::Context&, const gpuml::ArrayView&, const gpuml::ArrayView&) const;
@@ -490,6 +499,49 @@ gpuml_status_t gpuml_estimator_get_attribute(gpuml_context_t ctx, gpuml_estimato
     // write_output reads its source from the context's memory: copy the host attribute there first.
     const gpuml::detail::Staged source = gpuml::detail::stage_host(context, attribute);
     gpuml::detail::write_output(context, source.view, o, name);
+  });
+}
+
+gpuml_status_t gpuml_estimator_set_attribute(gpuml_context_t ctx, gpuml_estimator_t est, const char* name,
+                                             const gpuml_array_t* value) {
+  const char* function = "gpuml_estimator_set_attribute";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    const gpuml::Estimator& estimator = estimator_of(est, function);
+    require_arg(name, function, "name");
+    const gpuml::ArrayView v = to_view(value, function, "value");
+    std::unique_lock<std::shared_mutex> lock(est->mutex);
+    const gpuml::HostArray& current = fitted_attribute(estimator, name, function);
+    const gpuml::ArraySpec& spec = current.spec();
+    const std::string where = std::string(function) + ": value for " + estimator.kind() + "'s " + name;
+    if (v.ndim != spec.ndim || (spec.ndim >= 1 && v.shape[0] != spec.shape[0]) ||
+        (spec.ndim == 2 && v.shape[1] != spec.shape[1])) {
+      const auto shape = [](int32_t ndim, const int64_t* s) {
+        std::string text = "(";
+        for (int32_t i = 0; i < ndim; ++i) text += (i ? ", " : "") + std::to_string(s[i]);
+        return text + (ndim == 1 ? ",)" : ")");
+      };
+      invalid(where + " has shape " + shape(v.ndim, v.shape) + "; the attribute has shape " +
+              shape(spec.ndim, spec.shape));
+    }
+    if (!gpuml::is_floating(spec.dtype) && gpuml::is_floating(v.dtype))
+      invalid(where + " is " + gpuml::dtype_name(v.dtype) + "; the attribute holds integers (" +
+              gpuml::dtype_name(spec.dtype) + ")");
+    // Every attribute as the model holds it (copies: restore takes them), `name` replaced by the
+    // value in the attribute's dtype; a fresh estimator of the same kind and parameters restores
+    // them (its checks are the model loader's) and only then replaces the old one.
+    std::map<std::string, gpuml::HostArray> attributes;
+    for (const std::string& attribute : estimator.attribute_names()) {
+      if (attribute == name) {
+        const gpuml::detail::Staged staged = gpuml::detail::stage(context, v, spec.dtype, name);
+        attributes.emplace(attribute, gpuml::detail::to_host(context, staged.view));
+      } else {
+        attributes.emplace(attribute, copy_of(estimator.attribute(attribute)));
+      }
+    }
+    std::unique_ptr<gpuml::Estimator> rebuilt = gpuml::make_estimator(estimator.kind(), estimator.get_params_json());
+    rebuilt->restore(std::move(attributes));
+    est->impl = std::move(rebuilt);
   });
 }
 

@@ -308,6 +308,10 @@ void PCA::restore(std::map<std::string, HostArray> attributes) {
   GPUML_EXPECT(*attributes.at("n_components_").as<const int64_t>() == k &&
                    *attributes.at("n_features_in_").as<const int64_t>() == d,
                "pca model: n_components_ and n_features_in_ must match the shape of components_");
+  // transform divides by sqrt(explained_variance_) when whiten: a negative one would give NaN.
+  const std::vector<double> variance = detail::host_values(attributes.at("explained_variance_"));
+  GPUML_EXPECT(std::all_of(variance.begin(), variance.end(), [](double v) { return v >= 0; }),
+               "pca model: explained_variance_ must be >= 0");
   components_ = std::move(attributes.at("components_"));
   explained_variance_ = std::move(attributes.at("explained_variance_"));
   explained_variance_ratio_ = std::move(attributes.at("explained_variance_ratio_"));

@@ -473,6 +473,58 @@ static void check_pca(gpuml_context_t ctx, const Problem* p) {
   free(variance);
 }
 
+/* ---- gpuml_estimator_set_attribute: KMeans centers moved by hand ------------------------------ */
+
+/* The centers rotated by one row (new center c = old center c+1) move every label down by one,
+ * exactly (the same distances); refused values are named errors that change no label. */
+static void check_set_attribute(gpuml_context_t ctx, const Problem* p) {
+  gpuml_estimator_t est = NULL, unfitted = NULL;
+  int32_t ndim = -1;
+  int64_t i, shape[2] = {0, 0};
+  int64_t* before = (int64_t*)checked_malloc((size_t)p->n * sizeof(int64_t));
+  int64_t* after = (int64_t*)checked_malloc((size_t)p->n * sizeof(int64_t));
+  double *centers, *rotated = (double*)checked_malloc((size_t)(p->k * p->d) * sizeof(double));
+  gpuml_array_t value, narrow;
+  int rotated_ok = 1;
+
+  CHECK_OK(gpuml_estimator_create("kmeans", p->params, &est));
+  {
+    gpuml_array_t X = matrix(p->X, GPUML_FLOAT64, p->n, p->d);
+    CHECK_OK(gpuml_estimator_fit(ctx, est, &X, NULL, NULL));
+  }
+  CHECK_OK(predict_labels(ctx, est, p, before));
+  centers = attribute_values(ctx, est, "cluster_centers_", &ndim, shape);
+  CHECK(ndim == 2 && shape[0] == p->k && shape[1] == p->d);
+  for (i = 0; i < p->k * p->d; ++i) rotated[i] = centers[(i + p->d) % (p->k * p->d)];
+  value = matrix(rotated, GPUML_FLOAT64, p->k, p->d);
+  CHECK_OK(gpuml_estimator_set_attribute(ctx, est, "cluster_centers_", &value));
+  CHECK_OK(predict_labels(ctx, est, p, after));
+  for (i = 0; i < p->n; ++i)
+    if (after[i] != (before[i] + p->k - 1) % p->k) rotated_ok = 0;
+  CHECK(rotated_ok);
+
+  EXPECT_ERROR(gpuml_estimator_set_attribute(ctx, est, "bogus_", &value), GPUML_ERROR_INVALID_ARGUMENT, "bogus_");
+  narrow = matrix(rotated, GPUML_FLOAT64, p->k, p->d - 1);
+  EXPECT_ERROR(gpuml_estimator_set_attribute(ctx, est, "cluster_centers_", &narrow), GPUML_ERROR_INVALID_ARGUMENT,
+               "cluster_centers_|shape");
+  EXPECT_ERROR(gpuml_estimator_set_attribute(ctx, est, "cluster_centers_", NULL), GPUML_ERROR_INVALID_ARGUMENT, "value");
+  rotated[p->d] = NAN;
+  EXPECT_ERROR(gpuml_estimator_set_attribute(ctx, est, "cluster_centers_", &value), GPUML_ERROR_INVALID_ARGUMENT,
+               "NaN|finite");
+  CHECK_OK(predict_labels(ctx, est, p, before)); /* the refused values changed nothing */
+  CHECK(memcmp(before, after, (size_t)p->n * sizeof(int64_t)) == 0);
+
+  CHECK_OK(gpuml_estimator_create("kmeans", p->params, &unfitted));
+  EXPECT_ERROR(gpuml_estimator_set_attribute(ctx, unfitted, "cluster_centers_", &value), GPUML_ERROR_NOT_FITTED,
+               "fitted|fit");
+  CHECK_OK(gpuml_estimator_free(unfitted));
+  CHECK_OK(gpuml_estimator_free(est));
+  free(centers);
+  free(rotated);
+  free(before);
+  free(after);
+}
+
 /* PageRank on 0->1, 1->2, 2->0, 2->1, 0->3 (3 dangling), against a plain power iteration
  * written here (NetworkX's formula), then error statuses. */
 static void check_pagerank(gpuml_context_t ctx) {
@@ -1026,6 +1078,7 @@ int main(void) {
   check_classifier(ctx, &p, "random_forest_classifier", "{\"max_features\": 0}", "max_features",
                    "{\"n_estimators\": 10, \"random_state\": 3}", 0, 0.98);
   check_pca(ctx, &p);
+  check_set_attribute(ctx, &p);
   check_pagerank(ctx);
 
   free_attributes(attributes);

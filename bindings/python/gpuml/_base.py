@@ -5,8 +5,19 @@ An estimator subclass declares
 - ``_gpuml_kind``: the C ABI's estimator kind ("kmeans", ...);
 - ``_gpuml_attributes``: the fitted attributes the Python object offers from the C model (each
   copied on first access);
+- ``_gpuml_settable``: those of them that the C model's outputs are computed from. As in
+  scikit-learn, a user may assign them or change them in place, and predict / transform / score
+  / pickling / save_model then use the new values: before each of those, the ones that changed
+  are pushed into the C model (``gpuml_estimator_set_attribute``, which checks them as a loaded
+  model is checked: shape, finite values). Other attributes are copies for reading: changing them
+  changes no output and is not kept by pickling;
 - ``_gpuml_params(self, X)``: the JSON parameter object for the C ABI (called at fit, when the
   scikit-learn parameters are final), built from ``get_params()``.
+
+Every ``fit`` (and ``fit_transform``, ``fit_predict``, ``partial_fit``) of a subclass is wrapped
+(``__init_subclass__``) so that a call that raises leaves the estimator exactly as it was:
+scikit-learn's validation records n_features_in_ and the like before the C library has accepted
+the data, and a refused refit must not leave attributes of a model that was never made.
 
 Supervised estimators prepare X and y together with ``_prepare_X_y`` and weights with
 ``_prepare_sample_weight``; y keeps its 1-d or 2-d shape, which the C side mirrors in the shapes of
@@ -14,6 +25,7 @@ its fitted attributes and outputs.
 """
 
 import ctypes
+import functools
 import json
 import numbers
 
@@ -100,6 +112,15 @@ class EstimatorHandle:
         function = getattr(_lib.lib, f"gpuml_estimator_{method}")
         _lib.check(function(context.handle, self.handle, ctypes.byref(X), ctypes.byref(out)))
 
+    def set_attribute(self, context, name, value):
+        """Replaces a fitted attribute with `value` (a host NumPy array of the attribute's shape)."""
+        value = np.array(value, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
+        desc, keepalive = _array.descriptor(value)
+        _lib.check(
+            _lib.lib.gpuml_estimator_set_attribute(context.handle, self.handle, name.encode("ascii"), ctypes.byref(desc))
+        )
+        del keepalive
+
     def attribute(self, context, name):
         """A fitted attribute as a NumPy array (0-d for scalars)."""
         dtype, ndim, shape = ctypes.c_int32(), ctypes.c_int32(), _lib._i64x2()
@@ -136,11 +157,39 @@ def _python_scalar(value):
     return value
 
 
+_STATE_KEEPING_METHODS = ("fit", "fit_transform", "fit_predict", "partial_fit")
+
+
+def _keeps_state_on_error(method):
+    """`method` of an estimator, restoring the instance's __dict__ when it raises."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)  # shallow: fits replace the fitted values, they never edit them in place
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    wrapper._gpuml_keeps_state = True
+    return wrapper
+
+
 class GpumlEstimator(BaseEstimator):
     """Base class of gpuml's scikit-learn estimators (see the module docstring)."""
 
     _gpuml_kind = None
     _gpuml_attributes = ()
+    _gpuml_settable = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _STATE_KEEPING_METHODS:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_gpuml_keeps_state", False):
+                setattr(cls, name, _keeps_state_on_error(method))
 
     def _gpuml_params(self, X):
         raise NotImplementedError
@@ -303,6 +352,9 @@ class GpumlEstimator(BaseEstimator):
         for name in self._gpuml_attributes:
             self.__dict__.pop(name, None)  # set by a subclass or an older version
         self.__dict__["_gpuml_read"] = {}
+        # For each settable attribute handed out or assigned: the value the C model holds (a
+        # private copy), what _push_changed_attributes compares the Python attribute with.
+        self.__dict__["_gpuml_held"] = {}
 
     def __getattr__(self, name):
         # Only called when normal lookup fails: the model's attributes, read on first use.
@@ -310,8 +362,65 @@ class GpumlEstimator(BaseEstimator):
         if read is None or name not in self._gpuml_attributes:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         if name not in read:
-            read[name] = _python_scalar(self.__dict__["_gpuml_handle"].attribute(get_context("cpu"), name))
+            value = self.__dict__["_gpuml_handle"].attribute(get_context("cpu"), name)
+            if name in self._gpuml_settable:
+                self.__dict__["_gpuml_held"][name] = value.copy()
+            read[name] = _python_scalar(self._presented(name, value))
         return read[name]
+
+    def _presented(self, name, value):
+        """The model's `value` of attribute `name` in the shape Python shows it in: the model's own,
+        unless fit recorded another in ``_gpuml_shapes`` (scikit-learn's shapes for y of shape
+        (n, 1), say; the same values)."""
+        shape = self.__dict__.get("_gpuml_shapes", {}).get(name)
+        if shape is None:
+            return value
+        if shape == () and value.size > 1:  # one number for equal values (intercept_ 0.0 without fit_intercept)
+            return value.reshape(-1)[0]
+        return value.reshape(shape)
+
+    def _held_value(self, name):
+        """What the C model holds for the settable attribute `name` (read when not yet known)."""
+        held = self.__dict__.setdefault("_gpuml_held", {})
+        if name not in held:  # assigned without having been read
+            held[name] = self.__dict__["_gpuml_handle"].attribute(get_context("cpu"), name)
+        return held[name]
+
+    def _push_changed_attributes(self):
+        """Pushes into the C model the settable attributes whose Python value (assigned, or changed
+        in place) differs from what the model holds; attributes never read nor assigned are
+        skipped. A value the model refuses (another shape, NaN or infinity) is a ValueError and
+        leaves the model as it was."""
+        handle = self.__dict__.get("_gpuml_handle")
+        read = self.__dict__.get("_gpuml_read")
+        if handle is None or read is None or not self._gpuml_settable:
+            return
+        held = self.__dict__.setdefault("_gpuml_held", {})
+        for name in self._gpuml_settable:
+            if name in self.__dict__:  # assigned: plain attribute lookup finds it, not __getattr__
+                value = self.__dict__[name]
+            elif name in read:
+                value = read[name]
+            else:
+                continue
+            model_value = self._held_value(name)
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):  # the C side names non-finite values
+                    new = np.asarray(_array.to_numpy(value) if _array.ArrayKind.of(value).is_device else value)
+                    new = new.astype(model_value.dtype, copy=False)
+            except (TypeError, ValueError) as e:
+                raise ValueError(
+                    f"{type(self).__name__}.{name} must be numbers convertible to {model_value.dtype}, got {value!r}"
+                ) from e
+            shape = self._presented(name, model_value).shape
+            if new.shape != shape:
+                raise ValueError(f"{type(self).__name__}.{name} must have shape {shape}, got shape {new.shape}")
+            # Back to the model's shape (a scalar for several equal values is broadcast).
+            new = new.reshape(model_value.shape) if new.size == model_value.size else np.broadcast_to(new, model_value.shape)
+            if np.array_equal(new, model_value):
+                continue
+            handle.set_attribute(get_context("cpu"), name, new)
+            held[name] = np.array(new, copy=True)
 
     def _gpuml_apply(self, method, X, kind, dtype=None):
         """Runs `method` of the fitted C estimator on prepared X; the output has X's array type
@@ -327,10 +436,12 @@ class GpumlEstimator(BaseEstimator):
         return kind.wrap(out)
 
     def _fitted_handle(self):
+        """The C model, with the attributes changed in Python pushed into it."""
         check_is_fitted(self)
         handle = getattr(self, "_gpuml_handle", None)
         if handle is None:
             raise RuntimeError(f"{type(self).__name__} has fitted attributes but no gpuml model; refit it")
+        self._push_changed_attributes()
         return handle
 
     # -- pickling --------------------------------------------------------------------------
@@ -346,9 +457,11 @@ class GpumlEstimator(BaseEstimator):
     def __getstate__(self):
         # The C model is the fitted state: save its bytes, and rebuild the Python copies of its
         # attributes from it when unpickling.
+        self._push_changed_attributes()  # the model's bytes carry the values set in Python
         state = dict(super().__getstate__())
         handle = state.pop("_gpuml_handle", None)
         state.pop("_gpuml_read", None)
+        state.pop("_gpuml_held", None)
         if handle is not None:
             state["_gpuml_model"] = handle.serialize()
             for name in self._gpuml_attributes:

@@ -35,10 +35,14 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
     n_iter_ : int, Lloyd iterations of the best run
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X has string column names
+
+    cluster_centers_ may be assigned or changed in place, as in scikit-learn: predict, transform,
+    score, pickling and save_model use the new centers. The other attributes are read-only copies.
     """
 
     _gpuml_kind = "kmeans"
     _gpuml_attributes = ("cluster_centers_", "labels_", "inertia_", "n_iter_")
+    _gpuml_settable = ("cluster_centers_",)  # what predict / transform / score use
 
     def __init__(
         self,
@@ -75,8 +79,8 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
             raise ValueError(f'n_init must be "auto" or an integer >= 1, got {self.n_init!r}')
         if not is_int(self.max_iter) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
-        if not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool) or not self.tol >= 0:
-            raise ValueError(f"tol must be a real number >= 0, got {self.tol!r}")
+        if not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool) or not 0 <= self.tol < np.inf:
+            raise ValueError(f"tol must be a finite real number >= 0, got {self.tol!r}")
         if isinstance(self.init, str):
             if self.init not in ("k-means++", "random"):
                 raise ValueError(f'init must be "k-means++", "random" or an array of initial centers, got {self.init!r}')

@@ -108,6 +108,8 @@ class PCA(_Decomposition):
     accepted for compatibility and have no effect (the subspace iterations always orthonormalize);
     "arpack" and n_components="mle" are not offered. A constant column gives a zero-variance
     direction, never NaN. ``device`` as in KMeans. inverse_transform runs on the host.
+    components_, mean_ and explained_variance_ (used with whiten) may be assigned or changed in
+    place, as in scikit-learn: transform, pickling and save_model use the new values.
     """
 
     _gpuml_kind = "pca"
@@ -121,6 +123,7 @@ class PCA(_Decomposition):
         "n_components_",
         "n_samples_",
     )
+    _gpuml_settable = ("components_", "mean_", "explained_variance_")  # what transform uses (the last when whiten)
 
     def __init__(
         self,
@@ -162,7 +165,7 @@ class PCA(_Decomposition):
         if not isinstance(self.whiten, (bool, np.bool_)):
             raise ValueError(f"whiten must be a bool, got {self.whiten!r}")
         _check_choice(self.power_iteration_normalizer, "power_iteration_normalizer", _NORMALIZERS)
-        if not isinstance(self.tol, numbers.Real) or self.tol < 0:
+        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:  # NaN too, as scikit-learn
             raise ValueError(f"tol must be a real number >= 0, got {self.tol!r}")
         iterated_power = self.iterated_power
         if not (isinstance(iterated_power, str) and iterated_power == "auto"):
@@ -197,11 +200,13 @@ class TruncatedSVD(_Decomposition):
     et al.; random draws differ from scikit-learn's) or "full" (an exact SVD: Householder QR on
     the device, the SVD of R on the host; "arpack" is accepted as the same). ``tol`` and
     ``power_iteration_normalizer`` are accepted for compatibility and have no effect. Dense
-    inputs only. ``device`` as in KMeans. inverse_transform runs on the host.
+    inputs only. ``device`` as in KMeans. inverse_transform runs on the host. components_ may be
+    assigned or changed in place, as in scikit-learn: transform, pickling and save_model use it.
     """
 
     _gpuml_kind = "truncated_svd"
     _gpuml_attributes = ("components_", "explained_variance_", "explained_variance_ratio_", "singular_values_")
+    _gpuml_settable = ("components_",)  # what transform uses
 
     def __init__(
         self,
@@ -227,7 +232,7 @@ class TruncatedSVD(_Decomposition):
     def _gpuml_params(self, X=None):
         algorithm = _check_choice(self.algorithm, "algorithm", _TSVD_ALGORITHMS)
         _check_choice(self.power_iteration_normalizer, "power_iteration_normalizer", _NORMALIZERS)
-        if not isinstance(self.tol, numbers.Real) or self.tol < 0:
+        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:  # NaN too, as scikit-learn
             raise ValueError(f"tol must be a real number >= 0, got {self.tol!r}")
         return {
             "n_components": _check_int(self.n_components, "n_components", 1),

@@ -80,9 +80,9 @@ class _Forest:
             )
         if self.max_leaf_nodes is not None and not (_is_int(self.max_leaf_nodes) and self.max_leaf_nodes >= 2):
             raise ValueError(f"The 'max_leaf_nodes' parameter must be an int >= 2 or None; got {self.max_leaf_nodes!r}.")
-        if not (_is_real(self.min_impurity_decrease) and self.min_impurity_decrease >= 0):
+        if not (_is_real(self.min_impurity_decrease) and 0 <= self.min_impurity_decrease < np.inf):
             raise ValueError(
-                f"The 'min_impurity_decrease' parameter must be a float >= 0; got {self.min_impurity_decrease!r}."
+                f"The 'min_impurity_decrease' parameter must be a finite float >= 0; got {self.min_impurity_decrease!r}."
             )
         for name in ("bootstrap", "oob_score"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):

@@ -112,7 +112,7 @@ def _call(context, n, src, dst, weights, personalization, nstart, dangling, para
         desc(personalization),
         desc(nstart),
         desc(dangling),
-        json.dumps(params).encode("ascii"),
+        json.dumps(params, allow_nan=False).encode("ascii"),
         ctypes.byref(out_desc),
         ctypes.byref(n_iter),
         ctypes.byref(converged),
@@ -122,6 +122,22 @@ def _call(context, n, src, dst, weights, personalization, nstart, dangling, para
     _lib.check(status)
     del keep, keep_out
     return n_iter.value, bool(converged.value)
+
+
+def _is_real(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _checked_params(alpha, max_iter, tol):
+    """alpha, max_iter and tol as the C ABI's JSON parameters; a value out of range (NaN and
+    infinity included, which JSON cannot carry) is a ValueError naming the parameter."""
+    if not (_is_real(alpha) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must be a real number in (0, 1), got {alpha!r}")
+    if not (isinstance(max_iter, numbers.Integral) and not isinstance(max_iter, (bool, np.bool_)) and max_iter >= 0):
+        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
+    if not (_is_real(tol) and np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite real number >= 0, got {tol!r}")
+    return {"alpha": float(alpha), "max_iter": int(max_iter), "tol": float(tol)}
 
 
 def _host_ids(a, what):
@@ -164,14 +180,11 @@ def pagerank(
 
     device: "auto" (the GPU holding a device input, else the best device), "cpu", "cuda" or
     "cuda:N". Raises ValueError for bad input (ids out of range, negative weights, alpha outside
-    (0, 1), vectors of the wrong length or with a zero sum) and PowerIterationFailedConvergence
+    (0, 1), max_iter not an integer >= 0, tol not a finite number >= 0, vectors of the wrong length or with a zero sum) and PowerIterationFailedConvergence
     (NetworkX's exception when NetworkX is installed) when max_iter iterations do not converge.
     """
     check_device(device)
-    alpha = float(alpha)
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    params = {"alpha": alpha, "max_iter": int(max_iter), "tol": float(tol)}
+    params = _checked_params(alpha, max_iter, tol)
 
     if _is_networkx_graph(G):
         if len(G) == 0:

@@ -37,10 +37,25 @@ def _check_choice(value, name, choices):
 class _LinearRegressor(MultiOutputMixin, RegressorMixin, GpumlEstimator):
     """What LinearRegression and Ridge share: fit through the C ABI, predict, score."""
 
+    # scikit-learn's Ridge, Lasso and ElasticNet fit a y of shape (n, 1) as the 1-d y: coef_ of
+    # shape (n_features,), predictions of shape (n,) (LinearRegression keeps the column).
+    _column_y_is_1d = True
+
     def _fit(self, X, y, sample_weight, params_for_targets):
         X, y, kind = self._prepare_X_y(X, y)
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
+        column = y.ndim == 2 and y.shape[1] == 1
+        if column and self._column_y_is_1d:
+            y = y.reshape(-1)
         n_targets = 1 if y.ndim == 1 else y.shape[1]
+        # intercept_ as scikit-learn shows it: 0.0 without fit_intercept, whatever y's shape; (1,)
+        # for a column y; else the model's (a scalar for 1-d y, (n_targets,) for 2-d y).
+        shapes = {}
+        if not self.fit_intercept:
+            shapes["intercept_"] = ()
+        elif column:
+            shapes["intercept_"] = (1,)
+        self._gpuml_shapes = shapes
         return self._gpuml_fit(X, kind, sample_weight=weights, y=y, params=params_for_targets(n_targets))
 
     def predict(self, X):
@@ -74,17 +89,24 @@ class LinearRegression(_LinearRegressor):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,) or (n_targets, n_features), X's float dtype
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features) (also for y of shape (n, 1)),
+        X's float dtype
     intercept_ : float, or ndarray of shape (n_targets,) when y is 2-d (0.0 without fit_intercept)
     rank_ : int, rank of the centered (weighted) X
     singular_values_ : ndarray of shape (min(n_samples, n_features),), descending, of the centered
         (weighted) X; ``singular_`` is the same array under scikit-learn's name
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X has string column names
+
+    coef_ and intercept_ may be assigned or changed in place, as in scikit-learn: predict, score,
+    pickling and save_model use the new values (so do Ridge's, Lasso's, ElasticNet's and
+    LogisticRegression's). The other attributes are read-only copies.
     """
 
     _gpuml_kind = "linear_regression"
     _gpuml_attributes = ("coef_", "intercept_", "rank_")
+    _gpuml_settable = ("coef_", "intercept_")
+    _column_y_is_1d = False
 
     def __init__(self, *, fit_intercept=True, algorithm="auto", device="auto"):
         self.fit_intercept = fit_intercept
@@ -136,14 +158,16 @@ class Ridge(_LinearRegressor):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,) or (n_targets, n_features), X's float dtype
-    intercept_ : float, or ndarray of shape (n_targets,) when y is 2-d
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features), X's float dtype; (n_features,)
+        for y of shape (n, 1) too, and predictions of shape (n,), as scikit-learn's
+    intercept_ : float, or ndarray of shape (n_targets,) when y is 2-d (0.0 without fit_intercept)
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X has string column names
     """
 
     _gpuml_kind = "ridge"
     _gpuml_attributes = ("coef_", "intercept_")
+    _gpuml_settable = ("coef_", "intercept_")
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, solver="auto", device="auto"):
         self.alpha = alpha
@@ -212,8 +236,9 @@ class ElasticNet(_LinearRegressor):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,) or (n_targets, n_features), X's float dtype
-    intercept_ : float, or ndarray of shape (n_targets,) when y is 2-d
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features), X's float dtype; (n_features,)
+        for y of shape (n, 1) too, and predictions of shape (n,), as scikit-learn's
+    intercept_ : float, or ndarray of shape (n_targets,) when y is 2-d (0.0 without fit_intercept)
     n_iter_ : int, coordinate-descent sweeps run (the most over the targets)
     dual_gap_ : float, or ndarray of shape (n_targets,): the final duality gaps (divided by n_samples)
     converged_ : int, 1 when every target met tol within max_iter, else 0
@@ -223,6 +248,7 @@ class ElasticNet(_LinearRegressor):
 
     _gpuml_kind = "elastic_net"
     _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "dual_gap_", "converged_")
+    _gpuml_settable = ("coef_", "intercept_")
 
     def __init__(
         self,
@@ -277,8 +303,12 @@ class ElasticNet(_LinearRegressor):
                 seed_from(self.random_state)
             params["random_state"] = None
         if _check_bool(self.warm_start, "warm_start") and hasattr(self, "coef_"):
-            # Start from the previous fit's coefficients (the C estimator checks their shape).
-            params["init_coef"] = np.asarray(self.coef_, dtype=np.float64).reshape(-1).tolist()
+            # Start from the previous fit's coefficients, or those set by hand (the C estimator
+            # checks their shape).
+            init_coef = np.asarray(self.coef_, dtype=np.float64).reshape(-1)
+            if not np.all(np.isfinite(init_coef)):
+                raise ValueError("coef_ (the warm start of fit) contains NaN or infinity")
+            params["init_coef"] = init_coef.tolist()
         return params
 
     def fit(self, X, y, sample_weight=None):
@@ -372,6 +402,7 @@ class LogisticRegression(GpumlClassifier):
     _gpuml_kind = "logistic_regression"
     # classes_ stays in Python (and in the pickle): the C model only sees the class indices 0..K-1.
     _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "converged_")
+    _gpuml_settable = ("coef_", "intercept_")
 
     def __init__(
         self,

@@ -76,6 +76,14 @@ GPUML_C_API gpuml_status_t gpuml_estimator_predict_proba(gpuml_context_t ctx, gp
 GPUML_C_API gpuml_status_t gpuml_estimator_attribute_shape(gpuml_estimator_t est, const char* name,
                                                            int32_t* dtype, int32_t* ndim, int64_t shape[2]);
 GPUML_C_API gpuml_status_t gpuml_estimator_get_attribute(gpuml_context_t ctx, gpuml_estimator_t est, const char* name, gpuml_array_t* out);
+/* Replaces the fitted attribute `name` with `value` (host or device memory, any dtype that converts
+ * to the attribute's: a float value is refused for an integer attribute), for callers that edit a
+ * model's coefficients, centers or components. `value` must have the attribute's shape. The
+ * model is rebuilt from all its attributes with this one replaced and checked as a loaded model is
+ * (finite values, consistent shapes); a refused value (INVALID_ARGUMENT, or NOT_FITTED before a
+ * fit) leaves the model as it was. Takes the handle's lock exclusively, as fit does. */
+GPUML_C_API gpuml_status_t gpuml_estimator_set_attribute(gpuml_context_t ctx, gpuml_estimator_t est, const char* name,
+                                                         const gpuml_array_t* value);
 GPUML_C_API gpuml_status_t gpuml_estimator_serialized_size(gpuml_estimator_t est, uint64_t* size);
 /* size must equal gpuml_estimator_serialized_size's answer: any other size is INVALID_ARGUMENT (a fit
  * on another thread in between can change it; ask again), so `size` bytes written are the whole model. */
