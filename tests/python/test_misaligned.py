@@ -12,7 +12,9 @@ import inspect
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
+
+from conftest import CUDA_DEVICE_COUNT, cuda_or_skip
 
 from gpuml.cluster import KMeans
 from gpuml.decomposition import PCA, TruncatedSVD
@@ -85,3 +87,30 @@ def test_misaligned_other_dtypes(dtype, device, rng):
     got = fit_and_apply(LogisticRegression, {}, "labels", "predict_proba", device, misaligned(X),
                         misaligned(labels.astype(np.int32)), misaligned(weights), misaligned(X))
     assert_array_equal(got, aligned)
+
+
+@pytest.mark.parametrize("device", ["auto", "cpu"])  # computing on the input's GPU, or staged to the host
+def test_misaligned_cupy_arrays(device, rng):
+    """CuPy arrays one byte into their allocation: a CUDA kernel loading through such a pointer
+    faults (misaligned address); gpuml copies them bytewise first."""
+    try:
+        import cupy
+    except ImportError:
+        cuda_or_skip("CuPy is not installed")
+    if CUDA_DEVICE_COUNT == 0:
+        cuda_or_skip("no CUDA device")
+
+    def misaligned_on_device(a):
+        a = np.ascontiguousarray(a)
+        storage = cupy.empty(a.nbytes + 1, dtype=cupy.uint8)
+        storage[1:] = cupy.asarray(a.view(np.uint8).ravel())  # a byte copy: no misaligned access
+        return cupy.ndarray(a.shape, dtype=a.dtype, memptr=storage.data + 1)
+
+    X, y, _, weights = make_data(rng)
+    for cls, params, target in ((LinearRegression, {}, "real"), (KMeans, {"n_clusters": 3, "random_state": 0}, None)):
+        aligned = fit_and_apply(cls, params, target, "predict", device, cupy.asarray(X), cupy.asarray(y),
+                                cupy.asarray(weights), cupy.asarray(X))
+        got = fit_and_apply(cls, params, target, "predict", device, misaligned_on_device(X), misaligned_on_device(y),
+                            misaligned_on_device(weights), misaligned_on_device(X))
+        # The same values: the same results, up to the order of the GPU's float sums between runs.
+        assert_allclose(cupy.asnumpy(got), cupy.asnumpy(aligned), rtol=1e-12, atol=1e-12)
