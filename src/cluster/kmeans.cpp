@@ -225,13 +225,21 @@ class Fitter {
       backend_->accumulate(X_, weights_.device(), labels, n_, d_, k_, sums.data(), weight_sums.data());
       comm_.allreduce_sum(sums.data(), kd);
       comm_.allreduce_sum(weight_sums.data(), k_);
-      relocate_empty_clusters(labels, dist2, sums, weight_sums);
+      relocate_empty_clusters(labels, dist2, centers, sums, weight_sums);
+      // A cluster still empty after relocation (every row sits on its center: fewer distinct
+      // rows than clusters) is put on the heaviest cluster's center (the first on ties), as
+      // scikit-learn does: on a data point, not at the origin. Its rows tie there and go to the
+      // lower index, so the labels settle and the fit converges.
+      const int64_t heaviest = std::max_element(weight_sums.begin(), weight_sums.end()) - weight_sums.begin();
+      for (int64_t c = 0; c < k_; ++c) {
+        if (weight_sums[c] <= 0) continue;
+        for (int64_t j = 0; j < d_; ++j) next[c * d_ + j] = static_cast<T>(sums[c * d_ + j] / weight_sums[c]);
+      }
       shift = 0.0;
       for (int64_t c = 0; c < k_; ++c) {
-        // A cluster that still weighs nothing keeps its (zero-weight) sum, as scikit-learn does.
-        const double scale = weight_sums[c] > 0 ? 1.0 / weight_sums[c] : 1.0;
+        const int64_t from = weight_sums[c] > 0 ? c : heaviest;
         for (int64_t j = 0; j < d_; ++j) {
-          next[c * d_ + j] = static_cast<T>(sums[c * d_ + j] * scale);
+          next[c * d_ + j] = next[from * d_ + j];
           const double move = static_cast<double>(next[c * d_ + j]) - static_cast<double>(centers[c * d_ + j]);
           shift += move * move;
         }
@@ -378,9 +386,10 @@ class Fitter {
 
   // Gives every cluster of zero weight the row farthest from its center (the j-th empty
   // cluster gets the j-th farthest row), moving that row's weight out of its own cluster,
-  // as scikit-learn's _relocate_empty_clusters_dense. Labels are left as they are.
-  void relocate_empty_clusters(const int32_t* labels, const T* dist2, std::vector<double>& sums,
-                               std::vector<double>& weight_sums) {
+  // as scikit-learn's _relocate_empty_clusters_dense. Labels are left as they are. `centers`
+  // are the ones the labels were assigned to.
+  void relocate_empty_clusters(const int32_t* labels, const T* dist2, const std::vector<T>& centers,
+                               std::vector<double>& sums, std::vector<double>& weight_sums) {
     std::vector<int64_t> empty;
     for (int64_t c = 0; c < k_; ++c)
       if (weight_sums[c] == 0) empty.push_back(c);
@@ -417,6 +426,19 @@ class Fitter {
     comm_.allgatherv(records.data(), local_m * width, all.data(), counts.data(), DType::float64);
     std::vector<int64_t> order(static_cast<std::size_t>(n_records));
     for (int64_t i = 0; i < n_records; ++i) order[i] = i;
+    // As scikit-learn: no relocation when every row sits exactly on its center (more clusters
+    // than distinct rows). Moving a center onto a duplicate row would only pull that row's
+    // copies out of another cluster, emptying it, and so on every iteration until max_iter.
+    // The farthest rows decide. dist2 is exact on the CPU, but on CUDA (|x|^2 + |c|^2 - 2 x.c)
+    // rounding leaves rows on their centers with tiny dist2: test the rows' exact distances.
+    bool any_off_center = false;
+    for (int64_t e = 0; e < n_records && !any_off_center; ++e) {
+      const double* record = all.data() + e * width;
+      const T* center = centers.data() + static_cast<int64_t>(record[2]) * d_;
+      for (int64_t j = 0; j < d_; ++j)
+        if (record[4 + j] != static_cast<double>(center[j])) any_off_center = true;
+    }
+    if (!any_off_center) return;
     std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
       const double* ra = all.data() + a * width;
       const double* rb = all.data() + b * width;

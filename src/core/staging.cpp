@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -112,7 +113,12 @@ Staged stage(const Context& ctx, const ArrayView& src, DType dtype, const char* 
   const Device here = ctx.device();
   Staged out;
   const bool contiguous = src.is_contiguous();
-  if (contiguous && src.device == here && src.dtype == dtype) {
+  // Loading an element through a pointer that is not a multiple of its size is undefined
+  // behaviour on the host (UBSan: misaligned address) and a fault in a CUDA kernel. A misaligned
+  // array (a NumPy view at an odd byte offset) is therefore never aliased or read typed: step 1
+  // copies its bytes into aligned memory. Strides are whole elements, so only the base can be off.
+  const bool aligned = reinterpret_cast<std::uintptr_t>(src.data) % dtype_size(src.dtype) == 0;
+  if (contiguous && aligned && src.device == here && src.dtype == dtype) {
     out.view = src;
     out.view.strides[0] = src.ndim == 2 ? src.shape[1] : 1;  // normalize strides of size-1 dims
     out.view.strides[1] = src.ndim == 2 ? 1 : 0;
@@ -121,11 +127,12 @@ Staged stage(const Context& ctx, const ArrayView& src, DType dtype, const char* 
   const int64_t n = src.size();
   const std::size_t elem = dtype_size(src.dtype);
   Context& mctx = const_cast<Context&>(ctx);
-  // 1. A contiguous copy in the context's memory, still in the source dtype.
+  // 1. A contiguous, aligned copy in the context's memory, still in the source dtype (bytewise:
+  // memcpy, cudaMemcpy). Only a contiguous aligned array already there is used as it is.
   Buffer moved(mctx, static_cast<std::size_t>(n) * elem);
   const void* moved_ptr = src.data;
   if (contiguous) {
-    if (src.device != here) {
+    if (src.device != here || !aligned) {
       copy_bytes(ctx, moved.data(), here, src.data, src.device, moved.bytes());
       moved_ptr = moved.data();
     }

@@ -15,7 +15,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.cluster import KMeans as SkKMeans
 from sklearn.datasets import load_digits, load_iris, make_blobs
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.preprocessing import StandardScaler
 
 from conftest import CUDA_DEVICE_COUNT, DEVICES, cuda_or_skip
@@ -137,6 +137,80 @@ def test_float32_keeps_float32(dataset, device, rng):
     # the inertia by far less than 1e-3.
     assert relative(ours.inertia_, ref.inertia_) <= 1e-3
     assert np.mean(ours.labels_ == ref.labels_) >= 0.99  # near-ties may flip in float32
+
+
+# ---- fewer distinct points than clusters (issue 22 item 9) ------------------------------------
+
+
+def duplicated_points(rng, n_distinct, copies, n_features):
+    """Fresh random distinct points, each repeated `copies` times, shuffled; source: which point."""
+    points = rng.normal(scale=3.0, size=(n_distinct, n_features))
+    source = rng.permutation(np.repeat(np.arange(n_distinct), copies))
+    return points[source], points, source
+
+
+def same_partition(a, b):
+    """The two labelings group the samples identically (a bijection between their labels)."""
+    pairs = set(zip(a.tolist(), b.tolist()))
+    return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+def distance_to_nearest_point(centers, points):
+    return np.abs(centers[:, None, :] - points[None, :, :]).max(axis=2).min(axis=1)
+
+
+def distinct_clusters_warning(found, n_clusters):
+    return pytest.warns(
+        ConvergenceWarning,
+        match=rf"Number of distinct clusters \({found}\) found smaller than n_clusters \({n_clusters}\)\. "
+        r"Possibly due to duplicate points in X\.",
+    )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fewer_distinct_points_than_clusters_matches_sklearn(device, rng, weighted):
+    """Every sample sits on its center after one iteration: no relocation, strict convergence at
+    iteration 2, as scikit-learn (it used to relocate onto duplicates until max_iter)."""
+    n_distinct = int(rng.integers(3, 8))
+    k = n_distinct + int(rng.integers(1, 6))
+    X, points, source = duplicated_points(rng, n_distinct, int(rng.integers(5, 60)), int(rng.integers(2, 6)))
+    weights = rng.uniform(0.5, 2.0, size=X.shape[0]) if weighted else None
+    # The same start for both: the distinct points, then duplicates of them.
+    init = np.vstack([points, points[np.arange(k - n_distinct) % n_distinct]])
+    with distinct_clusters_warning(n_distinct, k):
+        ours = KMeans(k, init=init, n_init=1, device=device).fit(X, sample_weight=weights)
+    with distinct_clusters_warning(n_distinct, k):
+        ref = SkKMeans(k, init=init, n_init=1).fit(X, sample_weight=weights)
+    assert ours.n_iter_ == ref.n_iter_ <= 2
+    assert same_partition(ours.labels_, source) and same_partition(ref.labels_, source)
+    scale = np.abs(X).max()
+    # Centers are means of equal samples (on centered data): a few ulps off the points.
+    assert distance_to_nearest_point(ours.cluster_centers_, points).max() <= 1e-13 * scale
+    # The clusters holding the samples have the same centers in both (labels may be permuted: a
+    # relocation in the last iteration onto a point a few ulps from its center renames a cluster).
+    for label in np.unique(ours.labels_):
+        ref_label = ref.labels_[np.flatnonzero(ours.labels_ == label)[0]]
+        assert_allclose(ours.cluster_centers_[label], ref.cluster_centers_[ref_label], rtol=0, atol=1e-13 * scale)
+    # Both inertias are rounding errors of the means: ~(ulp of the data)^2 per sample.
+    assert ours.inertia_ <= 1e-24 * scale**2 * X.shape[0] and ref.inertia_ <= 1e-24 * scale**2 * X.shape[0]
+
+
+def test_fewer_distinct_points_than_clusters_kmeans_plus_plus(device, rng, seed):
+    n_distinct = int(rng.integers(3, 10))
+    k = n_distinct + int(rng.integers(1, 10))
+    X, points, source = duplicated_points(rng, n_distinct, int(rng.integers(20, 400)), int(rng.integers(1, 8)))
+    with distinct_clusters_warning(n_distinct, k):
+        ours = KMeans(k, random_state=seed, device=device).fit(X)
+    with distinct_clusters_warning(n_distinct, k):
+        ref = SkKMeans(k, random_state=seed).fit(X)
+    # scikit-learn stops after 2 iterations (1 when the first moved no center beyond tol); so
+    # does gpuml, whose random stream differs. Both find every distinct point.
+    assert ours.n_iter_ <= 2 and ref.n_iter_ <= 2
+    assert same_partition(ours.labels_, source) and same_partition(ref.labels_, source)
+    scale = np.abs(X).max()
+    assert distance_to_nearest_point(ours.cluster_centers_, points).max() <= 1e-13 * scale
+    assert ours.inertia_ <= 1e-24 * scale**2 * X.shape[0]
+    assert_array_equal(ours.predict(X), ours.labels_)
 
 
 def test_sample_weight_matches_sklearn(device, rng):

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
@@ -141,6 +142,14 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         weights = self._prepare_sample_weight(sample_weight, X)
         self._gpuml_fit(X, kind, sample_weight=weights)
         self._n_features_out = self.cluster_centers_.shape[0]
+        distinct_clusters = len(np.unique(self.labels_))
+        if distinct_clusters < self.n_clusters:  # as scikit-learn warns, word for word
+            warnings.warn(
+                f"Number of distinct clusters ({distinct_clusters}) found smaller than "
+                f"n_clusters ({self.n_clusters}). Possibly due to duplicate points in X.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return self
 
     def fit_predict(self, X, y=None, sample_weight=None):

@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -162,6 +163,32 @@ gpuml_status_t create_then_fit(Bench& b, const char* kind, const char* params) {
     ADD_FAILURE() << "params \"" << params << "\" were accepted at create and refused only at fit: " << gpuml_last_error();
   gpuml_estimator_free(other);  // a successful call: the fit's message stays the last error
   return f;
+}
+
+// A copy of `values` that starts one byte past an aligned address, as a NumPy view at an odd
+// byte offset: every element is misaligned for its type (issue 22 item 7).
+struct Misaligned {
+  std::vector<unsigned char> storage;
+  template <typename T>
+  explicit Misaligned(const std::vector<T>& values) : storage(values.size() * sizeof(T) + 1) {
+    if (!values.empty()) std::memcpy(data(), values.data(), values.size() * sizeof(T));
+  }
+  void* data() { return storage.data() + 1; }  // vector storage is aligned for any scalar type
+  std::vector<double> doubles() const {       // read back bytewise (the values are float64)
+    std::vector<double> out((storage.size() - 1) / sizeof(double));
+    if (!out.empty()) std::memcpy(out.data(), storage.data() + 1, out.size() * sizeof(double));
+    return out;
+  }
+};
+// After a fit through misaligned arrays: the model predicts exactly as the aligned fit does.
+gpuml_status_t expect_same_model_as_aligned(Bench& b, gpuml_status_t fitted, const char* what) {
+  if (fitted != GPUML_OK) return fitted;
+  const Output got = capi::apply(b.ctx, b.est, b.spec.method, b.test);
+  const gpuml_status_t s = b.fit(b.train);
+  if (s != GPUML_OK) return s;
+  const Output aligned = capi::apply(b.ctx, b.est, b.spec.method, b.test);
+  EXPECT_TRUE(same_bits(got.values, aligned.values)) << what << ": the fit differs from the aligned one";
+  return got.status;
 }
 
 const std::vector<Row>& rows() {
@@ -340,6 +367,51 @@ const std::vector<Row>& rows() {
          const Output contiguous = capi::apply(b.ctx, b.est, b.spec.method, b.test);
          EXPECT_TRUE(same_bits(strided.values, contiguous.values)) << "the strided fit differs from the contiguous one";
          return strided.status;
+       }},
+      // ---- misaligned memory (issue 22 item 7): arrays at an odd byte offset are read and written
+      // bytewise, never through a misaligned typed pointer (UBSan in scripts/sanitize checks it);
+      // the model equals the one from aligned arrays of the same values.
+      {"misaligned X (odd byte offset)", any_kind, State::fitted, [](auto&) { return ok(); },
+       [](Bench& b) {
+         Misaligned X(b.train.X), test_X(b.test.X);
+         const gpuml_status_t s = b.fit(host_array(X.data(), GPUML_FLOAT64, 2, b.train.n, b.train.d));
+         if (s != GPUML_OK) return s;
+         const gpuml_array_t misaligned_test = host_array(test_X.data(), GPUML_FLOAT64, 2, b.test.n, b.test.d);
+         std::vector<double> storage;
+         gpuml_array_t out = b.good_out(storage);
+         const gpuml_status_t p = call_method(b.spec.method, b.ctx, b.est, &misaligned_test, &out);
+         if (p != GPUML_OK) return p;
+         EXPECT_TRUE(same_bits(storage, capi::apply(b.ctx, b.est, b.spec.method, b.test).values))
+             << "predictions from a misaligned X differ from those from the aligned one";
+         return expect_same_model_as_aligned(b, s, "misaligned X");
+       }},
+      {"misaligned y (odd byte offset)", supervised, State::fitted, [](auto&) { return ok(); },
+       [](Bench& b) {
+         const bool labels = b.spec.target == Target::labels;
+         Misaligned y = labels ? Misaligned(b.train.labels) : Misaligned(b.train.y);
+         const gpuml_array_t X = b.X(), w = b.w();
+         const gpuml_array_t y_ = host_array(y.data(), labels ? GPUML_INT32 : GPUML_FLOAT64, 1, b.train.n, 0);
+         return expect_same_model_as_aligned(b, gpuml_estimator_fit(b.ctx, b.est, &X, &y_, b.w_or_null(w)), "misaligned y");
+       }},
+      {"misaligned sample_weight (odd byte offset)", weighted, State::fitted, [](auto&) { return ok(); },
+       [](Bench& b) {
+         Misaligned w(b.train.w);
+         const gpuml_array_t X = b.X(), y = b.y();
+         const gpuml_array_t w_ = host_array(w.data(), GPUML_FLOAT64, 1, b.train.n, 0);
+         return expect_same_model_as_aligned(b, gpuml_estimator_fit(b.ctx, b.est, &X, b.y_or_null(y), &w_),
+                                             "misaligned sample_weight");
+       }},
+      {"misaligned out (odd byte offset)", any_kind, State::fitted, [](auto&) { return ok(); },
+       [](Bench& b) {
+         std::vector<double> aligned;
+         gpuml_array_t out = b.good_out(aligned);
+         Misaligned misaligned(aligned);
+         out.data = misaligned.data();
+         const gpuml_status_t s = b.apply_to_out(out);
+         if (s != GPUML_OK) return s;
+         EXPECT_TRUE(same_bits(misaligned.doubles(), capi::apply(b.ctx, b.est, b.spec.method, b.test).values))
+             << "the output written into a misaligned out differs from the aligned one";
+         return s;
        }},
       // ---- pointers -----------------------------------------------------------------------------
       {"NULL X (fit)", any_kind, State::fitted, [](auto&) { return invalid("X"); },

@@ -66,13 +66,15 @@ Reference reference_lloyd(const std::vector<double>& X, int64_t n, int64_t d, co
       for (int64_t j = 0; j < d; ++j) sums[labels[i] * d + j] += X[i * d + j] * w[i];
       weight[labels[i]] += w[i];
     }
-    // Empty clusters take the farthest rows (farthest first, lower index first on ties).
+    // Empty clusters take the farthest rows (farthest first, lower index first on ties), unless
+    // every row is on its center (fewer distinct rows than clusters).
     std::vector<int64_t> empty;
     for (int64_t c = 0; c < k; ++c)
       if (weight[c] == 0) empty.push_back(c);
     std::vector<int64_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return dist[a] > dist[b]; });
+    if (dist[order[0]] == 0) empty.clear();
     for (std::size_t e = 0; e < empty.size(); ++e) {
       const int64_t r = order[e], to = empty[e], from = labels[r];
       for (int64_t j = 0; j < d; ++j) {
@@ -82,10 +84,13 @@ Reference reference_lloyd(const std::vector<double>& X, int64_t n, int64_t d, co
       weight[to] = w[r];
       weight[from] -= w[r];
     }
+    // A cluster still empty takes the center of the heaviest one (the first on ties).
+    const int64_t heaviest = std::max_element(weight.begin(), weight.end()) - weight.begin();
     double shift = 0;
     for (int64_t c = 0; c < k; ++c)
       for (int64_t j = 0; j < d; ++j) {
-        const double next = weight[c] > 0 ? sums[c * d + j] / weight[c] : sums[c * d + j];
+        const int64_t from = weight[c] > 0 ? c : heaviest;
+        const double next = sums[from * d + j] / weight[from];
         shift += (next - centers[c * d + j]) * (next - centers[c * d + j]);
         centers[c * d + j] = next;
       }
@@ -479,6 +484,96 @@ TEST(KMeansCpu, EmptyClustersAreRelocated) {
       EXPECT_EQ(got.labels, ref.labels);
       expect_rel_near(got.inertia, ref.inertia, 1e-10, "inertia");
       EXPECT_EQ(got.n_iter, ref.n_iter);
+    }
+  }
+}
+
+// `distinct` fresh random rows, each repeated `copies` times, shuffled; source[i] is the
+// distinct row that row i copies.
+struct Duplicates {
+  std::vector<double> X, points;
+  std::vector<int32_t> source;
+  int64_t n = 0, d = 0;
+};
+Duplicates make_duplicates(std::mt19937_64& rng, int64_t distinct, int64_t copies, int64_t d) {
+  Duplicates dup;
+  dup.n = distinct * copies;
+  dup.d = d;
+  for (int64_t i = 0; i < distinct * d; ++i) dup.points.push_back(uniform_real(rng, -5.0, 5.0));
+  for (int64_t i = 0; i < dup.n; ++i) dup.source.push_back(static_cast<int32_t>(i % distinct));
+  std::shuffle(dup.source.begin(), dup.source.end(), rng);
+  for (int32_t s : dup.source) dup.X.insert(dup.X.end(), &dup.points[s * d], &dup.points[(s + 1) * d]);
+  return dup;
+}
+
+// Every center within `tol` (max norm) of one of the distinct points.
+void expect_centers_on_points(const std::vector<double>& centers, const Duplicates& dup, double tol) {
+  const int64_t d = dup.d, k = static_cast<int64_t>(centers.size()) / d, m = static_cast<int64_t>(dup.points.size()) / d;
+  for (int64_t c = 0; c < k; ++c) {
+    double nearest = std::numeric_limits<double>::infinity();
+    for (int64_t p = 0; p < m; ++p) {
+      double gap = 0;
+      for (int64_t j = 0; j < d; ++j) gap = std::max(gap, std::fabs(centers[c * d + j] - dup.points[p * d + j]));
+      nearest = std::min(nearest, gap);
+    }
+    EXPECT_LE(nearest, tol) << "center " << c << " is not on a data point";
+  }
+}
+
+// Issue 22 item 9: with fewer distinct rows than clusters, every row sits on its center after
+// the first iteration and relocating empty clusters onto duplicates only moved rows between
+// clusters, every iteration until max_iter. As scikit-learn: no relocation then, the empty
+// clusters on the heaviest cluster's center, strict convergence at iteration 2.
+TEST(KMeansCpu, FewerDistinctRowsThanClustersConverges) {
+  GPUML_FRESH_RNG(rng);
+  for (int trial = 0; trial < 3; ++trial) {
+    const int64_t distinct = uniform_int(rng, 2, 6), copies = uniform_int(rng, 3, 40), d = uniform_int(rng, 1, 6);
+    const int64_t k = distinct + uniform_int(rng, 1, 5);
+    const Duplicates dup = make_duplicates(rng, distinct, copies, d);
+    const bool weighted = trial == 1;
+    const std::vector<double> w = weighted ? random_weights(rng, dup.n) : std::vector<double>(dup.n, 1.0);
+    SCOPED_TRACE("distinct=" + std::to_string(distinct) + " copies=" + std::to_string(copies) + " d=" +
+                 std::to_string(d) + " k=" + std::to_string(k) + (weighted ? " weighted" : ""));
+    // Centers are means of equal rows, computed on centered data: a few ulps of the data's scale.
+    const double on_point = 1e-13 * 5.0;
+    Context ctx = Context::cpu(2);
+    KMeansParams p;
+    p.n_clusters = k;
+    p.random_state = rng();
+    const Fitted got = fit(ctx, p, dup.X, dup.n, d, weighted ? &w : nullptr);
+    // scikit-learn's count: 2 (the labels of iteration 2 equal those of 1), or 1 when the
+    // first iteration moved no center by more than tol.
+    EXPECT_LE(got.n_iter, 2);
+    EXPECT_TRUE(same_partition(got.labels, dup.source)) << "each distinct row must be one cluster";
+    expect_centers_on_points(got.centers, dup, on_point);
+    EXPECT_LE(got.inertia, 1e-20 * static_cast<double>(dup.n));  // rows on their centers up to those ulps
+    // The other inits: no cluster splits a distinct row, centers on data points. (init="random"
+    // can leave distinct rows without a center at first; relocations then move rows between
+    // centers that differ by rounding, and may run to max_iter, as in scikit-learn.)
+    for (const char* init : {"random", "array"}) {
+      SCOPED_TRACE(init);
+      KMeansParams q = p;
+      q.init = init;
+      std::vector<double> start;
+      if (q.init == "array") {  // the distinct points first, then duplicates of them
+        start = dup.points;
+        for (int64_t c = distinct; c < k; ++c) start.insert(start.end(), &dup.points[(c % distinct) * d],
+                                                            &dup.points[(c % distinct + 1) * d]);
+        q.init_array = start;
+      }
+      const Fitted other = fit(ctx, q, dup.X, dup.n, d, weighted ? &w : nullptr);
+      EXPECT_TRUE(same_partition(other.labels, dup.source)) << "each distinct row must be one cluster";
+      expect_centers_on_points(other.centers, dup, on_point);
+      if (q.init == "array") {
+        const Reference ref = reference_lloyd(dup.X, dup.n, d, w, start, k, q.max_iter,
+                                              q.tol * reference_mean_variance(dup.X, dup.n, d));
+        // Iteration 2 may relocate a row a few ulps from its center (the means of centered rows
+        // round; the reference's, uncentered, may not) and rename that row's cluster: the same
+        // partition, but labels and the empty clusters' centers are not compared exactly.
+        EXPECT_LE(other.n_iter, 2);
+        EXPECT_EQ(other.n_iter, ref.n_iter);
+        EXPECT_TRUE(same_partition(ref.labels, dup.source));
+      }
     }
   }
 }
@@ -1100,6 +1195,46 @@ TEST(KMeansGpu, EmptyClusterRelocationMatchesCpu) {
     expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-9, "centers");
     expect_labels_match(gpu_fit.labels, cpu.labels, nearest_gaps(b.X, n, d, cpu.centers, k), 1e-9);
     expect_rel_near(gpu_fit.inertia, cpu.inertia, 1e-6, "inertia");
+  }
+}
+
+// Issue 22 item 9 on CUDA: fewer distinct rows than clusters converges as on the CPU. The GPU's
+// dist2 (|x|^2 + |c|^2 - 2 x.c) is not exactly 0 for a row on its center; the driver's test of
+// the rows' exact distances must still see every row on its center.
+TEST(KMeansGpu, FewerDistinctRowsThanClustersMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t distinct = uniform_int(rng, 3, 12), copies = uniform_int(rng, 50, 2000), d = uniform_int(rng, 1, 40);
+  const int64_t k = distinct + uniform_int(rng, 1, 20);
+  const Duplicates dup = make_duplicates(rng, distinct, copies, d);
+  const std::vector<double> w = random_weights(rng, dup.n);
+  std::vector<double> start = dup.points;  // the distinct points, then duplicates of them
+  for (int64_t c = distinct; c < k; ++c) start.insert(start.end(), &dup.points[(c % distinct) * d], &dup.points[(c % distinct + 1) * d]);
+  const std::vector<float> X32(dup.X.begin(), dup.X.end()), w32(w.begin(), w.end());
+  for (bool float32 : {false, true}) {
+    SCOPED_TRACE(float32 ? "float32" : "float64");
+    // Centers are means of equal rows: within rounding of the data's scale (5).
+    const double on_point = (float32 ? 1e-5 : 1e-12) * 5.0;
+    KMeansParams kpp;
+    kpp.n_clusters = k;
+    kpp.random_state = rng();
+    // The start exactly on rows of X (float32 rows are the points rounded to float).
+    std::vector<double> on_rows = start;
+    if (float32)
+      for (double& v : on_rows) v = static_cast<float>(v);
+    for (const KMeansParams& p : {kpp, array_init(on_rows, k, 300, 1e-4)}) {
+      SCOPED_TRACE(p.init);
+      auto [cpu, gpu_fit] = float32 ? fit_both(gpu, p, X32, dup.n, d, &w32) : fit_both(gpu, p, dup.X, dup.n, d, &w);
+      EXPECT_LE(gpu_fit.n_iter, 2);
+      EXPECT_LE(cpu.n_iter, 2);
+      EXPECT_TRUE(same_partition(gpu_fit.labels, dup.source)) << "each distinct row must be one cluster";
+      expect_centers_on_points(gpu_fit.centers, dup, on_point);
+      // The same start: the same iterations. (Labels may differ by a renamed cluster: a last
+      // relocation onto a row a few ulps from its center picks the farthest by each backend's
+      // rounding.)
+      if (p.init == "array") EXPECT_EQ(gpu_fit.n_iter, cpu.n_iter);
+      EXPECT_TRUE(same_partition(cpu.labels, dup.source));
+    }
   }
 }
 
