@@ -2,6 +2,7 @@
 // The least-squares driver shared by LinearRegression and Ridge: validation and staging of
 // X / y / sample_weight, centering and weighting through the backend primitives, the choice of
 // solver, and the small dense solves on the host (Eigen). Written once for every backend.
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "core/deferred.hpp"
 #include "core/distributed.hpp"
+#include "core/staging.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "linear_model/linear_backend.hpp"
@@ -34,6 +36,36 @@ struct LeastSquaresRequest {
   bool fit_intercept = true;
   std::vector<double> alpha;   // Ridge: one value or one per target; empty: no penalty
 };
+
+// Extreme magnitudes. Products of X's values (XᵀX, the norms inside Householder QR) overflow, or
+// lose their precision to underflow, long before X's values do (|x| past ~1e154 or below ~1e-154
+// in float64). So a fit checks the size of the squares it computed (the largest diagonal entry of
+// XᵀX, column norm of R, or squared singular value) against kSquaresRange; outside it, a fit that
+// may rescale throws BadlyScaled, and its driver fits again on X (and y) times 2^e, e from
+// max |X| (as LAPACK's equilibration: a power of two scales exactly), then unscales the results.
+// Well-scaled data (squares within 2^±600 in float64, 2^±75 in float32) never take that path.
+struct BadlyScaled {};  // not an Error: caught by the drivers, never leaves the library
+template <typename T>
+inline constexpr int kSquaresRange = sizeof(T) == 8 ? 600 : 75;
+template <typename T>
+bool squares_in_range(double largest_square) {
+  return largest_square >= std::ldexp(1.0, -kSquaresRange<T>) && largest_square <= std::ldexp(1.0, kSquaresRange<T>);
+}
+// The largest diagonal entry of a d x d row-major matrix (NaN when one is NaN).
+double largest_diagonal(const std::vector<double>& M, int64_t d);
+
+// e such that max |X| 2^e lies in [1/2, 1), over every rank's X (a staged float array in the
+// context's memory); 0 when X is all zeros. Collective.
+int scale_exponent(Context& ctx, const ArrayView& X);
+
+// A staged float array times 2^exponent, in the context's memory (exact but for values that
+// underflow, which are below 2^-1000 of the largest).
+struct ScaledCopy {
+  HostArray host;
+  Staged staged;  // views `host` on a CPU context, a device copy of it on CUDA
+  const ArrayView& view() const { return staged.view; }
+};
+ScaledCopy scaled_copy(Context& ctx, const ArrayView& X, int exponent);
 
 // A fitted linear model as host arrays in X's float dtype (rank and n_features_in: int64).
 struct LinearFit {
@@ -81,9 +113,16 @@ struct CenteredGram {
   double weight_sum = 0.0;    // Σ w (n without weights)
 };
 inline constexpr int64_t kShiftRows = 4096;
+// Its caller checks the size of the Gram matrix (check_gram_scale) once merged over the ranks.
 template <typename T>
 CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int64_t d, const T* w, const T* B, int64_t t,
                            bool center, const std::string& estimator);
+
+// Whether XᵀX (d x d, merged over the ranks) is usable: squares within kSquaresRange<T> pass;
+// outside it `rescalable` throws BadlyScaled, else overflow (infinity) is the named error
+// "<estimator>: XᵀX overflows" and underflow passes (the caller has already rescaled).
+template <typename T>
+void check_gram_scale(const std::vector<double>& G, int64_t d, bool rescalable, const std::string& estimator);
 
 // Distributed: this rank's means (x_mean (d), y_mean (t)) and, when given, its Gram products
 // centered on them (gram d x d, cross d x t, row-major) become those of all ranks' rows,
