@@ -48,7 +48,10 @@ void validate(const PCAParams& p) {
                    p.svd_solver + "\"");
   GPUML_EXPECT(p.iterated_power >= -1,
                "PCA: iterated_power must be >= 0 (or -1 for \"auto\"), got " + std::to_string(p.iterated_power));
-  GPUML_EXPECT(p.n_oversamples >= 0, "PCA: n_oversamples must be >= 0, got " + std::to_string(p.n_oversamples));
+  // At most 2^53 (more adds nothing past min(n_samples, n_features), and the sum with
+  // n_components stays far from int64's limit).
+  GPUML_EXPECT(p.n_oversamples >= 0 && p.n_oversamples <= detail::kMaxOversamples,
+               "PCA: n_oversamples must be an integer in [0, 2^53], got " + std::to_string(p.n_oversamples));
 }
 
 // scikit-learn's "auto" rule (PCA._fit).

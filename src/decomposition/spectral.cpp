@@ -157,7 +157,8 @@ template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
                         int64_t n_oversamples, int64_t n_iter, uint64_t seed) {
   // More test vectors than min(n, d) add nothing: that many already span A's range.
-  const int64_t columns = std::min(count + n_oversamples, std::min(n, d));
+  // (Summed after the cap: no int64 overflow whatever n_oversamples is.)
+  const int64_t columns = std::min(count + std::min(n_oversamples, std::min(n, d)), std::min(n, d));
   Random random(seed);
   // Standard normal draws (Box-Muller on the host stream), as the rows of Ωᵀ (columns x d).
   Matrix omega_t(columns, d);

@@ -31,6 +31,8 @@ RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int
 // `seed` (so every backend makes the same draws), n_iter power iterations orthonormalized at
 // each step, then the SVD of the small projected matrix on the host. When A's rank is below
 // `count`, the missing triplets have s = 0 and rows completing Vt to an orthonormal set.
+// The largest n_oversamples the estimators accept (checked where their params are read).
+inline constexpr int64_t kMaxOversamples = int64_t{1} << 53;
 template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
                         int64_t n_oversamples, int64_t n_iter, uint64_t seed);

@@ -28,7 +28,10 @@ void validate(const TruncatedSVDParams& p) {
   GPUML_EXPECT(p.algorithm == "randomized" || p.algorithm == "full",
                "TruncatedSVD: algorithm must be \"randomized\" or \"full\", got \"" + p.algorithm + "\"");
   GPUML_EXPECT(p.n_iter >= 0, "TruncatedSVD: n_iter must be >= 0, got " + std::to_string(p.n_iter));
-  GPUML_EXPECT(p.n_oversamples >= 0, "TruncatedSVD: n_oversamples must be >= 0, got " + std::to_string(p.n_oversamples));
+  // At most 2^53 (more adds nothing past min(n_samples, n_features), and the sum with
+  // n_components stays far from int64's limit).
+  GPUML_EXPECT(p.n_oversamples >= 0 && p.n_oversamples <= detail::kMaxOversamples,
+               "TruncatedSVD: n_oversamples must be an integer in [0, 2^53], got " + std::to_string(p.n_oversamples));
 }
 
 }  // namespace

@@ -217,6 +217,39 @@ TEST(PCA, ErrorsAreNamed) {
   EXPECT_EQ(code_of([&] { unfitted.components(); }), ErrorCode::not_fitted);
 }
 
+// n_oversamples past 2^53 is refused where params are read (it summed with n_components in
+// int64: signed overflow at INT64_MAX), by the C++ API and the params JSON of the C ABI; a large
+// one that is accepted gives what min(n, d) test vectors give.
+TEST(PCA, HugeOversamplesAreRefusedOrCapped) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 40, d = 6;
+  const std::vector<double> X = spectrum_data(rng, n, d, 0.0, 1.0, 0.5);
+  Context ctx = Context::cpu();
+  for (int64_t bad : {std::numeric_limits<int64_t>::max(), int64_t{1} << 60, int64_t{9007199254740993}}) {
+    PCAParams p = params_for("randomized", 2);
+    p.n_oversamples = bad;
+    try {
+      fit_pca<double>(ctx, X, n, d, p);
+      ADD_FAILURE() << "n_oversamples=" << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("n_oversamples"), std::string::npos) << e.what();
+    }
+    try {
+      make_estimator("pca", R"({"n_oversamples": )" + std::to_string(bad) + "}");
+      ADD_FAILURE() << "params n_oversamples=" << bad << " were accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("n_oversamples"), std::string::npos) << e.what();
+    }
+  }
+  PCAParams big = params_for("randomized", 2), enough = params_for("randomized", 2);
+  big.n_oversamples = int64_t{1} << 53;
+  enough.n_oversamples = d;  // count + d >= min(n, d): every test vector already
+  const PCA a = fit_pca<double>(ctx, X, n, d, big), b = fit_pca<double>(ctx, X, n, d, enough);
+  EXPECT_TRUE(values_equal_bytes(a.components(), b.components()));
+}
+
 TEST(PCA, SerializationRoundTrip) {
   GPUML_FRESH_RNG(rng);
   const int64_t n = 50, d = 5;
