@@ -237,6 +237,17 @@ void apply_linear_map(Context& ctx, const ArrayView& X, DType dtype, const std::
   });
 }
 
+void expect_finite_in(DType dtype, std::initializer_list<const std::vector<double>*> vectors,
+                      std::initializer_list<double> scalars, const std::string& message) {
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const auto finite = [](double v) { return std::isfinite(static_cast<T>(v)); };
+    bool ok = std::all_of(scalars.begin(), scalars.end(), finite);
+    for (const std::vector<double>* v : vectors) ok = ok && std::all_of(v->begin(), v->end(), finite);
+    GPUML_EXPECT(ok, message);
+  });
+}
+
 HostArray host_array(DType dtype, const std::vector<double>& values) {
   HostArray a(dtype, static_cast<int64_t>(values.size()));
   with_float_type(dtype, [&](auto tag) { std::copy(values.begin(), values.end(), a.as<decltype(tag)>()); });

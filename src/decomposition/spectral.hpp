@@ -3,6 +3,7 @@
 // (src/linear_model/linear_backend.hpp): exact and randomized SVDs of a matrix in the context's
 // memory, scikit-learn's svd_flip, and the linear maps behind transform / inverse_transform.
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ double squared_norm(LinearBackend<T>& backend, const T* A, int64_t n, int64_t d)
 void apply_linear_map(Context& ctx, const ArrayView& X, DType dtype, const std::vector<double>& coef, int64_t t,
                       int64_t width, const std::vector<double>& center, const std::vector<double>& intercept,
                       const ArrayView& out, const std::string& estimator, const char* width_name);
+
+// Throws invalid_argument `message` unless every value (of `vectors` and `scalars`) is finite
+// once rounded to `dtype`: no fitted attribute holds infinity or NaN.
+void expect_finite_in(DType dtype, std::initializer_list<const std::vector<double>*> vectors,
+                      std::initializer_list<double> scalars, const std::string& message);
 
 // A host array of `dtype` holding `values` (1-d) or values as rows x cols.
 HostArray host_array(DType dtype, const std::vector<double>& values);
