@@ -169,7 +169,7 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
     backend->center_scale(Xv.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
     trace.mark("mean and center");
     if (solver == "full") {
-      svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d);
+      svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d, rescalable);
       // The QR's squares overflow or underflow with s_max² (NaN or 0 when it broke down).
       expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
       variance_all.clear();

@@ -132,13 +132,16 @@ void truncate_svd(RightSvd& svd, int64_t count) {
 }
 
 template <typename T>
-RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d) {
+RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d, bool rescalable) {
   RightSvd out;
   out.d = d;
   Matrix M;
   if (n >= d) {
     M.resize(d, d);
     backend.qr(A, nullptr, n, d, 0, M.data(), nullptr);
+    // R's columns have A's norms: the QR squared them (overflow, or underflow: NaN or noise).
+    const Matrix R = M.triangularView<Eigen::Upper>();
+    if (rescalable && !squares_in_range<T>(R.colwise().squaredNorm().maxCoeff())) throw BadlyScaled{};
   } else {
     const HostArray h = to_host(ctx, make_view(A, dtype_of<T>::value, ctx.device(), n, d));
     using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -312,8 +315,8 @@ DType check_restored(const std::map<std::string, HostArray>& attributes, const s
   return dtype;
 }
 
-template RightSvd exact_svd<float>(Context&, LinearBackend<float>&, float*, int64_t, int64_t);
-template RightSvd exact_svd<double>(Context&, LinearBackend<double>&, double*, int64_t, int64_t);
+template RightSvd exact_svd<float>(Context&, LinearBackend<float>&, float*, int64_t, int64_t, bool);
+template RightSvd exact_svd<double>(Context&, LinearBackend<double>&, double*, int64_t, int64_t, bool);
 template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, const float*, int64_t, int64_t, int64_t, int64_t,
                                         int64_t, uint64_t);
 template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, const double*, int64_t, int64_t, int64_t,

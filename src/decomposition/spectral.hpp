@@ -23,9 +23,10 @@ struct RightSvd {
 
 // The whole thin SVD: min(n, d) triplets. n >= d: R of a QR of A (backend), then the SVD of R on
 // the host; n < d: the SVD of A itself on the host (it is no larger than a d x d matrix). A (in
-// the backend's memory) is overwritten.
+// the backend's memory) is overwritten. `rescalable`: R's squares out of range throw BadlyScaled
+// (least_squares.hpp).
 template <typename T>
-RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d);
+RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d, bool rescalable = false);
 
 // The `count` leading triplets by Halko, Martinsson and Tropp's randomized SVD (scikit-learn's
 // randomized_svd): a Gaussian test matrix of count + n_oversamples columns drawn on the host from

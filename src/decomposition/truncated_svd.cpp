@@ -99,7 +99,7 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
     } else if (params_.algorithm == "full") {
       Buffer work(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
       backend->center_scale(A, n, d, nullptr, nullptr, work.as<T>());  // a copy: the QR overwrites it
-      svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d);
+      svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d, rescalable);
       detail::truncate_svd(svd, k);
     } else {
       svd = detail::randomized_svd(ctx, *backend, A, n, d, k, params_.n_oversamples, params_.n_iter,
