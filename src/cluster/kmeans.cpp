@@ -22,6 +22,7 @@
 
 #include "cluster/kmeans_backend.hpp"
 #include "core/device_ops.hpp"
+#include "core/magnitudes.hpp"
 #include "core/distributed.hpp"
 #include "core/params.hpp"
 #include "core/random.hpp"
@@ -29,7 +30,6 @@
 #include "core/staging.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
-#include "linear_model/least_squares.hpp"  // extreme magnitudes: BadlyScaled, scaled_copy
 
 namespace gpuml {
 

@@ -2,7 +2,6 @@
 // The least-squares driver shared by LinearRegression and Ridge: validation and staging of
 // X / y / sample_weight, centering and weighting through the backend primitives, the choice of
 // solver, and the small dense solves on the host (Eigen). Written once for every backend.
-#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,7 +9,7 @@
 
 #include "core/deferred.hpp"
 #include "core/distributed.hpp"
-#include "core/staging.hpp"
+#include "core/magnitudes.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "linear_model/linear_backend.hpp"
@@ -37,35 +36,7 @@ struct LeastSquaresRequest {
   std::vector<double> alpha;   // Ridge: one value or one per target; empty: no penalty
 };
 
-// Extreme magnitudes. Products of X's values (XᵀX, the norms inside Householder QR) overflow, or
-// lose their precision to underflow, long before X's values do (|x| past ~1e154 or below ~1e-154
-// in float64). So a fit checks the size of the squares it computed (the largest diagonal entry of
-// XᵀX, column norm of R, or squared singular value) against kSquaresRange; outside it, a fit that
-// may rescale throws BadlyScaled, and its driver fits again on X (and y) times 2^e, e from
-// max |X| (as LAPACK's equilibration: a power of two scales exactly), then unscales the results.
-// Well-scaled data (squares within 2^±600 in float64, 2^±75 in float32) never take that path.
-struct BadlyScaled {};  // not an Error: caught by the drivers, never leaves the library
-template <typename T>
-inline constexpr int kSquaresRange = sizeof(T) == 8 ? 600 : 75;
-template <typename T>
-bool squares_in_range(double largest_square) {
-  return largest_square >= std::ldexp(1.0, -kSquaresRange<T>) && largest_square <= std::ldexp(1.0, kSquaresRange<T>);
-}
-// The largest diagonal entry of a d x d row-major matrix (NaN when one is NaN).
-double largest_diagonal(const std::vector<double>& M, int64_t d);
-
-// e such that max |X| 2^e lies in [1/2, 1), over every rank's X (a staged float array in the
-// context's memory); 0 when X is all zeros. Collective.
-int scale_exponent(Context& ctx, const ArrayView& X);
-
-// A staged float array times 2^exponent, in the context's memory (exact but for values that
-// underflow, which are below 2^-1000 of the largest).
-struct ScaledCopy {
-  HostArray host;
-  Staged staged;  // views `host` on a CPU context, a device copy of it on CUDA
-  const ArrayView& view() const { return staged.view; }
-};
-ScaledCopy scaled_copy(Context& ctx, const ArrayView& X, int exponent);
+// Extreme magnitudes: see core/magnitudes.hpp (the Gram and QR routes check their squares).
 
 // A fitted linear model as host arrays in X's float dtype (rank and n_features_in: int64).
 struct LinearFit {
@@ -117,6 +88,9 @@ inline constexpr int64_t kShiftRows = 4096;
 template <typename T>
 CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int64_t d, const T* w, const T* B, int64_t t,
                            bool center, const std::string& estimator);
+
+// The largest diagonal entry of a d x d row-major matrix (NaN when one is NaN).
+double largest_diagonal(const std::vector<double>& M, int64_t d);
 
 // Whether XᵀX (d x d, merged over the ranks) is usable: squares within kSquaresRange<T> pass;
 // outside it `rescalable` throws BadlyScaled, else overflow (infinity) is the named error
