@@ -22,6 +22,7 @@
 
 #include "cluster/kmeans_backend.hpp"
 #include "core/device_ops.hpp"
+#include "core/magnitudes.hpp"
 #include "core/distributed.hpp"
 #include "core/params.hpp"
 #include "core/random.hpp"
@@ -134,6 +135,22 @@ std::vector<T> host_centers_as(const HostArray& centers) {
   return out;
 }
 
+// Extreme magnitudes at prediction: when the centers' squares leave T's comfortable range, the
+// squared distances overflow, or underflow until every distance ties. X and the centers are then
+// scaled by the power of two that brings the centers near 1 (exact; the nearest center is the
+// same). Returns the view to read X from: `staged` as it is, or `copy` scaled.
+template <typename T>
+const ArrayView& rescaled_for_labels(Context& ctx, const detail::Staged& staged, detail::ScaledCopy& copy,
+                                     std::vector<T>& centers, int64_t d) {
+  double top = 0.0;
+  for (T c : centers) top = std::max(top, std::abs(static_cast<double>(c)));
+  if (top == 0.0 || detail::squares_in_range<T>(top * top * static_cast<double>(d))) return staged.view;
+  const int exponent = -(std::ilogb(top) + 1);
+  copy = detail::scaled_copy(ctx, staged.view, exponent);
+  for (T& c : centers) c = std::ldexp(c, exponent);
+  return copy.view();
+}
+
 // One fit: the data, the weights and a backend, and the algorithm on top of them.
 //
 // As scikit-learn's KMeans.fit, the algorithm runs on X minus its column means, and the means
@@ -181,9 +198,13 @@ class Fitter {
 
   // Runs n_init restarts and keeps the one with the lowest inertia (the first on ties).
   // Labels of the kept run are left in `labels`.
-  Run fit(Buffer& labels) {
+  // `rescalable`: a variance whose squares leave T's comfortable range throws BadlyScaled (the
+  // squared distances would overflow, or underflow and tie; least_squares.hpp).
+  Run fit(Buffer& labels, bool rescalable) {
     // The variance does not change with centering: computed on the centered rows.
-    const double tol_abs = params_.tol * mean_column_variance();
+    const double variance = mean_column_variance();
+    if (rescalable && !detail::squares_in_range<T>(variance * static_cast<double>(d_))) throw detail::BadlyScaled{};
+    const double tol_abs = params_.tol * variance;
     int n_runs = params_.n_init;
     if (params_.init == "array") n_runs = 1;  // a given init is deterministic: one run is enough
     else if (n_runs == 0) n_runs = params_.init == "random" ? 10 : 1;
@@ -543,8 +564,28 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
     comm.allreduce_sum(&total_weight, 1);
     GPUML_EXPECT(total_weight > 0, "sample_weight must have a positive sum");
     Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
-    Fitter<T> fitter(ctx, params_, staged, n, d, *weights, layout, static_cast<uint64_t>(seed));
-    typename Fitter<T>::Run best = fitter.fit(labels);
+    typename Fitter<T>::Run best;
+    int exponent = 0;
+    try {
+      Fitter<T> fitter(ctx, params_, staged, n, d, *weights, layout, static_cast<uint64_t>(seed));
+      best = fitter.fit(labels, true);
+    } catch (const detail::BadlyScaled&) {
+      // Extreme magnitudes: fit 2^e X (and init) from the caller's X (the fitter may have centered
+      // the staged copy in place), then centers times 2^-e, inertia times 4^-e.
+      detail::Staged original = detail::stage(ctx, X, dtype, "X");
+      exponent = detail::scale_exponent(ctx, original.view);
+      detail::ScaledCopy scaled = detail::scaled_copy(ctx, original.view, exponent);
+      KMeansParams scaled_params = params_;
+      for (double& v : scaled_params.init_array) v = std::ldexp(v, exponent);
+      Fitter<T> fitter(ctx, scaled_params, scaled.staged, n, d, *weights, layout, static_cast<uint64_t>(seed));
+      best = fitter.fit(labels, false);
+      for (T& v : best.centers) v = std::ldexp(v, -exponent);
+      best.inertia = std::ldexp(best.inertia, -2 * exponent);
+    }
+    GPUML_EXPECT(std::isfinite(best.inertia) &&
+                     std::all_of(best.centers.begin(), best.centers.end(), [](T v) { return std::isfinite(v); }),
+                 std::string("KMeans: inertia_ or cluster_centers_ overflow ") + dtype_name(dtype) +
+                     ": X's values are too large");
 
     // Replace the fitted state only once everything has succeeded.
     HostArray centers(dtype, k, d);
@@ -593,10 +634,12 @@ void KMeans::predict(Context& ctx, const ArrayView& X, const ArrayView& labels) 
   const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_clusters;
   with_float_type(staged.view.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const std::vector<T> centers = host_centers_as<T>(centers_);
+    std::vector<T> centers = host_centers_as<T>(centers_);
+    detail::ScaledCopy copy;
+    const ArrayView& rows = rescaled_for_labels(ctx, staged, copy, centers, d);
     Buffer out(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
     Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
-    make_backend<T>(ctx)->assign(staged.view.as<const T>(), n, d, centers.data(), k, out.as<int32_t>(), dist2.as<T>(), false);
+    make_backend<T>(ctx)->assign(rows.as<const T>(), n, d, centers.data(), k, out.as<int32_t>(), dist2.as<T>(), false);
     detail::write_output(ctx, make_view(out.data(), DType::int32, ctx.device(), n), labels, "labels");
   });
 }

@@ -48,7 +48,10 @@ void validate(const PCAParams& p) {
                    p.svd_solver + "\"");
   GPUML_EXPECT(p.iterated_power >= -1,
                "PCA: iterated_power must be >= 0 (or -1 for \"auto\"), got " + std::to_string(p.iterated_power));
-  GPUML_EXPECT(p.n_oversamples >= 0, "PCA: n_oversamples must be >= 0, got " + std::to_string(p.n_oversamples));
+  // At most 2^53 (more adds nothing past min(n_samples, n_features), and the sum with
+  // n_components stays far from int64's limit).
+  GPUML_EXPECT(p.n_oversamples >= 0 && p.n_oversamples <= detail::kMaxOversamples,
+               "PCA: n_oversamples must be an integer in [0, 2^53], got " + std::to_string(p.n_oversamples));
 }
 
 // scikit-learn's "auto" rule (PCA._fit).
@@ -116,9 +119,15 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
   std::vector<double> variance_all;  // full, covariance_eigh: every component's explained variance
   double total_variance = 0.0;
   const double dof = static_cast<double>(n - 1);
+  // One fit of X as given, or times 2^exponent (extreme magnitudes, least_squares.hpp: where
+  // `rescalable`, squares out of range throw BadlyScaled, and X is scaled and fitted again).
+  auto compute = [&](const ArrayView& Xv, bool rescalable) {
   detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     auto backend = detail::make_linear_backend<T>(ctx);
+    auto expect_squares_in_range = [&](double largest_square) {
+      if (rescalable && !detail::squares_in_range<T>(largest_square)) throw detail::BadlyScaled{};
+    };
     auto expect_finite = [](const std::vector<double>& v) {
       GPUML_EXPECT(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }), "X contains NaN or infinity");
     };
@@ -127,11 +136,12 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
       // mean keep their precision.
       detail::CenteredGram centered;
       detail::check_on_every_rank(comm, "PCA", "the pass over X", [&] {
-        centered = detail::centered_gram<T>(*backend, Xs.view.as<const T>(), local_n, d, nullptr, nullptr, 0, true, "PCA");
+        centered = detail::centered_gram<T>(*backend, Xv.as<const T>(), local_n, d, nullptr, nullptr, 0, true, "PCA");
       });
       std::vector<double>& G = centered.gram;
       std::vector<double> no_targets;
       detail::merge_centered_over_ranks(comm, static_cast<double>(local_n), centered.mean, no_targets, &G, nullptr);
+      detail::check_gram_scale<T>(G, d, rescalable, "PCA");
       mean = centered.mean;
       trace.mark("sums and gram");
       for (double& g : G) g /= dof;  // the covariance
@@ -153,24 +163,39 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
       trace.mark("eigen-decomposition");
       return;
     }
-    backend->weighted_means(Xs.view.as<const T>(), n, d, nullptr, mean.data());
+    backend->weighted_means(Xv.as<const T>(), n, d, nullptr, mean.data());
     expect_finite(mean);
     Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
-    backend->center_scale(Xs.view.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
+    backend->center_scale(Xv.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
     trace.mark("mean and center");
     if (solver == "full") {
-      svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d);
+      svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d, rescalable);
+      // The QR's squares overflow or underflow with s_max² (NaN or 0 when it broke down).
+      expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
+      variance_all.clear();
       for (double s : svd.s) variance_all.push_back(s * s / dof);
       trace.mark("svd");
     } else {
       const int64_t k = static_cast<int64_t>(requested);
       const int64_t n_iter = params_.iterated_power >= 0 ? params_.iterated_power : (k < 0.1 * min_nd ? 7 : 4);
-      total_variance = detail::squared_norm(*backend, A.as<const T>(), n, d) / dof;
+      const double squared_norm = detail::squared_norm(*backend, A.as<const T>(), n, d);
+      expect_squares_in_range(squared_norm);
+      total_variance = squared_norm / dof;
       svd = detail::randomized_svd(ctx, *backend, A.as<const T>(), n, d, k, params_.n_oversamples, n_iter,
                                    params_.random_state.value_or(ctx.seed()));
+      expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
       trace.mark("randomized svd");
     }
   });
+  };
+  int exponent = 0;
+  try {
+    compute(Xs.view, true);
+  } catch (const detail::BadlyScaled&) {
+    exponent = detail::scale_exponent(ctx, Xs.view);
+    const detail::ScaledCopy scaled = detail::scaled_copy(ctx, Xs.view, exponent);
+    compute(scaled.view(), false);
+  }
   detail::svd_flip_rows(svd);
 
   int64_t k = static_cast<int64_t>(requested);
@@ -203,6 +228,15 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
     ratio.assign(ratio_all.begin(), ratio_all.begin() + k);
   }
   detail::truncate_svd(svd, k);
+  if (exponent != 0) {  // back from the units of 2^exponent X: ratios and components are the same
+    for (double* v : {&noise_variance}) *v = std::ldexp(*v, -2 * exponent);
+    for (double& v : variance) v = std::ldexp(v, -2 * exponent);
+    for (double& v : svd.s) v = std::ldexp(v, -exponent);
+    for (double& v : mean) v = std::ldexp(v, -exponent);
+  }
+  detail::expect_finite_in(dtype, {&variance, &svd.s, &mean}, {noise_variance},
+                           "PCA: explained_variance_ or singular_values_ overflow " + std::string(dtype_name(dtype)) +
+                               ": X's values are too large");
 
   components_ = detail::host_array(dtype, svd.Vt, k, d);
   explained_variance_ = detail::host_array(dtype, variance);

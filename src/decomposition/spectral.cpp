@@ -132,13 +132,16 @@ void truncate_svd(RightSvd& svd, int64_t count) {
 }
 
 template <typename T>
-RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d) {
+RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d, bool rescalable) {
   RightSvd out;
   out.d = d;
   Matrix M;
   if (n >= d) {
     M.resize(d, d);
     backend.qr(A, nullptr, n, d, 0, M.data(), nullptr);
+    // R's columns have A's norms: the QR squared them (overflow, or underflow: NaN or noise).
+    const Matrix R = M.triangularView<Eigen::Upper>();
+    if (rescalable && !squares_in_range<T>(R.colwise().squaredNorm().maxCoeff())) throw BadlyScaled{};
   } else {
     const HostArray h = to_host(ctx, make_view(A, dtype_of<T>::value, ctx.device(), n, d));
     using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -157,7 +160,8 @@ template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
                         int64_t n_oversamples, int64_t n_iter, uint64_t seed) {
   // More test vectors than min(n, d) add nothing: that many already span A's range.
-  const int64_t columns = std::min(count + n_oversamples, std::min(n, d));
+  // (Summed after the cap: no int64 overflow whatever n_oversamples is.)
+  const int64_t columns = std::min(count + std::min(n_oversamples, std::min(n, d)), std::min(n, d));
   Random random(seed);
   // Standard normal draws (Box-Muller on the host stream), as the rows of Ωᵀ (columns x d).
   Matrix omega_t(columns, d);
@@ -236,6 +240,17 @@ void apply_linear_map(Context& ctx, const ArrayView& X, DType dtype, const std::
   });
 }
 
+void expect_finite_in(DType dtype, std::initializer_list<const std::vector<double>*> vectors,
+                      std::initializer_list<double> scalars, const std::string& message) {
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const auto finite = [](double v) { return std::isfinite(static_cast<T>(v)); };
+    bool ok = std::all_of(scalars.begin(), scalars.end(), finite);
+    for (const std::vector<double>* v : vectors) ok = ok && std::all_of(v->begin(), v->end(), finite);
+    GPUML_EXPECT(ok, message);
+  });
+}
+
 HostArray host_array(DType dtype, const std::vector<double>& values) {
   HostArray a(dtype, static_cast<int64_t>(values.size()));
   with_float_type(dtype, [&](auto tag) { std::copy(values.begin(), values.end(), a.as<decltype(tag)>()); });
@@ -300,8 +315,8 @@ DType check_restored(const std::map<std::string, HostArray>& attributes, const s
   return dtype;
 }
 
-template RightSvd exact_svd<float>(Context&, LinearBackend<float>&, float*, int64_t, int64_t);
-template RightSvd exact_svd<double>(Context&, LinearBackend<double>&, double*, int64_t, int64_t);
+template RightSvd exact_svd<float>(Context&, LinearBackend<float>&, float*, int64_t, int64_t, bool);
+template RightSvd exact_svd<double>(Context&, LinearBackend<double>&, double*, int64_t, int64_t, bool);
 template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, const float*, int64_t, int64_t, int64_t, int64_t,
                                         int64_t, uint64_t);
 template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, const double*, int64_t, int64_t, int64_t,

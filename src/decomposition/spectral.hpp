@@ -3,6 +3,7 @@
 // (src/linear_model/linear_backend.hpp): exact and randomized SVDs of a matrix in the context's
 // memory, scikit-learn's svd_flip, and the linear maps behind transform / inverse_transform.
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,15 +23,18 @@ struct RightSvd {
 
 // The whole thin SVD: min(n, d) triplets. n >= d: R of a QR of A (backend), then the SVD of R on
 // the host; n < d: the SVD of A itself on the host (it is no larger than a d x d matrix). A (in
-// the backend's memory) is overwritten.
+// the backend's memory) is overwritten. `rescalable`: R's squares out of range throw BadlyScaled
+// (least_squares.hpp).
 template <typename T>
-RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d);
+RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int64_t d, bool rescalable = false);
 
 // The `count` leading triplets by Halko, Martinsson and Tropp's randomized SVD (scikit-learn's
 // randomized_svd): a Gaussian test matrix of count + n_oversamples columns drawn on the host from
 // `seed` (so every backend makes the same draws), n_iter power iterations orthonormalized at
 // each step, then the SVD of the small projected matrix on the host. When A's rank is below
 // `count`, the missing triplets have s = 0 and rows completing Vt to an orthonormal set.
+// The largest n_oversamples the estimators accept (checked where their params are read).
+inline constexpr int64_t kMaxOversamples = int64_t{1} << 53;
 template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
                         int64_t n_oversamples, int64_t n_iter, uint64_t seed);
@@ -54,6 +58,11 @@ double squared_norm(LinearBackend<T>& backend, const T* A, int64_t n, int64_t d)
 void apply_linear_map(Context& ctx, const ArrayView& X, DType dtype, const std::vector<double>& coef, int64_t t,
                       int64_t width, const std::vector<double>& center, const std::vector<double>& intercept,
                       const ArrayView& out, const std::string& estimator, const char* width_name);
+
+// Throws invalid_argument `message` unless every value (of `vectors` and `scalars`) is finite
+// once rounded to `dtype`: no fitted attribute holds infinity or NaN.
+void expect_finite_in(DType dtype, std::initializer_list<const std::vector<double>*> vectors,
+                      std::initializer_list<double> scalars, const std::string& message);
 
 // A host array of `dtype` holding `values` (1-d) or values as rows x cols.
 HostArray host_array(DType dtype, const std::vector<double>& values);

@@ -28,7 +28,10 @@ void validate(const TruncatedSVDParams& p) {
   GPUML_EXPECT(p.algorithm == "randomized" || p.algorithm == "full",
                "TruncatedSVD: algorithm must be \"randomized\" or \"full\", got \"" + p.algorithm + "\"");
   GPUML_EXPECT(p.n_iter >= 0, "TruncatedSVD: n_iter must be >= 0, got " + std::to_string(p.n_iter));
-  GPUML_EXPECT(p.n_oversamples >= 0, "TruncatedSVD: n_oversamples must be >= 0, got " + std::to_string(p.n_oversamples));
+  // At most 2^53 (more adds nothing past min(n_samples, n_features), and the sum with
+  // n_components stays far from int64's limit).
+  GPUML_EXPECT(p.n_oversamples >= 0 && p.n_oversamples <= detail::kMaxOversamples,
+               "TruncatedSVD: n_oversamples must be an integer in [0, 2^53], got " + std::to_string(p.n_oversamples));
 }
 
 }  // namespace
@@ -76,14 +79,18 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
   detail::RightSvd svd;
   std::vector<double> variance(static_cast<std::size_t>(k));
   double total_variance = 0.0;
+  // One fit of X as given, or times 2^exponent (extreme magnitudes, least_squares.hpp: where
+  // `rescalable`, squares out of range throw BadlyScaled, and X is scaled and fitted again).
+  auto compute = [&](const ArrayView& Xv, bool rescalable) {
   detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     auto backend = detail::make_linear_backend<T>(ctx);
-    const T* A = Xs.view.as<const T>();
+    const T* A = Xv.as<const T>();
     if (comm.size() > 1) {
       std::vector<double> G(static_cast<std::size_t>(d * d)), eigenvalues(static_cast<std::size_t>(d));
       backend->gram(A, nullptr, local_n, d, 0, G.data(), nullptr);
       comm.allreduce_sum(G.data(), d * d);
+      detail::check_gram_scale<T>(G, d, rescalable, "TruncatedSVD");
       svd.count = k;
       svd.d = d;
       svd.Vt.resize(static_cast<std::size_t>(k * d));
@@ -92,12 +99,16 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
     } else if (params_.algorithm == "full") {
       Buffer work(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
       backend->center_scale(A, n, d, nullptr, nullptr, work.as<T>());  // a copy: the QR overwrites it
-      svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d);
+      svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d, rescalable);
       detail::truncate_svd(svd, k);
     } else {
       svd = detail::randomized_svd(ctx, *backend, A, n, d, k, params_.n_oversamples, params_.n_iter,
                                    params_.random_state.value_or(ctx.seed()));
     }
+    // The QRs' squares (exact and randomized) overflow or underflow with s_max² (NaN or 0 when
+    // they broke down).
+    if (rescalable && !detail::squares_in_range<T>(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]))
+      throw detail::BadlyScaled{};
     detail::svd_flip_rows(svd);
     trace.mark("svd");
 
@@ -122,9 +133,24 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
     for (int64_t i = 0; i < k; ++i) variance[i] = sums[i] / static_cast<double>(n);
     trace.mark("variances");
   });
+  };
+  int exponent = 0;
+  try {
+    compute(Xs.view, true);
+  } catch (const detail::BadlyScaled&) {
+    exponent = detail::scale_exponent(ctx, Xs.view);
+    const detail::ScaledCopy scaled = detail::scaled_copy(ctx, Xs.view, exponent);
+    compute(scaled.view(), false);
+  }
 
   std::vector<double> ratio;
   for (double v : variance) ratio.push_back(total_variance > 0 ? v / total_variance : 0.0);
+  // Back from the units of 2^exponent X: ratios and components are the same.
+  for (double& v : variance) v = std::ldexp(v, -2 * exponent);
+  for (double& v : svd.s) v = std::ldexp(v, -exponent);
+  detail::expect_finite_in(dtype, {&variance, &svd.s}, {},
+                           "TruncatedSVD: explained_variance_ or singular_values_ overflow " +
+                               std::string(dtype_name(dtype)) + ": X's values are too large");
   components_ = detail::host_array(dtype, svd.Vt, k, d);
   explained_variance_ = detail::host_array(dtype, variance);
   explained_variance_ratio_ = detail::host_array(dtype, ratio);

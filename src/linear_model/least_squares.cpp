@@ -132,10 +132,39 @@ void expect_finite_gram(const std::vector<double>& G, const std::string& estimat
   GPUML_EXPECT(total == 0.0, estimator + ": XᵀX overflows: X has values too large to square in its dtype");
 }
 
+bool host_all_finite(const HostArray& a) {
+  return with_float_type(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = a.as<const T>();
+    return std::all_of(p, p + a.bytes() / sizeof(T), [](T v) { return std::isfinite(v); });
+  });
+}
+
 void expect_finite_sums(const std::vector<double>& sums) {
   GPUML_EXPECT(std::all_of(sums.begin(), sums.end(), [](double v) { return std::isfinite(v); }),
                "X contains NaN or infinity");
 }
+
+}  // namespace
+
+double largest_diagonal(const std::vector<double>& M, int64_t d) {
+  double top = 0.0;
+  for (int64_t j = 0; j < d; ++j) {
+    const double v = M[static_cast<std::size_t>(j * d + j)];
+    if (!(v <= top)) top = v;  // NaN sticks
+  }
+  return top;
+}
+
+template <typename T>
+void check_gram_scale(const std::vector<double>& G, int64_t d, bool rescalable, const std::string& estimator) {
+  if (rescalable && !squares_in_range<T>(largest_diagonal(G, d))) throw BadlyScaled{};
+  expect_finite_gram(G, estimator);
+}
+template void check_gram_scale<float>(const std::vector<double>&, int64_t, bool, const std::string&);
+template void check_gram_scale<double>(const std::vector<double>&, int64_t, bool, const std::string&);
+
+namespace {
 
 template <typename T>
 class LeastSquares {
@@ -143,7 +172,7 @@ class LeastSquares {
   // rows: this rank's (in rank order, rows.rows[comm.rank()]); weight_sum: Σ w over this rank's
   // rows (its row count without weights).
   LeastSquares(Context& ctx, const LeastSquaresRequest& request, const RowCounts& rows, int64_t d, int64_t t,
-               double weight_sum, Trace& trace)
+               double weight_sum, Trace& trace, bool rescalable)
       : ctx_(ctx), request_(request), trace_(trace), backend_(make_linear_backend<T>(ctx)), comm_(ctx.comm()),
         row_counts_(rows), rows_(rows.rows[static_cast<std::size_t>(ctx.comm().rank())]), n_(rows.total), d_(d), t_(t),
         weight_sum_(weight_sum),
@@ -152,7 +181,8 @@ class LeastSquares {
         // rows) but at most sqrt(eps). Uncapped, it passed 1 past 1 / eps rows (8.4M in
         // float32) and called every X rank 0; scikit-learn's own cutoff (scipy's lstsq) is eps.
         rcond_(std::min(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n_, d)),
-                        std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon())))) {}
+                        std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon())))),
+        rescalable_(rescalable) {}
 
   // Σ w over all ranks, once prepared.
   double total_weight() const { return total_weight_; }
@@ -241,7 +271,7 @@ class LeastSquares {
     MergedSums m = merge_centered_over_ranks(comm_, weight_sum_, x_mean_, y_mean_, &G_, &C_, &y_sums_);
     total_weight_ = m.total_weight;
     y_offset_ = std::move(m.y_offset);
-    if (comm_.size() > 1) expect_finite_gram(G_, request_.estimator);
+    check_gram_scale<T>(G_, d_, rescalable_, request_.estimator);
   }
 
   // The local rows of a working copy (rows_ x cols) as a host matrix of all ranks' rows, in rank order.
@@ -308,7 +338,7 @@ class LeastSquares {
     // A is centered on the means of all rows: the sums over ranks are AᵀA and AᵀB.
     comm_.allreduce_sum(G_.data(), d_ * d_);
     comm_.allreduce_sum(C_.data(), d_ * t_);
-    expect_finite_gram(G_, request_.estimator);
+    check_gram_scale<T>(G_, d_, rescalable_, request_.estimator);
     trace_.mark("gram");
   }
 
@@ -491,6 +521,16 @@ class LeastSquares {
   // (Householder, on the host): the stack's R is A's, up to the signs of its rows, and its QᵀB is
   // the matching one.
   void compute_qr(Eigen::MatrixXd& R, Matrix& QtB) {
+    compute_qr_unchecked(R, QtB);
+    // R's columns have A's column norms: Householder QR squares them (overflow, or precision
+    // lost to underflow, NaN where a norm underflowed to zero).
+    expect_squares_in_range(R.colwise().squaredNorm().maxCoeff());
+  }
+  // Where a fit may rescale (rescalable_), squares out of range throw BadlyScaled.
+  void expect_squares_in_range(double largest_square) const {
+    if (rescalable_ && !squares_in_range<T>(largest_square)) throw BadlyScaled{};
+  }
+  void compute_qr_unchecked(Eigen::MatrixXd& R, Matrix& QtB) {
     const int64_t k = std::min(rows_, d_);
     Matrix R_rows(k, d_), QtB_rows(k, t_);
     if (rows_ >= d_) {
@@ -633,6 +673,7 @@ class LeastSquares {
       const Matrix A = gather_rows(host_matrix(A_, d_)), B = gather_rows(host_matrix(B_, t_));
       Eigen::BDCSVD<Eigen::MatrixXd> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
       const Vector& s = svd.singularValues();
+      if (s.size() > 0) expect_squares_in_range(s[0] * s[0]);  // svd_solve squares them
       sol.singular_values.assign(s.data(), s.data() + s.size());
       sol.rank = rank_of(sol.singular_values, rcond_);
       const double s_cut = sol.singular_values.empty() ? 0.0 : rcond_ * sol.singular_values.front();
@@ -702,6 +743,7 @@ class LeastSquares {
   std::vector<double> y_offset_;  // this rank's ȳ_r − ȳ in the Gram routes (zeros otherwise)
   std::vector<double> y_sums_;    // Σ w (y − ȳ_r) over this rank's rows as centered (Gram routes)
   double rcond_;
+  bool rescalable_;  // squares out of range throw BadlyScaled (see least_squares.hpp)
   const T *X_ = nullptr, *y_ = nullptr, *w_ = nullptr;  // the staged inputs
   std::vector<double> x_mean_, y_mean_;
   Buffer A_, B_;                  // the centered, weighted working copies
@@ -823,7 +865,6 @@ CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int
       for (int64_t j = 0; j < d; ++j) row[j] -= S * (di * delta[j]);
     }
   }
-  expect_finite_gram(out.gram, estimator);
   return out;
 }
 template CenteredGram centered_gram<float>(LinearBackend<float>&, const float*, int64_t, int64_t, const float*, const float*,
@@ -900,7 +941,9 @@ GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, con
     LeastSquaresRequest request;
     request.estimator = estimator.c_str();
     request.fit_intercept = fit_intercept;
-    LeastSquares<T> ls(ctx, request, p.rows, sys.d, sys.t, p.weight_sum, trace);
+    // Not rescalable: coordinate descent's alpha is in X's units; at extreme magnitudes its
+    // penalty or its data term is negligible and XᵀX's overflow is an error.
+    LeastSquares<T> ls(ctx, request, p.rows, sys.d, sys.t, p.weight_sum, trace, false);
     ls.prepare(p.X.view.as<const T>(), p.y.view.as<const T>(), p.weighted ? p.w.view.as<const T>() : nullptr, true);
     ls.fill_gram_system(sys);
     total_weight = ls.total_weight();
@@ -932,14 +975,50 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
 
   return with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
-    LeastSquares<T> ls(ctx, request, p.rows, d, t, p.weight_sum, trace);
     const LeastSquaresSolver solver = request.solver;
     const bool gram_route = solver == LeastSquaresSolver::auto_eig || solver == LeastSquaresSolver::eig ||
                             solver == LeastSquaresSolver::cholesky;
-    ls.prepare(p.X.view.as<const T>(), p.y.view.as<const T>(), p.weighted ? p.w.view.as<const T>() : nullptr, gram_route);
-    const HostSolution sol = ls.solve();
-    trace.mark("solve (rest)");
-    const std::vector<double> intercept = ls.intercept(sol.coef);
+    const T* w = p.weighted ? p.w.view.as<const T>() : nullptr;
+    HostSolution sol;
+    std::vector<double> intercept;
+    auto solve_on = [&](const ArrayView& Xv, const ArrayView& yv, const LeastSquaresRequest& r, bool rescalable) {
+      LeastSquares<T> ls(ctx, r, p.rows, d, t, p.weight_sum, trace, rescalable);
+      ls.prepare(Xv.as<const T>(), yv.as<const T>(), w, gram_route);
+      sol = ls.solve();
+      trace.mark("solve (rest)");
+      intercept = ls.intercept(sol.coef);
+    };
+    try {
+      solve_on(p.X.view, p.y.view, request, true);
+    } catch (const BadlyScaled&) {
+      // Extreme magnitudes (least_squares.hpp): the fit of 2^e X and 2^e y has the same coef, the
+      // penalty alpha 4^e, the intercept and singular values 2^e times ours. For a penalty that
+      // would overflow, X is scaled up less: its Gram matrix is then negligible beside alpha.
+      int exponent = scale_exponent(ctx, p.X.view);
+      const double alpha_max = request.alpha.empty() ? 0.0 : *std::max_element(request.alpha.begin(), request.alpha.end());
+      if (exponent > 0 && alpha_max > 0)
+        exponent = std::max(0, std::min(exponent, (kSquaresRange<double> - std::ilogb(alpha_max)) / 2));
+      LeastSquaresRequest scaled = request;
+      for (double& a : scaled.alpha) a = std::ldexp(a, 2 * exponent);
+      const ScaledCopy Xs = scaled_copy(ctx, p.X.view, exponent), ys = scaled_copy(ctx, p.y.view, exponent);
+      GPUML_EXPECT(host_all_finite(ys.host),
+                   std::string(request.estimator) + ": y is too large for X's magnitude: the coefficients overflow " +
+                       dtype_name(dtype));
+      solve_on(Xs.view(), ys.view(), scaled, false);
+      for (double& b : intercept) b = std::ldexp(b, -exponent);
+      if (sol.singular_values_later) sol.singular_values = sol.singular_values_later();
+      sol.singular_values_later = nullptr;
+      for (double& v : sol.singular_values) v = std::ldexp(v, -exponent);
+    }
+    // Never a non-finite attribute: values beyond T's range are an error.
+    const auto finite_in_t = [](double v) { return std::isfinite(static_cast<T>(v)); };
+    GPUML_EXPECT(sol.coef.unaryExpr([&](double v) { return finite_in_t(v) ? 0.0 : 1.0; }).sum() == 0 &&
+                     std::all_of(intercept.begin(), intercept.end(), finite_in_t),
+                 std::string(request.estimator) + ": the coefficients or intercept overflow " + dtype_name(dtype) +
+                     " (X or y too large or too small)");
+    GPUML_EXPECT(std::all_of(sol.singular_values.begin(), sol.singular_values.end(), finite_in_t),
+                 std::string(request.estimator) + ": singular_values_ overflow " + dtype_name(dtype) +
+                     ": X's values are too large");
 
     LinearFit fit;
     fit.coef = y_is_1d ? HostArray(dtype, d) : HostArray(dtype, t, d);

@@ -9,6 +9,7 @@
 
 #include "core/deferred.hpp"
 #include "core/distributed.hpp"
+#include "core/magnitudes.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "linear_model/linear_backend.hpp"
@@ -34,6 +35,8 @@ struct LeastSquaresRequest {
   bool fit_intercept = true;
   std::vector<double> alpha;   // Ridge: one value or one per target; empty: no penalty
 };
+
+// Extreme magnitudes: see core/magnitudes.hpp (the Gram and QR routes check their squares).
 
 // A fitted linear model as host arrays in X's float dtype (rank and n_features_in: int64).
 struct LinearFit {
@@ -81,9 +84,19 @@ struct CenteredGram {
   double weight_sum = 0.0;    // Σ w (n without weights)
 };
 inline constexpr int64_t kShiftRows = 4096;
+// Its caller checks the size of the Gram matrix (check_gram_scale) once merged over the ranks.
 template <typename T>
 CenteredGram centered_gram(LinearBackend<T>& backend, const T* X, int64_t n, int64_t d, const T* w, const T* B, int64_t t,
                            bool center, const std::string& estimator);
+
+// The largest diagonal entry of a d x d row-major matrix (NaN when one is NaN).
+double largest_diagonal(const std::vector<double>& M, int64_t d);
+
+// Whether XᵀX (d x d, merged over the ranks) is usable: squares within kSquaresRange<T> pass;
+// outside it `rescalable` throws BadlyScaled, else overflow (infinity) is the named error
+// "<estimator>: XᵀX overflows" and underflow passes (the caller has already rescaled).
+template <typename T>
+void check_gram_scale(const std::vector<double>& G, int64_t d, bool rescalable, const std::string& estimator);
 
 // Distributed: this rank's means (x_mean (d), y_mean (t)) and, when given, its Gram products
 // centered on them (gram d x d, cross d x t, row-major) become those of all ranks' rows,

@@ -22,10 +22,15 @@ def _is_int(value):
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
-def _check_int(value, name, low):
-    if not _is_int(value) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+def _check_int(value, name, low, high=None):
+    if not _is_int(value) or value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
     return int(value)
+
+
+# The library's bound (more test vectors than min(n_samples, n_features) add nothing).
+_MAX_OVERSAMPLES = 2**53
 
 
 def _check_choice(value, name, choices):
@@ -175,7 +180,7 @@ class PCA(_Decomposition):
             "whiten": bool(self.whiten),
             "svd_solver": _check_choice(self.svd_solver, "svd_solver", _PCA_SOLVERS),
             "iterated_power": iterated_power,
-            "n_oversamples": _check_int(self.n_oversamples, "n_oversamples", 0),
+            "n_oversamples": _check_int(self.n_oversamples, "n_oversamples", 0, _MAX_OVERSAMPLES),
             "random_state": seed_from(self.random_state),
         }
 
@@ -238,6 +243,6 @@ class TruncatedSVD(_Decomposition):
             "n_components": _check_int(self.n_components, "n_components", 1),
             "algorithm": "full" if algorithm == "arpack" else algorithm,
             "n_iter": _check_int(self.n_iter, "n_iter", 0),
-            "n_oversamples": _check_int(self.n_oversamples, "n_oversamples", 0),
+            "n_oversamples": _check_int(self.n_oversamples, "n_oversamples", 0, _MAX_OVERSAMPLES),
             "random_state": seed_from(self.random_state),
         }

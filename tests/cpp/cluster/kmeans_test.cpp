@@ -322,6 +322,52 @@ TEST(KMeansCpu, Float32MatchesReference) {
   }
 }
 
+// Extreme magnitudes (issue 22, item 3): X and init times 2^e give the same labels and
+// iterations, centers times 2^e, inertia times 4^e, and predict the same labels; an inertia past
+// float64 is an error. Before the power-of-two rescaling every squared distance underflowed to 0
+// at 2^-664 (~1e-200; all rows in cluster 0) and overflowed at 2^515 (a finite, wrong inertia).
+TEST(KMeansCpu, ExtremeMagnitudesFitTheUnitScaleModel) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 600, d = 5, k = 4;
+  const Blobs b = make_blobs(rng, n, d, k, 1.0, 30.0, 10.0);
+  const KMeansParams p = array_init(one_row_per_blob(b), k, 300, 1e-4);
+  Context ctx = Context::cpu(2);
+  const Fitted unit = fit(ctx, p, b.X, n, d);
+  for (int exponent : {-997, -664, -531, 400, 480}) {
+    SCOPED_TRACE("at 2^" + std::to_string(exponent));
+    std::vector<double> X = b.X;
+    for (double& v : X) v = std::ldexp(v, exponent);
+    KMeansParams scaled = p;
+    for (double& v : scaled.init_array) v = std::ldexp(v, exponent);
+    KMeans km(scaled);
+    km.fit(ctx, host_view(X.data(), n, d));
+    const Fitted f = summarize(km);
+    EXPECT_EQ(f.labels, unit.labels);
+    EXPECT_EQ(f.n_iter, unit.n_iter);
+    for (std::size_t i = 0; i < f.centers.size(); ++i)  // the same sums, up to rounding
+      EXPECT_NEAR(std::ldexp(f.centers[i], -exponent), unit.centers[i], 1e-12 * (1 + std::abs(unit.centers[i])));
+    // The inertia itself underflows at the smallest scales: compared where it lies, with the
+    // spacing of subnormals (2^-1074, ~1e-323) as the floor.
+    const double inertia = std::ldexp(unit.inertia, 2 * exponent);
+    EXPECT_NEAR(f.inertia, inertia, 1e-10 * inertia + std::ldexp(1.0, -1060));
+    std::vector<int32_t> labels(n);
+    km.predict(ctx, host_view(X.data(), n, d), host_view(labels.data(), n));
+    EXPECT_EQ(labels, unit.labels);
+  }
+  std::vector<double> X = b.X;  // inertia ~ 4^515 * unit: beyond float64
+  for (double& v : X) v = std::ldexp(v, 515);
+  KMeansParams scaled = p;
+  for (double& v : scaled.init_array) v = std::ldexp(v, 515);
+  KMeans km(scaled);
+  try {
+    km.fit(ctx, host_view(X.data(), n, d));
+    ADD_FAILURE() << "no error for an inertia beyond float64";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("inertia_"), std::string::npos) << e.what();
+  }
+}
+
 TEST(KMeansCpu, SteelPlatesMatchesReference) {
   GPUML_DATASET_OR_SKIP(table, "steel-plates-faults/steel_plates_faults.csv");
   GPUML_FRESH_RNG(rng);

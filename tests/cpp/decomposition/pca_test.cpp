@@ -217,6 +217,102 @@ TEST(PCA, ErrorsAreNamed) {
   EXPECT_EQ(code_of([&] { unfitted.components(); }), ErrorCode::not_fitted);
 }
 
+// n_oversamples past 2^53 is refused where params are read (it summed with n_components in
+// int64: signed overflow at INT64_MAX), by the C++ API and the params JSON of the C ABI; a large
+// one that is accepted gives what min(n, d) test vectors give.
+TEST(PCA, HugeOversamplesAreRefusedOrCapped) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 40, d = 6;
+  const std::vector<double> X = spectrum_data(rng, n, d, 0.0, 1.0, 0.5);
+  Context ctx = Context::cpu();
+  for (int64_t bad : {std::numeric_limits<int64_t>::max(), int64_t{1} << 60, int64_t{9007199254740993}}) {
+    PCAParams p = params_for("randomized", 2);
+    p.n_oversamples = bad;
+    try {
+      fit_pca<double>(ctx, X, n, d, p);
+      ADD_FAILURE() << "n_oversamples=" << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("n_oversamples"), std::string::npos) << e.what();
+    }
+    try {
+      make_estimator("pca", R"({"n_oversamples": )" + std::to_string(bad) + "}");
+      ADD_FAILURE() << "params n_oversamples=" << bad << " were accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("n_oversamples"), std::string::npos) << e.what();
+    }
+  }
+  PCAParams big = params_for("randomized", 2), enough = params_for("randomized", 2);
+  big.n_oversamples = int64_t{1} << 53;
+  enough.n_oversamples = d;  // count + d >= min(n, d): every test vector already
+  const PCA a = fit_pca<double>(ctx, X, n, d, big), b = fit_pca<double>(ctx, X, n, d, enough);
+  EXPECT_TRUE(values_equal_bytes(a.components(), b.components()));
+}
+
+// Extreme magnitudes (issue 22, item 3): X times 2^e gives the same components and ratios,
+// the mean and singular values times 2^e and the variances times 4^e; variances past float64
+// are an error. Before the power-of-two rescaling, full lost the components below ~1e-160
+// (Householder norms underflowed), covariance_eigh below ~1e-200 (XᵀX underflowed), and
+// randomized returned wrong components above ~1e155.
+void expect_scaled_pca(const PCA& unit, const PCA& fit, int exponent) {
+  const int64_t k = unit.n_components(), d = unit.n_features_in();
+  const std::vector<double> c0 = values(unit.components()), c1 = values(fit.components());
+  // Double, separated variances: the two fits differ by rounding only.
+  for (int64_t i = 0; i < k * d; ++i) EXPECT_NEAR(c1[i], c0[i], 1e-9) << "component entry " << i;
+  auto expect_scaled = [](const std::vector<double>& unit_values, const std::vector<double>& got, int e, const char* what) {
+    for (std::size_t i = 0; i < unit_values.size(); ++i) {
+      const double expected = std::ldexp(unit_values[i], e);
+      EXPECT_NEAR(got[i], expected, 1e-9 * std::abs(expected) + std::ldexp(1.0, -1060)) << what << " " << i;
+    }
+  };
+  expect_scaled(values(unit.singular_values()), values(fit.singular_values()), exponent, "singular value");
+  expect_scaled(values(unit.explained_variance()), values(fit.explained_variance()), 2 * exponent, "variance");
+  expect_scaled(values(unit.explained_variance_ratio()), values(fit.explained_variance_ratio()), 0, "ratio");
+  expect_scaled(values(unit.mean()), values(fit.mean()), exponent, "mean");
+}
+
+TEST(PCA, ExtremeMagnitudesFitTheUnitScaleModel) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 200, d = 6;
+  const std::vector<double> X = spectrum_data(rng, n, d, 1.5, 3.0, 0.5);
+  Context ctx = Context::cpu();
+  for (const char* solver : {"full", "covariance_eigh", "randomized"}) {
+    const PCA unit = fit_pca<double>(ctx, X, n, d, params_for(solver, 3));
+    for (int exponent : {-997, -664, -531, 300, 500}) {  // (variances: 4^e times those at 1)
+      SCOPED_TRACE(std::string(solver) + " at 2^" + std::to_string(exponent));
+      std::vector<double> scaled = X;
+      for (double& v : scaled) v = std::ldexp(v, exponent);
+      expect_scaled_pca(unit, fit_pca<double>(ctx, scaled, n, d, params_for(solver, 3)), exponent);
+    }
+    std::vector<double> huge = X;  // variances ~ 4^520: beyond float64
+    for (double& v : huge) v = std::ldexp(v, 520);
+    try {
+      fit_pca<double>(ctx, huge, n, d, params_for(solver, 3));
+      ADD_FAILURE() << solver << ": no error for variances beyond float64";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("overflow"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(PCA, ExtremeMagnitudesGpuMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 300, d = 6;
+  const std::vector<double> X = spectrum_data(rng, n, d, 1.5, 3.0, 0.5);
+  Context cpu = Context::cpu();
+  for (const char* solver : {"full", "covariance_eigh", "randomized"})
+    for (int exponent : {-997, -531, 500}) {
+      SCOPED_TRACE(std::string(solver) + " at 2^" + std::to_string(exponent));
+      std::vector<double> scaled = X;
+      for (double& v : scaled) v = std::ldexp(v, exponent);
+      expect_scaled_pca(fit_pca<double>(cpu, scaled, n, d, params_for(solver, 3)),
+                        fit_pca<double>(gpu, scaled, n, d, params_for(solver, 3)), 0);
+    }
+}
+
 TEST(PCA, SerializationRoundTrip) {
   GPUML_FRESH_RNG(rng);
   const int64_t n = 50, d = 5;

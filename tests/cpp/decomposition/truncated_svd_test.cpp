@@ -3,6 +3,9 @@
 // serialization, and CUDA against the CPU backend.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
+
 #include <cmath>
 
 #include "decomposition/decomposition_reference.hpp"
@@ -130,6 +133,25 @@ TEST(TruncatedSVD, ErrorsAndSerialization) {
     FAIL() << "NaN accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+  }
+}
+
+// n_oversamples past 2^53 is refused where params are read (count + n_oversamples overflowed int64).
+TEST(TruncatedSVD, HugeOversamplesAreRefused) {
+  for (int64_t bad : {std::numeric_limits<int64_t>::max(), int64_t{9007199254740993}}) {
+    TruncatedSVDParams p;
+    p.n_oversamples = bad;
+    for (auto make : std::vector<std::function<void()>>{
+             [&] { TruncatedSVD{p}; },
+             [&] { make_estimator("truncated_svd", R"({"n_oversamples": )" + std::to_string(bad) + "}"); }}) {
+      try {
+        make();
+        ADD_FAILURE() << "n_oversamples=" << bad << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+        EXPECT_NE(std::string(e.what()).find("n_oversamples"), std::string::npos) << e.what();
+      }
+    }
   }
 }
 

@@ -433,6 +433,61 @@ TEST(LinearRegression, ErrorPaths) {
   GPUML_EXPECT_ERROR(LinearRegression().restore(std::move(wrong)), ErrorCode::invalid_argument);
 }
 
+// Extreme magnitudes (issue 22, item 3): X and y times 2^e fit the same coefficients, with the
+// intercept and singular values times 2^e, on every route and with weights. Before the
+// power-of-two rescaling, XᵀX and the Householder norms underflowed (NaN coefficients or 1e-5
+// errors at 2^-531 ~ 1e-160 and below) or overflowed (NaN for "svd", errors for the others).
+Regression scaled(const Regression& r, int exponent) {
+  Regression out = r;
+  for (double& v : out.X) v = std::ldexp(v, exponent);
+  for (double& v : out.Y) v = std::ldexp(v, exponent);
+  return out;
+}
+
+void expect_scaled_fit(const LinearRegression& unit, const LinearRegression& fit, int exponent) {
+  // Double, cond < ~20: the two fits differ only by rounding (1e-10 leaves room for the routes).
+  const std::vector<double> c0 = to_doubles(unit.coef()), c1 = to_doubles(fit.coef());
+  for (std::size_t i = 0; i < c0.size(); ++i) EXPECT_NEAR(c1[i], c0[i], 1e-10 * (1 + std::abs(c0[i]))) << "coef " << i;
+  const std::vector<double> b0 = to_doubles(unit.intercept()), b1 = to_doubles(fit.intercept());
+  for (std::size_t i = 0; i < b0.size(); ++i)
+    EXPECT_NEAR(std::ldexp(b1[i], -exponent), b0[i], 1e-10 * (1 + std::abs(b0[i]))) << "intercept " << i;
+  const std::vector<double> s0 = to_doubles(unit.singular_values()), s1 = to_doubles(fit.singular_values());
+  for (std::size_t i = 0; i < s0.size(); ++i) EXPECT_NEAR(std::ldexp(s1[i], -exponent), s0[i], 1e-10 * s0[0]);
+  EXPECT_EQ(unit.rank(), fit.rank());
+}
+
+TEST(LinearRegression, ExtremeMagnitudesFitTheUnitScaleModel) {
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  Regression r = make_regression(rng, 300, 6, 2, 1.5);
+  r.w.resize(r.n);
+  for (auto& v : r.w) v = test::uniform_real(rng, 0.5, 2.0);
+  for (const char* algorithm : {"auto", "eig", "qr", "svd"}) {
+    const LinearRegression unit = fit_lr<double>(cpu, r, algorithm);
+    for (int exponent : {-997, -664, -531, -332, 332, 515, 664, 997}) {
+      SCOPED_TRACE(std::string(algorithm) + " at 2^" + std::to_string(exponent));
+      expect_scaled_fit(unit, fit_lr<double>(cpu, scaled(r, exponent), algorithm), exponent);
+    }
+  }
+  // Fewer rows than features ("svd": the SVD of A on the host, whose s² overflowed in the solve).
+  const Regression wide = make_regression(rng, 4, 9, 1);
+  const LinearRegression unit = fit_lr<double>(cpu, wide, "svd");
+  for (int exponent : {-997, 997}) expect_scaled_fit(unit, fit_lr<double>(cpu, scaled(wide, exponent), "svd"), exponent);
+}
+
+TEST(LinearRegression, ExtremeMagnitudesGpuMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  const Regression r = make_regression(rng, 500, 8, 1, 1.5);
+  for (const char* algorithm : {"auto", "eig", "qr", "svd"})
+    for (int exponent : {-997, -531, 515, 997}) {
+      SCOPED_TRACE(std::string(algorithm) + " at 2^" + std::to_string(exponent));
+      const Regression s = scaled(r, exponent);
+      expect_scaled_fit(fit_lr<double>(cpu, s, algorithm), fit_lr<double>(gpu, s, algorithm), 0);
+    }
+}
+
 TEST(LinearRegression, GpuMatchesCpu) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);

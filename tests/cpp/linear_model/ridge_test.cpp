@@ -152,6 +152,36 @@ TEST(Ridge, SerializationRoundTripAndPredict) {
     }
 }
 
+// Extreme magnitudes (issue 22, item 3): X and y times 2^e with alpha times 4^e are the same
+// problem (coef equal, intercept times 2^e). Before the power-of-two rescaling, |X| past ~1e154
+// overflowed XᵀX (an error for cholesky, NaN coefficients for svd).
+TEST(Ridge, ExtremeMagnitudesFitTheUnitScaleModel) {
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  const Regression r = make_regression(rng, 300, 6, 2, 1.5);
+  for (const char* solver : {"cholesky", "svd"}) {
+    RidgeParams unit_params;
+    unit_params.alpha = {0.5, 1.0};  // 4^e of them stays within float64 at every e below
+    unit_params.solver = solver;
+    const Ridge unit = fit_ridge<double>(cpu, r, unit_params);
+    for (int exponent : {-530, -520, 511}) {  // XᵀX underflows, overflows
+      SCOPED_TRACE(std::string(solver) + " at 2^" + std::to_string(exponent));
+      Regression s = r;
+      for (double& v : s.X) v = std::ldexp(v, exponent);
+      for (double& v : s.Y) v = std::ldexp(v, exponent);
+      RidgeParams params = unit_params;
+      for (double& a : params.alpha) a = std::ldexp(a, 2 * exponent);
+      const Ridge fit = fit_ridge<double>(cpu, s, params);
+      // Double, well conditioned: the same problem up to rounding.
+      const std::vector<double> c0 = to_doubles(unit.coef()), c1 = to_doubles(fit.coef());
+      for (std::size_t i = 0; i < c0.size(); ++i) EXPECT_NEAR(c1[i], c0[i], 1e-10 * (1 + std::abs(c0[i])));
+      const std::vector<double> b0 = to_doubles(unit.intercept()), b1 = to_doubles(fit.intercept());
+      for (std::size_t i = 0; i < b0.size(); ++i)
+        EXPECT_NEAR(std::ldexp(b1[i], -exponent), b0[i], 1e-10 * (1 + std::abs(b0[i])));
+    }
+  }
+}
+
 TEST(Ridge, GpuMatchesCpu) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
