@@ -284,7 +284,7 @@ def test_pagerank_weights(rng, device, scale):
     weights = rng.uniform(0.5, 2.0, m)
     s = power_of_two(scale)
     try:
-        got = pagerank((src, dst, weights * s), n_vertices=n, device=device, tol=1e-12)
+        got = pagerank((src, dst, weights * s), n_vertices=n, device=device, tol=1e-12, max_iter=1000)
     except ValueError as e:
         assert str(e)
         return
@@ -293,7 +293,7 @@ def test_pagerank_weights(rng, device, scale):
     G.add_nodes_from(range(n))
     for a, b, w in zip(src, dst, weights):
         G.add_edge(int(a), int(b), weight=G.get_edge_data(int(a), int(b), {"weight": 0.0})["weight"] + w)
-    expected = nx.pagerank(G, tol=1e-12)
+    expected = nx.pagerank(G, tol=1e-12, max_iter=1000)  # 1e-12 can take past the default 100
     close(got, np.array([expected[i] for i in range(n)]), 1e-8, "ranks")
 
 

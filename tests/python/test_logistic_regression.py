@@ -498,13 +498,25 @@ def test_cuda_matches_cpu(rng):
         for params in (dict(), dict(penalty="l1", C=0.5), dict(class_weight="balanced", C=10.0)):
             cpu = LogisticRegression(device="cpu", **params, **TIGHT).fit(X, y, sample_weight=weights)
             gpu = LogisticRegression(device="cuda", **params, **TIGHT).fit(X, y, sample_weight=weights)
-            # The same float64 objective summed in another order (~1e-16 relative per
-            # evaluation); both stop at gradients ~1e-9 or below, and the curvature here is well
-            # away from 0, so the solutions agree to ~1e-7: 1e-5 leaves room.
-            assert_same_model(gpu, cpu, rtol=1e-5, atol=1e-5)
-            # Probabilities move with the coefficients (scores up to ~30 here): 1e-5 as they do;
-            # 1.3e-6 was seen.
-            assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), rtol=0, atol=1e-5)
+            if params.get("penalty") == "l1":
+                # An L1 optimum is not strongly convex along every direction of the selected
+                # features (breast cancer's radius, perimeter and area nearly coincide): the two
+                # objectives agree tightly, the coefficients only to ~sqrt of that (4e-4 relative
+                # was seen on an H100), as in test_l1_and_elasticnet_match_saga.
+                kw = dict(C=params["C"], l1_ratio=1.0, sample_weight=weights)
+                gpu_f, cpu_f = objective(gpu, X, y, **kw), objective(cpu, X, y, **kw)
+                assert abs(gpu_f - cpu_f) <= 1e-9 * cpu_f, (gpu_f, cpu_f)
+                assert_array_equal(gpu.coef_ != 0, cpu.coef_ != 0)
+                assert_same_model(gpu, cpu, rtol=1e-3, atol=1e-3)
+            else:
+                # The same float64 objective summed in another order (~1e-16 relative per
+                # evaluation); both stop at gradients ~1e-9 or below, and the curvature here is
+                # well away from 0, so the solutions agree to ~1e-7: 1e-5 leaves room.
+                assert_same_model(gpu, cpu, rtol=1e-5, atol=1e-5)
+            # Probabilities move with the coefficients (scores up to ~30 here): 1e-5 as they do
+            # (1.3e-6 was seen); 1e-3 for L1, whose coefficients agree to ~1e-3.
+            proba_atol = 1e-3 if params.get("penalty") == "l1" else 1e-5
+            assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), rtol=0, atol=proba_atol)
             assert np.mean(gpu.predict(X) == cpu.predict(X)) >= 0.998  # a row within 1e-5 of a tie may flip
 
 def test_torch_inputs_give_torch_outputs(device, rng):

@@ -139,7 +139,8 @@ TEST(CApiDeepJson, DepthLimitBoundary) {
 TEST(CApiDeepJson, LongValuesAreQuotedShort) {
   GPUML_FRESH_RNG(rng);
   std::string list = "[";
-  for (int i = 0; i < 20000; ++i) list += (i ? "," : "") + std::to_string(uniform_real(rng, 0.0, 1.0));
+  // Integers: the message renders them as written (a real such as 0.506580 would come back as 0.50658).
+  for (int i = 0; i < 20000; ++i) list += (i ? "," : "") + std::to_string(uniform_int(rng, 1, 1000000));
   list += "]";
   const Refusal r = create("kmeans", R"({"tol": )" + list + "}");
   expect_refused(r, "a long list as tol", "tol");
