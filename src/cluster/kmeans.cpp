@@ -136,19 +136,20 @@ std::vector<T> host_centers_as(const HostArray& centers) {
 }
 
 // Extreme magnitudes at prediction: when the centers' squares leave T's comfortable range, the
-// squared distances overflow, or underflow until every distance ties. X and the centers are then
-// scaled by the power of two that brings the centers near 1 (exact; the nearest center is the
-// same). Returns the view to read X from: `staged` as it is, or `copy` scaled.
+// squared distances overflow, or underflow until every distance ties (or is 0). X and the centers
+// are then scaled by the power of two e that brings the centers near 1 (exact; the nearest center
+// is the same, and distances are 2^e times the true ones). Returns e (0: nothing scaled); read X
+// from `copy` when it is not 0.
 template <typename T>
-const ArrayView& rescaled_for_labels(Context& ctx, const detail::Staged& staged, detail::ScaledCopy& copy,
-                                     std::vector<T>& centers, int64_t d) {
+int rescale_for_distances(Context& ctx, const detail::Staged& staged, detail::ScaledCopy& copy,
+                          std::vector<T>& centers, int64_t d) {
   double top = 0.0;
   for (T c : centers) top = std::max(top, std::abs(static_cast<double>(c)));
-  if (top == 0.0 || detail::squares_in_range<T>(top * top * static_cast<double>(d))) return staged.view;
+  if (top == 0.0 || detail::squares_in_range<T>(top * top * static_cast<double>(d))) return 0;
   const int exponent = -(std::ilogb(top) + 1);
   copy = detail::scaled_copy(ctx, staged.view, exponent);
   for (T& c : centers) c = std::ldexp(c, exponent);
-  return copy.view();
+  return exponent;
 }
 
 // One fit: the data, the weights and a backend, and the algorithm on top of them.
@@ -636,7 +637,7 @@ void KMeans::predict(Context& ctx, const ArrayView& X, const ArrayView& labels) 
     using T = decltype(tag);
     std::vector<T> centers = host_centers_as<T>(centers_);
     detail::ScaledCopy copy;
-    const ArrayView& rows = rescaled_for_labels(ctx, staged, copy, centers, d);
+    const ArrayView& rows = rescale_for_distances(ctx, staged, copy, centers, d) != 0 ? copy.view() : staged.view;
     Buffer out(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
     Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
     make_backend<T>(ctx)->assign(rows.as<const T>(), n, d, centers.data(), k, out.as<int32_t>(), dist2.as<T>(), false);
@@ -650,10 +651,20 @@ void KMeans::transform(Context& ctx, const ArrayView& X, const ArrayView& distan
   const int64_t n = X.shape[0], d = X.shape[1], k = params_.n_clusters;
   with_float_type(staged.view.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const std::vector<T> centers = host_centers_as<T>(centers_);
+    std::vector<T> centers = host_centers_as<T>(centers_);
+    detail::ScaledCopy copy;
+    const int exponent = rescale_for_distances(ctx, staged, copy, centers, d);
+    const ArrayView& rows = exponent != 0 ? copy.view() : staged.view;
     Buffer out(ctx, static_cast<std::size_t>(n * k) * sizeof(T));
-    make_backend<T>(ctx)->distances(staged.view.as<const T>(), n, d, centers.data(), k, out.as<T>());
-    detail::write_output(ctx, make_view(out.data(), dtype_of<T>::value, ctx.device(), n, k), distances, "distances");
+    make_backend<T>(ctx)->distances(rows.as<const T>(), n, d, centers.data(), k, out.as<T>());
+    const ArrayView scaled = make_view(out.data(), dtype_of<T>::value, ctx.device(), n, k);
+    if (exponent == 0) {
+      detail::write_output(ctx, scaled, distances, "distances");
+    } else {
+      // Back to X's units (a rare path: a host round trip is fine).
+      const detail::ScaledCopy back = detail::scaled_copy(ctx, scaled, -exponent);
+      detail::write_output(ctx, back.view(), distances, "distances");
+    }
   });
 }
 
