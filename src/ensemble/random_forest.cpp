@@ -207,7 +207,10 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
                    name + ": y must be 1-d (one target); got " + detail::shape_string(*y));
       GPUML_EXPECT(y->shape[0] == n, "y has " + std::to_string(y->shape[0]) + " samples but X has " + std::to_string(n));
       ArrayView flat = *y;
-      if (flat.ndim == 2) flat = make_view(flat.data, flat.dtype, flat.device, n);  // (n, 1) rows are contiguous
+      if (flat.ndim == 2) {  // (n, 1): the rows keep their stride (a column of a wider array)
+        flat.ndim = 1;
+        flat.shape[1] = flat.strides[1] = 0;
+      }
       yh = detail::host_readable(ctx, flat, dtype, "y");
       if (distributed)
         detail::with_float_type(dtype, [&](auto tag) {

@@ -150,6 +150,30 @@ TEST(RandomForestRegressor, FollowsASmoothTargetWithOutOfBagPredictions) {
   }
 }
 
+// A (n, 1) y that is a column of a wider array (row stride > 1) is read through its stride: the
+// same forest as its contiguous copy. (It used to be read as contiguous: the other column's values.)
+TEST(RandomForestRegressor, StridedColumnTargetIsReadThroughItsStride) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu(2);
+  const int64_t n = uniform_int(rng, 200, 500), d = 3;
+  std::vector<double> X(n * d), y(n), wide(n * 2);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) X[i * d + j] = uniform_real(rng, -2.0, 2.0);
+    y[i] = X[i * d] * X[i * d] + uniform_real(rng, -0.1, 0.1);
+    wide[i * 2] = y[i];
+    wide[i * 2 + 1] = uniform_real(rng, -100.0, 100.0);  // the neighbouring column: never a target
+  }
+  ArrayView column = host_view(wide.data(), n, 2);
+  column.shape[1] = 1;  // the first column: rows 2 elements apart
+  RandomForestParams p;
+  p.n_estimators = 5;
+  p.random_state = rng();
+  RandomForestRegressor strided(p), contiguous(p);
+  strided.fit(ctx, host_view(X.data(), n, d), column);
+  contiguous.fit(ctx, host_view(X.data(), n, d), host_view(y.data(), n));
+  EXPECT_EQ(run(strided, ctx, "predict", X, n), run(contiguous, ctx, "predict", X, n));  // the same trees, bit for bit
+}
+
 TEST(RandomForestClassifier, MaxLeafNodesGrowsBestFirst) {
   // Each tree has exactly max_leaf_nodes leaves when the data allow that many splits, and
   // spending the leaves on the best splits first fits at least as well as a depth-limited tree
