@@ -36,4 +36,19 @@ struct ScaledCopy {
 };
 ScaledCopy scaled_copy(Context& ctx, const ArrayView& X, int exponent);
 
+// Runs compute(X, true) (true: it may throw BadlyScaled); if it does, runs compute(2^e X, false)
+// and returns e, else 0. The caller scales its results back by 2^-e (or 4^-e for squares).
+template <typename Compute>
+int with_rescaling(Context& ctx, const ArrayView& X, Compute&& compute) {
+  try {
+    compute(X, true);
+    return 0;
+  } catch (const BadlyScaled&) {
+  }
+  const int exponent = scale_exponent(ctx, X);
+  const ScaledCopy scaled = scaled_copy(ctx, X, exponent);
+  compute(scaled.view(), false);
+  return exponent;
+}
+
 }  // namespace gpuml::detail

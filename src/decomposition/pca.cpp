@@ -188,14 +188,7 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
     }
   });
   };
-  int exponent = 0;
-  try {
-    compute(Xs.view, true);
-  } catch (const detail::BadlyScaled&) {
-    exponent = detail::scale_exponent(ctx, Xs.view);
-    const detail::ScaledCopy scaled = detail::scaled_copy(ctx, Xs.view, exponent);
-    compute(scaled.view(), false);
-  }
+  const int exponent = detail::with_rescaling(ctx, Xs.view, compute);
   detail::svd_flip_rows(svd);
 
   int64_t k = static_cast<int64_t>(requested);

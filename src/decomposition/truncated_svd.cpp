@@ -134,14 +134,7 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
     trace.mark("variances");
   });
   };
-  int exponent = 0;
-  try {
-    compute(Xs.view, true);
-  } catch (const detail::BadlyScaled&) {
-    exponent = detail::scale_exponent(ctx, Xs.view);
-    const detail::ScaledCopy scaled = detail::scaled_copy(ctx, Xs.view, exponent);
-    compute(scaled.view(), false);
-  }
+  const int exponent = detail::with_rescaling(ctx, Xs.view, compute);
 
   std::vector<double> ratio;
   for (double v : variance) ratio.push_back(total_variance > 0 ? v / total_variance : 0.0);

@@ -6,6 +6,7 @@
 // backend types here.
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -104,6 +105,22 @@ inline Data make_data(std::mt19937_64& rng, int64_t n, int64_t d) {
 }
 
 // Which kinds a matrix row applies to.
+// A copy of `values` that starts one byte past an aligned address, as a NumPy view at an odd
+// byte offset: every element is misaligned for its type (issue 22 item 7).
+struct Misaligned {
+  std::vector<unsigned char> storage;
+  template <typename T>
+  explicit Misaligned(const std::vector<T>& values) : storage(values.size() * sizeof(T) + 1) {
+    if (!values.empty()) std::memcpy(data(), values.data(), values.size() * sizeof(T));
+  }
+  void* data() { return storage.data() + 1; }  // vector storage is aligned for any scalar type
+  std::vector<double> doubles() const {       // read back bytewise (the values are float64)
+    std::vector<double> out((storage.size() - 1) / sizeof(double));
+    if (!out.empty()) std::memcpy(out.data(), storage.data() + 1, out.size() * sizeof(double));
+    return out;
+  }
+};
+
 inline bool any_kind(const KindSpec&) { return true; }
 inline bool supervised(const KindSpec& s) { return s.target != Target::none; }
 inline bool weighted(const KindSpec& s) { return s.weights; }

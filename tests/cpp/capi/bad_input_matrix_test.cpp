@@ -165,21 +165,6 @@ gpuml_status_t create_then_fit(Bench& b, const char* kind, const char* params) {
   return f;
 }
 
-// A copy of `values` that starts one byte past an aligned address, as a NumPy view at an odd
-// byte offset: every element is misaligned for its type (issue 22 item 7).
-struct Misaligned {
-  std::vector<unsigned char> storage;
-  template <typename T>
-  explicit Misaligned(const std::vector<T>& values) : storage(values.size() * sizeof(T) + 1) {
-    if (!values.empty()) std::memcpy(data(), values.data(), values.size() * sizeof(T));
-  }
-  void* data() { return storage.data() + 1; }  // vector storage is aligned for any scalar type
-  std::vector<double> doubles() const {       // read back bytewise (the values are float64)
-    std::vector<double> out((storage.size() - 1) / sizeof(double));
-    if (!out.empty()) std::memcpy(out.data(), storage.data() + 1, out.size() * sizeof(double));
-    return out;
-  }
-};
 // After a fit through misaligned arrays: the model predicts exactly as the aligned fit does.
 gpuml_status_t expect_same_model_as_aligned(Bench& b, gpuml_status_t fitted, const char* what) {
   if (fitted != GPUML_OK) return fitted;

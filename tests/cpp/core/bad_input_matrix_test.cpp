@@ -482,21 +482,6 @@ ArrayView X_with_strides(const Bench& b, int64_t row_stride, int64_t col_stride)
   return X;
 }
 
-// A copy of `values` that starts one byte past an aligned address, as a NumPy view at an odd
-// byte offset: every element is misaligned for its type (issue 22 item 7).
-struct Misaligned {
-  std::vector<unsigned char> storage;
-  template <typename T>
-  explicit Misaligned(const std::vector<T>& values) : storage(values.size() * sizeof(T) + 1) {
-    if (!values.empty()) std::memcpy(data(), values.data(), values.size() * sizeof(T));
-  }
-  void* data() { return storage.data() + 1; }  // vector storage is aligned for any scalar type
-  std::vector<double> doubles() const {       // read back bytewise (the values are float64)
-    std::vector<double> out((storage.size() - 1) / sizeof(double));
-    if (!out.empty()) std::memcpy(out.data(), storage.data() + 1, out.size() * sizeof(double));
-    return out;
-  }
-};
 // The model fitted through the spoiled call must predict, and serialize, exactly as the aligned
 // fit on the same values does.
 void expect_same_model_as_aligned(Bench& b, const char* what) {
