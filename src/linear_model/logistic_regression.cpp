@@ -47,6 +47,13 @@ std::unique_ptr<detail::LogisticBackend<T>> make_backend(const Context& ctx) {
 
 std::string number(double v) { return detail::number_text(v); }
 
+// scikit-learn >= 1.8's rule: without an explicit penalty, l1_ratio chooses it (unset counts as 0).
+std::string penalty_from_l1_ratio(double l1_ratio) {
+  if (l1_ratio == -1.0 || l1_ratio == 0.0) return "l2";
+  if (l1_ratio == 1.0) return "l1";
+  return "elasticnet";
+}
+
 void validate_params(const LogisticRegressionParams& p) {
   const std::string& pen = p.penalty;
   GPUML_EXPECT(pen == "l2" || pen == "l1" || pen == "elasticnet" || pen == "none",
@@ -61,6 +68,16 @@ void validate_params(const LogisticRegressionParams& p) {
                  "LogisticRegression: l1_ratio must be in [0, 1] or unset, got " + number(p.l1_ratio));
   GPUML_EXPECT(p.max_iter >= 0, "LogisticRegression: max_iter must be >= 0, got " + std::to_string(p.max_iter));
   GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0, "LogisticRegression: tol must be finite and >= 0, got " + number(p.tol));
+  GPUML_EXPECT(std::isfinite(p.intercept_scaling) && p.intercept_scaling >= 0,
+               "LogisticRegression: intercept_scaling must be finite and >= 0 (0: the intercept is not penalized), got " +
+                   number(p.intercept_scaling));
+  const auto finite = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  GPUML_EXPECT(finite(p.init_coef) && finite(p.init_intercept),
+               "LogisticRegression: init_coef and init_intercept (the warm start) must be finite");
+  GPUML_EXPECT(!p.init_coef.empty() || p.init_intercept.empty(),
+               "LogisticRegression: init_intercept needs init_coef (the warm start is coef_ with its intercept_)");
   GPUML_EXPECT(!(p.class_weight_balanced && !p.class_weight.empty()),
                "LogisticRegression: class_weight is either \"balanced\" or a list of (label, weight), not both");
   for (const auto& [label, weight] : p.class_weight) {
@@ -128,6 +145,12 @@ class LogisticFit {
                      number(1.0 / std::numeric_limits<double>::max()));
     l2_ = strength * (1.0 - l1_fraction(p));
     l1_weight_ = strength * l1_fraction(p);
+    // liblinear's objective: the intercept b = s v with v penalized like a coefficient, so b's
+    // penalty weights are those of v divided by s (L1) and s² (L2).
+    if (p.fit_intercept && p.intercept_scaling > 0) {
+      intercept_l2_ = l2_ / (p.intercept_scaling * p.intercept_scaling);
+      intercept_l1_ = l1_weight_ / p.intercept_scaling;
+    }
     coef_host_.assign(static_cast<std::size_t>(k_ * (d_ + 1)), 0.0);
     grad_host_.assign(coef_host_.size() + 1, 0.0);  // the gradient, then the loss: one allreduce
   }
@@ -135,10 +158,10 @@ class LogisticFit {
   int64_t n_variables() const { return k_ * d_ + (fit_intercept_ ? k_ : 0); }
   int64_t k() const { return k_; }
 
-  // L1 weights per variable: the coefficients only (the intercept is never penalized).
+  // L1 weights per variable: the coefficients, and the intercepts only under intercept_scaling.
   std::vector<double> l1_weights() const {
     if (l1_weight_ == 0) return {};
-    std::vector<double> l1(static_cast<std::size_t>(n_variables()), 0.0);
+    std::vector<double> l1(static_cast<std::size_t>(n_variables()), intercept_l1_);
     std::fill(l1.begin(), l1.begin() + k_ * d_, l1_weight_);
     return l1;
   }
@@ -160,7 +183,11 @@ class LogisticFit {
         grad[c * d_ + j] = grad_host_[c * (d_ + 1) + j] / weight_sum_ + l2_ * b;
         f += 0.5 * l2_ * b * b;
       }
-      if (fit_intercept_) grad[k_ * d_ + c] = grad_host_[c * (d_ + 1) + d_] / weight_sum_;
+      if (fit_intercept_) {
+        const double b = x[k_ * d_ + c];
+        grad[k_ * d_ + c] = grad_host_[c * (d_ + 1) + d_] / weight_sum_ + intercept_l2_ * b;
+        f += 0.5 * intercept_l2_ * b * b;
+      }
     }
     return f;
   }
@@ -174,6 +201,7 @@ class LogisticFit {
   HostArray label_host_, weight_host_;  // staged views alias these on the CPU
   detail::Staged labels_, weights_;
   double weight_sum_ = 0.0, l2_ = 0.0, l1_weight_ = 0.0;
+  double intercept_l2_ = 0.0, intercept_l1_ = 0.0;  // nonzero only under intercept_scaling
   std::vector<double> coef_host_, grad_host_;
 };
 
@@ -186,6 +214,7 @@ HostArray int64_array(std::vector<int64_t> values, bool scalar) {
 }  // namespace
 
 LogisticRegression::LogisticRegression(LogisticRegressionParams params) : params_(std::move(params)) {
+  if (params_.penalty.empty()) params_.penalty = penalty_from_l1_ratio(params_.l1_ratio);
   validate_params(params_);
 }
 
@@ -220,6 +249,9 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
                                {"fit_intercept", params_.fit_intercept ? 1 : 0},
                                {"max_iter", static_cast<int64_t>(params_.max_iter)},
                                {"tol (bits)", detail::bits_of(params_.tol)},
+                               {"intercept_scaling (bits)", detail::bits_of(params_.intercept_scaling)},
+                               {"init_coef (hash)", detail::hash_of(params_.init_coef)},
+                               {"init_intercept (hash)", detail::hash_of(params_.init_intercept)},
                                {"class_weight=\"balanced\"", params_.class_weight_balanced ? 1 : 0},
                                {"class_weight (hash)", detail::hash_of(listed)}});
   // The classes of all ranks; the checks after this point see the same numbers on every rank
@@ -236,6 +268,7 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
     LogisticFit<T> problem(ctx, params_, Xs.view, labels, weights);
     trace.mark("stage labels and weights");
     std::vector<double> x(static_cast<std::size_t>(problem.n_variables()), 0.0);
+    start_from_init(x, problem.k(), d);
     detail::QuasiNewtonOptions options;
     options.max_iter = params_.max_iter;
     options.gtol = params_.tol;
@@ -262,6 +295,20 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
     n_features_in_ = int64_array({d}, true);
   });
   return *this;
+}
+
+void LogisticRegression::start_from_init(std::vector<double>& x, int64_t k, int64_t d) const {
+  if (params_.init_coef.empty()) return;
+  const std::string shape = "(" + std::to_string(k) + ", " + std::to_string(d) + ")";
+  GPUML_EXPECT(static_cast<int64_t>(params_.init_coef.size()) == k * d,
+               "LogisticRegression: init_coef (the warm start) has " + std::to_string(params_.init_coef.size()) +
+                   " values, but coef_ for these data has shape " + shape);
+  std::copy(params_.init_coef.begin(), params_.init_coef.end(), x.begin());
+  if (!params_.fit_intercept || params_.init_intercept.empty()) return;
+  GPUML_EXPECT(static_cast<int64_t>(params_.init_intercept.size()) == k,
+               "LogisticRegression: init_intercept (the warm start) has " + std::to_string(params_.init_intercept.size()) +
+                   " values, but intercept_ for these data has " + std::to_string(k));
+  std::copy(params_.init_intercept.begin(), params_.init_intercept.end(), x.begin() + k * d);
 }
 
 void LogisticRegression::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {
@@ -440,6 +487,9 @@ std::string LogisticRegression::get_params_json() const {
   j["fit_intercept"] = params_.fit_intercept;
   j["max_iter"] = params_.max_iter;
   j["tol"] = params_.tol;
+  if (params_.intercept_scaling > 0) j["intercept_scaling"] = params_.intercept_scaling;  // liblinear's objective only
+  if (!params_.init_coef.empty()) j["init_coef"] = params_.init_coef;  // only when warm starting
+  if (!params_.init_intercept.empty()) j["init_intercept"] = params_.init_intercept;
   j["class_weight"] = detail::class_weight_json(params_.class_weight_balanced ? "balanced" : "", params_.class_weight);
   return j.dump();
 }
@@ -451,11 +501,12 @@ namespace detail {
 std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json& params) {
   ParamReader reader(params, "logistic_regression");
   LogisticRegressionParams p;
-  // Absent: "l2"; null: no penalty (Python's None).
+  // Absent: l1_ratio chooses (scikit-learn >= 1.8); null: no penalty (Python's None).
   const bool penalty_null = params.is_object() && params.contains("penalty") && params["penalty"].is_null();
-  p.penalty = penalty_null ? (reader.has("penalty"), "none") : reader.get_string("penalty", p.penalty);
-  if (p.penalty != "l2" && p.penalty != "l1" && p.penalty != "elasticnet" && p.penalty != "none")
-    reader.fail("penalty", "\"l2\", \"l1\", \"elasticnet\", \"none\" or null");
+  const bool penalty_named = reader.has("penalty") || penalty_null;  // has() also marks it known
+  p.penalty = penalty_null ? "none" : reader.get_string("penalty", p.penalty);
+  if (penalty_named && p.penalty != "l2" && p.penalty != "l1" && p.penalty != "elasticnet" && p.penalty != "none")
+    reader.fail("penalty", "\"l2\", \"l1\", \"elasticnet\", \"none\", null, or absent (l1_ratio chooses)");
   p.C = reader.get_double("C", p.C);
   if (!(std::isfinite(p.C) && p.C > 0)) reader.fail("C", "a finite number > 0");
   if (reader.has("l1_ratio")) {
@@ -468,6 +519,11 @@ std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json&
   p.max_iter = static_cast<int>(max_iter);
   p.tol = reader.get_double("tol", p.tol);
   if (!(std::isfinite(p.tol) && p.tol >= 0)) reader.fail("tol", "a finite number >= 0");
+  p.intercept_scaling = reader.get_double("intercept_scaling", p.intercept_scaling);
+  if (!(std::isfinite(p.intercept_scaling) && p.intercept_scaling >= 0))
+    reader.fail("intercept_scaling", "a finite number >= 0 (0 or null: the intercept is not penalized)");
+  p.init_coef = detail::read_finite_numbers(reader, "init_coef");
+  p.init_intercept = detail::read_finite_numbers(reader, "init_intercept");
   std::string preset;
   detail::read_class_weight(reader, {"balanced"}, preset, p.class_weight);
   p.class_weight_balanced = preset == "balanced";

@@ -71,10 +71,11 @@ def sk_reference(*, penalty="l2", C=1.0, l1_ratio=None, **params):
     return SkLogisticRegression(C=C, l1_ratio=ratio, solver=solver, **params)
 
 
-def objective(model, X, y, *, C, l1_ratio=0.0, sample_weight=None, class_weight=None):
+def objective(model, X, y, *, C, l1_ratio=0.0, sample_weight=None, class_weight=None, intercept_scaling=None):
     """The objective both libraries minimize, in float64:
     (1/S) sum_i s_i loss_i + ((1 - l1_ratio)/2 |coef|^2 + l1_ratio |coef|_1) / (C S), with
-    s_i = sample_weight_i * class_weight[y_i] and S = sum s_i."""
+    s_i = sample_weight_i * class_weight[y_i] and S = sum s_i. With intercept_scaling (liblinear's
+    objective) the intercept b = intercept_scaling * v is penalized through v like a coefficient."""
     classes = np.asarray(model.classes_)
     index = np.searchsorted(classes, y)
     coef = np.asarray(model.coef_, dtype=np.float64)
@@ -87,7 +88,15 @@ def objective(model, X, y, *, C, l1_ratio=0.0, sample_weight=None, class_weight=
     if class_weight is not None:
         s = s * np.array([class_weight.get(c.item(), 1.0) for c in classes])[index]
     S = s.sum()
-    penalty = 0.0 if not np.isfinite(C) else ((1 - l1_ratio) / 2 * np.sum(coef**2) + l1_ratio * np.sum(np.abs(coef)))
+    penalized = coef
+    if intercept_scaling is not None:
+        v = np.asarray(model.intercept_, dtype=np.float64) / intercept_scaling
+        penalized = np.concatenate([coef.ravel(), v])
+    penalty = (
+        0.0
+        if not np.isfinite(C)
+        else ((1 - l1_ratio) / 2 * np.sum(penalized**2) + l1_ratio * np.sum(np.abs(penalized)))
+    )
     return float(s @ loss / S + (penalty / (C * S) if np.isfinite(C) else 0.0))
 
 
@@ -96,10 +105,13 @@ def assert_same_model(ours, ref, *, rtol=1e-4, atol=1e-6):
     entries near zero carry no relative meaning. By default 1e-6: both solvers stop with
     gradients ~1e-10 on an objective whose curvature is >= 1/(C n), so their solutions differ by
     far less (tests with a looser atol say why)."""
-    assert ours.coef_.shape == ref.coef_.shape and ours.intercept_.shape == ref.intercept_.shape
-    scale = max(np.max(np.abs(ref.coef_)), np.max(np.abs(ref.intercept_)), 1e-3)
+    # (scikit-learn's liblinear without an intercept sets intercept_ to the float 0.0; gpuml's is
+    # always an array.)
+    ref_intercept = np.atleast_1d(ref.intercept_)
+    assert ours.coef_.shape == ref.coef_.shape and ours.intercept_.shape == ref_intercept.shape
+    scale = max(np.max(np.abs(ref.coef_)), np.max(np.abs(ref_intercept)), 1e-3)
     assert_allclose(ours.coef_, ref.coef_, rtol=rtol, atol=atol * scale)
-    assert_allclose(ours.intercept_, ref.intercept_, rtol=rtol, atol=atol * scale)
+    assert_allclose(ours.intercept_, ref_intercept, rtol=rtol, atol=atol * scale)
 
 
 # ---- parity with scikit-learn's lbfgs ---------------------------------------------------------
@@ -228,15 +240,14 @@ def test_C_matches_sklearn(C, dataset, device):
 def test_no_penalty_on_non_separable_data(device, rng):
     X, y = non_separable(rng)
     ref = sk_reference(penalty=None, **TIGHT).fit(X, y)
-    for ours in (
-        LogisticRegression(penalty=None, device=device, **TIGHT).fit(X, y),
-        LogisticRegression(C=np.inf, device=device, **TIGHT).fit(X, y),
-    ):
+    with pytest.warns(FutureWarning, match="'penalty' was deprecated"):
+        deprecated_spelling = LogisticRegression(penalty=None, device=device, **TIGHT).fit(X, y)
+    for ours in (deprecated_spelling, LogisticRegression(C=np.inf, device=device, **TIGHT).fit(X, y)):
         # Without a penalty the curvature is that of the loss alone (~n * p(1-p) per unit of
         # |x|^2 here, well away from 0 on overlapping classes): the optimum is as sharp as before.
         assert_same_model(ours, ref)
     multi = np.digitize(X @ rng.normal(size=X.shape[1]) + rng.normal(size=len(y)), [-0.5, 0.5])  # 3 classes
-    ours = LogisticRegression(penalty=None, device=device, **TIGHT).fit(X, multi)
+    ours = LogisticRegression(C=np.inf, device=device, **TIGHT).fit(X, multi)
     ref = sk_reference(penalty=None, **TIGHT).fit(X, multi)
     # The multinomial coefficients without a penalty are defined up to a shared shift per
     # feature; both solvers start from zero, where the shift stays zero (the gradient's columns sum to 0).
@@ -249,31 +260,51 @@ SAGA = dict(tol=1e-10, max_iter=100000)
 
 
 @pytest.mark.parametrize(
-    "dataset, penalty, l1_ratio, C",
+    "dataset, l1_ratio, C",
     [
-        ("breast_cancer", "l1", None, 0.1),
-        ("breast_cancer", "elasticnet", 0.5, 0.05),
-        ("iris", "l1", None, 0.5),
-        ("iris", "elasticnet", 0.3, 0.2),
+        ("breast_cancer", 1.0, 0.1),
+        ("breast_cancer", 0.5, 0.05),
+        ("breast_cancer", 0.0, 0.05),
+        ("iris", 1.0, 0.5),
+        ("iris", 0.3, 0.2),
+        ("iris", 0.0, 0.2),
     ],
 )
-def test_l1_and_elasticnet_match_saga(dataset, penalty, l1_ratio, C, device):
+def test_l1_ratio_alone_chooses_the_penalty_as_saga(dataset, l1_ratio, C, device):
+    """scikit-learn >= 1.8: with penalty left at its default, l1_ratio chooses the penalty (0: L2,
+    1: L1, in between: elastic net). gpuml fitted L2 whatever l1_ratio was (issue 23)."""
     X, y = breast_cancer() if dataset == "breast_cancer" else iris()
-    ours = LogisticRegression(penalty=penalty, l1_ratio=l1_ratio, C=C, device=device, **TIGHT).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scikit-learn 1.9's own spelling: no FutureWarning, no UserWarning
+        ours = LogisticRegression(l1_ratio=l1_ratio, C=C, solver="saga", device=device, **TIGHT).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # saga may stop at max_iter just short of 1e-10
-        ref = sk_reference(penalty=penalty, l1_ratio=l1_ratio, C=C, **SAGA).fit(X, y)
-    ratio = 1.0 if penalty == "l1" else l1_ratio
-    ours_f = objective(ours, X, y, C=C, l1_ratio=ratio)
-    ref_f = objective(ref, X, y, C=C, l1_ratio=ratio)
+        ref = SkLogisticRegression(l1_ratio=l1_ratio, C=C, solver="saga", **SAGA).fit(X, y)
+    ours_f = objective(ours, X, y, C=C, l1_ratio=l1_ratio)
+    ref_f = objective(ref, X, y, C=C, l1_ratio=l1_ratio)
     # Both at the optimum of the same convex objective: saga's own stopping (weight changes below
     # 1e-10) leaves it within ~1e-9 relative of the minimum; OWL-QN is at least as close.
     assert abs(ours_f - ref_f) <= 1e-6 * ref_f, (ours_f, ref_f)
     assert_array_equal(ours.coef_ != 0, ref.coef_ != 0)  # the same features selected
+    if l1_ratio > 0:
+        assert np.sum(ours.coef_ == 0) > 0  # an L1 part: some coefficients exactly 0 (an L2 fit has none)
     # L1 optima are not strongly convex in every direction: coefficients agree less tightly than
     # objective values (~sqrt of their relative difference, times the coefficient scale).
     assert_allclose(ours.coef_, ref.coef_, rtol=1e-3, atol=1e-3 * np.max(np.abs(ref.coef_)))
     assert ours.converged_ == 1
+
+
+@pytest.mark.parametrize("penalty, l1_ratio", [("l1", 1.0), ("elasticnet", 0.5), ("l2", 0.0), (None, 0.0)])
+def test_deprecated_penalty_still_fits_the_same_model(penalty, l1_ratio, device):
+    """penalty="l1" etc. (deprecated in scikit-learn 1.8) warn and fit what l1_ratio / C=np.inf fit."""
+    X, y = iris()
+    with pytest.warns(FutureWarning, match="'penalty' was deprecated in version 1.8"):
+        old = LogisticRegression(
+            penalty=penalty, l1_ratio=l1_ratio, C=0.3 if penalty else 1.0, solver="saga", device=device
+        ).fit(X, y)
+    new = LogisticRegression(l1_ratio=l1_ratio, C=0.3 if penalty else np.inf, solver="saga", device=device).fit(X, y)
+    assert_array_equal(old.coef_, new.coef_)  # the same objective and starting point: the same bits
+    assert_array_equal(old.intercept_, new.intercept_)
 
 
 # ---- float32 ------------------------------------------------------------------------------------
@@ -495,10 +526,15 @@ def test_cuda_matches_cpu(rng):
     # coefficients that differ along flat directions.)
     for X, y in (breast_cancer(), iris()):
         weights = rng.uniform(0.1, 3.0, size=len(y))
-        for params in (dict(), dict(penalty="l1", C=0.5), dict(class_weight="balanced", C=10.0)):
+        for params in (
+            dict(),
+            dict(l1_ratio=1.0, solver="saga", C=0.5),
+            dict(class_weight="balanced", C=10.0),
+            dict(solver="liblinear", intercept_scaling=0.5, C=0.5),
+        ):
             cpu = LogisticRegression(device="cpu", **params, **TIGHT).fit(X, y, sample_weight=weights)
             gpu = LogisticRegression(device="cuda", **params, **TIGHT).fit(X, y, sample_weight=weights)
-            if params.get("penalty") == "l1":
+            if params.get("l1_ratio") == 1.0:
                 # An L1 optimum is not strongly convex along every direction of the selected
                 # features (breast cancer's radius, perimeter and area nearly coincide): the two
                 # objectives agree tightly, the coefficients only to ~sqrt of that (4e-4 relative
@@ -515,7 +551,7 @@ def test_cuda_matches_cpu(rng):
                 assert_same_model(gpu, cpu, rtol=1e-5, atol=1e-5)
             # Probabilities move with the coefficients (scores up to ~30 here): 1e-5 as they do
             # (1.3e-6 was seen); 1e-3 for L1, whose coefficients agree to ~1e-3.
-            proba_atol = 1e-3 if params.get("penalty") == "l1" else 1e-5
+            proba_atol = 1e-3 if params.get("l1_ratio") == 1.0 else 1e-5
             assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), rtol=0, atol=proba_atol)
             assert np.mean(gpu.predict(X) == cpu.predict(X)) >= 0.998  # a row within 1e-5 of a tie may flip
 
@@ -571,3 +607,239 @@ def test_cupy_inputs_give_cupy_outputs(rng):
     # String labels cannot live on the device: predict gives them back as NumPy.
     named = LogisticRegression().fit(cupy.asarray(X), np.array(["a", "b"])[y])
     assert isinstance(named.predict(cupy.asarray(X)), np.ndarray)
+
+
+# ---- scikit-learn 1.9's parameters, rules and solvers ---------------------------------------------
+
+
+def test_constructor_has_sklearns_parameters_and_defaults():
+    ours = LogisticRegression().get_params()
+    assert ours.pop("device") == "auto"  # gpuml's one addition
+    assert ours == SkLogisticRegression().get_params()  # every name, every default
+
+
+def outcome(estimator, X, y):
+    """(the error's type name and message or None, the warnings other than ConvergenceWarning) of a fit."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            estimator.fit(X, y)
+            error = None
+        except Exception as e:  # noqa: BLE001  (compared with what scikit-learn raises)
+            error = (type(e).__name__, str(e))
+    warned = [(w.category.__name__, str(w.message)) for w in caught if not issubclass(w.category, ConvergenceWarning)]
+    return error, warned
+
+
+RULE_CASES = [
+    # how scikit-learn 1.9 spells the penalty, and the deprecated spellings
+    dict(),
+    dict(l1_ratio=None),
+    dict(l1_ratio=1.0),  # lbfgs takes no L1: scikit-learn's ValueError
+    dict(l1_ratio=0.5),
+    dict(l1_ratio=1.0, solver="saga"),
+    dict(l1_ratio=0.5, solver="saga"),
+    dict(l1_ratio=1.0, solver="liblinear"),
+    dict(l1_ratio=0.5, solver="liblinear"),
+    dict(C=np.inf),
+    dict(C=np.inf, l1_ratio=0.5, solver="saga"),
+    dict(C=np.inf, l1_ratio=1.0),
+    dict(C=np.inf, solver="liblinear"),
+    dict(penalty="l2"),
+    dict(penalty="l2", l1_ratio=None),
+    dict(penalty="l1"),
+    dict(penalty="l1", solver="saga"),
+    dict(penalty="l1", solver="saga", l1_ratio=1.0),
+    dict(penalty="elasticnet", solver="saga", l1_ratio=0.5),
+    dict(penalty="elasticnet", solver="saga", l1_ratio=None),
+    dict(penalty=None),
+    dict(penalty=None, C=2.0),
+    dict(penalty=None, l1_ratio=0.5, solver="saga"),
+    dict(penalty=None, solver="liblinear"),
+    dict(dual=True),
+    dict(dual=True, solver="liblinear"),
+    dict(dual=True, solver="liblinear", l1_ratio=1.0),
+    dict(n_jobs=2),
+    dict(solver="newton-cg", l1_ratio=1.0),
+    dict(solver="newton-cholesky", l1_ratio=0.5),
+    dict(solver="sag", penalty="l1"),
+    # out-of-range and wrongly typed values: scikit-learn's InvalidParameterError
+    dict(C=0),
+    dict(C=-1.0),
+    dict(C=np.nan),
+    dict(C="1"),
+    dict(l1_ratio=1.5),
+    dict(l1_ratio=-0.1),
+    dict(penalty="none"),
+    dict(penalty="l3"),
+    dict(tol=-1.0),
+    dict(max_iter=-1),
+    dict(max_iter=2.5),
+    dict(intercept_scaling=0),
+    dict(solver="foo"),
+    dict(dual="yes"),
+    dict(fit_intercept="yes"),
+    dict(class_weight="auto"),
+    dict(class_weight=[1.0, 2.0]),
+    dict(random_state="a"),
+    dict(random_state=-1),
+    dict(verbose=-1),
+    dict(warm_start=1),
+    dict(n_jobs=1.5),
+]
+
+
+@pytest.mark.parametrize("params", RULE_CASES, ids=[repr(p) for p in RULE_CASES])
+def test_parameter_rules_warn_and_raise_as_sklearn(params, device, rng):
+    """Every combination above gives scikit-learn 1.9's error (type and message) and warnings (text and
+    category, in order), or fits as it does."""
+    X, y = non_separable(rng, n=80, d=4)
+    ours = outcome(LogisticRegression(device=device, **params), X, y)
+    assert ours == outcome(SkLogisticRegression(**params), X, y)
+
+
+def test_liblinear_data_rules_as_sklearn(device, rng):
+    X, y = iris()
+    params = dict(solver="liblinear")
+    assert outcome(LogisticRegression(device=device, **params), X, y) == outcome(SkLogisticRegression(**params), X, y)
+    X2, y2 = non_separable(rng, n=80, d=4)
+    X2[int(rng.integers(80)), int(rng.integers(4))] = 1e31
+    ours = outcome(LogisticRegression(device=device, **params), X2, y2)
+    assert ours == outcome(SkLogisticRegression(**params), X2, y2)
+    assert ours[0][1].startswith("Using the 'liblinear' solver while X contains a maximum value > 1e30")
+
+
+# scikit-learn's solvers at a tight tol stop at different distances from the optimum: lbfgs and
+# newton-* at gradients ~1e-10; sag and saga when the weights change by < tol per epoch;
+# liblinear on its own relative rule. Objectives then agree to ~1e-9 relative and coefficients
+# to ~1e-5 of the largest (saga and sag are the loosest).
+SOLVER_TIGHT = dict(tol=1e-10, max_iter=100000)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "newton-cg", "newton-cholesky", "sag", "saga", "liblinear"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("dataset", ["breast_cancer", "iris"])
+def test_every_solver_name_gives_that_solvers_result(solver, fit_intercept, dataset, device):
+    X, y = breast_cancer() if dataset == "breast_cancer" else iris()
+    if solver == "liblinear" and dataset == "iris":
+        pytest.skip("liblinear is binary only (test_liblinear_data_rules_as_sklearn)")
+    params = dict(C=0.5, fit_intercept=fit_intercept, solver=solver)
+    ours = LogisticRegression(device=device, **params, **TIGHT).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = SkLogisticRegression(**params, **SOLVER_TIGHT).fit(X, y)
+    # liblinear with an intercept: the intercept penalized through intercept_scaling (1).
+    scaling = 1.0 if solver == "liblinear" and fit_intercept else None
+    f_ours = objective(ours, X, y, C=0.5, intercept_scaling=scaling)
+    f_ref = objective(ref, X, y, C=0.5, intercept_scaling=scaling)
+    assert f_ours <= f_ref * (1 + 1e-9), (f_ours, f_ref)  # at least as close to the minimum
+    assert abs(f_ours - f_ref) <= 1e-8 * f_ref, (f_ours, f_ref)
+    assert_same_model(ours, ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("intercept_scaling", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("l1_ratio, dual", [(0.0, False), (0.0, True), (1.0, False)])
+def test_liblinear_penalizes_the_intercept_through_intercept_scaling(intercept_scaling, l1_ratio, dual, device, rng):
+    """liblinear's objective: the intercept is intercept_scaling times the weight of a constant
+    feature intercept_scaling, penalized like the others; dual=True solves the same problem's dual."""
+    X, y = non_separable(rng, n=300, d=6)
+    X += 2.0  # an intercept far from 0, so that its penalty matters
+    weights = rng.uniform(0.2, 3.0, size=len(y))
+    params = dict(C=0.2, l1_ratio=l1_ratio, solver="liblinear", intercept_scaling=intercept_scaling, dual=dual)
+    ours = LogisticRegression(device=device, **params, **TIGHT).fit(X, y, sample_weight=weights)
+    ref = SkLogisticRegression(**params, **SOLVER_TIGHT).fit(X, y, sample_weight=weights)
+    kw = dict(C=0.2, l1_ratio=l1_ratio, sample_weight=weights, intercept_scaling=intercept_scaling)
+    f_ours, f_ref = objective(ours, X, y, **kw), objective(ref, X, y, **kw)
+    assert abs(f_ours - f_ref) <= 1e-8 * f_ref, (f_ours, f_ref)
+    # The unpenalized-intercept optimum is a different point: the objective tells them apart.
+    plain = LogisticRegression(device=device, C=0.2, l1_ratio=l1_ratio, solver="saga", **TIGHT).fit(
+        X, y, sample_weight=weights
+    )
+    assert objective(plain, X, y, **kw) > f_ref * (1 + 1e-6)
+    if l1_ratio == 1.0:
+        assert_array_equal(ours.coef_ != 0, ref.coef_ != 0)
+        # L1: the objective is flat along some directions; coefficients to ~sqrt of 1e-8.
+        assert_same_model(ours, ref, rtol=1e-3, atol=1e-3)
+    else:
+        assert_same_model(ours, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_warm_start_starts_from_the_previous_fit(device, rng):
+    X, y = iris()
+    cold = LogisticRegression(C=0.5, device=device, **TIGHT).fit(X, y)
+    # max_iter=0: the fit returns its starting point, which is the previous coef_ and intercept_.
+    warm = LogisticRegression(C=0.5, warm_start=True, max_iter=0, device=device)
+    warm.coef_, warm.intercept_ = cold.coef_.copy(), cold.intercept_.copy()
+    warm.fit(X, y)
+    assert warm.n_iter_[0] == 0
+    assert_array_equal(warm.coef_, cold.coef_)
+    assert_array_equal(warm.intercept_, cold.intercept_)
+    # A chain of short warm fits reaches the optimum; the same short fit from zero does not move.
+    chain = LogisticRegression(C=0.5, warm_start=True, max_iter=3, tol=1e-10, device=device)
+    short = LogisticRegression(C=0.5, max_iter=3, tol=1e-10, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        first = chain.fit(X, y).coef_.copy()
+        for _ in range(200):
+            chain.fit(X, y)
+            if chain.converged_:
+                break
+        short.fit(X, y)
+        short.fit(X, y)
+    assert_array_equal(short.coef_, first)  # without warm_start every fit starts from zero
+    assert chain.converged_ == 1
+    assert_same_model(chain, cold, rtol=1e-5, atol=1e-5)  # both at gradients <= 1e-10
+    # As scikit-learn: warm starting from a model of another shape is its ValueError.
+    binary = LogisticRegression(warm_start=True, device=device).fit(X[y < 2], y[y < 2])
+    sk_binary = SkLogisticRegression(warm_start=True).fit(X[y < 2], y[y < 2])
+    assert outcome(binary, X, y) == outcome(sk_binary, X, y)
+    assert outcome(binary, X, y)[0][1].startswith("Initialization coef is of shape (1, 5)")
+
+
+def test_parameters_without_effect_on_the_fit(device, rng):
+    """random_state (gpuml's method does not shuffle), verbose, n_jobs (no effect in scikit-learn 1.9
+    either) and intercept_scaling without liblinear leave the fit as it is, bit for bit."""
+    X, y = non_separable(rng)
+    plain = LogisticRegression(device=device).fit(X, y)
+    for params in (
+        dict(random_state=0),
+        dict(random_state=np.random.RandomState(1)),
+        dict(verbose=2),
+        dict(intercept_scaling=7.5),
+        dict(n_jobs=-1),
+        dict(solver="sag", random_state=3),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # n_jobs: scikit-learn's deprecation
+            other = LogisticRegression(device=device, **params).fit(X, y)
+        assert_array_equal(other.coef_, plain.coef_, err_msg=repr(params))
+        assert_array_equal(other.intercept_, plain.intercept_, err_msg=repr(params))
+
+
+def test_the_c_abi_chooses_the_penalty_by_l1_ratio(device, rng):
+    """Without "penalty", the C ABI's l1_ratio chooses it as scikit-learn 1.9 does; an explicit penalty
+    (the old JSON) keeps its meaning."""
+    from gpuml import _array
+    from gpuml._context import get_context
+
+    context = get_context(device)
+    X, y = breast_cancer()
+    labels = y.astype(np.int32)  # kept alive: descriptors do not own their data
+
+    def coef(params):
+        handle = EstimatorHandle.create("logistic_regression", params)
+        handle.fit(context, _array.descriptor(X)[0], _array.descriptor(labels)[0], None)
+        return handle.get_params()["penalty"], np.asarray(handle.attribute(context, "coef_"))
+
+    penalty, l1 = coef({"l1_ratio": 1.0, "C": 0.1})
+    assert penalty == "l1" and np.sum(l1 == 0) > 0
+    assert_array_equal(coef({"penalty": "l1", "C": 0.1})[1], l1)
+    assert coef({"l1_ratio": 0.5, "C": 0.1})[0] == "elasticnet"
+    assert coef({"C": 0.1})[0] == "l2" and coef({"l1_ratio": 0.0})[0] == "l2"
+    assert coef({"penalty": "l2", "l1_ratio": 0.5})[0] == "l2"  # an explicit penalty wins, as in scikit-learn
+    for bad in ({"intercept_scaling": -1.0}, {"init_coef": "zeros"}, {"init_coef": [1.0, None]},
+                {"init_intercept": [0.0]}):
+        with pytest.raises(ValueError):
+            EstimatorHandle.create("logistic_regression", bad)
+    with pytest.raises(ValueError, match="init_coef"):
+        coef({"init_coef": [0.0] * (X.shape[1] + 1)})  # not (1, n_features)

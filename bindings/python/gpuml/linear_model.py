@@ -7,12 +7,13 @@ import numpy as np
 from sklearn.base import MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
 from ._base import GpumlEstimator, seed_from
 from ._classifier import GpumlClassifier
-from ._context import get_context
+from ._context import check_device, get_context
 
 __all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
 
@@ -366,27 +367,110 @@ class Lasso(ElasticNet):
         return self._shared_params()  # l1_ratio is fixed to 1 by the C estimator
 
 
-_PENALTIES = ("l2", "l1", "elasticnet")
+# scikit-learn 1.9's messages for its LogisticRegression parameter rules (matched exactly: code
+# written for scikit-learn checks them).
+_PENALTY_DEPRECATED = (
+    "'penalty' was deprecated in version 1.8 and will be removed in 1.10. To avoid this warning, leave 'penalty' "
+    "set to its default value and use 'l1_ratio' or 'C' instead. Use l1_ratio=0 instead of penalty='l2', "
+    "l1_ratio=1 instead of penalty='l1', l1_ratio set to a float between 0 and 1 instead of penalty='elasticnet', "
+    "and C=np.inf instead of penalty=None."
+)
+_L1_RATIO_NONE_DEPRECATED = (
+    "'l1_ratio=None' was deprecated in version 1.8 and will trigger an error in 1.10. Use 0<=l1_ratio<=1 instead."
+)
+
+
+def _resolve_penalty(estimator):
+    """scikit-learn 1.9's penalty for LogisticRegression's parameters, with its warnings and errors,
+    in its order: (penalty as the objective has it: "l2", "l1", "elasticnet" or None; solver)."""
+    l1_ratio, C, solver = estimator.l1_ratio, estimator.C, estimator.solver
+    if isinstance(estimator.penalty, str) and estimator.penalty == "deprecated":
+        # l1_ratio alone chooses the penalty; C=np.inf means none.
+        if l1_ratio is None or l1_ratio == 0:
+            penalty = "l2"
+            if l1_ratio is None:
+                warnings.warn(_L1_RATIO_NONE_DEPRECATED, FutureWarning, stacklevel=3)
+        elif l1_ratio == 1:
+            penalty = "l1"
+        else:
+            penalty = "elasticnet"
+        if C == np.inf:
+            penalty = None
+    else:
+        penalty = estimator.penalty
+        warnings.warn(_PENALTY_DEPRECATED, FutureWarning, stacklevel=3)
+    # Which penalties each solver's objective has (gpuml minimizes each with its own method).
+    if solver not in ("liblinear", "saga") and penalty not in ("l2", None):
+        raise ValueError(f"Solver {solver} supports only 'l2' or None penalties, got {penalty} penalty.")
+    if solver != "liblinear" and estimator.dual:
+        raise ValueError(f"Solver {solver} supports only dual=False, got dual={estimator.dual}")
+    if penalty == "elasticnet" and solver != "saga":
+        raise ValueError(f"Only 'saga' solver supports elasticnet penalty, got solver={solver}.")
+    if solver == "liblinear" and penalty is None:
+        raise ValueError("C=np.inf as well as penalty=None is not supported for the liblinear solver")
+    if penalty != "elasticnet" and l1_ratio is not None and 0 < l1_ratio < 1:
+        warnings.warn(f"l1_ratio parameter is only used when penalty is 'elasticnet'. Got (penalty={penalty})",
+                      stacklevel=3)
+    if (estimator.penalty == "l2" and l1_ratio != 0) or (estimator.penalty == "l1" and l1_ratio != 1):
+        warnings.warn(
+            f"Inconsistent values: penalty={estimator.penalty} with l1_ratio={l1_ratio}. penalty is deprecated. "
+            "Please use l1_ratio only.",
+            stacklevel=3,
+        )
+    if penalty == "elasticnet" and l1_ratio is None:
+        raise ValueError("l1_ratio must be specified when penalty is elasticnet.")
+    if estimator.penalty is None and C != 1.0:
+        warnings.warn("Setting penalty=None will ignore the C and l1_ratio parameters", stacklevel=3)
+    if estimator.n_jobs is not None:
+        warnings.warn(
+            f"'n_jobs' has no effect since 1.8 and will be removed in 1.10. You provided 'n_jobs={estimator.n_jobs}', "
+            "please leave it unspecified.",
+            FutureWarning,
+            stacklevel=3,
+        )
+    if C == np.inf:  # no penalty whichever was named
+        penalty = None
+    return penalty, solver
 
 
 class LogisticRegression(GpumlClassifier):
     """Logistic regression (binomial for two classes, multinomial for more), on the CPU or a CUDA GPU.
 
-    Same results as ``sklearn.linear_model.LogisticRegression`` (its "lbfgs" solver, and "saga"
-    for L1 penalties): it minimizes, with sample weights s_i times the class weights and
-    S = sum(s_i),
+    Same parameters, defaults, rules and results as ``sklearn.linear_model.LogisticRegression``
+    of scikit-learn 1.9, plus ``device``. It minimizes, with sample weights s_i times the class
+    weights and S = sum(s_i),
     ``(1/S) sum_i s_i loss_i(coef, intercept) + r(coef) / (C S)``,
-    ``r = (1 - rho)/2 ||coef||^2 + rho ||coef||_1``, rho = 0 for "l2", 1 for "l1", ``l1_ratio``
-    for "elasticnet"; no penalty for ``penalty=None`` or ``C=np.inf``. The intercept is not
-    penalized. The loss and its gradient over X are computed on the device; L-BFGS (OWL-QN when
-    the penalty has an L1 part) runs on the host in float64 over the coefficients, and stops when
-    the largest (pseudo-)gradient entry is <= ``tol``. A fit that stops before that (``max_iter``
-    reached, or no more progress) raises ``sklearn.exceptions.ConvergenceWarning``.
+    ``r = (1 - l1_ratio)/2 ||coef||^2 + l1_ratio ||coef||_1``; no penalty with ``C=np.inf``. As in
+    scikit-learn >= 1.8, ``l1_ratio`` alone chooses the penalty (0, the default: L2; 1: L1; in
+    between: elastic net), and the deprecated ``penalty`` ("l2", "l1", "elasticnet", None) still
+    works with scikit-learn's FutureWarning. The intercept is not penalized, except with
+    ``solver="liblinear"`` (below). The loss and its gradient over X are computed on the device;
+    L-BFGS (OWL-QN when the penalty has an L1 part) runs on the host in float64 over the
+    coefficients, and stops when the largest (pseudo-)gradient entry is <= ``tol``. A fit that
+    stops before that (``max_iter`` reached, or no more progress) raises
+    ``sklearn.exceptions.ConvergenceWarning``.
+
+    ``solver``: every scikit-learn name is accepted, with scikit-learn's rules on which penalties
+    it takes (the same ValueErrors). gpuml minimizes the solver's objective with its own method,
+    so the result agrees with scikit-learn's solver within that solver's tolerance. "liblinear"
+    defines a different objective when ``fit_intercept``: the intercept is ``intercept_scaling``
+    times the weight of a constant feature of that value, penalized like the coefficients; gpuml
+    minimizes that objective. liblinear is binary only (scikit-learn's ValueError for more
+    classes); ``dual=True`` (liblinear with L2 only, as scikit-learn) solves the dual of the same
+    problem, whose solution is the same, so gpuml solves the primal.
+
+    ``warm_start=True`` starts a refit from the previous ``coef_`` and ``intercept_`` (not with
+    liblinear, as scikit-learn). Accepted without effect on the result: ``random_state`` (only
+    scikit-learn's sag, saga and liblinear shuffle; gpuml's method is deterministic), ``verbose``
+    (gpuml prints nothing), ``n_jobs`` (no effect in scikit-learn 1.9 either; a value other than
+    None gives its FutureWarning), ``intercept_scaling`` without liblinear.
 
     Labels may be of any type np.unique sorts (ints, floats, bools, strings); ``class_weight``:
     None, "balanced", or a dict {label: weight} (labels not in the dict weigh 1). ``device`` as
     in LinearRegression. Inputs may be NumPy arrays, CuPy arrays or PyTorch tensors; outputs have
     the input's type (predict returns host NumPy labels when the labels are not numbers).
+    Parameter values are checked as scikit-learn checks them (InvalidParameterError, a ValueError,
+    with its messages).
 
     Attributes
     ----------
@@ -404,60 +488,105 @@ class LogisticRegression(GpumlClassifier):
     _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "converged_")
     _gpuml_settable = ("coef_", "intercept_")
 
+    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
+    _parameter_constraints = {
+        "penalty": [StrOptions({"l1", "l2", "elasticnet"}), None, Hidden(StrOptions({"deprecated"}))],
+        "C": [Interval(numbers.Real, 0, None, closed="right")],
+        "l1_ratio": [Interval(numbers.Real, 0, 1, closed="both"), None],
+        "dual": ["boolean"],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(numbers.Real, 0, None, closed="neither")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "random_state": ["random_state"],
+        "solver": [StrOptions({"lbfgs", "liblinear", "newton-cg", "newton-cholesky", "sag", "saga"})],
+        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "n_jobs": [None, numbers.Integral],
+        "device": [str],  # its values are checked by check_device
+    }
+
     def __init__(
         self,
-        penalty="l2",
+        penalty="deprecated",
         *,
         C=1.0,
-        l1_ratio=None,
-        fit_intercept=True,
-        max_iter=100,
+        l1_ratio=0.0,
+        dual=False,
         tol=1e-4,
+        fit_intercept=True,
+        intercept_scaling=1,
         class_weight=None,
+        random_state=None,
+        solver="lbfgs",
+        max_iter=100,
+        verbose=0,
+        warm_start=False,
+        n_jobs=None,
         device="auto",
     ):
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
+        self.dual = dual
         self.tol = tol
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.class_weight = class_weight
+        self.random_state = random_state
+        self.solver = solver
+        self.max_iter = max_iter
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
         self.device = device
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.solver == "liblinear":
+            tags.classifier_tags.multi_class = False  # as scikit-learn's: liblinear is binary only
+        return tags
 
     # -- parameters ----------------------------------------------------------------------
     def _gpuml_params(self, X=None):
-        """The checked parameters as the C ABI's JSON, without class_weight (it needs the classes)."""
-        penalty = self.penalty
-        if penalty is not None and (not isinstance(penalty, str) or penalty not in _PENALTIES):
-            raise ValueError(f"penalty must be one of 'l2', 'l1', 'elasticnet' or None; got {penalty!r}")
-        C = self.C
-        if isinstance(C, (bool, np.bool_)) or not isinstance(C, numbers.Real) or not C > 0:
-            raise ValueError(f"C must be a real number > 0 (np.inf: no penalty), got {C!r}")
-        l1_ratio = None if self.l1_ratio is None else _check_real(self.l1_ratio, "l1_ratio", 0.0, 1.0)
-        if penalty == "elasticnet" and l1_ratio is None:
-            raise ValueError("l1_ratio must be specified when penalty is elasticnet.")
-        max_iter = self.max_iter
-        if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
-            raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
-        if self.class_weight is not None and not isinstance(self.class_weight, dict) and not (
-            isinstance(self.class_weight, str) and self.class_weight == "balanced"
-        ):
-            raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {self.class_weight!r}")
-        # scikit-learn's warnings for parameters that are ignored.
-        if penalty != "elasticnet" and l1_ratio is not None and 0 < l1_ratio < 1:
-            warnings.warn(f"l1_ratio parameter is only used when penalty is 'elasticnet'. Got (penalty={penalty})")
-        if penalty is None and C != 1.0:
-            warnings.warn("Setting penalty=None will ignore the C and l1_ratio parameters")
-        unpenalized = penalty is None or C == np.inf
-        return {
-            "penalty": None if unpenalized else penalty,
-            "C": float(C) if np.isfinite(C) else 1.0,  # unused without a penalty; the C ABI wants a finite C
-            "l1_ratio": l1_ratio,
-            "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
-            "max_iter": int(max_iter),
-            "tol": _check_real(self.tol, "tol", 0.0),
+        """The checked parameters as the C ABI's JSON, without class_weight (it needs the classes)
+        and the warm start (it needs them too); warns and raises as scikit-learn 1.9 does."""
+        self._validate_params()
+        check_device(self.device)
+        penalty, solver = _resolve_penalty(self)
+        params = {
+            "penalty": penalty,
+            # Unused without a penalty; the C ABI wants a finite C.
+            "C": float(self.C) if penalty is not None else 1.0,
+            "l1_ratio": float(self.l1_ratio) if penalty == "elasticnet" else None,
+            "fit_intercept": bool(self.fit_intercept),
+            "max_iter": int(self.max_iter),
+            "tol": float(self.tol),
         }
+        if solver == "liblinear" and self.fit_intercept:
+            params["intercept_scaling"] = float(self.intercept_scaling)  # liblinear's penalized intercept
+        return params
+
+    def _warm_start_json(self, n_classes, n_features):
+        """init_coef / init_intercept from the previous coef_ and intercept_ (scikit-learn's shape rule)."""
+        if not self.warm_start or self.solver == "liblinear" or "coef_" not in self.__dict__ and not hasattr(self, "coef_"):
+            return {}
+        coef = _array.to_numpy(self.coef_).astype(np.float64, copy=False)
+        intercept = _array.to_numpy(self.intercept_).astype(np.float64, copy=False).reshape(-1)
+        rows = 1 if n_classes == 2 else n_classes
+        width = n_features + int(bool(self.fit_intercept))
+        if coef.ndim != 2 or coef.shape != (rows, n_features) or intercept.shape != (rows,):
+            # scikit-learn's message, about coef_ with the intercept as its last column.
+            shape = (coef.shape[0], coef.shape[1] + 1) if self.fit_intercept and coef.ndim == 2 else coef.shape
+            expected = f"({width},) or (1, {width})" if rows == 1 else f"({rows}, {width})"
+            raise ValueError(f"Initialization coef is of shape {shape}, expected shape {expected}")
+        if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+            raise ValueError("coef_ and intercept_ (the warm start of fit) contain NaN or infinity")
+        params = {"init_coef": coef.reshape(-1).tolist()}
+        if self.fit_intercept:
+            params["init_intercept"] = intercept.tolist()
+        return params
 
     # -- fitting -------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
@@ -467,8 +596,26 @@ class LogisticRegression(GpumlClassifier):
         params = self._gpuml_params()  # bad parameters fail before the data is looked at
         X, y, kind = self._prepare_X_labels(X, y)
         classes, labels = self._labels(y)
+        if self.solver == "liblinear":
+            if classes.size > 2:
+                raise ValueError(
+                    "The 'liblinear' solver does not support multiclass classification (n_classes >= 3). Either use "
+                    "another solver or wrap the estimator in a OneVsRestClassifier to keep applying a one-versus-rest "
+                    "scheme."
+                )
+            if X.shape[0] > 0 and float(X.max()) > 1e30:
+                raise ValueError(
+                    "Using the 'liblinear' solver while X contains a maximum value > 1e30 results in a frozen fit. "
+                    "Please choose another solver or rescale the input X."
+                )
+            if self.dual and params["penalty"] == "l1":
+                raise ValueError(
+                    "Unsupported set of arguments: The combination of penalty='l1' and loss='logistic_regression' are "
+                    "not supported when dual=True, Parameters: penalty='l1', loss='logistic_regression', dual=True"
+                )
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
         params["class_weight"] = self._class_weight_json(classes)
+        params.update(self._warm_start_json(classes.size, X.shape[1]))
         self._gpuml_fit(X, kind, sample_weight=weights, y=labels, params=params)
         self.classes_ = classes
         if not self.converged_:

@@ -13,15 +13,26 @@ namespace gpuml {
 // the objective is
 //   (1/S) Σ_i s_i loss_i(coef, intercept) + r(coef) / (C S),
 //   r = (1 − ρ)/2 |coef|² + ρ |coef|₁,  ρ = 0 ("l2"), 1 ("l1"), l1_ratio ("elasticnet"); r = 0 ("none").
-// The intercept is not penalized. Two classes: the binomial loss on one score column; more: the
-// multinomial (softmax) loss on one column per class.
+// The intercept is not penalized (but see intercept_scaling). Two classes: the binomial loss on one
+// score column; more: the multinomial (softmax) loss on one column per class.
 struct LogisticRegressionParams {
-  std::string penalty = "l2";  // "l2", "l1", "elasticnet" or "none" (Python's None)
+  // "" (the default): l1_ratio chooses, as in scikit-learn >= 1.8: 0 or unset "l2", 1 "l1", in
+  // between "elasticnet" (the constructor stores the choice). Or explicitly "l2", "l1",
+  // "elasticnet" or "none" (scikit-learn's deprecated `penalty`; "none" is Python's None).
+  std::string penalty;
   double C = 1.0;              // > 0, finite
-  double l1_ratio = -1.0;      // in [0, 1], required (and only used) with "elasticnet"; -1: unset
+  double l1_ratio = -1.0;      // in [0, 1]; -1: unset (needed with "elasticnet"; ignored with "l2"/"l1"/"none")
   bool fit_intercept = true;
   int max_iter = 100;          // >= 0 quasi-Newton iterations
   double tol = 1e-4;           // >= 0; stop when max |(pseudo-)gradient of the objective| <= tol
+  // 0 (the default): the intercept is not penalized. > 0: scikit-learn's "liblinear" objective,
+  // where the intercept b is intercept_scaling times the weight v of a constant feature of value
+  // intercept_scaling, and v is penalized like the coefficients: r gains (1 − ρ)/2 v² + ρ |v|.
+  double intercept_scaling = 0.0;
+  // The starting point (a warm start): coef_ (row-major, (1, d) for two classes, else
+  // (n_classes, d)) and intercept_ (one per coef_ row; read with fit_intercept only) of an earlier
+  // fit. Empty: zeros. A size that does not fit the data is an error at fit.
+  std::vector<double> init_coef, init_intercept;
   // Class weights: "balanced" (S / (n_classes * weighted class count)), or one weight per listed
   // label (labels not listed weigh 1; a listed label that is not in y is an error), or none.
   bool class_weight_balanced = false;
@@ -64,6 +75,10 @@ class GPUML_API LogisticRegression final : public Estimator {
   void restore(std::map<std::string, HostArray> attributes) override;
 
  private:
+  // Copies the warm start (init_coef, init_intercept) into the packed variables x of a fit with
+  // k score columns and d features; checks their sizes.
+  void start_from_init(std::vector<double>& x, int64_t k, int64_t d) const;
+
   LogisticRegressionParams params_;
   HostArray classes_, coef_, intercept_, n_iter_, converged_, n_features_in_;
 };
