@@ -382,7 +382,7 @@ _L1_RATIO_NONE_DEPRECATED = (
 
 def _resolve_penalty(estimator):
     """scikit-learn 1.9's penalty for LogisticRegression's parameters, with its warnings and errors,
-    in its order: (penalty as the objective has it: "l2", "l1", "elasticnet" or None; solver)."""
+    in its order: the penalty as the objective has it ("l2", "l1", "elasticnet" or None)."""
     l1_ratio, C, solver = estimator.l1_ratio, estimator.C, estimator.solver
     if isinstance(estimator.penalty, str) and estimator.penalty == "deprecated":
         # l1_ratio alone chooses the penalty; C=np.inf means none.
@@ -430,7 +430,7 @@ def _resolve_penalty(estimator):
         )
     if C == np.inf:  # no penalty whichever was named
         penalty = None
-    return penalty, solver
+    return penalty
 
 
 class LogisticRegression(GpumlClassifier):
@@ -554,7 +554,7 @@ class LogisticRegression(GpumlClassifier):
         and the warm start (it needs them too); warns and raises as scikit-learn 1.9 does."""
         self._validate_params()
         check_device(self.device)
-        penalty, solver = _resolve_penalty(self)
+        penalty = _resolve_penalty(self)
         params = {
             "penalty": penalty,
             # Unused without a penalty; the C ABI wants a finite C.
@@ -564,14 +564,14 @@ class LogisticRegression(GpumlClassifier):
             "max_iter": int(self.max_iter),
             "tol": float(self.tol),
         }
-        if solver == "liblinear" and self.fit_intercept:
+        if self.solver == "liblinear" and self.fit_intercept:
             params["intercept_scaling"] = float(self.intercept_scaling)  # liblinear's penalized intercept
         return params
 
     def _warm_start_json(self, n_classes, n_features):
         """init_coef / init_intercept from the previous coef_ and intercept_ (scikit-learn's shape rule)."""
-        if not self.warm_start or self.solver == "liblinear" or "coef_" not in self.__dict__ and not hasattr(self, "coef_"):
-            return {}
+        if not self.warm_start or self.solver == "liblinear" or not hasattr(self, "coef_"):
+            return {}  # scikit-learn's liblinear ignores warm_start too
         coef = _array.to_numpy(self.coef_).astype(np.float64, copy=False)
         intercept = _array.to_numpy(self.intercept_).astype(np.float64, copy=False).reshape(-1)
         rows = 1 if n_classes == 2 else n_classes
