@@ -619,11 +619,20 @@ class LogisticRegression(GpumlClassifier):
         self._gpuml_fit(X, kind, sample_weight=weights, y=labels, params=params)
         self.classes_ = classes
         if not self.converged_:
+            n_iter = int(self.n_iter_[0])
+            # The named solver's scikit-learn message first (code matches on it), then gpuml's reason.
+            lead = {
+                "lbfgs": f"lbfgs failed to converge after {n_iter} iteration(s).",
+                "newton-cg": "newton-cg failed to converge. Increase the number of iterations.",
+                "newton-cholesky": f"Newton solver did not converge after {n_iter} iterations.",
+                "liblinear": "Liblinear failed to converge, increase the number of iterations.",
+                "sag": "The max_iter was reached which means the coef_ did not converge",
+                "saga": "The max_iter was reached which means the coef_ did not converge",
+            }[self.solver]
             warnings.warn(
-                f"LogisticRegression failed to converge after {int(self.n_iter_[0])} iteration(s) "
-                f"(max_iter={params['max_iter']}, tol={params['tol']}): the largest gradient entry is still "
-                "above tol. Increase max_iter, scale the data (e.g. with StandardScaler), or regularize more "
-                "(a smaller C).",
+                f"{lead} (gpuml: LogisticRegression stopped after {n_iter} iteration(s), max_iter="
+                f"{params['max_iter']}, tol={params['tol']}, with the largest gradient entry still above tol. "
+                "Increase max_iter, scale the data (e.g. with StandardScaler), or regularize more (a smaller C).)",
                 ConvergenceWarning,
                 stacklevel=2,
             )
