@@ -9,6 +9,8 @@ overall (all relevant tests; dense ones only) and the failures by group. Exits 1
 (a failure not in expected_failures.txt with its group), a crash or a hang, or when the dense pass
 rate falls below the one recorded in ratchet.json for the device.
 
+Extra pytest arguments after -- (e.g. -- --tb=short -k test_name) come after run.py's own.
+
 Options:
   --device cpu|cuda   the estimators' device (default: $GPUML_UPSTREAM_DEVICE, else cpu)
   --update-ratchet    record the dense pass rate in ratchet.json when it rose (or GPUML_UPSTREAM_UPDATE_RATCHET=1)
@@ -29,6 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 RATCHET = HERE / "ratchet.json"
+SKLEARN_VERSION = "1.9.1"  # scripts/requirements-test.txt's
 sys.path.insert(0, str(HERE))
 
 import upstream_plugin as plugin  # noqa: E402
@@ -149,6 +152,9 @@ def main(argv=None):
     import sklearn
 
     site = Path(sklearn.__file__).resolve().parents[1]
+    if sklearn.__version__ != SKLEARN_VERSION:  # other test modules and ids: listed failures may not match
+        print(f"note: scikit-learn {sklearn.__version__} is installed; expected_failures.txt and ratchet.json "
+              f"were made with {SKLEARN_VERSION}")
     with tempfile.TemporaryDirectory(prefix="gpuml-upstream-") as tmp:
         results_path, current_path = Path(tmp, "results.json"), Path(tmp, "current")
         env = dict(os.environ, GPUML_UPSTREAM_DEVICE=args.device, GPUML_UPSTREAM_RESULTS=str(results_path),
@@ -156,13 +162,15 @@ def main(argv=None):
         env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO / "bindings" / "python")]
                                             + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         command = [sys.executable, "-m", "pytest", "-p", "upstream_plugin", "-p", "no:cacheprovider", "-q",
+                   "--tb=no",  # formatting ~1500 expected tracebacks took 5/6 of the time; run.py prints the messages
                    "--rootdir", str(site), "--pyargs", *plugin.MODULES.values(), *args.pytest_args]
         start = time.monotonic()
         rc = subprocess.run(command, env=env, cwd=tmp).returncode
         seconds = time.monotonic() - start
         if not results_path.exists() or rc not in (0, 1):
             running = current_path.read_text() if current_path.exists() else "(none)"
-            print(f"\nUPSTREAM HARNESS CRASHED OR HUNG: pytest exit status {rc}; the test running was {running}")
+            print(f"\nUPSTREAM HARNESS DID NOT FINISH (a crash, a hang past the timeout, or a usage error): "
+                  f"pytest exit status {rc}; the test running was {running}")
             return 1
         results = json.loads(results_path.read_text())
 
@@ -173,7 +181,8 @@ def main(argv=None):
         lines += ["", f"{len(newly_passing)} listed tests now pass; remove them (run.py --write-expected):"]
         lines += [f"  {key}" for key in newly_passing]
     if failures:
-        lines += ["", f"REAL FAILURES ({len(failures)}): failed for a reason not in expected_failures.txt"] + failures
+        lines += ["", f"REAL FAILURES ({len(failures)}): failed for a reason not in expected_failures.txt "
+                  "(tracebacks: run.py -- --tb=short -k NAME)"] + failures
     ok, ratchet_lines = check_ratchet(total, args.device, args.update_ratchet and not failures)
     lines += [""] + ratchet_lines
     if args.write_expected:
