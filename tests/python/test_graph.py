@@ -216,3 +216,24 @@ def test_not_converged(device):
         nx.pagerank(G, max_iter=3)
     with pytest.raises(nx.PowerIterationFailedConvergence):  # the very class NetworkX raises
         pagerank(G, max_iter=3, device=device)
+
+
+def test_zero_personalization_raises_zero_division_error_as_networkx(device, rng):
+    """NetworkX 3.x raises ZeroDivisionError for a personalization vector that sums to 0
+    (networkx/algorithms/link_analysis/pagerank_alg.py, _pagerank_scipy); its own test module
+    expects it. gpuml's error is also a ValueError, which gpuml raised before and users may catch."""
+    n = int(rng.integers(5, 30))
+    G = nx.gnp_random_graph(n, 0.3, seed=int(rng.integers(2**31)), directed=True)
+    zeros = {node: 0 for node in G}
+    with pytest.raises(ZeroDivisionError):
+        nx.pagerank(G, personalization=zeros)  # the behaviour matched
+    src, dst = (np.array(side, dtype=np.int64) for side in zip(*G.edges())) if G.number_of_edges() else ([], [])
+    for graph, personalization, extra in (
+        (G, zeros, {}),
+        (G, {"not a node": 1.0}, {}),  # no node of G: the sum over G's nodes is 0
+        (nx.to_scipy_sparse_array(G), np.zeros(n), {}),
+        ((src, dst), np.zeros(n), {"n_vertices": n}),
+    ):
+        with pytest.raises(ZeroDivisionError, match="personalization") as raised:
+            pagerank(graph, personalization=personalization, device=device, **extra)
+        assert isinstance(raised.value, ValueError)

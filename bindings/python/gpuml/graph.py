@@ -26,7 +26,12 @@ except ImportError:  # pragma: no cover - depends on what is installed
             super().__init__(msg, *args)
 
 
-__all__ = ["pagerank", "PowerIterationFailedConvergence"]
+class ZeroPersonalizationError(ValueError, ZeroDivisionError):
+    """A personalization vector that sums to 0: NetworkX 3.x raises ZeroDivisionError there (its
+    tests expect it), and gpuml raised ValueError for it before, so the error is both."""
+
+
+__all__ = ["pagerank", "PowerIterationFailedConvergence", "ZeroPersonalizationError"]
 
 
 def _is_networkx_graph(G):
@@ -61,6 +66,16 @@ def _per_vertex(values, n, what, index=None):
     if out.ndim != 1:
         raise ValueError(f"{what} must be a dict or a 1-d array, got an array of shape {out.shape}")
     return out
+
+
+def _vectors(personalization, nstart, dangling, n, index=None):
+    """The three per-vertex vectors as host float64 arrays (or None); a personalization that sums to
+    0 is ZeroPersonalizationError, as NetworkX divides by that sum."""
+    vectors = [_per_vertex(v, n, name, index) for v, name in
+               ((personalization, "personalization"), (nstart, "nstart"), (dangling, "dangling"))]
+    if vectors[0] is not None and vectors[0].sum() == 0:
+        raise ZeroPersonalizationError("personalization sums to 0 over the graph's vertices")
+    return vectors
 
 
 def _networkx_edges(G, weight):
@@ -180,7 +195,8 @@ def pagerank(
 
     device: "auto" (the GPU holding a device input, else the best device), "cpu", "cuda" or
     "cuda:N". Raises ValueError for bad input (ids out of range, negative weights, alpha outside
-    (0, 1), max_iter not an integer >= 0, tol not a finite number >= 0, vectors of the wrong length or with a zero sum) and PowerIterationFailedConvergence
+    (0, 1), max_iter not an integer >= 0, tol not a finite number >= 0, vectors of the wrong length or with a zero sum;
+    for personalization, ZeroPersonalizationError, both a ValueError and NetworkX's ZeroDivisionError) and PowerIterationFailedConvergence
     (NetworkX's exception when NetworkX is installed) when max_iter iterations do not converge.
     """
     check_device(device)
@@ -191,8 +207,7 @@ def pagerank(
             return {}
         nodes, index, src, dst, w = _networkx_edges(G, weight)
         n = len(nodes)
-        vectors = [_per_vertex(v, n, name, index) for v, name in
-                   ((personalization, "personalization"), (nstart, "nstart"), (dangling, "dangling"))]
+        vectors = _vectors(personalization, nstart, dangling, n, index)
         context = get_context(device)
         out = np.empty(n, dtype=np.float64)
         _call(context, n, src, dst, w if weight is not None else None, *vectors, params, out, 0)
@@ -206,8 +221,7 @@ def pagerank(
         src = np.ascontiguousarray(A.row, dtype=np.int64)
         dst = np.ascontiguousarray(A.col, dtype=np.int64)
         w = None if weight is None else np.ascontiguousarray(A.data, dtype=np.float64)
-        vectors = [_per_vertex(v, n, name) for v, name in
-                   ((personalization, "personalization"), (nstart, "nstart"), (dangling, "dangling"))]
+        vectors = _vectors(personalization, nstart, dangling, n)
         out = np.empty(n, dtype=np.float64)
         if n == 0:
             return out
@@ -246,8 +260,7 @@ def pagerank(
             n_vertices = (int(src.max()) + 1 if len(src) else 0)
             n_vertices = max(n_vertices, int(dst.max()) + 1 if len(dst) else 0)
         n = int(n_vertices)
-        vectors = [_per_vertex(v, n, name) for v, name in
-                   ((personalization, "personalization"), (nstart, "nstart"), (dangling, "dangling"))]
+        vectors = _vectors(personalization, nstart, dangling, n)
         if device == "auto" and kind.is_device:
             device = f"cuda:{kind.device_id}"  # compute where the data already lives
         context = get_context(device)
