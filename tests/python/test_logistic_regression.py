@@ -532,6 +532,8 @@ def test_cuda_matches_cpu(rng):
             dict(class_weight="balanced", C=10.0),
             dict(solver="liblinear", intercept_scaling=0.5, C=0.5),
         ):
+            if params.get("solver") == "liblinear" and len(np.unique(y)) > 2:
+                continue  # liblinear is binary only (as scikit-learn's): breast cancer covers it
             cpu = LogisticRegression(device="cpu", **params, **TIGHT).fit(X, y, sample_weight=weights)
             gpu = LogisticRegression(device="cuda", **params, **TIGHT).fit(X, y, sample_weight=weights)
             if params.get("l1_ratio") == 1.0:
@@ -751,11 +753,14 @@ def test_liblinear_penalizes_the_intercept_through_intercept_scaling(intercept_s
     kw = dict(C=0.2, l1_ratio=l1_ratio, sample_weight=weights, intercept_scaling=intercept_scaling)
     f_ours, f_ref = objective(ours, X, y, **kw), objective(ref, X, y, **kw)
     assert abs(f_ours - f_ref) <= 1e-8 * f_ref, (f_ours, f_ref)
-    # The unpenalized-intercept optimum is a different point: the objective tells them apart.
-    plain = LogisticRegression(device=device, C=0.2, l1_ratio=l1_ratio, solver="saga", **TIGHT).fit(
-        X, y, sample_weight=weights
-    )
-    assert objective(plain, X, y, **kw) > f_ref * (1 + 1e-6)
+    # The unpenalized-intercept optimum is a different point: the objective tells them apart. (Not
+    # at intercept_scaling 10: the intercept b then costs (b / 10)^2 / 2, which moves the optimum's
+    # objective by < 1e-6 relative; 8.7e-7 was seen on an H100.)
+    if intercept_scaling <= 1.0:
+        plain = LogisticRegression(device=device, C=0.2, l1_ratio=l1_ratio, solver="saga", **TIGHT).fit(
+            X, y, sample_weight=weights
+        )
+        assert objective(plain, X, y, **kw) > f_ref * (1 + 1e-6)
     if l1_ratio == 1.0:
         assert_array_equal(ours.coef_ != 0, ref.coef_ != 0)
         # L1: the objective is flat along some directions; coefficients to ~sqrt of 1e-8.
