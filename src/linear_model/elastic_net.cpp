@@ -88,26 +88,7 @@ ElasticNetParams read_params(const nlohmann::json& params, const char* kind, boo
   if (p.selection != "cyclic" && p.selection != "random") reader.fail("selection", "\"cyclic\" or \"random\"");
   p.positive = reader.get_bool("positive", p.positive);
   p.random_state = reader.get_seed("random_state");
-  if (reader.has("init_coef")) {
-    // null, a list of numbers, or a list of equally long lists of numbers (one per target).
-    const nlohmann::json& init = reader.raw("init_coef");
-    const char* expected = "null, a list of finite numbers, or a list of lists of them (n_targets, n_features)";
-    auto add = [&](const nlohmann::json& v) {
-      if (!v.is_number() || v.is_boolean() || !std::isfinite(v.get<double>())) reader.fail("init_coef", expected);
-      p.init_coef.push_back(v.get<double>());
-    };
-    if (!init.is_null()) {
-      if (!init.is_array()) reader.fail("init_coef", expected);
-      for (const auto& v : init) {
-        if (!v.is_array()) {
-          add(v);
-          continue;
-        }
-        if (v.size() != init[0].size()) reader.fail("init_coef", expected);
-        for (const auto& x : v) add(x);
-      }
-    }
-  }
+  p.init_coef = detail::read_finite_numbers(reader, "init_coef");  // one row per target
   reader.finish();
   return p;
 }
