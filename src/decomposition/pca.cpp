@@ -122,71 +122,72 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
   // One fit of X as given, or times 2^exponent (extreme magnitudes, least_squares.hpp: where
   // `rescalable`, squares out of range throw BadlyScaled, and X is scaled and fitted again).
   auto compute = [&](const ArrayView& Xv, bool rescalable) {
-  detail::with_float_type(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    auto backend = detail::make_linear_backend<T>(ctx);
-    auto expect_squares_in_range = [&](double largest_square) {
-      if (rescalable && !detail::squares_in_range<T>(largest_square)) throw detail::BadlyScaled{};
-    };
-    auto expect_finite = [](const std::vector<double>& v) {
-      GPUML_EXPECT(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }), "X contains NaN or infinity");
-    };
-    if (solver == "covariance_eigh") {
-      // One pass over X, as the least-squares Gram routes (centered_gram): data with a large
-      // mean keep their precision.
-      detail::CenteredGram centered;
-      detail::check_on_every_rank(comm, "PCA", "the pass over X", [&] {
-        centered = detail::centered_gram<T>(*backend, Xv.as<const T>(), local_n, d, nullptr, nullptr, 0, true, "PCA");
-      });
-      std::vector<double>& G = centered.gram;
-      std::vector<double> no_targets;
-      detail::merge_centered_over_ranks(comm, static_cast<double>(local_n), centered.mean, no_targets, &G, nullptr);
-      detail::check_gram_scale<T>(G, d, rescalable, "PCA");
-      mean = centered.mean;
-      trace.mark("sums and gram");
-      for (double& g : G) g /= dof;  // the covariance
-      // Every eigenvalue (the variances), and the vectors of the components kept: all of them
-      // when a variance fraction decides how many.
-      const int64_t vectors = fraction ? d : std::min<int64_t>(d, static_cast<int64_t>(requested));
-      std::vector<double> eigenvalues(static_cast<std::size_t>(d));
-      svd.count = vectors;
-      svd.d = d;
-      svd.Vt.resize(static_cast<std::size_t>(vectors * d));
-      backend->symmetric_eigen(G.data(), d, vectors, eigenvalues.data(), svd.Vt.data());  // largest first
-      svd.s.resize(static_cast<std::size_t>(d));
-      variance_all.resize(static_cast<std::size_t>(d));
-      for (int64_t i = 0; i < d; ++i) {  // descending; rounding-negative eigenvalues are 0, as in scikit-learn
-        const double lambda = std::max(eigenvalues[d - 1 - i], 0.0);
-        variance_all[i] = lambda;
-        svd.s[i] = std::sqrt(lambda * dof);
+    detail::with_float_type(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      auto backend = detail::make_linear_backend<T>(ctx);
+      auto expect_squares_in_range = [&](double largest_square) {
+        if (rescalable && !detail::squares_in_range<T>(largest_square)) throw detail::BadlyScaled{};
+      };
+      auto expect_finite = [](const std::vector<double>& v) {
+        GPUML_EXPECT(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }),
+                     "X contains NaN or infinity");
+      };
+      if (solver == "covariance_eigh") {
+        // One pass over X, as the least-squares Gram routes (centered_gram): data with a large
+        // mean keep their precision.
+        detail::CenteredGram centered;
+        detail::check_on_every_rank(comm, "PCA", "the pass over X", [&] {
+          centered = detail::centered_gram<T>(*backend, Xv.as<const T>(), local_n, d, nullptr, nullptr, 0, true, "PCA");
+        });
+        std::vector<double>& G = centered.gram;
+        std::vector<double> no_targets;
+        detail::merge_centered_over_ranks(comm, static_cast<double>(local_n), centered.mean, no_targets, &G, nullptr);
+        detail::check_gram_scale<T>(G, d, rescalable, "PCA");
+        mean = centered.mean;
+        trace.mark("sums and gram");
+        for (double& g : G) g /= dof;  // the covariance
+        // Every eigenvalue (the variances), and the vectors of the components kept: all of them
+        // when a variance fraction decides how many.
+        const int64_t vectors = fraction ? d : std::min<int64_t>(d, static_cast<int64_t>(requested));
+        std::vector<double> eigenvalues(static_cast<std::size_t>(d));
+        svd.count = vectors;
+        svd.d = d;
+        svd.Vt.resize(static_cast<std::size_t>(vectors * d));
+        backend->symmetric_eigen(G.data(), d, vectors, eigenvalues.data(), svd.Vt.data());  // largest first
+        svd.s.resize(static_cast<std::size_t>(d));
+        variance_all.resize(static_cast<std::size_t>(d));
+        for (int64_t i = 0; i < d; ++i) {  // descending; rounding-negative eigenvalues are 0, as in scikit-learn
+          const double lambda = std::max(eigenvalues[d - 1 - i], 0.0);
+          variance_all[i] = lambda;
+          svd.s[i] = std::sqrt(lambda * dof);
+        }
+        trace.mark("eigen-decomposition");
+        return;
       }
-      trace.mark("eigen-decomposition");
-      return;
-    }
-    backend->weighted_means(Xv.as<const T>(), n, d, nullptr, mean.data());
-    expect_finite(mean);
-    Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
-    backend->center_scale(Xv.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
-    trace.mark("mean and center");
-    if (solver == "full") {
-      svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d, rescalable);
-      // The QR's squares overflow or underflow with s_max² (NaN or 0 when it broke down).
-      expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
-      variance_all.clear();
-      for (double s : svd.s) variance_all.push_back(s * s / dof);
-      trace.mark("svd");
-    } else {
-      const int64_t k = static_cast<int64_t>(requested);
-      const int64_t n_iter = params_.iterated_power >= 0 ? params_.iterated_power : (k < 0.1 * min_nd ? 7 : 4);
-      const double squared_norm = detail::squared_norm(*backend, A.as<const T>(), n, d);
-      expect_squares_in_range(squared_norm);
-      total_variance = squared_norm / dof;
-      svd = detail::randomized_svd(ctx, *backend, A.as<const T>(), n, d, k, params_.n_oversamples, n_iter,
-                                   params_.random_state.value_or(ctx.seed()));
-      expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
-      trace.mark("randomized svd");
-    }
-  });
+      backend->weighted_means(Xv.as<const T>(), n, d, nullptr, mean.data());
+      expect_finite(mean);
+      Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
+      backend->center_scale(Xv.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
+      trace.mark("mean and center");
+      if (solver == "full") {
+        svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d, rescalable);
+        // The QR's squares overflow or underflow with s_max² (NaN or 0 when it broke down).
+        expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
+        variance_all.clear();
+        for (double s : svd.s) variance_all.push_back(s * s / dof);
+        trace.mark("svd");
+      } else {
+        const int64_t k = static_cast<int64_t>(requested);
+        const int64_t n_iter = params_.iterated_power >= 0 ? params_.iterated_power : (k < 0.1 * min_nd ? 7 : 4);
+        const double squared_norm = detail::squared_norm(*backend, A.as<const T>(), n, d);
+        expect_squares_in_range(squared_norm);
+        total_variance = squared_norm / dof;
+        svd = detail::randomized_svd(ctx, *backend, A.as<const T>(), n, d, k, params_.n_oversamples, n_iter,
+                                     params_.random_state.value_or(ctx.seed()));
+        expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
+        trace.mark("randomized svd");
+      }
+    });
   };
   const int exponent = detail::with_rescaling(ctx, Xs.view, compute);
   detail::svd_flip_rows(svd);
@@ -222,7 +223,7 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
   }
   detail::truncate_svd(svd, k);
   if (exponent != 0) {  // back from the units of 2^exponent X: ratios and components are the same
-    for (double* v : {&noise_variance}) *v = std::ldexp(*v, -2 * exponent);
+    noise_variance = std::ldexp(noise_variance, -2 * exponent);
     for (double& v : variance) v = std::ldexp(v, -2 * exponent);
     for (double& v : svd.s) v = std::ldexp(v, -exponent);
     for (double& v : mean) v = std::ldexp(v, -exponent);

@@ -82,57 +82,57 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
   // One fit of X as given, or times 2^exponent (extreme magnitudes, least_squares.hpp: where
   // `rescalable`, squares out of range throw BadlyScaled, and X is scaled and fitted again).
   auto compute = [&](const ArrayView& Xv, bool rescalable) {
-  detail::with_float_type(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    auto backend = detail::make_linear_backend<T>(ctx);
-    const T* A = Xv.as<const T>();
-    if (comm.size() > 1) {
-      std::vector<double> G(static_cast<std::size_t>(d * d)), eigenvalues(static_cast<std::size_t>(d));
-      backend->gram(A, nullptr, local_n, d, 0, G.data(), nullptr);
-      comm.allreduce_sum(G.data(), d * d);
-      detail::check_gram_scale<T>(G, d, rescalable, "TruncatedSVD");
-      svd.count = k;
-      svd.d = d;
-      svd.Vt.resize(static_cast<std::size_t>(k * d));
-      backend->symmetric_eigen(G.data(), d, k, eigenvalues.data(), svd.Vt.data());  // largest first
-      for (int64_t i = 0; i < k; ++i) svd.s.push_back(std::sqrt(std::max(eigenvalues[d - 1 - i], 0.0)));
-    } else if (params_.algorithm == "full") {
-      Buffer work(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
-      backend->center_scale(A, n, d, nullptr, nullptr, work.as<T>());  // a copy: the QR overwrites it
-      svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d, rescalable);
-      detail::truncate_svd(svd, k);
-    } else {
-      svd = detail::randomized_svd(ctx, *backend, A, n, d, k, params_.n_oversamples, params_.n_iter,
-                                   params_.random_state.value_or(ctx.seed()));
-    }
-    // The QRs' squares (exact and randomized) overflow or underflow with s_max² (NaN or 0 when
-    // they broke down).
-    if (rescalable && !detail::squares_in_range<T>(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]))
-      throw detail::BadlyScaled{};
-    detail::svd_flip_rows(svd);
-    trace.mark("svd");
+    detail::with_float_type(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      auto backend = detail::make_linear_backend<T>(ctx);
+      const T* A = Xv.as<const T>();
+      if (comm.size() > 1) {
+        std::vector<double> G(static_cast<std::size_t>(d * d)), eigenvalues(static_cast<std::size_t>(d));
+        backend->gram(A, nullptr, local_n, d, 0, G.data(), nullptr);
+        comm.allreduce_sum(G.data(), d * d);
+        detail::check_gram_scale<T>(G, d, rescalable, "TruncatedSVD");
+        svd.count = k;
+        svd.d = d;
+        svd.Vt.resize(static_cast<std::size_t>(k * d));
+        backend->symmetric_eigen(G.data(), d, k, eigenvalues.data(), svd.Vt.data());  // largest first
+        for (int64_t i = 0; i < k; ++i) svd.s.push_back(std::sqrt(std::max(eigenvalues[d - 1 - i], 0.0)));
+      } else if (params_.algorithm == "full") {
+        Buffer work(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
+        backend->center_scale(A, n, d, nullptr, nullptr, work.as<T>());  // a copy: the QR overwrites it
+        svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d, rescalable);
+        detail::truncate_svd(svd, k);
+      } else {
+        svd = detail::randomized_svd(ctx, *backend, A, n, d, k, params_.n_oversamples, params_.n_iter,
+                                     params_.random_state.value_or(ctx.seed()));
+      }
+      // The QRs' squares (exact and randomized) overflow or underflow with s_max² (NaN or 0 when
+      // they broke down).
+      if (rescalable && !detail::squares_in_range<T>(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]))
+        throw detail::BadlyScaled{};
+      detail::svd_flip_rows(svd);
+      trace.mark("svd");
 
-    // Both variances from a centered copy (no cancellation in T when the mean is large): the total,
-    // |X - x̄|_F² / n, and each column of (X - x̄) Vᵀ (whose mean is 0), its squared norm / n.
-    // Over several ranks: x̄ of all rows, and the squared norms summed over the ranks.
-    std::vector<double> mean(static_cast<std::size_t>(d)), no_targets;
-    backend->weighted_means(A, local_n, d, nullptr, mean.data());
-    detail::merge_centered_over_ranks(comm, static_cast<double>(local_n), mean, no_targets, nullptr, nullptr);
-    Buffer centered(ctx, static_cast<std::size_t>(local_n * d) * sizeof(T));
-    backend->center_scale(A, local_n, d, mean.data(), nullptr, centered.as<T>());
-    const std::vector<T> coef(svd.Vt.begin(), svd.Vt.end());
-    Buffer projected(ctx, static_cast<std::size_t>(local_n * k) * sizeof(T));
-    backend->predict(centered.as<const T>(), local_n, d, coef.data(), nullptr, k, projected.as<T>());
-    std::vector<double> G(static_cast<std::size_t>(k * k));
-    backend->gram(projected.as<const T>(), nullptr, local_n, k, 0, G.data(), nullptr);
-    std::vector<double> sums(static_cast<std::size_t>(k + 1));  // the k squared norms, then the total
-    for (int64_t i = 0; i < k; ++i) sums[i] = G[i * k + i];
-    sums[k] = detail::squared_norm(*backend, centered.as<const T>(), local_n, d);
-    comm.allreduce_sum(sums.data(), k + 1);
-    total_variance = sums[k] / static_cast<double>(n);
-    for (int64_t i = 0; i < k; ++i) variance[i] = sums[i] / static_cast<double>(n);
-    trace.mark("variances");
-  });
+      // Both variances from a centered copy (no cancellation in T when the mean is large): the total,
+      // |X - x̄|_F² / n, and each column of (X - x̄) Vᵀ (whose mean is 0), its squared norm / n.
+      // Over several ranks: x̄ of all rows, and the squared norms summed over the ranks.
+      std::vector<double> mean(static_cast<std::size_t>(d)), no_targets;
+      backend->weighted_means(A, local_n, d, nullptr, mean.data());
+      detail::merge_centered_over_ranks(comm, static_cast<double>(local_n), mean, no_targets, nullptr, nullptr);
+      Buffer centered(ctx, static_cast<std::size_t>(local_n * d) * sizeof(T));
+      backend->center_scale(A, local_n, d, mean.data(), nullptr, centered.as<T>());
+      const std::vector<T> coef(svd.Vt.begin(), svd.Vt.end());
+      Buffer projected(ctx, static_cast<std::size_t>(local_n * k) * sizeof(T));
+      backend->predict(centered.as<const T>(), local_n, d, coef.data(), nullptr, k, projected.as<T>());
+      std::vector<double> G(static_cast<std::size_t>(k * k));
+      backend->gram(projected.as<const T>(), nullptr, local_n, k, 0, G.data(), nullptr);
+      std::vector<double> sums(static_cast<std::size_t>(k + 1));  // the k squared norms, then the total
+      for (int64_t i = 0; i < k; ++i) sums[i] = G[i * k + i];
+      sums[k] = detail::squared_norm(*backend, centered.as<const T>(), local_n, d);
+      comm.allreduce_sum(sums.data(), k + 1);
+      total_variance = sums[k] / static_cast<double>(n);
+      for (int64_t i = 0; i < k; ++i) variance[i] = sums[i] / static_cast<double>(n);
+      trace.mark("variances");
+    });
   };
   const int exponent = detail::with_rescaling(ctx, Xs.view, compute);
 
