@@ -40,6 +40,26 @@ from ._context import check_device, get_context
 _SEED_BOUND = np.iinfo(np.int32).max
 
 
+def worded_as_sklearn(constraints, sklearn_class):
+    """``constraints`` (a ``_parameter_constraints`` table) with each ``StrOptions`` replaced by
+    scikit-learn's own for the same parameter where it offers the same choices. Messages print the
+    choices as a set, and a set's order depends on how it was built: sharing scikit-learn's object
+    keeps gpuml's InvalidParameterError word for word the same as scikit-learn's."""
+    from sklearn.utils._param_validation import Hidden, StrOptions
+
+    def key(constraint):
+        hidden = isinstance(constraint, Hidden)
+        inner = constraint.constraint if hidden else constraint
+        return (hidden, frozenset(inner.options)) if isinstance(inner, StrOptions) else None
+
+    theirs = getattr(sklearn_class, "_parameter_constraints", {})
+    worded = {}
+    for name, rules in constraints.items():
+        same = {key(c): c for c in theirs.get(name, []) if key(c) is not None}
+        worded[name] = [same.get(key(c), c) if key(c) is not None else c for c in rules]
+    return worded
+
+
 def seed_from(random_state):
     """The integer seed a fit hands the C estimator, read as scikit-learn reads random_state: an
     int is the seed (scikit-learn's range, 0 to 2**32 - 1, checked here: building a RandomState

@@ -4,6 +4,7 @@ import numbers
 import warnings
 
 import numpy as np
+from sklearn import linear_model
 from sklearn.base import MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
@@ -11,7 +12,7 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator, seed_from
+from ._base import GpumlEstimator, seed_from, worded_as_sklearn
 from ._classifier import GpumlClassifier
 from ._context import check_device, get_context
 
@@ -489,7 +490,7 @@ class LogisticRegression(GpumlClassifier):
     _gpuml_settable = ("coef_", "intercept_")
 
     # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
-    _parameter_constraints = {
+    _parameter_constraints = worded_as_sklearn({
         "penalty": [StrOptions({"l1", "l2", "elasticnet"}), None, Hidden(StrOptions({"deprecated"}))],
         "C": [Interval(numbers.Real, 0, None, closed="right")],
         "l1_ratio": [Interval(numbers.Real, 0, 1, closed="both"), None],
@@ -505,7 +506,7 @@ class LogisticRegression(GpumlClassifier):
         "warm_start": ["boolean"],
         "n_jobs": [None, numbers.Integral],
         "device": [str],  # its values are checked by check_device
-    }
+    }, linear_model.LogisticRegression)
 
     def __init__(
         self,
