@@ -407,6 +407,16 @@ gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json,
   });
 }
 
+gpuml_status_t gpuml_estimator_params_schema(const char* kind, const char** json) {
+  const char* function = "gpuml_estimator_params_schema";
+  return guarded(function, [&] {
+    require_arg(json, function, "json");
+    *json = nullptr;
+    require_arg(kind, function, "kind");
+    *json = gpuml::estimator_params_schema(kind).c_str();
+  });
+}
+
 gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est) {
   return guarded("gpuml_estimator_free", [&] {
     if (est == nullptr) return;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <set>
@@ -24,7 +25,7 @@
 #include "core/device_ops.hpp"
 #include "core/magnitudes.hpp"
 #include "core/distributed.hpp"
-#include "core/params.hpp"
+#include "core/param_table.hpp"
 #include "core/random.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
@@ -37,22 +38,72 @@ namespace {
 
 const char* const kAttributeNames[] = {"cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_"};
 
-void validate_params(const KMeansParams& p) {
-  GPUML_EXPECT(p.n_clusters >= 1, "KMeans: n_clusters must be >= 1, got " + std::to_string(p.n_clusters));
-  GPUML_EXPECT(p.init == "k-means++" || p.init == "random" || p.init == "array",
-               "KMeans: init must be \"k-means++\", \"random\" or \"array\", got \"" + p.init + "\"");
-  if (p.init == "array") {
-    GPUML_EXPECT(!p.init_array.empty(), "KMeans: init is \"array\" but init_array is empty");
-    GPUML_EXPECT(p.init_array.size() % static_cast<std::size_t>(p.n_clusters) == 0,
-                 "KMeans: init_array has " + std::to_string(p.init_array.size()) +
-                     " values, not a multiple of n_clusters=" + std::to_string(p.n_clusters));
-    for (double v : p.init_array) GPUML_EXPECT(std::isfinite(v), "KMeans: init_array contains NaN or infinity");
-  } else {
-    GPUML_EXPECT(p.init_array.empty(), "KMeans: init_array is set but init is \"" + p.init + "\", not \"array\"");
-  }
-  GPUML_EXPECT(p.n_init >= 0, "KMeans: n_init must be >= 1 (or 0 for \"auto\"), got " + std::to_string(p.n_init));
-  GPUML_EXPECT(p.max_iter >= 1, "KMeans: max_iter must be >= 1, got " + std::to_string(p.max_iter));
-  GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0, "KMeans: tol must be a finite number >= 0, got " + std::to_string(p.tol));
+// KMeans's parameters, declared once (core/param_table.hpp), in scikit-learn's order.
+const detail::ParamTable<KMeansParams>& params_table() {
+  using namespace detail;
+  using P = KMeansParams;
+  static const ParamTable<P> table(
+      "kmeans",
+      {
+          field("n_clusters", &P::n_clusters, {integer_in(1)}, "The number of clusters, and of centers."),
+          ParamRow<P>{"init", {one_of({"k-means++", "random"}), matrix()},
+                      "How the first centers are chosen: \"k-means++\" seeding, \"random\" rows of X, or the "
+                      "centers themselves (n_clusters rows of n_features).",
+                      [](P& p, const nlohmann::json& v) {
+                        p.init_array.clear();
+                        if (v.is_string()) {
+                          p.init = v.get<std::string>();
+                          return;
+                        }
+                        p.init = "array";
+                        for (const auto& row : v)
+                          for (const auto& x : row) p.init_array.push_back(x.get<double>());
+                      },
+                      [](const P& p) -> nlohmann::json {
+                        if (p.init != "array") return p.init;
+                        const std::size_t k = p.n_clusters > 0 ? static_cast<std::size_t>(p.n_clusters) : 1;
+                        const std::size_t d = p.init_array.size() / k;
+                        if (d == 0 || d * k != p.init_array.size()) return p.init_array;  // not a matrix: refused
+                        nlohmann::json rows = nlohmann::json::array();
+                        for (std::size_t c = 0; c < k; ++c)
+                          rows.push_back(std::vector<double>(p.init_array.begin() + c * d, p.init_array.begin() + (c + 1) * d));
+                        return rows;
+                      }},
+          ParamRow<P>{"n_init", {one_of({"auto"}), integer_in(1)},
+                      "Runs from different seeds, the one of least inertia kept; \"auto\": 10 for \"random\", "
+                      "else 1 (a given init always runs once).",
+                      [](P& p, const nlohmann::json& v) {
+                        if (v.is_string()) {
+                          p.n_init = 0;
+                          return;
+                        }
+                        const int64_t n = field_from_json<int64_t>(v);
+                        if (n > std::numeric_limits<int>::max()) fail_narrow("n_init", v);
+                        p.n_init = static_cast<int>(n);
+                      },
+                      [](const P& p) { return p.n_init == 0 ? nlohmann::json("auto") : nlohmann::json(p.n_init); }},
+          field("max_iter", &P::max_iter, {integer_in(1)}, "The most Lloyd iterations of a run."),
+          field("tol", &P::tol, {number_in(0)},
+                "Convergence: the centers' squared shift, relative to the mean per-feature variance of X."),
+          field("verbose", &P::verbose, {verbose()}, "Above 0, progress on stdout as scikit-learn prints it.")
+              .per_rank(),
+          field("random_state", &P::random_state, {seed()},
+                "The seed of k-means++ and \"random\"; null: the context's seed."),
+          field("copy_x", &P::copy_x, {boolean()}, "Accepted, without effect: gpuml never writes to X.").per_rank(),
+          field("algorithm", &P::algorithm, {one_of({"lloyd", "elkan"})},
+                "Accepted: Elkan's algorithm gives Lloyd's result, so both run Lloyd's."),
+      },
+      [](const P& p) {
+        if (p.init != "array") {
+          GPUML_EXPECT(p.init_array.empty(), "kmeans parameter 'init' is \"" + p.init + "\" but init_array is set");
+          return;
+        }
+        const std::size_t k = static_cast<std::size_t>(p.n_clusters);
+        GPUML_EXPECT(p.init_array.size() % k == 0 && p.init_array.size() / k >= 1,
+                     "kmeans parameter 'init' has " + std::to_string(p.init_array.size()) +
+                         " values, not n_clusters=" + std::to_string(k) + " rows");
+      });
+  return table;
 }
 
 // The single dispatch point between the backends.
@@ -216,7 +267,9 @@ class Fitter {
     Run best;
     for (int r = 0; r < n_runs; ++r) {
       detail::Random rng(runs.next());
-      Run run = lloyd(initial_centers(rng), run_labels.as<int32_t>(), dist2.as<T>(), tol_abs);
+      std::vector<T> start = initial_centers(rng);
+      progress("Initialization complete\n");
+      Run run = lloyd(std::move(start), run_labels.as<int32_t>(), dist2.as<T>(), tol_abs);
       if (r == 0 || run.inertia < best.inertia) {
         best = std::move(run);
         std::swap(labels, run_labels);
@@ -242,6 +295,11 @@ class Fitter {
       // The first assignment has no previous labels to compare with: it always "changes".
       int64_t changed = backend_->assign(X_, n_, d_, centers.data(), k_, labels, dist2, iter > 0);
       comm_.allreduce_sum(&changed, 1);
+      if (params_.verbose > 0) {  // the inertia of the previous centers, as scikit-learn prints it
+        double inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
+        comm_.allreduce_sum(&inertia, 1);
+        progress("Iteration " + std::to_string(iter) + ", inertia " + nlohmann::json(inertia).dump() + ".\n");
+      }
       std::fill(sums.begin(), sums.end(), 0.0);
       std::fill(weight_sums.begin(), weight_sums.end(), 0.0);
       backend_->accumulate(X_, weights_.device(), labels, n_, d_, k_, sums.data(), weight_sums.data());
@@ -270,9 +328,14 @@ class Fitter {
       ++iter;
       if (iter > 1 && changed == 0) {
         strict_convergence = true;
+        progress("Converged at iteration " + std::to_string(iter - 1) + ": strict convergence.\n");
         break;
       }
-      if (shift <= tol_abs) break;
+      if (shift <= tol_abs) {
+        progress("Converged at iteration " + std::to_string(iter - 1) + ": center shift " + nlohmann::json(shift).dump() +
+                 " within tolerance " + nlohmann::json(tol_abs).dump() + ".\n");
+        break;
+      }
     }
     // Labels and dist2 must belong to the final centers. After a strict convergence they do,
     // unless a relocation moved a center in that last iteration.
@@ -286,6 +349,13 @@ class Fitter {
   }
 
  private:
+  // verbose > 0: scikit-learn's progress lines on stdout, from rank 0 only.
+  void progress(const std::string& line) const {
+    if (params_.verbose <= 0 || comm_.rank() != 0) return;
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);  // Python reads the file descriptor: nothing may wait in C's buffer
+  }
+
   std::vector<T> initial_centers(detail::Random& rng) {
     std::vector<T> centers(static_cast<std::size_t>(k_ * d_));
     if (params_.init == "array") {
@@ -510,7 +580,7 @@ HostArray scalar_i64(int64_t v) {
 
 }  // namespace
 
-KMeans::KMeans(KMeansParams params) : params_(std::move(params)) { validate_params(params_); }
+KMeans::KMeans(KMeansParams params) : params_(std::move(params)) { params_table().check(params_); }
 
 KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_weight) {
   Comm& comm = ctx.comm();
@@ -533,18 +603,9 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
   });
 
   // Every rank must fit the same estimator on rows of the same width and dtype.
-  const detail::RowCounts counts = detail::agree_on_every_rank(
-      comm, "KMeans", n,
-      {{"n_features", d},
-       {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
-       {"n_clusters", k},
-       {"n_init", params_.n_init},
-       {"max_iter", params_.max_iter},
-       {"tol (bits)", detail::bits_of(params_.tol)},
-       {"init (hash)", detail::hash_of(params_.init)},
-       {"init_array (hash)", detail::hash_of(params_.init_array)},
-       {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
-       {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))}});
+  std::vector<detail::RankField> fields = {{"n_features", d}, {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)}};
+  for (const detail::RankField& f : params_table().rank_fields(params_)) fields.push_back(f);
+  const detail::RowCounts counts = detail::agree_on_every_rank(comm, "KMeans", n, fields);
   RowLayout layout;
   layout.comm = &comm;
   layout.rows = counts.rows;
@@ -777,73 +838,15 @@ void KMeans::restore(std::map<std::string, HostArray> attributes) {
 
 // ---- parameters as JSON ----------------------------------------------------------------------
 
-std::string KMeans::get_params_json() const {
-  nlohmann::json j;
-  j["n_clusters"] = params_.n_clusters;
-  if (params_.init == "array") {
-    const std::size_t k = static_cast<std::size_t>(params_.n_clusters), d = params_.init_array.size() / k;
-    nlohmann::json rows = nlohmann::json::array();
-    for (std::size_t c = 0; c < k; ++c)
-      rows.push_back(std::vector<double>(params_.init_array.begin() + c * d, params_.init_array.begin() + (c + 1) * d));
-    j["init"] = std::move(rows);
-  } else {
-    j["init"] = params_.init;
-  }
-  j["n_init"] = params_.n_init == 0 ? nlohmann::json("auto") : nlohmann::json(params_.n_init);
-  j["max_iter"] = params_.max_iter;
-  j["tol"] = params_.tol;
-  j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
-  return j.dump();
-}
+std::string KMeans::get_params_json() const { return params_table().write(params_).dump(); }
 
 namespace detail {
 
 std::unique_ptr<Estimator> kmeans_from_params(const nlohmann::json& params) {
-  ParamReader reader(params, "kmeans");
-  KMeansParams p;
-  p.n_clusters = reader.get_int("n_clusters", p.n_clusters);
-  if (reader.has("init")) {
-    const nlohmann::json& init = reader.raw("init");
-    if (init.is_string()) {
-      p.init = init.get<std::string>();
-      if (p.init != "k-means++" && p.init != "random") reader.fail("init", "\"k-means++\", \"random\" or a list of rows");
-    } else if (init.is_array() && !init.empty()) {
-      p.init = "array";
-      const std::size_t width = init[0].is_array() ? init[0].size() : 0;
-      for (const auto& row : init) {
-        if (!row.is_array() || row.size() != width || width == 0)
-          reader.fail("init", "a non-empty list of rows of equal, non-zero length");
-        for (const auto& v : row) {
-          if (!v.is_number() || v.is_boolean()) reader.fail("init", "a list of rows of numbers");
-          p.init_array.push_back(v.get<double>());
-        }
-      }
-      GPUML_EXPECT(static_cast<int64_t>(init.size()) == p.n_clusters,
-                   "kmeans parameter 'init' has " + std::to_string(init.size()) + " rows but n_clusters is " +
-                       std::to_string(p.n_clusters));
-    } else {
-      reader.fail("init", "\"k-means++\", \"random\" or a list of rows");
-    }
-  }
-  if (reader.has("n_init")) {
-    const nlohmann::json& n_init = reader.raw("n_init");
-    if (n_init.is_string()) {
-      if (n_init.get<std::string>() != "auto") reader.fail("n_init", "\"auto\" or an integer >= 1");
-      p.n_init = 0;
-    } else {
-      const int64_t v = reader.get_int("n_init", 0);
-      if (v < 1 || v > std::numeric_limits<int>::max()) reader.fail("n_init", "\"auto\" or an integer >= 1");
-      p.n_init = static_cast<int>(v);
-    }
-  }
-  const int64_t max_iter = reader.get_int("max_iter", p.max_iter);
-  if (max_iter < 1 || max_iter > std::numeric_limits<int>::max()) reader.fail("max_iter", "an integer >= 1");
-  p.max_iter = static_cast<int>(max_iter);
-  p.tol = reader.get_double("tol", p.tol);
-  p.random_state = reader.get_seed("random_state");
-  reader.finish();
-  return std::make_unique<KMeans>(std::move(p));
+  return std::make_unique<KMeans>(params_table().read(params));
 }
+
+nlohmann::json kmeans_params_schema() { return params_table().schema(); }
 
 }  // namespace detail
 

@@ -34,9 +34,15 @@ void Estimator::require_fitted() const {
 
 namespace {
 using Factory = std::function<std::unique_ptr<Estimator>(const nlohmann::json&)>;
-const std::vector<std::pair<std::string, Factory>>& factories() {
-  static const std::vector<std::pair<std::string, Factory>> table = {
-      {"kmeans", detail::kmeans_from_params},
+using Schema = nlohmann::json (*)();
+struct Kind {
+  std::string name;
+  Factory make;
+  Schema params_schema = nullptr;  // null until the kind's parameters are in a table
+};
+const std::vector<Kind>& factories() {
+  static const std::vector<Kind> table = {
+      {"kmeans", detail::kmeans_from_params, detail::kmeans_params_schema},
       {"linear_regression", detail::linear_regression_from_params},
       {"ridge", detail::ridge_from_params},
       {"elastic_net", detail::elastic_net_from_params},
@@ -49,20 +55,38 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
   };
   return table;
 }
+const Kind& find_kind(const std::string& kind) {
+  for (const auto& entry : factories())
+    if (entry.name == kind) return entry;
+  std::string known;
+  for (const auto& entry : factories()) known += (known.empty() ? "" : ", ") + entry.name;
+  throw_error(ErrorCode::invalid_argument, "unknown estimator kind \"" + detail::excerpt(kind) + "\" (known: " + known + ")");
+}
 }  // namespace
 
 std::unique_ptr<Estimator> make_estimator(const std::string& kind, const std::string& params_json) {
-  for (const auto& [name, factory] : factories())
-    if (name == kind) return factory(detail::parse_params(params_json, kind.c_str()));
-  std::string known;
-  for (const auto& entry : factories()) known += (known.empty() ? "" : ", ") + entry.first;
-  throw_error(ErrorCode::invalid_argument, "unknown estimator kind \"" + detail::excerpt(kind) + "\" (known: " + known + ")");
+  return find_kind(kind).make(detail::parse_params(params_json, kind.c_str()));
 }
 
 std::vector<std::string> estimator_kinds() {
   std::vector<std::string> kinds;
-  for (const auto& entry : factories()) kinds.push_back(entry.first);
+  for (const auto& entry : factories()) kinds.push_back(entry.name);
   return kinds;
+}
+
+const std::string& estimator_params_schema(const std::string& kind) {
+  // Rendered once per kind, then kept: the C ABI hands out pointers into these strings.
+  static const std::vector<std::string> schemas = [] {
+    std::vector<std::string> texts;
+    for (const auto& entry : factories())
+      texts.push_back(entry.params_schema ? entry.params_schema().dump() : std::string());
+    return texts;
+  }();
+  const Kind& entry = find_kind(kind);
+  const std::string& schema = schemas[static_cast<std::size_t>(&entry - factories().data())];
+  if (schema.empty())
+    throw_error(ErrorCode::unsupported, "estimator kind \"" + kind + "\" has no parameter schema yet");
+  return schema;
 }
 
 // ---- serialization -------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 #include "core/params.hpp"
+#include "core/param_table.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -195,6 +196,193 @@ std::vector<double> read_finite_numbers(ParamReader& reader, const char* name) {
     for (const auto& x : v) add(x);
   }
   return values;
+}
+
+}  // namespace gpuml::detail
+
+// ---- parameter tables (param_table.hpp) ------------------------------------------------------
+
+namespace gpuml::detail {
+
+namespace {
+
+bool is_integer_value(const nlohmann::json& v) {
+  if (v.is_number_integer())
+    return !(v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18;
+}
+
+bool within(const ParamForm& f, double x) {
+  const bool closed_low = f.closed == "left" || f.closed == "both", closed_high = f.closed == "right" || f.closed == "both";
+  if (f.min && (closed_low ? x < *f.min : x <= *f.min)) return false;
+  if (f.max && (closed_high ? x > *f.max : x >= *f.max)) return false;
+  return true;
+}
+
+std::string number_text(double x, bool integer) {
+  if (integer) return std::to_string(static_cast<int64_t>(x));
+  std::string text = nlohmann::json(x).dump();
+  return text;
+}
+
+std::string bounds_text(const ParamForm& f, bool integer) {
+  const bool closed_low = f.closed == "left" || f.closed == "both", closed_high = f.closed == "right" || f.closed == "both";
+  if (f.min && f.max)
+    return std::string(" in ") + (closed_low ? "[" : "(") + number_text(*f.min, integer) + ", " +
+           number_text(*f.max, integer) + (closed_high ? "]" : ")");
+  if (f.min) return std::string(closed_low ? " >= " : " > ") + number_text(*f.min, integer);
+  if (f.max) return std::string(closed_high ? " <= " : " < ") + number_text(*f.max, integer);
+  return "";
+}
+
+bool finite_number(const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); }
+
+}  // namespace
+
+static ParamForm form_of(ParamForm::Type type) {
+  ParamForm f;
+  f.type = type;
+  return f;
+}
+static ParamForm interval(ParamForm::Type type, std::optional<double> min, std::optional<double> max, const char* closed) {
+  ParamForm f = form_of(type);
+  f.min = min;
+  f.max = max;
+  f.closed = closed;
+  return f;
+}
+
+ParamForm integer_in(std::optional<double> min, std::optional<double> max, const char* closed) {
+  return interval(ParamForm::Type::integer, min, max, closed);
+}
+ParamForm number_in(std::optional<double> min, std::optional<double> max, const char* closed) {
+  return interval(ParamForm::Type::number, min, max, closed);
+}
+ParamForm any_integer() { return form_of(ParamForm::Type::integer); }
+ParamForm any_number() { return form_of(ParamForm::Type::number); }
+ParamForm boolean() { return form_of(ParamForm::Type::boolean); }
+ParamForm one_of(std::vector<std::string> choices, bool hidden) {
+  ParamForm f = form_of(ParamForm::Type::string);
+  f.choices = std::move(choices);
+  f.hidden = hidden;
+  return f;
+}
+ParamForm null_form() { return form_of(ParamForm::Type::null); }
+ParamForm seed() { return form_of(ParamForm::Type::seed); }
+ParamForm verbose() { return form_of(ParamForm::Type::verbose); }
+ParamForm matrix() { return form_of(ParamForm::Type::matrix); }
+ParamForm pairs() { return form_of(ParamForm::Type::pairs); }
+
+bool ParamForm::matches(const nlohmann::json& v) const {
+  switch (type) {
+    case Type::integer: return is_integer_value(v) && within(*this, v.get<double>());
+    case Type::number: return finite_number(v) && within(*this, v.get<double>());
+    case Type::boolean: return v.is_boolean();
+    case Type::string:
+      return v.is_string() && std::find(choices.begin(), choices.end(), v.get<std::string>()) != choices.end();
+    case Type::null: return v.is_null();
+    case Type::seed: return v.is_null() || (v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() >= 0));
+    case Type::verbose: return v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() >= 0);
+    case Type::matrix: {
+      if (!v.is_array() || v.empty() || !v[0].is_array() || v[0].empty()) return false;
+      for (const auto& row : v) {
+        if (!row.is_array() || row.size() != v[0].size()) return false;
+        for (const auto& x : row)
+          if (!finite_number(x)) return false;
+      }
+      return true;
+    }
+    case Type::pairs: {
+      if (!v.is_array()) return false;
+      for (const auto& pair : v)
+        if (!pair.is_array() || pair.size() != 2 || !finite_number(pair[0]) || !finite_number(pair[1]) ||
+            pair[1].get<double>() < 0)
+          return false;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string ParamForm::describe() const {
+  switch (type) {
+    case Type::integer: return "an integer" + bounds_text(*this, true);
+    case Type::number: return "a finite number" + bounds_text(*this, false);
+    case Type::boolean: return "true or false";
+    case Type::string: {
+      std::string text;
+      for (std::size_t i = 0; i < choices.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + nlohmann::json(choices[i]).dump();
+      return text;
+    }
+    case Type::null: return "null";
+    case Type::seed: return "null or an integer >= 0";
+    case Type::verbose: return "an integer >= 0";
+    case Type::matrix: return "a list of equally long lists of finite numbers";
+    case Type::pairs: return "a list of [label, weight] pairs of finite numbers with weight >= 0";
+  }
+  return "";
+}
+
+nlohmann::json ParamForm::schema() const {
+  static const char* const names[] = {"integer", "number", "boolean", "string", "null",
+                                      "seed",    "verbose", "matrix", "pairs"};
+  nlohmann::json j = {{"type", names[static_cast<int>(type)]}};
+  if (type == Type::integer || type == Type::number) {
+    const auto bound = [&](double x) { return type == Type::integer ? nlohmann::json(static_cast<int64_t>(x)) : nlohmann::json(x); };
+    j["min"] = min ? bound(*min) : nlohmann::json(nullptr);
+    j["max"] = max ? bound(*max) : nlohmann::json(nullptr);
+    j["closed"] = closed;
+  }
+  if (type == Type::string) j["choices"] = choices;
+  if (hidden) j["hidden"] = true;
+  return j;
+}
+
+void fail_param(const char* kind, const std::string& name, const std::vector<ParamForm>& forms, const nlohmann::json& got) {
+  std::vector<std::string> shown;
+  for (const auto& f : forms)
+    if (!f.hidden) shown.push_back(f.describe());
+  std::string expected;
+  for (std::size_t i = 0; i < shown.size(); ++i)
+    expected += (i == 0 ? "" : i + 1 == shown.size() ? " or " : ", ") + shown[i];
+  throw_error(ErrorCode::invalid_argument,
+              std::string(kind) + " parameter '" + name + "' must be " + expected + ", got " + json_excerpt(got));
+}
+
+void require_form(const char* kind, const std::string& name, const std::vector<ParamForm>& forms,
+                  const nlohmann::json& value) {
+  for (const auto& f : forms)
+    if (f.matches(value)) return;
+  fail_param(kind, name, forms, value);
+}
+
+void refuse_unknown(const char* kind, const nlohmann::json& params, const std::vector<std::string>& names) {
+  ParamReader reader(params, kind);
+  for (const auto& name : names) reader.has(name.c_str());
+  reader.finish();
+}
+
+RankField rank_field(const std::string& name, const nlohmann::json& value) {
+  if (value.is_boolean()) return {name.c_str(), value.get<bool>() ? 1 : 0};
+  if (value.is_number_integer()) return {name.c_str(), value.get<int64_t>()};
+  if (value.is_number_float()) return {name.c_str(), bits_of(value.get<double>())};
+  return {name.c_str(), hash_of(value.dump())};
+}
+
+void fail_narrow(const std::string& name, const nlohmann::json& got) {
+  throw_error(ErrorCode::invalid_argument,
+              "parameter '" + name + "' must be an integer that fits in 32 bits, got " + json_excerpt(got));
+}
+
+nlohmann::json param_schema(const std::string& name, const std::vector<ParamForm>& forms,
+                            const nlohmann::json& default_value, bool ranks_agree, const std::string& doc) {
+  nlohmann::json form_list = nlohmann::json::array();
+  for (const auto& f : forms) form_list.push_back(f.schema());
+  return {{"name", name}, {"forms", std::move(form_list)}, {"default", default_value},
+          {"ranks_agree", ranks_agree}, {"doc", doc}};
 }
 
 }  // namespace gpuml::detail

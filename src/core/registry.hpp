@@ -1,5 +1,6 @@
 #pragma once
-// The estimator factories behind gpuml::make_estimator, one per kind.
+// The estimator factories behind gpuml::make_estimator, and the parameter schemas from their
+// parameter tables (core/param_table.hpp), one per kind.
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -9,6 +10,7 @@
 namespace gpuml::detail {
 
 std::unique_ptr<Estimator> kmeans_from_params(const nlohmann::json& params);  // src/cluster/kmeans.cpp
+nlohmann::json kmeans_params_schema();
 std::unique_ptr<Estimator> linear_regression_from_params(const nlohmann::json& params);  // src/linear_model/linear_regression.cpp
 std::unique_ptr<Estimator> ridge_from_params(const nlohmann::json& params);  // src/linear_model/ridge.cpp
 std::unique_ptr<Estimator> elastic_net_from_params(const nlohmann::json& params);  // src/linear_model/elastic_net.cpp

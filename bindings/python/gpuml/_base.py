@@ -34,29 +34,33 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import _array, _lib
+from . import _array, _lib, _params
 from ._context import check_device, get_context
 
 _SEED_BOUND = np.iinfo(np.int32).max
 
 
 def worded_as_sklearn(constraints, sklearn_class):
-    """``constraints`` (a ``_parameter_constraints`` table) with each ``StrOptions`` replaced by
-    scikit-learn's own for the same parameter where it offers the same choices. Messages print the
-    choices as a set, and a set's order depends on how it was built: sharing scikit-learn's object
-    keeps gpuml's InvalidParameterError word for word the same as scikit-learn's."""
-    from sklearn.utils._param_validation import Hidden, StrOptions
+    """``constraints`` (a ``_parameter_constraints`` table) worded as scikit-learn's own: each
+    parameter's constraints in scikit-learn's order, and each ``StrOptions`` replaced by scikit-learn's
+    for the same parameter where it offers the same choices (messages print the choices as a set, and
+    a set's order depends on how it was built). Then gpuml's InvalidParameterError reads word for
+    word as scikit-learn's where gpuml accepts what scikit-learn accepts."""
+    from sklearn.utils._param_validation import Hidden, StrOptions, make_constraint
 
     def key(constraint):
         hidden = isinstance(constraint, Hidden)
         inner = constraint.constraint if hidden else constraint
-        return (hidden, frozenset(inner.options)) if isinstance(inner, StrOptions) else None
+        if isinstance(inner, StrOptions):
+            return (hidden, frozenset(inner.options))
+        return (hidden, str(make_constraint(inner)))
 
     theirs = getattr(sklearn_class, "_parameter_constraints", {})
     worded = {}
     for name, rules in constraints.items():
-        same = {key(c): c for c in theirs.get(name, []) if key(c) is not None}
-        worded[name] = [same.get(key(c), c) if key(c) is not None else c for c in rules]
+        same = {key(c): (i, c) for i, c in enumerate(theirs.get(name, []))}
+        ordered = sorted(rules, key=lambda c: same.get(key(c), (len(same), None))[0])  # stable: ours last
+        worded[name] = [same[key(c)][1] if key(c) in same else c for c in ordered]
     return worded
 
 
@@ -203,9 +207,17 @@ class GpumlEstimator(BaseEstimator):
     _gpuml_kind = None
     _gpuml_attributes = ()
     _gpuml_settable = ()
+    # Estimators whose parameters come from their C++ table (_params.py) name their scikit-learn
+    # counterpart ("sklearn.cluster.KMeans"), how many leading parameters are positional, and the
+    # values Python converts before the C ABI (e.g. {"init": [callable]}).
+    _gpuml_sklearn_class = None
+    _gpuml_positional = 1
+    _gpuml_python_forms = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if "_gpuml_sklearn_class" in cls.__dict__:
+            _params.install(cls)
         for name in _STATE_KEEPING_METHODS:
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, "_gpuml_keeps_state", False):
@@ -213,6 +225,11 @@ class GpumlEstimator(BaseEstimator):
 
     def _gpuml_params(self, X):
         raise NotImplementedError
+
+    def _json_params(self, **given):
+        """The parameters as the C ABI's JSON (for estimators with a parameter table); `given`
+        supplies values already converted (e.g. initial centers checked against X)."""
+        return _params.json_params(self, self._gpuml_schema, **given)
 
     # -- devices and inputs ---------------------------------------------------------------
     def _context_for(self, kind):

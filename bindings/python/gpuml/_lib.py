@@ -72,6 +72,7 @@ _SIGNATURES = {
     "gpuml_context_rank": (_status_t, [_context_t, _i32_p, _i32_p]),
     "gpuml_estimator_create": (_status_t, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_estimator_t)]),
     "gpuml_estimator_free": (_status_t, [_estimator_t]),
+    "gpuml_estimator_params_schema": (_status_t, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]),
     "gpuml_estimator_get_params": (_status_t, [_estimator_t, ctypes.POINTER(ctypes.c_char_p)]),
     "gpuml_estimator_fit": (_status_t, [_context_t, _estimator_t, _array_p, _array_p, _array_p]),
     "gpuml_estimator_output_shape": (
@@ -170,6 +171,13 @@ def version():
     major, minor, patch = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
     lib.gpuml_version(ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch))
     return f"{major.value}.{minor.value}.{patch.value}"
+
+
+def params_schema(kind):
+    """The parameter table of estimator `kind` (gpuml_estimator_params_schema), as a dict."""
+    text = ctypes.c_char_p()
+    check(lib.gpuml_estimator_params_schema(kind.encode("ascii"), ctypes.byref(text)))
+    return json.loads(text.value.decode("utf-8"))
 
 
 def build_info():

@@ -1,20 +1,17 @@
 """Clustering estimators."""
 
-import numbers
 import warnings
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_array
+from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator, seed_from
+from ._base import GpumlEstimator
 
 __all__ = ["KMeans"]
-
-# What scikit-learn draws a seed below when random_state is None or a RandomState.
 
 
 class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, GpumlEstimator):
@@ -45,24 +42,9 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
     _gpuml_attributes = ("cluster_centers_", "labels_", "inertia_", "n_iter_")
     _gpuml_settable = ("cluster_centers_",)  # what predict / transform / score use
 
-    def __init__(
-        self,
-        n_clusters=8,
-        *,
-        init="k-means++",
-        n_init="auto",
-        max_iter=300,
-        tol=1e-4,
-        random_state=None,
-        device="auto",
-    ):
-        self.n_clusters = n_clusters
-        self.init = init
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
-        self.device = device
+    # Parameters: KMeans's table in src/cluster/kmeans.cpp (see _params.py).
+    _gpuml_sklearn_class = "sklearn.cluster.KMeans"
+    _gpuml_python_forms = {"init": [callable]}  # called here; its centers go to the C ABI
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -70,27 +52,9 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         return tags
 
     # -- parameters ----------------------------------------------------------------------
-    def _check_params(self):
-        def is_int(value):
-            return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-        if not is_int(self.n_clusters) or self.n_clusters < 1:
-            raise ValueError(f"n_clusters must be an integer >= 1, got {self.n_clusters!r}")
-        if not ((isinstance(self.n_init, str) and self.n_init == "auto") or (is_int(self.n_init) and self.n_init >= 1)):
-            raise ValueError(f'n_init must be "auto" or an integer >= 1, got {self.n_init!r}')
-        if not is_int(self.max_iter) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
-        if not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool) or not 0 <= self.tol < np.inf:
-            raise ValueError(f"tol must be a finite real number >= 0, got {self.tol!r}")
-        if isinstance(self.init, str):
-            if self.init not in ("k-means++", "random"):
-                raise ValueError(f'init must be "k-means++", "random" or an array of initial centers, got {self.init!r}')
-        elif callable(self.init):
-            raise ValueError("init as a callable is not supported by gpuml's KMeans; pass the centers it returns")
-
-    def _init_centers(self, X):
-        """The explicit initial centers as a NumPy array in X's dtype, shape-checked."""
-        centers = check_array(_array.to_numpy(self.init), dtype=_array.dtype_of(X), copy=True, order="C")
+    def _init_centers(self, X, init):
+        """Initial centers (an array-like) as a NumPy array in X's dtype, shape-checked."""
+        centers = check_array(_array.to_numpy(init), dtype=_array.dtype_of(X), copy=True, order="C")
         if centers.shape[0] != self.n_clusters:
             raise ValueError(
                 f"The shape of the initial centers {centers.shape} does not match the number of "
@@ -104,8 +68,10 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         return centers
 
     def _resolved_n_init(self, init_is_array):
-        if isinstance(self.n_init, str):  # "auto", checked in _check_params
-            return 10 if not init_is_array and self.init == "random" else 1
+        """scikit-learn's number of runs: "auto" is 1 for k-means++ and arrays, 10 for "random" and
+        callables; an array with n_init != 1 warns and runs once."""
+        if isinstance(self.n_init, str):  # "auto"
+            return 1 if init_is_array or self.init == "k-means++" else 10
         if init_is_array and self.n_init != 1:
             warnings.warn(
                 "Explicit initial center position passed: performing only one init in "
@@ -116,31 +82,28 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
             return 1
         return int(self.n_init)
 
-    def _seed(self):
-        """A fresh seed per fit for None (numpy's global RNG) or a RandomState; ints are seeds."""
-        return seed_from(self.random_state)
-
-    def _gpuml_params(self, X):
-        init_is_array = not isinstance(self.init, str)
-        params = self.get_params()
-        return {
-            "n_clusters": int(params["n_clusters"]),
-            "init": self._init_centers(X).tolist() if init_is_array else params["init"],
-            "n_init": self._resolved_n_init(init_is_array),
-            "max_iter": int(params["max_iter"]),
-            "tol": float(params["tol"]),
-            "random_state": self._seed(),
-        }
+    def _gpuml_params(self, X, init=None):
+        """The C ABI's parameters; `init`: centers to start from (an array init or a callable's)."""
+        if init is None and not isinstance(self.init, str):
+            init = self._init_centers(X, self.init)
+        n_init = self._resolved_n_init(not isinstance(self.init, str) and not callable(self.init))
+        given = {"n_init": 1 if init is not None else n_init}
+        if init is not None:
+            given["init"] = init.tolist()
+        return self._json_params(**given)
 
     # -- fitting -------------------------------------------------------------------------
     def fit(self, X, y=None, sample_weight=None):
         """Computes k-means clustering of X (n_samples x n_features); returns self."""
-        self._check_params()
+        self._validate_params()
         X, kind = self._prepare_X(X, reset=True)
         if X.shape[0] < self.n_clusters:
             raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}.")
         weights = self._prepare_sample_weight(sample_weight, X)
-        self._gpuml_fit(X, kind, sample_weight=weights)
+        if callable(self.init):
+            self._fit_from_callable(X, kind, weights)
+        else:
+            self._gpuml_fit(X, kind, sample_weight=weights)
         self._n_features_out = self.cluster_centers_.shape[0]
         distinct_clusters = len(np.unique(self.labels_))
         if distinct_clusters < self.n_clusters:  # as scikit-learn warns, word for word
@@ -151,6 +114,22 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
                 stacklevel=2,
             )
         return self
+
+    def _fit_from_callable(self, X, kind, weights):
+        """As scikit-learn: each of n_init runs starts from init(X, n_clusters, random_state) and the
+        run of least inertia is kept (refitted from its centers: Lloyd from given centers is
+        deterministic)."""
+        random_state = check_random_state(self.random_state)
+        X_host = _array.to_numpy(X)
+        starts, inertias = [], []
+        for _ in range(self._resolved_n_init(False)):
+            centers = self._init_centers(X, self.init(X_host, self.n_clusters, random_state=random_state))
+            self._gpuml_fit(X, kind, sample_weight=weights, params=self._gpuml_params(X, init=centers))
+            starts.append(centers)
+            inertias.append(self.inertia_)
+        best = int(np.argmin(inertias))  # the first of equals, as scikit-learn keeps
+        if best != len(starts) - 1:
+            self._gpuml_fit(X, kind, sample_weight=weights, params=self._gpuml_params(X, init=starts[best]))
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fits and returns the cluster index of each sample (in X's array type)."""

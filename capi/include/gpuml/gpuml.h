@@ -65,6 +65,15 @@ GPUML_C_API gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx);   /* M
 GPUML_C_API gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n_ranks);
 GPUML_C_API gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est);
+/* The parameters gpuml_estimator_create takes for `kind`, as JSON (valid for the library's life):
+ * {"kind", "parameters": [{"name", "forms": [{"type", ...}], "default", "ranks_agree", "doc"}]},
+ * in scikit-learn's order. A form's "type" is integer or number (with "min", "max": null when
+ * unbounded, and "closed": "left", "right", "both" or "neither", as scikit-learn's Interval),
+ * boolean, string (with "choices"), null, seed (null or an integer >= 0), verbose (an integer >= 0),
+ * matrix (equally long lists of finite numbers) or pairs ([label, weight] lists); "hidden": true
+ * marks a deprecated value still accepted. A value matching none of a parameter's forms is
+ * INVALID_ARGUMENT; null means the default unless a null (or seed) form is listed. */
+GPUML_C_API gpuml_status_t gpuml_estimator_params_schema(const char* kind, const char** json);
 GPUML_C_API gpuml_status_t gpuml_estimator_get_params(gpuml_estimator_t est, const char** json); /* valid until next call on est */
 GPUML_C_API gpuml_status_t gpuml_estimator_fit(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X,
                                                const gpuml_array_t* y /* or NULL */, const gpuml_array_t* sample_weight /* or NULL */);

@@ -8,7 +8,8 @@
 
 namespace gpuml {
 
-// scikit-learn's KMeans parameters, same names and defaults.
+// scikit-learn's KMeans parameters, same names and defaults. Declared once, with their forms and
+// documentation, in the parameter table in src/cluster/kmeans.cpp.
 struct KMeansParams {
   int64_t n_clusters = 8;
   std::string init = "k-means++";   // "k-means++", "random", or "array" (then init_array is used)
@@ -16,7 +17,10 @@ struct KMeansParams {
   int n_init = 0;                   // 0 means "auto": 1 for k-means++ and arrays, 10 for random
   int max_iter = 300;
   double tol = 1e-4;                // relative: multiplied by the mean per-feature variance of X
+  int verbose = 0;                  // > 0: progress on stdout, as scikit-learn prints it
   std::optional<uint64_t> random_state;  // unset: the context's seed
+  bool copy_x = true;               // accepted: gpuml never writes to X
+  std::string algorithm = "lloyd";  // "lloyd" or "elkan": the same result, so both run Lloyd
 };
 
 // Lloyd's k-means with k-means++ seeding, as scikit-learn's KMeans(algorithm="lloyd").

@@ -44,6 +44,9 @@ class GPUML_API Estimator {
 // Creates an estimator of `kind` from a JSON object of parameters (unknown names are errors).
 GPUML_API std::unique_ptr<Estimator> make_estimator(const std::string& kind, const std::string& params_json);
 GPUML_API std::vector<std::string> estimator_kinds();
+// The parameters `kind` takes, as JSON: {"kind", "parameters": [{"name", "forms", "default",
+// "ranks_agree", "doc"}, ...]} in scikit-learn's order (src/core/param_table.hpp says what forms are).
+GPUML_API const std::string& estimator_params_schema(const std::string& kind);
 
 // Versioned, checksummed bytes: kind, parameters and fitted attributes.
 GPUML_API std::vector<uint8_t> serialize(const Estimator& estimator);
