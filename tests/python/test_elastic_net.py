@@ -344,6 +344,11 @@ def test_check_input_false_wants_what_sklearn_wants(device, rng):
         SkElasticNet(0.01).fit(np.ascontiguousarray(X), y, check_input=False)
     with pytest.raises(ValueError, match="Fortran"):
         ElasticNet(0.01, device=device).fit(np.ascontiguousarray(X), y, check_input=False)
+    # With weights scikit-learn orders X itself: any order fits.
+    weights = rng.uniform(0.5, 2.0, size=30)
+    weighted = ElasticNet(0.01, device=device).fit(np.ascontiguousarray(X), y, sample_weight=weights, check_input=False)
+    ref = SkElasticNet(0.01).fit(np.ascontiguousarray(X), y, sample_weight=weights, check_input=False)
+    assert_same_solution(weighted, ref, tolerance=1e-3)  # both at tol=1e-4 (duality gap): ~1e-4 relative apart
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -394,7 +394,9 @@ class ElasticNet(_LinearRegressor):
                 stacklevel=2,
             )
         params = self._gpuml_params()
-        if not check_input and isinstance(X, np.ndarray) and X.ndim == 2 and not X.flags.f_contiguous:
+        # scikit-learn reorders X itself when weighted, and a Gram route does not read X.
+        reads_X_as_given = sample_weight is None and isinstance(self.precompute, (bool, np.bool_)) and not self.precompute
+        if not check_input and reads_X_as_given and isinstance(X, np.ndarray) and X.ndim == 2 and not X.flags.f_contiguous:
             raise ValueError(
                 "ndarray is not Fortran contiguous: with check_input=False, X must be what scikit-learn's coordinate "
                 "descent reads (a Fortran-ordered float array); pass check_input=True to have it converted"
