@@ -747,3 +747,30 @@ class LogisticRegression(GpumlClassifier):
         """Scores X @ coef_.T + intercept_: (n_samples,) for two classes (the second class's score),
         else (n_samples, n_classes); coef_'s dtype, in X's array type."""
         return self._apply("transform", X)[0]
+
+    # -- a sparse coef_, as scikit-learn's SparseCoefMixin -----------------------------------------
+    def sparsify(self):
+        """Makes coef_ a scipy.sparse CSR matrix (as scikit-learn's); predictions stay the same. Returns self."""
+        check_is_fitted(self, msg="Estimator, %(name)s, must be fitted before sparsifying.")
+        self.coef_ = _align_api_if_sparse(sparse.csr_array(self.coef_))
+        return self
+
+    def densify(self):
+        """Makes a sparse coef_ (sparsify) an ndarray again; otherwise does nothing. Returns self."""
+        check_is_fitted(self, msg="Estimator, %(name)s, must be fitted before densifying.")
+        if sparse.issparse(self.coef_):
+            self.coef_ = self.coef_.toarray()
+        return self
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if sparse.issparse(self.__dict__.get("coef_")):
+            state["_sparse_coef"] = self.__dict__["coef_"]  # the model holds its values; the pickle keeps the type
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        sparse_coef = state.pop("_sparse_coef", None)
+        super().__setstate__(state)
+        if sparse_coef is not None:
+            self.coef_ = sparse_coef
