@@ -5,6 +5,7 @@ both coordinate descents are at the optimum to far better than the 1e-4 relative
 coef_ and intercept_, and the set of exactly-zero coefficients is the same.
 """
 
+import inspect
 import pickle
 import warnings
 
@@ -233,3 +234,128 @@ def test_pickle_round_trip(make, device, rng):
     assert back.n_iter_ == model.n_iter_
     assert_array_equal(back.predict(X), model.predict(X))
     assert_array_equal(clone(model).fit(X, Y).coef_, model.coef_)
+
+
+# ---- scikit-learn 1.9's parameters and rules ------------------------------------------------------
+
+
+@pytest.mark.parametrize("ours, theirs", [(Lasso, SkLasso), (ElasticNet, SkElasticNet)])
+def test_constructor_has_sklearns_parameters_and_defaults(ours, theirs):
+    signature = inspect.signature(ours)
+    names = list(signature.parameters)
+    assert names.pop() == "device"  # gpuml's one addition, last
+    sk_signature = inspect.signature(theirs)
+    assert names == list(sk_signature.parameters)  # every name, in scikit-learn's order
+    for name in names:  # the same default and the same positional / keyword-only split
+        assert signature.parameters[name].default == sk_signature.parameters[name].default, name
+        assert signature.parameters[name].kind == sk_signature.parameters[name].kind, name
+    assert list(inspect.signature(ours.fit).parameters) == list(inspect.signature(theirs.fit).parameters)
+
+
+def fit_outcome(estimator, X, y, **fit_params):
+    """(the error's type name and message or None, the warnings other than ConvergenceWarning) of a fit."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            estimator.fit(X, y, **fit_params)
+            error = None
+        except Exception as e:  # noqa: BLE001  (compared with what scikit-learn raises)
+            error = (type(e).__name__, str(e))
+    warned = [(w.category.__name__, str(w.message)) for w in caught if not issubclass(w.category, ConvergenceWarning)]
+    return error, warned
+
+
+ENET_RULE_CASES = [
+    dict(alpha=0),  # scikit-learn's UserWarning, then a fit
+    dict(alpha=-1.0),
+    dict(alpha=np.nan),
+    dict(alpha="1"),
+    dict(l1_ratio=1.5),
+    dict(max_iter=0),
+    dict(max_iter=1.5),
+    dict(tol=-1.0),
+    dict(selection="shuffle"),
+    dict(positive="yes"),
+    dict(fit_intercept=None),
+    dict(warm_start="no"),
+    dict(copy_X="yes"),
+    dict(copy_X=False),
+    dict(precompute=True),
+    dict(precompute="auto"),  # not one of ElasticNet's values (only of enet_path's)
+    dict(precompute=1),
+    dict(random_state="a"),
+]
+
+
+@pytest.mark.parametrize("make, sk_make", [(Lasso, SkLasso), (ElasticNet, SkElasticNet)])
+@pytest.mark.parametrize("params", ENET_RULE_CASES, ids=[repr(p) for p in ENET_RULE_CASES])
+def test_parameter_rules_warn_and_raise_as_sklearn(make, sk_make, params, rng):
+    if make is Lasso and "l1_ratio" in params:
+        pytest.skip("Lasso has no l1_ratio")
+    X = rng.standard_normal((40, 5))
+    y = X @ rng.standard_normal(5) + rng.standard_normal(40)
+    assert fit_outcome(make(device="cpu", **params), X, y) == fit_outcome(sk_make(**params), X, y)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("device", DEVICES)
+def test_precomputed_gram_matrix_is_checked_and_gives_the_same_fit(fit_intercept, weighted, device, rng):
+    X, y = load_dataset("diabetes")
+    weights = rng.uniform(0.1, 3.0, size=len(y)) if weighted else None
+    w = np.ones(len(y)) if weights is None else weights * len(y) / weights.sum()
+    Xc = X - np.average(X, axis=0, weights=w)  # centered: scikit-learn uses a Gram only of centered X
+    gram = (Xc * w[:, None]).T @ Xc
+    params = dict(alpha=0.01, fit_intercept=fit_intercept, **TIGHT)
+    plain = ElasticNet(device=device, **params).fit(Xc, y, sample_weight=weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a Gram of centered X: no warning
+        given = ElasticNet(precompute=gram, device=device, **params).fit(Xc, y, sample_weight=weights)
+    assert_array_equal(given.coef_, plain.coef_)  # a correct Gram changes nothing (gpuml forms its own)
+    ref = SkElasticNet(precompute=gram, **params).fit(Xc, y, sample_weight=weights)
+    assert_same_solution(given, ref)
+    # A wrong Gram fails scikit-learn's check of one element, with its message; one of another
+    # shape is a ValueError too.
+    garbage = rng.standard_normal(X.shape)
+    wrong = garbage.T @ garbage
+    for bad in (wrong, gram[:-1, :-1]):
+        ours = fit_outcome(ElasticNet(precompute=bad, device=device, **params), Xc, y, sample_weight=weights)
+        assert ours[0][0] == "ValueError", ours
+    ours = fit_outcome(ElasticNet(precompute=wrong, device=device, **params), Xc, y, sample_weight=weights)
+    theirs = fit_outcome(SkElasticNet(precompute=wrong, **params), Xc, y, sample_weight=weights)
+    # The same message up to the element X gives, whose last digits depend on the summation order.
+    assert ours[0][0] == theirs[0][0] and ours[0][1].split(" we computed")[0] == theirs[0][1].split(" we computed")[0]
+    # A Gram of uncentered X with fit_intercept: scikit-learn warns and recomputes it.
+    raw_gram = X.T @ X
+    ours = fit_outcome(ElasticNet(precompute=raw_gram, device=device, **params), X, y)
+    assert ours == fit_outcome(SkElasticNet(precompute=raw_gram, **params), X, y)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_check_input_false_wants_what_sklearn_wants(device, rng):
+    X = np.asfortranarray(rng.standard_normal((30, 4)))
+    y = X @ rng.standard_normal(4) + 0.1 * rng.standard_normal(30)
+    checked = ElasticNet(0.01, device=device).fit(X, y)
+    unchecked = ElasticNet(0.01, device=device).fit(X, y, check_input=False)
+    assert_array_equal(unchecked.coef_, checked.coef_)  # gpuml checks anyway: the same fit
+    # scikit-learn's coordinate descent reads X in Fortran order when it skips the checks; C order
+    # is its ValueError.
+    with pytest.raises(ValueError):
+        SkElasticNet(0.01).fit(np.ascontiguousarray(X), y, check_input=False)
+    with pytest.raises(ValueError, match="Fortran"):
+        ElasticNet(0.01, device=device).fit(np.ascontiguousarray(X), y, check_input=False)
+    # With weights scikit-learn orders X itself: any order fits.
+    weights = rng.uniform(0.5, 2.0, size=30)
+    weighted = ElasticNet(0.01, device=device).fit(np.ascontiguousarray(X), y, sample_weight=weights, check_input=False)
+    ref = SkElasticNet(0.01).fit(np.ascontiguousarray(X), y, sample_weight=weights, check_input=False)
+    assert_same_solution(weighted, ref, tolerance=1e-3)  # both at tol=1e-4 (duality gap): ~1e-4 relative apart
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sparse_coef_is_coef_as_csr(device, rng):
+    X = rng.standard_normal((50, 6))
+    y = X[:, 0] * 3.0 + 0.1 * rng.standard_normal(50)
+    model = Lasso(0.5, device=device).fit(X, y)
+    ref = SkLasso(0.5).fit(X, y)
+    assert type(model.sparse_coef_) is type(ref.sparse_coef_)
+    assert_array_equal(model.sparse_coef_.toarray(), np.atleast_2d(model.coef_))

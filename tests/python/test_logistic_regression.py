@@ -848,3 +848,30 @@ def test_the_c_abi_chooses_the_penalty_by_l1_ratio(device, rng):
             EstimatorHandle.create("logistic_regression", bad)
     with pytest.raises(ValueError, match="init_coef"):
         coef({"init_coef": [0.0] * (X.shape[1] + 1)})  # not (1, n_features)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_sparsify_and_densify_as_sklearn(n_classes, device, rng):
+    """sparsify() makes coef_ scipy.sparse (scikit-learn's SparseCoefMixin) and every output stays the
+    same, pickled too; densify() makes it an ndarray again."""
+    X, y = non_separable(rng, n=120, d=6)
+    if n_classes == 3:
+        y = y + (X[:, 0] > 0.5)
+    with pytest.raises(NotFittedError):
+        LogisticRegression().sparsify()
+    model = LogisticRegression(l1_ratio=1.0, solver="saga", C=0.05, device=device).fit(X, y)
+    ref = SkLogisticRegression(l1_ratio=1.0, solver="saga", C=0.05).fit(X, y)
+    dense_coef = model.coef_.copy()
+    outputs = [model.decision_function(X), model.predict_proba(X), model.predict(X)]
+    assert model.sparsify() is model
+    assert type(model.coef_) is type(ref.sparsify().coef_)
+    assert_array_equal(model.coef_.toarray(), dense_coef)
+    for before, after in zip(outputs, [model.decision_function(X), model.predict_proba(X), model.predict(X)]):
+        assert_array_equal(after, before)
+    back = pickle.loads(pickle.dumps(model))
+    assert type(back.coef_) is type(model.coef_)
+    assert_array_equal(back.decision_function(X), outputs[0])
+    assert model.densify() is model
+    assert isinstance(model.coef_, np.ndarray)
+    assert_array_equal(model.coef_, dense_coef)
+    assert_array_equal(model.decision_function(X), outputs[0])

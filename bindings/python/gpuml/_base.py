@@ -30,6 +30,7 @@ import json
 import numbers
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
@@ -441,6 +442,8 @@ class GpumlEstimator(BaseEstimator):
             else:
                 continue
             model_value = self._held_value(name)
+            if sparse.issparse(value):  # a sparsified coef_ (scikit-learn's sparsify): its values
+                value = value.toarray()
             try:
                 with np.errstate(over="ignore", invalid="ignore"):  # the C side names non-finite values
                     new = np.asarray(_array.to_numpy(value) if _array.ArrayKind.of(value).is_device else value)

@@ -8,8 +8,11 @@ from sklearn import linear_model
 from sklearn.base import MultiOutputMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
+from scipy import sparse
+from sklearn.utils import check_array
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._sparse import _align_api_if_sparse
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import _array
 from ._base import GpumlEstimator, seed_from, worded_as_sklearn
@@ -213,33 +216,54 @@ class Ridge(_LinearRegressor):
         return self._fit(X, y, sample_weight, lambda n_targets: self._gpuml_params(n_targets=n_targets))
 
 
-def _check_real(value, name, low, high=None):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    if value < low or (high is not None and value > high):
-        bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {bounds}, got {value!r}")
-    return float(value)
+# scikit-learn 1.9's constraints of ElasticNet's parameters (Lasso's: all but l1_ratio), checked by its
+# own validation (the same messages), plus device.
+_ENET_CONSTRAINTS = worded_as_sklearn({
+    "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+    "l1_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
+    "fit_intercept": ["boolean"],
+    "precompute": ["boolean", "array-like"],
+    "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "copy_X": ["boolean"],
+    "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    "warm_start": ["boolean"],
+    "positive": ["boolean"],
+    "random_state": ["random_state"],
+    "selection": [StrOptions(set(_SELECTIONS))],
+    "device": [str],  # its values are checked by check_device
+}, linear_model.ElasticNet)
 
 
 class ElasticNet(_LinearRegressor):
     """Linear regression with combined L1 and L2 penalties, on the CPU or a CUDA GPU.
 
-    Same results as ``sklearn.linear_model.ElasticNet``: it minimizes, per target,
+    Same parameters, defaults and results as ``sklearn.linear_model.ElasticNet``, plus ``device``:
+    it minimizes, per target,
     ``1 / (2 n_samples) * ||y - X w - b||^2 + alpha * l1_ratio * ||w||_1
     + 0.5 * alpha * (1 - l1_ratio) * ||w||^2`` (sample weights are rescaled to sum to n_samples
     and weight the squared errors). The Gram matrix X^T X of the centered (weighted) X is formed
     on the device; coordinate descent then runs on it on the host in float64, with scikit-learn's
     stopping rule (the duality gap below ``tol * ||y - mean(y)||^2``). A fit that stops at
-    ``max_iter`` before that raises ``sklearn.exceptions.ConvergenceWarning``.
-    ``warm_start=True`` starts a refit from the previous ``coef_`` (same number of features and
-    targets). ``precompute`` is not offered: the Gram form is always used. ``device`` as in
-    LinearRegression.
+    ``max_iter`` before that raises ``sklearn.exceptions.ConvergenceWarning``; ``alpha=0`` gives
+    scikit-learn's UserWarning (use LinearRegression). ``warm_start=True`` starts a refit from the
+    previous ``coef_`` (same number of features and targets). ``device`` as in LinearRegression.
+    Parameter values are checked as scikit-learn checks them (InvalidParameterError, a ValueError,
+    with its messages).
+
+    Accepted without effect on the result: ``precompute`` (gpuml always solves on the Gram matrix
+    it forms itself; a given Gram array is checked as scikit-learn checks it, its shape and one
+    element, with scikit-learn's UserWarning when X is not centered and fit_intercept is set, and is
+    then not used), ``copy_X`` (gpuml never writes to X), ``random_state`` unless
+    ``selection="random"``, and fit's ``check_input`` (gpuml checks the input anyway; with
+    ``check_input=False`` a NumPy X must be in Fortran order, as scikit-learn's coordinate descent
+    requires). ``max_iter=None``, which scikit-learn's constraints admit but its solver refuses, is
+    a TypeError here too.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features), X's float dtype; (n_features,)
         for y of shape (n, 1) too, and predictions of shape (n,), as scikit-learn's
+    sparse_coef_ : scipy.sparse CSR matrix of shape (1, n_features) or (n_targets, n_features): coef_
     intercept_ : float, or ndarray of shape (n_targets,) when y is 2-d (0.0 without fit_intercept)
     n_iter_ : int, coordinate-descent sweeps run (the most over the targets)
     dual_gap_ : float, or ndarray of shape (n_targets,): the final duality gaps (divided by n_samples)
@@ -251,6 +275,7 @@ class ElasticNet(_LinearRegressor):
     _gpuml_kind = "elastic_net"
     _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "dual_gap_", "converged_")
     _gpuml_settable = ("coef_", "intercept_")
+    _parameter_constraints = _ENET_CONSTRAINTS
 
     def __init__(
         self,
@@ -258,7 +283,9 @@ class ElasticNet(_LinearRegressor):
         *,
         l1_ratio=0.5,
         fit_intercept=True,
+        precompute=False,
         max_iter=1000,
+        copy_X=True,
         tol=1e-4,
         warm_start=False,
         positive=False,
@@ -269,7 +296,9 @@ class ElasticNet(_LinearRegressor):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
+        self.precompute = precompute
         self.max_iter = max_iter
+        self.copy_X = copy_X
         self.tol = tol
         self.warm_start = warm_start
         self.positive = positive
@@ -277,34 +306,24 @@ class ElasticNet(_LinearRegressor):
         self.selection = selection
         self.device = device
 
-    def _seed(self):
-        """The seed of random selection: ints are seeds, None or a RandomState draw one."""
-        return seed_from(self.random_state)
-
     def _gpuml_params(self, X=None):
-        return {"l1_ratio": _check_real(self.l1_ratio, "l1_ratio", 0.0, 1.0), **self._shared_params()}
+        return {"l1_ratio": float(self.l1_ratio), **self._shared_params()}
 
     def _shared_params(self):
-        """The parameters ElasticNet and Lasso share, checked, as the C ABI's JSON."""
-        max_iter = self.max_iter
-        if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+        """The parameters ElasticNet and Lasso share (validated by _validate_params), as the C ABI's JSON."""
+        if self.max_iter is None:
+            raise TypeError("max_iter=None: an integer is required (scikit-learn's coordinate descent refuses None too)")
         params = {
-            "alpha": _check_real(self.alpha, "alpha", 0.0),
-            "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
-            "max_iter": int(max_iter),
-            "tol": _check_real(self.tol, "tol", 0.0),
-            "positive": _check_bool(self.positive, "positive"),
-            "selection": _check_choice(self.selection, "selection", _SELECTIONS),
+            "alpha": float(self.alpha),
+            "fit_intercept": bool(self.fit_intercept),
+            "max_iter": int(self.max_iter),
+            "tol": float(self.tol),
+            "positive": bool(self.positive),
+            "selection": self.selection,
+            # Only random selection draws; a RandomState is then drawn from, as scikit-learn does.
+            "random_state": seed_from(self.random_state) if self.selection == "random" else None,
         }
-        if params["selection"] == "random":
-            params["random_state"] = self._seed()
-        else:
-            # Unused, but checked as scikit-learn checks it (without drawing from NumPy's RNG).
-            if self.random_state is not None and not isinstance(self.random_state, np.random.RandomState):
-                seed_from(self.random_state)
-            params["random_state"] = None
-        if _check_bool(self.warm_start, "warm_start") and hasattr(self, "coef_"):
+        if self.warm_start and hasattr(self, "coef_"):
             # Start from the previous fit's coefficients, or those set by hand (the C estimator
             # checks their shape).
             init_coef = np.asarray(self.coef_, dtype=np.float64).reshape(-1)
@@ -313,11 +332,78 @@ class ElasticNet(_LinearRegressor):
             params["init_coef"] = init_coef.tolist()
         return params
 
-    def fit(self, X, y, sample_weight=None):
+    def _check_precomputed_gram(self, X, sample_weight, check_input):
+        """scikit-learn's checks of a Gram matrix given as ``precompute`` (gpuml then forms its own):
+        its shape; with fit_intercept and X not centered, scikit-learn's UserWarning (it recomputes
+        the Gram); else, when check_input, one element against X's, with scikit-learn's message."""
+        gram = self.precompute
+        if isinstance(gram, (bool, np.bool_)):
+            return
+        X = _array.to_numpy(X) if _array.ArrayKind.of(X).is_device else _array.ArrayKind.host_input(X)
+        X = check_array(X, dtype=[np.float64, np.float32])
+        gram = np.asarray(gram)
+        n_features = X.shape[1]
+        if gram.shape != (n_features, n_features):
+            raise ValueError(
+                f"precompute, the Gram matrix, must have shape (n_features, n_features) = ({n_features}, "
+                f"{n_features}); got shape {gram.shape}"
+            )
+        weights = None
+        if sample_weight is not None and not isinstance(sample_weight, numbers.Number):
+            weights = _array.to_numpy(sample_weight) if _array.ArrayKind.of(sample_weight).is_device else sample_weight
+            weights = _check_sample_weight(weights, X, dtype=X.dtype)
+            weights = weights * (X.shape[0] / np.sum(weights))  # scikit-learn's rescaling to sum to n_samples
+        offset = np.average(X, axis=0, weights=weights) if self.fit_intercept else np.zeros(n_features, X.dtype)
+        if self.fit_intercept and not np.allclose(offset, np.zeros(n_features)):
+            warnings.warn(
+                "Gram matrix was provided but X was centered to fit intercept: recomputing Gram matrix.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return
+        if not check_input:
+            return
+        # scikit-learn's element and tolerance: columns f1, f2 of the centered, weighted X (its
+        # preprocessed X, from which it subtracts the offset, ~0 here, once more).
+        f1 = n_features // 2
+        f2 = min(f1 + 1, n_features - 1)
+        scale = 1.0 if weights is None else np.sqrt(weights)
+        v1 = (X[:, f1] - offset[f1]) * scale - offset[f1]
+        v2 = (X[:, f2] - offset[f2]) * scale - offset[f2]
+        expected = np.dot(v1, v2)
+        actual = gram[f1, f2]
+        rtol = max(1e-4 if dtype == np.float32 else 1e-7 for dtype in (gram.dtype, expected.dtype))
+        if not np.isclose(expected, actual, rtol=rtol, atol=1e-5):
+            raise ValueError(
+                "Gram matrix passed in via 'precompute' parameter did not pass validation when a single element "
+                f"was checked - please check that it was computed properly. For element ({f1},{f2}) we computed "
+                f"{expected} but the user-supplied value was {actual}."
+            )
+
+    def fit(self, X, y, sample_weight=None, check_input=True):
         """Fits on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets); returns self.
 
-        Warns with ConvergenceWarning when max_iter sweeps did not bring the duality gap below tol."""
-        params = self._gpuml_params()  # bad parameters fail before the data is looked at
+        Warns with ConvergenceWarning when max_iter sweeps did not bring the duality gap below tol.
+        ``check_input`` is scikit-learn's (see the class docstring)."""
+        self._validate_params()  # bad parameters fail before the data is looked at
+        check_device(self.device)
+        if self.alpha == 0:
+            warnings.warn(
+                "With alpha=0, this algorithm does not converge well. You are advised to use the LinearRegression "
+                "estimator",
+                stacklevel=2,
+            )
+        params = self._gpuml_params()
+        # scikit-learn reorders X itself when weighted, and a Gram route does not read X.
+        reads_X_as_given = sample_weight is None and isinstance(self.precompute, (bool, np.bool_)) and not self.precompute
+        if not check_input and reads_X_as_given and isinstance(X, np.ndarray) and X.ndim == 2 and not X.flags.f_contiguous:
+            raise ValueError(
+                "ndarray is not Fortran contiguous: with check_input=False, X must be what scikit-learn's coordinate "
+                "descent reads (a Fortran-ordered float array); pass check_input=True to have it converted"
+            )
+        if isinstance(sample_weight, numbers.Number):
+            sample_weight = None  # scikit-learn's rule: a single number weighs every sample alike
+        self._check_precomputed_gram(X, sample_weight, check_input)
         self._fit(X, y, sample_weight, lambda n_targets: params)
         if not self.converged_:
             gap = np.max(np.atleast_1d(self.dual_gap_))
@@ -330,22 +416,30 @@ class ElasticNet(_LinearRegressor):
             )
         return self
 
+    @property
+    def sparse_coef_(self):
+        """coef_ as a scipy.sparse CSR matrix of shape (1, n_features) or (n_targets, n_features), as scikit-learn's."""
+        return _align_api_if_sparse(sparse.csr_array(np.atleast_2d(self.coef_)))
+
 
 class Lasso(ElasticNet):
     """Linear regression with an L1 penalty, on the CPU or a CUDA GPU: ElasticNet with l1_ratio=1.
 
     Same results as ``sklearn.linear_model.Lasso``: it minimizes
     ``1 / (2 n_samples) * ||y - X w - b||^2 + alpha * ||w||_1``. See ElasticNet for the method,
-    the attributes, warm_start, ConvergenceWarning and what is not offered.
+    the attributes, warm_start, ConvergenceWarning and the parameters without effect.
     """
 
     _gpuml_kind = "lasso"
+    _parameter_constraints = {name: rules for name, rules in _ENET_CONSTRAINTS.items() if name != "l1_ratio"}
 
     def __init__(
         self,
         alpha=1.0,
         *,
         fit_intercept=True,
+        precompute=False,
+        copy_X=True,
         max_iter=1000,
         tol=1e-4,
         warm_start=False,
@@ -356,6 +450,8 @@ class Lasso(ElasticNet):
     ):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.precompute = precompute
+        self.copy_X = copy_X
         self.max_iter = max_iter
         self.tol = tol
         self.warm_start = warm_start
@@ -651,3 +747,30 @@ class LogisticRegression(GpumlClassifier):
         """Scores X @ coef_.T + intercept_: (n_samples,) for two classes (the second class's score),
         else (n_samples, n_classes); coef_'s dtype, in X's array type."""
         return self._apply("transform", X)[0]
+
+    # -- a sparse coef_, as scikit-learn's SparseCoefMixin -----------------------------------------
+    def sparsify(self):
+        """Makes coef_ a scipy.sparse CSR matrix (as scikit-learn's); predictions stay the same. Returns self."""
+        check_is_fitted(self, msg="Estimator, %(name)s, must be fitted before sparsifying.")
+        self.coef_ = _align_api_if_sparse(sparse.csr_array(self.coef_))
+        return self
+
+    def densify(self):
+        """Makes a sparse coef_ (sparsify) an ndarray again; otherwise does nothing. Returns self."""
+        check_is_fitted(self, msg="Estimator, %(name)s, must be fitted before densifying.")
+        if sparse.issparse(self.coef_):
+            self.coef_ = self.coef_.toarray()
+        return self
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if sparse.issparse(self.__dict__.get("coef_")):
+            state["_sparse_coef"] = self.__dict__["coef_"]  # the model holds its values; the pickle keeps the type
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        sparse_coef = state.pop("_sparse_coef", None)
+        super().__setstate__(state)
+        if sparse_coef is not None:
+            self.coef_ = sparse_coef
