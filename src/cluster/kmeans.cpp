@@ -56,6 +56,10 @@ const detail::ParamTable<KMeansParams>& params_table() {
                           return;
                         }
                         p.init = "array";
+                        // n_clusters is read first (the table's order): the rows must match it.
+                        GPUML_EXPECT(static_cast<int64_t>(v.size()) == p.n_clusters,
+                                     "kmeans parameter 'init' has " + std::to_string(v.size()) +
+                                         " rows but n_clusters is " + std::to_string(p.n_clusters));
                         for (const auto& row : v)
                           for (const auto& x : row) p.init_array.push_back(x.get<double>());
                       },

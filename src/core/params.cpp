@@ -25,7 +25,9 @@ std::string json_excerpt(const nlohmann::json& value) {
   };
   std::vector<Open> stack;
   std::string text;
-  const auto scalar = [](const nlohmann::json& v) {
+  const auto scalar = [](const nlohmann::json& v) -> std::string {
+    if (v.is_number_float() && !std::isfinite(v.get<double>()))  // dump() would say null
+      return std::isnan(v.get<double>()) ? "NaN" : v.get<double>() > 0 ? "Infinity" : "-Infinity";
     return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
   const auto write = [&](const nlohmann::json& v) {
@@ -222,9 +224,8 @@ bool within(const ParamForm& f, double x) {
 }
 
 std::string number_text(double x, bool integer) {
-  if (integer) return std::to_string(static_cast<int64_t>(x));
-  std::string text = nlohmann::json(x).dump();
-  return text;
+  if (integer || (x == std::floor(x) && std::fabs(x) < 1e15)) return std::to_string(static_cast<int64_t>(x));
+  return nlohmann::json(x).dump();
 }
 
 std::string bounds_text(const ParamForm& f, bool integer) {
@@ -342,9 +343,14 @@ nlohmann::json ParamForm::schema() const {
 }
 
 void fail_param(const char* kind, const std::string& name, const std::vector<ParamForm>& forms, const nlohmann::json& got) {
-  std::vector<std::string> shown;
-  for (const auto& f : forms)
-    if (!f.hidden) shown.push_back(f.describe());
+  std::vector<std::string> shown;  // one item per choice, so the list reads "a, b or c"
+  for (const auto& f : forms) {
+    if (f.hidden) continue;
+    if (f.type == ParamForm::Type::string)
+      for (const auto& choice : f.choices) shown.push_back(nlohmann::json(choice).dump());
+    else
+      shown.push_back(f.describe());
+  }
   std::string expected;
   for (std::size_t i = 0; i < shown.size(); ++i)
     expected += (i == 0 ? "" : i + 1 == shown.size() ? " or " : ", ") + shown[i];
