@@ -38,6 +38,7 @@ struct ParamForm {
     seed,     // a non-negative integer or null (Python: scikit-learn's "random_state")
     verbose,  // an integer >= 0 (Python: scikit-learn's "verbose", which takes booleans too)
     matrix,   // a non-empty list of equally long, non-empty lists of finite numbers (Python: "array-like")
+    numbers,  // a list of finite numbers, maybe empty (Python: "array-like")
     pairs,    // a list of [label, weight] pairs of finite numbers, weight >= 0 (Python: a dict)
   };
   Type type = Type::integer;
@@ -61,7 +62,11 @@ ParamForm null_form();
 ParamForm seed();
 ParamForm verbose();
 ParamForm matrix();
+ParamForm numbers();
 ParamForm pairs();
+
+// The values of a numbers or matrix form, row after row.
+std::vector<double> flat_numbers(const nlohmann::json& value);
 
 // The table-independent steps, in params.cpp.
 [[noreturn]] void fail_param(const char* kind, const std::string& name, const std::vector<ParamForm>& forms,
@@ -70,7 +75,8 @@ void require_form(const char* kind, const std::string& name, const std::vector<P
                   const nlohmann::json& value);
 void refuse_unknown(const char* kind, const nlohmann::json& params, const std::vector<std::string>& names);
 nlohmann::json param_schema(const std::string& name, const std::vector<ParamForm>& forms,
-                            const nlohmann::json& default_value, bool ranks_agree, const std::string& doc);
+                            const nlohmann::json& default_value, bool ranks_agree, bool in_constructor,
+                            const std::string& doc);
 // A value every rank must agree on (`name` must outlive the field: the table's row name), as agree_on_every_rank compares it: integers and booleans as
 // they are, numbers by their bits, anything else by a hash of its JSON text.
 RankField rank_field(const std::string& name, const nlohmann::json& value);
@@ -109,9 +115,14 @@ struct ParamRow {
   std::function<void(P&, const nlohmann::json&)> set;  // the value matches one of forms (or is null)
   std::function<nlohmann::json(const P&)> get;
   bool ranks_agree = true;
+  bool in_constructor = true;  // false: gpuml's own, set by the bindings (e.g. a warm start's coefficients)
 
   ParamRow&& per_rank() && {  // may differ between the ranks of a distributed fit
     ranks_agree = false;
+    return std::move(*this);
+  }
+  ParamRow&& not_in_constructor() && {
+    in_constructor = false;
     return std::move(*this);
   }
 };
@@ -182,7 +193,8 @@ class ParamTable {
     nlohmann::json parameters = nlohmann::json::array();
     const P defaults{};
     for (const auto& row : rows_)
-      parameters.push_back(param_schema(row.name, row.forms, row.get(defaults), row.ranks_agree, row.doc));
+      parameters.push_back(
+          param_schema(row.name, row.forms, row.get(defaults), row.ranks_agree, row.in_constructor, row.doc));
     return {{"kind", kind_}, {"parameters", std::move(parameters)}};
   }
 

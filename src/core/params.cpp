@@ -274,6 +274,7 @@ ParamForm null_form() { return form_of(ParamForm::Type::null); }
 ParamForm seed() { return form_of(ParamForm::Type::seed); }
 ParamForm verbose() { return form_of(ParamForm::Type::verbose); }
 ParamForm matrix() { return form_of(ParamForm::Type::matrix); }
+ParamForm numbers() { return form_of(ParamForm::Type::numbers); }
 ParamForm pairs() { return form_of(ParamForm::Type::pairs); }
 
 bool ParamForm::matches(const nlohmann::json& v) const {
@@ -293,6 +294,12 @@ bool ParamForm::matches(const nlohmann::json& v) const {
         for (const auto& x : row)
           if (!finite_number(x)) return false;
       }
+      return true;
+    }
+    case Type::numbers: {
+      if (!v.is_array()) return false;
+      for (const auto& x : v)
+        if (!finite_number(x)) return false;
       return true;
     }
     case Type::pairs: {
@@ -322,6 +329,7 @@ std::string ParamForm::describe() const {
     case Type::seed: return "null or an integer >= 0";
     case Type::verbose: return "an integer >= 0";
     case Type::matrix: return "a list of equally long lists of finite numbers";
+    case Type::numbers: return "a list of finite numbers";
     case Type::pairs: return "a list of [label, weight] pairs of finite numbers with weight >= 0";
   }
   return "";
@@ -329,7 +337,7 @@ std::string ParamForm::describe() const {
 
 nlohmann::json ParamForm::schema() const {
   static const char* const names[] = {"integer", "number", "boolean", "string", "null",
-                                      "seed",    "verbose", "matrix", "pairs"};
+                                      "seed",    "verbose", "matrix",  "numbers", "pairs"};
   nlohmann::json j = {{"type", names[static_cast<int>(type)]}};
   if (type == Type::integer || type == Type::number) {
     const auto bound = [&](double x) { return type == Type::integer ? nlohmann::json(static_cast<int64_t>(x)) : nlohmann::json(x); };
@@ -384,11 +392,23 @@ void fail_narrow(const std::string& name, const nlohmann::json& got) {
 }
 
 nlohmann::json param_schema(const std::string& name, const std::vector<ParamForm>& forms,
-                            const nlohmann::json& default_value, bool ranks_agree, const std::string& doc) {
+                            const nlohmann::json& default_value, bool ranks_agree, bool in_constructor,
+                            const std::string& doc) {
   nlohmann::json form_list = nlohmann::json::array();
   for (const auto& f : forms) form_list.push_back(f.schema());
-  return {{"name", name}, {"forms", std::move(form_list)}, {"default", default_value},
-          {"ranks_agree", ranks_agree}, {"doc", doc}};
+  return {{"name", name},         {"forms", std::move(form_list)},  {"default", default_value},
+          {"ranks_agree", ranks_agree}, {"constructor", in_constructor}, {"doc", doc}};
+}
+
+std::vector<double> flat_numbers(const nlohmann::json& value) {
+  std::vector<double> values;
+  for (const auto& item : value) {
+    if (item.is_array())
+      for (const auto& x : item) values.push_back(x.get<double>());
+    else
+      values.push_back(item.get<double>());
+  }
+  return values;
 }
 
 }  // namespace gpuml::detail

@@ -15,6 +15,8 @@ std::unique_ptr<Estimator> linear_regression_from_params(const nlohmann::json& p
 std::unique_ptr<Estimator> ridge_from_params(const nlohmann::json& params);  // src/linear_model/ridge.cpp
 std::unique_ptr<Estimator> elastic_net_from_params(const nlohmann::json& params);  // src/linear_model/elastic_net.cpp
 std::unique_ptr<Estimator> lasso_from_params(const nlohmann::json& params);  // src/linear_model/elastic_net.cpp
+nlohmann::json elastic_net_params_schema();
+nlohmann::json lasso_params_schema();
 std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json& params);  // src/linear_model/logistic_regression.cpp
 
 std::unique_ptr<Estimator> random_forest_classifier_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
-#include "core/params.hpp"
+#include "core/param_table.hpp"
 #include "core/distributed.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
@@ -21,16 +22,43 @@ namespace {
 const std::vector<std::string> kAttributeNames = {"coef_",     "intercept_", "n_iter_",
                                                   "dual_gap_", "converged_", "n_features_in_"};
 
-void validate_params(const ElasticNetParams& p, const std::string& name) {
-  GPUML_EXPECT(std::isfinite(p.alpha) && p.alpha >= 0, name + ": alpha must be finite and >= 0, got " + std::to_string(p.alpha));
-  GPUML_EXPECT(p.l1_ratio >= 0 && p.l1_ratio <= 1,
-               name + ": l1_ratio must be in [0, 1], got " + std::to_string(p.l1_ratio));
-  GPUML_EXPECT(p.max_iter >= 1, name + ": max_iter must be >= 1, got " + std::to_string(p.max_iter));
-  GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0, name + ": tol must be finite and >= 0, got " + std::to_string(p.tol));
-  GPUML_EXPECT(p.selection == "cyclic" || p.selection == "random",
-               name + ": selection must be \"cyclic\" or \"random\", got \"" + p.selection + "\"");
-  GPUML_EXPECT(std::all_of(p.init_coef.begin(), p.init_coef.end(), [](double v) { return std::isfinite(v); }),
-               name + ": init_coef must be finite");
+// ElasticNet's parameters (Lasso's: all but l1_ratio), declared once, in scikit-learn's order.
+detail::ParamTable<ElasticNetParams> make_params_table(const char* kind, bool with_l1_ratio) {
+  using namespace detail;
+  using P = ElasticNetParams;
+  std::vector<ParamRow<P>> rows = {
+      field("alpha", &P::alpha, {number_in(0)}, "The penalty's strength (0: least squares; use LinearRegression)."),
+      field("l1_ratio", &P::l1_ratio, {number_in(0, 1, "both")}, "The L1 share of the penalty: 1 is the Lasso, 0 ridge."),
+      field("fit_intercept", &P::fit_intercept, {boolean()}, "Whether to fit an intercept (X and y centered)."),
+      field("precompute", &P::precompute, {boolean()},
+            "Accepted, without effect: gpuml always solves on the Gram matrix it forms (the Python "
+            "bindings check a given Gram array as scikit-learn does, then form their own).").per_rank(),
+      field("max_iter", &P::max_iter, {integer_in(1)}, "The most coordinate-descent sweeps."),
+      field("copy_X", &P::copy_X, {boolean()}, "Accepted, without effect: gpuml never writes to X.").per_rank(),
+      field("tol", &P::tol, {number_in(0)}, "Convergence: the duality gap below tol * ||y - mean(y)||^2."),
+      field("warm_start", &P::warm_start, {boolean()}, "A refit starts from the fitted coef_."),
+      field("positive", &P::positive, {boolean()}, "Constrains the coefficients to be >= 0."),
+      field("random_state", &P::random_state, {seed()},
+            "The seed of selection=\"random\"; null: a fresh one per fit (the context's in C++)."),
+      field("selection", &P::selection, {one_of({"cyclic", "random"})},
+            "The order coordinates are updated in: \"cyclic\", or \"random\" draws (often faster at high tol)."),
+      ParamRow<P>{"init_coef", {numbers(), matrix()},
+                  "gpuml's: the starting coefficients (n_targets x n_features, or flat); empty: zeros.",
+                  [](P& p, const nlohmann::json& v) { p.init_coef = flat_numbers(v); },
+                  [](const P& p) { return nlohmann::json(p.init_coef); }}
+          .not_in_constructor(),
+  };
+  if (!with_l1_ratio) {  // Lasso: no l1_ratio, and copy_X comes before max_iter in its signature
+    rows.erase(rows.begin() + 1);
+    std::swap(rows[3], rows[4]);
+  }
+  return ParamTable<P>(kind, std::move(rows));
+}
+
+const detail::ParamTable<ElasticNetParams>& params_table(bool lasso) {
+  static const detail::ParamTable<ElasticNetParams> elastic_net = make_params_table("elastic_net", true),
+                                                    lasso_table = make_params_table("lasso", false);
+  return lasso ? lasso_table : elastic_net;
 }
 
 ElasticNetParams from_lasso(const LassoParams& p) {
@@ -38,11 +66,14 @@ ElasticNetParams from_lasso(const LassoParams& p) {
   e.alpha = p.alpha;
   e.l1_ratio = 1.0;
   e.fit_intercept = p.fit_intercept;
+  e.precompute = p.precompute;
   e.max_iter = p.max_iter;
+  e.copy_X = p.copy_X;
   e.tol = p.tol;
-  e.selection = p.selection;
+  e.warm_start = p.warm_start;
   e.positive = p.positive;
   e.random_state = p.random_state;
+  e.selection = p.selection;
   e.init_coef = p.init_coef;
   return e;
 }
@@ -53,53 +84,13 @@ HostArray scalar_i64(int64_t v) {
   return a;
 }
 
-nlohmann::json params_json(const ElasticNetParams& p, bool with_l1_ratio) {
-  nlohmann::json j;
-  j["alpha"] = p.alpha;
-  if (with_l1_ratio) j["l1_ratio"] = p.l1_ratio;
-  j["fit_intercept"] = p.fit_intercept;
-  j["max_iter"] = p.max_iter;
-  j["tol"] = p.tol;
-  j["selection"] = p.selection;
-  j["positive"] = p.positive;
-  j["random_state"] = p.random_state ? nlohmann::json(*p.random_state) : nlohmann::json(nullptr);
-  if (!p.init_coef.empty()) j["init_coef"] = p.init_coef;  // only when warm starting
-  return j;
-}
-
-ElasticNetParams read_params(const nlohmann::json& params, const char* kind, bool with_l1_ratio) {
-  detail::ParamReader reader(params, kind);
-  ElasticNetParams p;
-  p.alpha = reader.get_double("alpha", p.alpha);
-  if (!std::isfinite(p.alpha) || p.alpha < 0) reader.fail("alpha", "a finite number >= 0");
-  if (with_l1_ratio) {
-    p.l1_ratio = reader.get_double("l1_ratio", p.l1_ratio);
-    if (!(p.l1_ratio >= 0 && p.l1_ratio <= 1)) reader.fail("l1_ratio", "a number in [0, 1]");
-  } else {
-    p.l1_ratio = 1.0;
-  }
-  p.fit_intercept = reader.get_bool("fit_intercept", p.fit_intercept);
-  const int64_t max_iter = reader.get_int("max_iter", p.max_iter);
-  if (max_iter < 1 || max_iter > 1000000000) reader.fail("max_iter", "an integer in [1, 1e9]");
-  p.max_iter = static_cast<int>(max_iter);
-  p.tol = reader.get_double("tol", p.tol);
-  if (!std::isfinite(p.tol) || p.tol < 0) reader.fail("tol", "a finite number >= 0");
-  p.selection = reader.get_string("selection", p.selection);
-  if (p.selection != "cyclic" && p.selection != "random") reader.fail("selection", "\"cyclic\" or \"random\"");
-  p.positive = reader.get_bool("positive", p.positive);
-  p.random_state = reader.get_seed("random_state");
-  p.init_coef = detail::read_finite_numbers(reader, "init_coef");  // one row per target
-  reader.finish();
-  return p;
-}
-
 }  // namespace
 
 ElasticNet::ElasticNet(ElasticNetParams params) : ElasticNet(std::move(params), "ElasticNet") {}
 
 ElasticNet::ElasticNet(ElasticNetParams params, const char* display_name)
     : display_name_(display_name), params_(std::move(params)) {
-  validate_params(params_, display_name_);
+  params_table(display_name_ == std::string("Lasso")).check(params_);
 }
 
 Lasso::Lasso(LassoParams params) : ElasticNet(from_lasso(params), "Lasso") {}
@@ -110,19 +101,20 @@ ElasticNet& ElasticNet::fit(Context& ctx, const ArrayView& X, const ArrayView& y
   // the same coordinate descent on every rank, with rank 0's seed.
   const detail::GramSystem sys =
       detail::gram_system(ctx, X, y, sample_weight, params_.fit_intercept, true, name,
-                          {{"alpha (bits)", detail::bits_of(params_.alpha)},
-                           {"l1_ratio (bits)", detail::bits_of(params_.l1_ratio)},
-                           {"max_iter", static_cast<int64_t>(params_.max_iter)},
-                           {"tol (bits)", detail::bits_of(params_.tol)},
-                           {"selection", detail::hash_of(params_.selection)},
-                           {"positive", params_.positive ? 1 : 0},
-                           {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
-                           {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))},
-                           {"init_coef (hash)", detail::hash_of(params_.init_coef)}});
+                          params_table(name == "Lasso").rank_fields(params_));
   const int64_t n = sys.n, d = sys.d, t = sys.t;
   GPUML_EXPECT(params_.init_coef.empty() || static_cast<int64_t>(params_.init_coef.size()) == t * d,
                name + ": init_coef has " + std::to_string(params_.init_coef.size()) + " values but the fit needs " +
                    std::to_string(t) + " target(s) x " + std::to_string(d) + " features = " + std::to_string(t * d));
+  std::vector<double> start = params_.init_coef;
+  const ArraySpec fitted_coef = fitted() ? coef_.spec() : ArraySpec{};
+  const int64_t fitted_values = fitted_coef.ndim == 2 ? fitted_coef.shape[0] * fitted_coef.shape[1] : fitted_coef.shape[0];
+  if (start.empty() && params_.warm_start && fitted() && fitted_values == t * d) {  // else from zeros, as scikit-learn
+    detail::with_float_type(coef_.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      start.assign(coef_.as<const T>(), coef_.as<const T>() + t * d);
+    });
+  }
 
   detail::CoordinateDescentOptions options;
   options.l1 = params_.alpha * params_.l1_ratio * static_cast<double>(n);
@@ -137,8 +129,8 @@ ElasticNet& ElasticNet::fit(Context& ctx, const ArrayView& X, const ArrayView& y
 
   std::vector<double> cross_k(static_cast<std::size_t>(d));
   auto init_coef = [&](int64_t k) {  // target k's starting point: empty means zeros
-    if (params_.init_coef.empty()) return std::vector<double>();
-    return std::vector<double>(params_.init_coef.begin() + k * d, params_.init_coef.begin() + (k + 1) * d);
+    if (start.empty()) return std::vector<double>();
+    return std::vector<double>(start.begin() + k * d, start.begin() + (k + 1) * d);
   };
   HostArray coef = sys.y_is_1d ? HostArray(sys.dtype, d) : HostArray(sys.dtype, t, d);
   HostArray intercept = sys.y_is_1d ? HostArray::scalar(sys.dtype) : HostArray(sys.dtype, t);
@@ -253,20 +245,23 @@ void ElasticNet::restore(std::map<std::string, HostArray> attributes) {
   n_features_in_ = std::move(attributes.at("n_features_in_"));
 }
 
-std::string ElasticNet::get_params_json() const { return params_json(params_, true).dump(); }
-std::string Lasso::get_params_json() const { return params_json(params(), false).dump(); }
+std::string ElasticNet::get_params_json() const { return params_table(false).write(params_).dump(); }
+std::string Lasso::get_params_json() const { return params_table(true).write(params()).dump(); }
 
 namespace detail {
 
 std::unique_ptr<Estimator> elastic_net_from_params(const nlohmann::json& params) {
-  return std::make_unique<ElasticNet>(read_params(params, "elastic_net", true));
+  return std::make_unique<ElasticNet>(params_table(false).read(params));
 }
 
 std::unique_ptr<Estimator> lasso_from_params(const nlohmann::json& params) {
-  const ElasticNetParams p = read_params(params, "lasso", false);
-  return std::make_unique<Lasso>(LassoParams{p.alpha, p.fit_intercept, p.max_iter, p.tol, p.selection, p.positive,
-                                             p.random_state, p.init_coef});
+  const ElasticNetParams p = params_table(true).read(params);
+  return std::make_unique<Lasso>(LassoParams{p.alpha, p.fit_intercept, p.precompute, p.max_iter, p.copy_X, p.tol,
+                                             p.warm_start, p.positive, p.random_state, p.selection, p.init_coef});
 }
+
+nlohmann::json elastic_net_params_schema() { return params_table(false).schema(); }
+nlohmann::json lasso_params_schema() { return params_table(true).schema(); }
 
 }  // namespace detail
 

@@ -25,6 +25,8 @@ from . import _lib
 def _constraint(form):
     """scikit-learn's constraint for one form of the schema."""
     kind = form["type"]
+    if kind == "integer" and form["min"] is None and form["max"] is None:
+        return numbers.Integral  # any integer: scikit-learn's "an instance of 'int'"
     if kind in ("integer", "number"):
         return Interval(numbers.Integral if kind == "integer" else numbers.Real, form["min"], form["max"],
                         closed=form["closed"])
@@ -32,7 +34,12 @@ def _constraint(form):
         options = StrOptions(set(form["choices"]))
         return Hidden(options) if form.get("hidden") else options
     return {"boolean": "boolean", "null": None, "seed": "random_state", "verbose": "verbose",
-            "matrix": "array-like", "pairs": dict}[kind]
+            "matrix": "array-like", "numbers": "array-like", "pairs": dict}[kind]
+
+
+def constructor_rows(schema):
+    """The parameters of scikit-learn's constructor (not gpuml's own, which the bindings set)."""
+    return [row for row in schema["parameters"] if row["constructor"]]
 
 
 def constraints(schema, python_forms, sklearn_class):
@@ -40,7 +47,7 @@ def constraints(schema, python_forms, sklearn_class):
     from ._base import worded_as_sklearn
 
     table = {}
-    for row in schema["parameters"]:
+    for row in constructor_rows(schema):
         table[row["name"]] = [_constraint(form) for form in row["forms"]] + list(python_forms.get(row["name"], ()))
     table["device"] = [str]  # its values are checked by check_device
     return worded_as_sklearn(table, sklearn_class)
@@ -49,7 +56,7 @@ def constraints(schema, python_forms, sklearn_class):
 def make_init(schema, n_positional, qualname):
     """An ``__init__`` storing every parameter as an attribute, with scikit-learn's signature."""
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    for i, row in enumerate(schema["parameters"]):
+    for i, row in enumerate(constructor_rows(schema)):
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if i < n_positional else inspect.Parameter.KEYWORD_ONLY
         parameters.append(inspect.Parameter(row["name"], kind, default=row["default"]))
     parameters.append(inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default="auto"))
@@ -69,7 +76,7 @@ def make_init(schema, n_positional, qualname):
 def docstring(schema):
     """The numpydoc "Parameters" section of a schema."""
     lines = ["", "    Parameters", "    ----------"]
-    for row in schema["parameters"]:
+    for row in constructor_rows(schema):
         lines += [f"    {row['name']} : default={row['default']!r}", f"        {row['doc']}"]
     lines += ["    device : str, default='auto'",
               '        "auto" (the first GPU when there is one, else the CPU; for CUDA inputs, the GPU that',
@@ -99,19 +106,22 @@ def _to_json(value, forms, name, owner):
             return float(value)
         if kind == "string" and isinstance(value, str):
             return value
-        if kind == "matrix" and not isinstance(value, str) and value is not None:
+        if kind in ("matrix", "numbers") and not isinstance(value, str) and value is not None:
             return np.asarray(value, dtype=np.float64).tolist()
     raise ValueError(f"The {name!r} parameter of {owner} has a value gpuml cannot pass on: {value!r}.")
 
 
 def json_params(estimator, schema, **given):
-    """The estimator's parameters as the C ABI's JSON; ``given`` supplies values already converted."""
+    """The estimator's parameters as the C ABI's JSON; ``given`` supplies values already converted
+    (and gpuml's own parameters, which are left out, so at their defaults, unless given)."""
     owner = type(estimator).__name__
-    return {
+    params = {
         row["name"]: given[row["name"]] if row["name"] in given
         else _to_json(getattr(estimator, row["name"]), row["forms"], row["name"], owner)
-        for row in schema["parameters"]
+        for row in constructor_rows(schema)
     }
+    params.update((name, value) for name, value in given.items() if name not in params)
+    return params
 
 
 def install(cls):

@@ -23,7 +23,6 @@ __all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Rid
 
 _LINEAR_REGRESSION_ALGORITHMS = ("auto", "eig", "qr", "svd")
 _RIDGE_SOLVERS = ("auto", "cholesky", "svd")
-_SELECTIONS = ("cyclic", "random")
 # What scikit-learn draws a seed below when random_state is None or a RandomState.
 
 
@@ -216,24 +215,6 @@ class Ridge(_LinearRegressor):
         return self._fit(X, y, sample_weight, lambda n_targets: self._gpuml_params(n_targets=n_targets))
 
 
-# scikit-learn 1.9's constraints of ElasticNet's parameters (Lasso's: all but l1_ratio), checked by its
-# own validation (the same messages), plus device.
-_ENET_CONSTRAINTS = worded_as_sklearn({
-    "alpha": [Interval(numbers.Real, 0, None, closed="left")],
-    "l1_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
-    "fit_intercept": ["boolean"],
-    "precompute": ["boolean", "array-like"],
-    "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
-    "copy_X": ["boolean"],
-    "tol": [Interval(numbers.Real, 0, None, closed="left")],
-    "warm_start": ["boolean"],
-    "positive": ["boolean"],
-    "random_state": ["random_state"],
-    "selection": [StrOptions(set(_SELECTIONS))],
-    "device": [str],  # its values are checked by check_device
-}, linear_model.ElasticNet)
-
-
 class ElasticNet(_LinearRegressor):
     """Linear regression with combined L1 and L2 penalties, on the CPU or a CUDA GPU.
 
@@ -275,51 +256,16 @@ class ElasticNet(_LinearRegressor):
     _gpuml_kind = "elastic_net"
     _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "dual_gap_", "converged_")
     _gpuml_settable = ("coef_", "intercept_")
-    _parameter_constraints = _ENET_CONSTRAINTS
-
-    def __init__(
-        self,
-        alpha=1.0,
-        *,
-        l1_ratio=0.5,
-        fit_intercept=True,
-        precompute=False,
-        max_iter=1000,
-        copy_X=True,
-        tol=1e-4,
-        warm_start=False,
-        positive=False,
-        random_state=None,
-        selection="cyclic",
-        device="auto",
-    ):
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.fit_intercept = fit_intercept
-        self.precompute = precompute
-        self.max_iter = max_iter
-        self.copy_X = copy_X
-        self.tol = tol
-        self.warm_start = warm_start
-        self.positive = positive
-        self.random_state = random_state
-        self.selection = selection
-        self.device = device
+    # Parameters: the tables in src/linear_model/elastic_net.cpp (see _params.py). A Gram array as
+    # precompute is checked here, then gpuml forms its own; max_iter=None fails at fit (TypeError).
+    _gpuml_sklearn_class = "sklearn.linear_model.ElasticNet"
+    _gpuml_python_forms = {"precompute": ["array-like"], "max_iter": [None]}
 
     def _gpuml_params(self, X=None):
-        return {"l1_ratio": float(self.l1_ratio), **self._shared_params()}
-
-    def _shared_params(self):
-        """The parameters ElasticNet and Lasso share (validated by _validate_params), as the C ABI's JSON."""
         if self.max_iter is None:
             raise TypeError("max_iter=None: an integer is required (scikit-learn's coordinate descent refuses None too)")
-        params = {
-            "alpha": float(self.alpha),
-            "fit_intercept": bool(self.fit_intercept),
-            "max_iter": int(self.max_iter),
-            "tol": float(self.tol),
-            "positive": bool(self.positive),
-            "selection": self.selection,
+        given = {
+            "precompute": bool(self.precompute) if isinstance(self.precompute, (bool, np.bool_)) else True,
             # Only random selection draws; a RandomState is then drawn from, as scikit-learn does.
             "random_state": seed_from(self.random_state) if self.selection == "random" else None,
         }
@@ -329,8 +275,8 @@ class ElasticNet(_LinearRegressor):
             init_coef = np.asarray(self.coef_, dtype=np.float64).reshape(-1)
             if not np.all(np.isfinite(init_coef)):
                 raise ValueError("coef_ (the warm start of fit) contains NaN or infinity")
-            params["init_coef"] = init_coef.tolist()
-        return params
+            given["init_coef"] = init_coef.tolist()
+        return self._json_params(**given)
 
     def _check_precomputed_gram(self, X, sample_weight, check_input):
         """scikit-learn's checks of a Gram matrix given as ``precompute`` (gpuml then forms its own):
@@ -430,38 +376,8 @@ class Lasso(ElasticNet):
     the attributes, warm_start, ConvergenceWarning and the parameters without effect.
     """
 
-    _gpuml_kind = "lasso"
-    _parameter_constraints = {name: rules for name, rules in _ENET_CONSTRAINTS.items() if name != "l1_ratio"}
-
-    def __init__(
-        self,
-        alpha=1.0,
-        *,
-        fit_intercept=True,
-        precompute=False,
-        copy_X=True,
-        max_iter=1000,
-        tol=1e-4,
-        warm_start=False,
-        positive=False,
-        random_state=None,
-        selection="cyclic",
-        device="auto",
-    ):
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.precompute = precompute
-        self.copy_X = copy_X
-        self.max_iter = max_iter
-        self.tol = tol
-        self.warm_start = warm_start
-        self.positive = positive
-        self.random_state = random_state
-        self.selection = selection
-        self.device = device
-
-    def _gpuml_params(self, X=None):
-        return self._shared_params()  # l1_ratio is fixed to 1 by the C estimator
+    _gpuml_kind = "lasso"  # l1_ratio is fixed to 1 by the C estimator
+    _gpuml_sklearn_class = "sklearn.linear_model.Lasso"
 
 
 # scikit-learn 1.9's messages for its LogisticRegression parameter rules (matched exactly: code

@@ -66,11 +66,12 @@ GPUML_C_API gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank
 GPUML_C_API gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est);
 /* The parameters gpuml_estimator_create takes for `kind`, as JSON (valid for the library's life):
- * {"kind", "parameters": [{"name", "forms": [{"type", ...}], "default", "ranks_agree", "doc"}]},
- * in scikit-learn's order. A form's "type" is integer or number (with "min", "max": null when
+ * {"kind", "parameters": [{"name", "forms": [{"type", ...}], "default", "ranks_agree", "constructor",
+ * "doc"}]}, in scikit-learn's order ("constructor": false for gpuml's own, set by the bindings). A form's "type" is integer or number (with "min", "max": null when
  * unbounded, and "closed": "left", "right", "both" or "neither", as scikit-learn's Interval),
  * boolean, string (with "choices"), null, seed (null or an integer >= 0), verbose (an integer >= 0),
- * matrix (equally long lists of finite numbers) or pairs ([label, weight] lists); "hidden": true
+ * matrix (equally long lists of finite numbers), numbers (a list of finite numbers) or pairs
+ * ([label, weight] lists); "hidden": true
  * marks a deprecated value still accepted. A value matching none of a parameter's forms is
  * INVALID_ARGUMENT; null means the default unless a null (or seed) form is listed. */
 GPUML_C_API gpuml_status_t gpuml_estimator_params_schema(const char* kind, const char** json);

@@ -15,25 +15,32 @@ struct ElasticNetParams {
   double alpha = 1.0;         // >= 0
   double l1_ratio = 0.5;      // in [0, 1]; 1 is the Lasso
   bool fit_intercept = true;
+  bool precompute = false;    // accepted: gpuml always solves on the Gram matrix it forms
   int max_iter = 1000;        // >= 1 sweeps of coordinate descent
+  bool copy_X = true;         // accepted: gpuml never writes to X
   double tol = 1e-4;          // >= 0; the duality gap must reach tol * |y − ȳ|² (weighted)
-  std::string selection = "cyclic";  // "cyclic" or "random" (coordinates drawn at random)
+  bool warm_start = false;    // a refit starts from the fitted coef_ (when init_coef is empty)
   bool positive = false;      // constrain coef >= 0
   std::optional<uint64_t> random_state;  // for "random"; unset: the context's seed
-  // The starting coefficients (warm start): empty for zeros, else n_targets * n_features values
-  // (row-major (t, d)); a fit with another size is an error.
+  std::string selection = "cyclic";  // "cyclic" or "random" (coordinates drawn at random)
+  // The starting coefficients: empty for zeros (or coef_ with warm_start), else n_targets *
+  // n_features values (row-major (t, d)); a fit with another size is an error.
   std::vector<double> init_coef;
 };
 
-// Lasso's parameters: those of ElasticNet with l1_ratio fixed to 1.
+// Lasso's parameters: those of ElasticNet with l1_ratio fixed to 1. Both are declared once, with
+// their forms and documentation, in the parameter tables in src/linear_model/elastic_net.cpp.
 struct LassoParams {
   double alpha = 1.0;
   bool fit_intercept = true;
+  bool precompute = false;
   int max_iter = 1000;
+  bool copy_X = true;
   double tol = 1e-4;
-  std::string selection = "cyclic";
+  bool warm_start = false;
   bool positive = false;
   std::optional<uint64_t> random_state;
+  std::string selection = "cyclic";
   std::vector<double> init_coef;  // as ElasticNetParams::init_coef
 };
 
