@@ -59,6 +59,14 @@ class _LinearRegressor(MultiOutputMixin, RegressorMixin, GpumlEstimator):
         self._gpuml_shapes = shapes
         return self._gpuml_fit(X, kind, sample_weight=weights, y=y, params=params_for_targets(n_targets))
 
+    def _presented(self, name, value):
+        # A 1-d y's intercept_ is a NumPy scalar of X's dtype (np.float64 is also a float), as
+        # scikit-learn's: code reads its .shape and .dtype.
+        value = super()._presented(name, value)
+        if name == "intercept_" and isinstance(value, np.ndarray) and value.ndim == 0:
+            return value[()]
+        return value
+
     def _fit_converged(self):
         """Whether the last fit's iterative solve (positive=True) met tol (the C model's converged_)."""
         return bool(self.__dict__["_gpuml_handle"].attribute(get_context("cpu"), "converged_"))
