@@ -38,6 +38,7 @@
 #include "core/staging.hpp"
 #include "core/trace.hpp"
 #include "gpuml/core/error.hpp"
+#include "linear_model/nonnegative_quadratic.hpp"
 
 namespace gpuml::detail {
 
@@ -74,6 +75,7 @@ struct HostSolution {
   std::vector<double> singular_values;
   // Set instead of singular_values when the solve did not need them: computes them later.
   std::function<std::vector<double>()> singular_values_later;
+  bool converged = true;  // false when an iterative solve (nonnegative) stopped at max_iter
 };
 
 // Solves from an eigen-decomposition of G = AᵀA: coef_k = V diag(f(λ)) Vᵀ C_k with
@@ -182,7 +184,7 @@ class LeastSquares {
         // float32) and called every X rank 0; scikit-learn's own cutoff (scipy's lstsq) is eps.
         rcond_(std::min(std::numeric_limits<T>::epsilon() * static_cast<double>(std::max(n_, d)),
                         std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon())))),
-        rescalable_(rescalable) {}
+        rescalable_(rescalable), svd_cutoff_(std::max(rcond_, request.lstsq_cond)) {}
 
   // Σ w over all ranks, once prepared.
   double total_weight() const { return total_weight_; }
@@ -313,6 +315,7 @@ class LeastSquares {
       case LeastSquaresSolver::svd:
       case LeastSquaresSolver::ridge_svd: return by_svd();
       case LeastSquaresSolver::cholesky: return by_cholesky();
+      case LeastSquaresSolver::nonnegative: return by_nonnegative();
     }
     throw_error(ErrorCode::internal, "unknown least-squares solver");
   }
@@ -392,7 +395,10 @@ class LeastSquares {
   double eig_condition_limit(bool fall_back) const {
     const double wanted = std::is_same_v<T, double> ? 1e-4 : 1e-2;
     const double rank_limit = 1.0 / rcond_;
-    return fall_back ? std::min(rank_limit, wanted / std::numeric_limits<T>::epsilon()) : rank_limit;
+    if (!fall_back) return rank_limit;
+    // "auto" also leaves for the SVD when a singular value may fall below lstsq_cond * s_max.
+    const double cond_limit = request_.lstsq_cond > 0 ? 1.0 / (request_.lstsq_cond * request_.lstsq_cond) : rank_limit;
+    return std::min({rank_limit, cond_limit, wanted / std::numeric_limits<T>::epsilon()});
   }
 
   // The Cholesky factorization of a symmetric d x d matrix by the backend (on the device for CUDA).
@@ -498,7 +504,8 @@ class LeastSquares {
     // exceeds 1e-4 in float64 (cond > ~7e5) or 1e-2 in float32 (cond > ~290), where the QR/SVD
     // route's eps * cond(A) is still accurate.
     const double wanted = std::is_same_v<T, double> ? 1e-4 : 1e-2;
-    const bool ill_conditioned = s_min <= std::sqrt(std::numeric_limits<T>::epsilon() / wanted) * s_max;
+    const bool ill_conditioned =
+        s_min <= std::max(std::sqrt(std::numeric_limits<T>::epsilon() / wanted), request_.lstsq_cond) * s_max;
     if (same_on_every_rank(comm_, fall_back && (sol.rank < d_ || ill_conditioned))) return by_svd();
     if (sol.rank < d_) throw_error(ErrorCode::invalid_argument, rank_deficient(request_, "eig", sol.rank, d_));
     // Full rank: G is positive definite and its Cholesky solve equals the spectral one (both
@@ -675,8 +682,8 @@ class LeastSquares {
       const Vector& s = svd.singularValues();
       if (s.size() > 0) expect_squares_in_range(s[0] * s[0]);  // svd_solve squares them
       sol.singular_values.assign(s.data(), s.data() + s.size());
-      sol.rank = rank_of(sol.singular_values, rcond_);
-      const double s_cut = sol.singular_values.empty() ? 0.0 : rcond_ * sol.singular_values.front();
+      sol.rank = rank_of(sol.singular_values, svd_cutoff_);
+      const double s_cut = sol.singular_values.empty() ? 0.0 : svd_cutoff_ * sol.singular_values.front();
       sol.coef = svd_solve(svd, B, request_.alpha, s_cut);
       return sol;
     }
@@ -686,8 +693,8 @@ class LeastSquares {
     Eigen::JacobiSVD<Eigen::MatrixXd> svd(R, Eigen::ComputeFullU | Eigen::ComputeFullV);
     const Vector& s = svd.singularValues();
     sol.singular_values.assign(s.data(), s.data() + s.size());
-    sol.rank = rank_of(sol.singular_values, rcond_);
-    const double s_cut = sol.singular_values.empty() ? 0.0 : rcond_ * sol.singular_values.front();
+    sol.rank = rank_of(sol.singular_values, svd_cutoff_);
+    const double s_cut = sol.singular_values.empty() ? 0.0 : svd_cutoff_ * sol.singular_values.front();
     sol.coef = svd_solve(svd, QtB, request_.alpha, s_cut);
     return sol;
   }
@@ -719,14 +726,38 @@ class LeastSquares {
       cholesky_solve(M, C.middleCols(k, end - k), llt);
       // A numerically singular matrix can factor with tiny pivots: those count as failures.
       const double pivot_min = llt.ok ? llt.diagonal.minCoeff() : 0.0;
-      if (!llt.ok || !(pivot_min * pivot_min > rcond_ * (diag_max + a)))
-        throw_error(ErrorCode::invalid_argument,
-                    std::string(request_.estimator) + ": solver=\"cholesky\" failed: XᵀX + alpha I is not positive " +
-                        "definite (alpha=" + std::to_string(a) +
-                        "; alpha=0 needs X of full column rank): use solver=\"svd\" or a larger alpha");
+      // Not positive definite (alpha = 0 and X not of full column rank): the SVD's minimum-norm
+      // solution, as scikit-learn's "cholesky" falls back to "svd" (every rank decides alike: G is
+      // the same on all).
+      if (!llt.ok || !(pivot_min * pivot_min > rcond_ * (diag_max + a))) return by_svd();
       sol.coef.middleRows(k, end - k) = llt.Z.transpose();
       k = end;
     }
+    return sol;
+  }
+
+  // coef >= 0 (positive=True), per target: the active set on G + alpha_k I and C_k, in double on
+  // the host (the Gram system is the backend's). The singular values come from G's eigenvalues.
+  HostSolution by_nonnegative() {
+    compute_gram();
+    HostSolution sol;
+    sol.coef.resize(t_, d_);
+    std::vector<double> cross_k(static_cast<std::size_t>(d_));
+    for (int64_t k = 0; k < t_; ++k) {
+      NonnegativeOptions options;
+      options.l2 = request_.alpha.empty() ? 0.0 : request_.alpha[request_.alpha.size() == 1 ? 0 : static_cast<std::size_t>(k)];
+      options.max_iter = request_.max_iter;
+      options.tol = request_.tol;
+      for (int64_t j = 0; j < d_; ++j) cross_k[j] = C_[j * t_ + k];
+      const NonnegativeResult r = nonnegative_quadratic(G_.data(), cross_k.data(), d_, options);
+      for (int64_t j = 0; j < d_; ++j) sol.coef(k, j) = r.coef[j];
+      sol.converged = sol.converged && r.converged;
+    }
+    trace_.mark("host solve (active set)");
+    Vector lambda;
+    expect_eigenvalues(eigenvalues_of(gram_matrix(), lambda));
+    sol.singular_values = singular_values_from(lambda);
+    sol.rank = rank_of(sol.singular_values, gram_cutoff());
     return sol;
   }
 
@@ -744,6 +775,7 @@ class LeastSquares {
   std::vector<double> y_sums_;    // Σ w (y − ȳ_r) over this rank's rows as centered (Gram routes)
   double rcond_;
   bool rescalable_;  // squares out of range throw BadlyScaled (see least_squares.hpp)
+  double svd_cutoff_;  // the minimum-norm routes' cutoff: rcond_, or the caller's lstsq_cond above it
   const T *X_ = nullptr, *y_ = nullptr, *w_ = nullptr;  // the staged inputs
   std::vector<double> x_mean_, y_mean_;
   Buffer A_, B_;                  // the centered, weighted working copies
@@ -967,7 +999,10 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
       stage_problem(ctx, X, y, sample_weight, request.estimator, !request.fit_intercept, request.alpha,
                     {{"fit_intercept", request.fit_intercept ? 1 : 0},
                      {"the solver", static_cast<int64_t>(request.solver)},
-                     {"alpha (hash of its values)", hash_of(request.alpha)}},
+                     {"alpha (hash of its values)", hash_of(request.alpha)},
+                     {"max_iter", request.max_iter},
+                     {"tol (bits)", bits_of(request.tol)},
+                     {"lstsq_cond (bits)", bits_of(request.lstsq_cond)}},
                     trace);
   const int64_t d = p.d, t = p.t;
   const bool y_is_1d = p.y_is_1d;
@@ -977,7 +1012,7 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
     using T = decltype(tag);
     const LeastSquaresSolver solver = request.solver;
     const bool gram_route = solver == LeastSquaresSolver::auto_eig || solver == LeastSquaresSolver::eig ||
-                            solver == LeastSquaresSolver::cholesky;
+                            solver == LeastSquaresSolver::cholesky || solver == LeastSquaresSolver::nonnegative;
     const T* w = p.weighted ? p.w.view.as<const T>() : nullptr;
     HostSolution sol;
     std::vector<double> intercept;
@@ -1039,6 +1074,7 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
                               : std::make_shared<DeferredArray>(as_array(sol.singular_values));
     fit.rank = scalar_i64(sol.rank);
     fit.n_features_in = scalar_i64(d);
+    fit.converged = scalar_i64(sol.converged ? 1 : 0);
     return fit;
   });
 }
@@ -1069,6 +1105,17 @@ void linear_predict(Context& ctx, const ArrayView& X, const HostArray& coef, con
                                       : make_view(result.data(), coef.dtype(), ctx.device(), n, t);
     detail::write_output(ctx, view, out, "predictions");
   });
+}
+
+HostArray take_converged(std::map<std::string, HostArray>& attributes, const std::string& kind) {
+  const auto it = attributes.find("converged_");
+  if (it == attributes.end()) return scalar_i64(1);
+  HostArray converged = std::move(it->second);
+  attributes.erase(it);
+  GPUML_EXPECT(converged.dtype() == DType::int64 && converged.spec().ndim == 0 &&
+                   (*converged.as<const int64_t>() == 0 || *converged.as<const int64_t>() == 1),
+               kind + " model: converged_ must be an int64 scalar, 0 or 1");
+  return converged;
 }
 
 void check_linear_attributes(const std::map<std::string, HostArray>& attributes, const std::vector<std::string>& names,

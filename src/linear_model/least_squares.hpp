@@ -25,8 +25,9 @@ enum class LeastSquaresSolver {
   eig,        // normal equations, eigen-decomposed; rank deficiency is an error
   qr,         // Householder QR, triangular solve; rank deficiency is an error
   svd,        // SVD of R (n >= d) or pseudo-inverse of the Gram matrix (n < d): minimum norm
-  cholesky,   // Ridge: (G + alpha I) by Cholesky; not positive definite is an error
+  cholesky,   // Ridge: (G + alpha I) by Cholesky; not positive definite: ridge_svd (scikit-learn's fallback)
   ridge_svd,  // Ridge: V diag(s / (s^2 + alpha)) U^T
+  nonnegative,  // positive=True: coef >= 0, Lawson-Hanson on XᵀX + alpha I (nonnegative_quadratic.hpp)
 };
 
 struct LeastSquaresRequest {
@@ -34,6 +35,12 @@ struct LeastSquaresRequest {
   LeastSquaresSolver solver = LeastSquaresSolver::auto_eig;
   bool fit_intercept = true;
   std::vector<double> alpha;   // Ridge: one value or one per target; empty: no penalty
+  // LinearRegression's tol (scikit-learn 1.9's lstsq cond): the minimum-norm routes ("auto"'s
+  // fallback and "svd") count singular values below lstsq_cond * s_max as zero, when that is
+  // above the numerical cutoff. 0: the numerical cutoff alone.
+  double lstsq_cond = 0.0;
+  int64_t max_iter = 0;        // nonnegative: the active set's steps per target (<= 0: its default)
+  double tol = 1e-4;           // nonnegative: the KKT tolerance, relative (NonnegativeOptions::tol)
 };
 
 // Extreme magnitudes: see core/magnitudes.hpp (the Gram and QR routes check their squares).
@@ -45,6 +52,7 @@ struct LinearFit {
   std::shared_ptr<const DeferredArray> singular_values;  // (min(n, d),) descending, of the centered weighted X
   HostArray rank;             // 0-d
   HostArray n_features_in;    // 0-d
+  HostArray converged;        // 0-d int64: 0 when an iterative solve (nonnegative) stopped at max_iter, else 1
 };
 
 // Distributed (the context's communicator): every rank passes its own rows and gets the fit of
@@ -125,6 +133,10 @@ void linear_predict(Context& ctx, const ArrayView& X, const HostArray& coef, con
 
 // Checks restored coef_ / intercept_ / n_features_in_ (and rank_ / singular_values_ when
 // present in `names`); unknown or missing names are errors. `kind` prefixes messages.
+// Removes converged_ from restored attributes and checks it (an int64 scalar, 0 or 1); absent (a
+// model saved before positive=True existed, always a direct solve): 1.
+HostArray take_converged(std::map<std::string, HostArray>& attributes, const std::string& kind);
+
 void check_linear_attributes(const std::map<std::string, HostArray>& attributes, const std::vector<std::string>& names,
                              const std::string& kind);
 

@@ -2,6 +2,7 @@
 #include "gpuml/linear_model/linear_regression.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/deferred.hpp"
 #include "core/params.hpp"
@@ -13,7 +14,8 @@ namespace gpuml {
 
 namespace {
 
-const std::vector<std::string> kAttributeNames = {"coef_", "intercept_", "singular_values_", "rank_", "n_features_in_"};
+const std::vector<std::string> kAttributeNames = {"coef_",   "intercept_",     "singular_values_",
+                                                  "rank_",   "n_features_in_", "converged_"};
 
 detail::LeastSquaresSolver solver_for(const std::string& algorithm) {
   if (algorithm == "auto") return detail::LeastSquaresSolver::auto_eig;
@@ -28,14 +30,18 @@ detail::LeastSquaresSolver solver_for(const std::string& algorithm) {
 
 LinearRegression::LinearRegression(LinearRegressionParams params) : params_(std::move(params)) {
   solver_for(params_.algorithm);  // validates
+  GPUML_EXPECT(std::isfinite(params_.tol) && params_.tol >= 0,
+               "LinearRegression: tol must be finite and >= 0, got " + std::to_string(params_.tol));
 }
 
 LinearRegression& LinearRegression::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
                                         const ArrayView* sample_weight) {
   detail::LeastSquaresRequest request;
   request.estimator = "LinearRegression";
-  request.solver = solver_for(params_.algorithm);
+  request.solver = params_.positive ? detail::LeastSquaresSolver::nonnegative : solver_for(params_.algorithm);
   request.fit_intercept = params_.fit_intercept;
+  request.lstsq_cond = params_.tol;
+  request.tol = params_.tol;
   detail::LinearFit fit = detail::fit_least_squares(ctx, X, y, sample_weight, request);
   // Replace the fitted state only once everything has succeeded.
   coef_ = std::move(fit.coef);
@@ -43,6 +49,7 @@ LinearRegression& LinearRegression::fit(Context& ctx, const ArrayView& X, const 
   singular_values_ = std::move(fit.singular_values);
   rank_ = std::move(fit.rank);
   n_features_in_ = std::move(fit.n_features_in);
+  converged_ = std::move(fit.converged);
   return *this;
 }
 
@@ -84,6 +91,10 @@ int64_t LinearRegression::n_features_in() const {
   require_fitted();
   return *n_features_in_.as<const int64_t>();
 }
+bool LinearRegression::converged() const {
+  require_fitted();
+  return *converged_.as<const int64_t>() != 0;
+}
 
 std::vector<std::string> LinearRegression::attribute_names() const { return kAttributeNames; }
 
@@ -91,9 +102,10 @@ const HostArray& LinearRegression::attribute(const std::string& name) const {
   if (std::find(kAttributeNames.begin(), kAttributeNames.end(), name) == kAttributeNames.end())
     throw_error(ErrorCode::invalid_argument,
                 "linear_regression has no attribute '" + name +
-                    "' (known: coef_, intercept_, singular_values_, rank_, n_features_in_)");
+                    "' (known: coef_, intercept_, singular_values_, rank_, n_features_in_, converged_)");
   require_fitted();
   if (name == "coef_") return coef_;
+  if (name == "converged_") return converged_;
   if (name == "intercept_") return intercept_;
   if (name == "singular_values_") return singular_values_->get();
   if (name == "rank_") return rank_;
@@ -101,18 +113,24 @@ const HostArray& LinearRegression::attribute(const std::string& name) const {
 }
 
 void LinearRegression::restore(std::map<std::string, HostArray> attributes) {
-  detail::check_linear_attributes(attributes, kAttributeNames, kind());
+  // converged_ came with positive; models saved before it have none (a direct solve: 1).
+  HostArray converged = detail::take_converged(attributes, kind());
+  detail::check_linear_attributes(attributes, {"coef_", "intercept_", "singular_values_", "rank_", "n_features_in_"},
+                                  kind());
   coef_ = std::move(attributes.at("coef_"));
   intercept_ = std::move(attributes.at("intercept_"));
   singular_values_ = std::make_shared<detail::DeferredArray>(std::move(attributes.at("singular_values_")));
   rank_ = std::move(attributes.at("rank_"));
   n_features_in_ = std::move(attributes.at("n_features_in_"));
+  converged_ = std::move(converged);
 }
 
 std::string LinearRegression::get_params_json() const {
   nlohmann::json j;
   j["fit_intercept"] = params_.fit_intercept;
   j["algorithm"] = params_.algorithm;
+  j["tol"] = params_.tol;
+  j["positive"] = params_.positive;
   return j.dump();
 }
 
@@ -125,6 +143,9 @@ std::unique_ptr<Estimator> linear_regression_from_params(const nlohmann::json& p
   p.algorithm = reader.get_string("algorithm", p.algorithm);
   if (p.algorithm != "auto" && p.algorithm != "eig" && p.algorithm != "qr" && p.algorithm != "svd")
     reader.fail("algorithm", "\"auto\", \"eig\", \"qr\" or \"svd\"");
+  p.tol = reader.get_double("tol", p.tol);
+  if (!std::isfinite(p.tol) || p.tol < 0) reader.fail("tol", "a finite number >= 0");
+  p.positive = reader.get_bool("positive", p.positive);
   reader.finish();
   return std::make_unique<LinearRegression>(std::move(p));
 }

@@ -13,14 +13,36 @@ namespace gpuml {
 
 namespace {
 
-const std::vector<std::string> kAttributeNames = {"coef_", "intercept_", "n_features_in_"};
+const std::vector<std::string> kAttributeNames = {"coef_", "intercept_", "n_features_in_", "converged_"};
+// scikit-learn's solver names; see RidgeParams::solver for what each runs.
+const std::vector<std::string> kSolvers = {"auto", "svd", "cholesky", "lsqr", "sparse_cg", "sag", "saga", "lbfgs"};
+
+bool known_solver(const std::string& solver) {
+  return std::find(kSolvers.begin(), kSolvers.end(), solver) != kSolvers.end();
+}
 
 void validate_params(const RidgeParams& p) {
   GPUML_EXPECT(!p.alpha.empty(), "Ridge: alpha must be a number or a non-empty list of numbers");
   for (double a : p.alpha)
     GPUML_EXPECT(std::isfinite(a) && a >= 0, "Ridge: alpha must be finite and >= 0, got " + std::to_string(a));
-  GPUML_EXPECT(p.solver == "auto" || p.solver == "cholesky" || p.solver == "svd",
-               "Ridge: solver must be \"auto\", \"cholesky\" or \"svd\", got \"" + p.solver + "\"");
+  GPUML_EXPECT(known_solver(p.solver),
+               "Ridge: solver must be one of \"auto\", \"svd\", \"cholesky\", \"lsqr\", \"sparse_cg\", \"sag\", "
+               "\"saga\", \"lbfgs\", got \"" + p.solver + "\"");
+  GPUML_EXPECT(!p.max_iter || *p.max_iter >= 1, "Ridge: max_iter must be >= 1 or unset, got " +
+                                                    std::to_string(p.max_iter.value_or(0)));
+  GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0, "Ridge: tol must be finite and >= 0, got " + std::to_string(p.tol));
+  // scikit-learn's rules and messages.
+  GPUML_EXPECT(!p.positive || p.solver == "auto" || p.solver == "lbfgs",
+               "solver='" + p.solver + "' does not support positive fitting. Please set the solver to 'auto' or " +
+                   "'lbfgs', or set `positive=False`");
+  GPUML_EXPECT(p.positive || p.solver != "lbfgs",
+               "'lbfgs' solver can be used only when positive=True. Please use another solver.");
+}
+
+detail::LeastSquaresSolver solver_for(const RidgeParams& p) {
+  if (p.positive) return detail::LeastSquaresSolver::nonnegative;
+  if (p.solver == "svd") return detail::LeastSquaresSolver::ridge_svd;
+  return detail::LeastSquaresSolver::cholesky;  // the exact minimizer the iterative solvers approach
 }
 
 }  // namespace
@@ -30,13 +52,16 @@ Ridge::Ridge(RidgeParams params) : params_(std::move(params)) { validate_params(
 Ridge& Ridge::fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight) {
   detail::LeastSquaresRequest request;
   request.estimator = "Ridge";
-  request.solver = params_.solver == "svd" ? detail::LeastSquaresSolver::ridge_svd : detail::LeastSquaresSolver::cholesky;
+  request.solver = solver_for(params_);
   request.fit_intercept = params_.fit_intercept;
   request.alpha = params_.alpha;
+  request.max_iter = params_.max_iter.value_or(0);
+  request.tol = params_.tol;
   detail::LinearFit fit = detail::fit_least_squares(ctx, X, y, sample_weight, request);
   coef_ = std::move(fit.coef);
   intercept_ = std::move(fit.intercept);
   n_features_in_ = std::move(fit.n_features_in);
+  converged_ = std::move(fit.converged);
   return *this;
 }
 
@@ -70,20 +95,28 @@ int64_t Ridge::n_features_in() const {
   require_fitted();
   return *n_features_in_.as<const int64_t>();
 }
+bool Ridge::converged() const {
+  require_fitted();
+  return *converged_.as<const int64_t>() != 0;
+}
 
 std::vector<std::string> Ridge::attribute_names() const { return kAttributeNames; }
 
 const HostArray& Ridge::attribute(const std::string& name) const {
   if (std::find(kAttributeNames.begin(), kAttributeNames.end(), name) == kAttributeNames.end())
-    throw_error(ErrorCode::invalid_argument, "ridge has no attribute '" + name + "' (known: coef_, intercept_, n_features_in_)");
+    throw_error(ErrorCode::invalid_argument,
+                "ridge has no attribute '" + name + "' (known: coef_, intercept_, n_features_in_, converged_)");
   require_fitted();
   if (name == "coef_") return coef_;
   if (name == "intercept_") return intercept_;
+  if (name == "converged_") return converged_;
   return n_features_in_;
 }
 
 void Ridge::restore(std::map<std::string, HostArray> attributes) {
-  detail::check_linear_attributes(attributes, kAttributeNames, kind());
+  // converged_ came with positive; models saved before it have none (a direct solve: 1).
+  HostArray converged = detail::take_converged(attributes, kind());
+  detail::check_linear_attributes(attributes, {"coef_", "intercept_", "n_features_in_"}, kind());
   const HostArray& coef = attributes.at("coef_");
   const int64_t t = coef.spec().ndim == 1 ? 1 : coef.spec().shape[0];
   GPUML_EXPECT(params_.alpha.size() == 1 || static_cast<int64_t>(params_.alpha.size()) == t,
@@ -92,6 +125,7 @@ void Ridge::restore(std::map<std::string, HostArray> attributes) {
   coef_ = std::move(attributes.at("coef_"));
   intercept_ = std::move(attributes.at("intercept_"));
   n_features_in_ = std::move(attributes.at("n_features_in_"));
+  converged_ = std::move(converged);
 }
 
 std::string Ridge::get_params_json() const {
@@ -100,6 +134,9 @@ std::string Ridge::get_params_json() const {
   j["alpha"] = params_.alpha.size() == 1 ? nlohmann::json(params_.alpha[0]) : nlohmann::json(params_.alpha);
   j["fit_intercept"] = params_.fit_intercept;
   j["solver"] = params_.solver;
+  j["max_iter"] = params_.max_iter ? nlohmann::json(*params_.max_iter) : nlohmann::json(nullptr);
+  j["tol"] = params_.tol;
+  j["positive"] = params_.positive;
   return j.dump();
 }
 
@@ -127,8 +164,16 @@ std::unique_ptr<Estimator> ridge_from_params(const nlohmann::json& params) {
   }
   p.fit_intercept = reader.get_bool("fit_intercept", p.fit_intercept);
   p.solver = reader.get_string("solver", p.solver);
-  if (p.solver != "auto" && p.solver != "cholesky" && p.solver != "svd")
-    reader.fail("solver", "\"auto\", \"cholesky\" or \"svd\"");
+  if (!known_solver(p.solver))
+    reader.fail("solver", "one of \"auto\", \"svd\", \"cholesky\", \"lsqr\", \"sparse_cg\", \"sag\", \"saga\", \"lbfgs\"");
+  if (reader.has("max_iter")) {
+    const int64_t max_iter = reader.get_int("max_iter", 0);
+    if (max_iter < 1) reader.fail("max_iter", "an integer >= 1 or null");
+    p.max_iter = max_iter;
+  }
+  p.tol = reader.get_double("tol", p.tol);
+  if (!std::isfinite(p.tol) || p.tol < 0) reader.fail("tol", "a finite number >= 0");
+  p.positive = reader.get_bool("positive", p.positive);
   reader.finish();
   return std::make_unique<Ridge>(std::move(p));
 }

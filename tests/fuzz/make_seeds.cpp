@@ -30,6 +30,8 @@ const Spec kSpecs[] = {
     {"linear_regression", R"({"fit_intercept": false, "algorithm": "svd"})", Target::regression, true},
     {"ridge", R"({"alpha": 0.5, "solver": "cholesky"})", Target::regression, false},
     {"ridge", R"({"alpha": 2.0, "fit_intercept": false, "solver": "svd"})", Target::regression, true},
+    {"ridge", R"({"alpha": 0.3, "solver": "lbfgs", "positive": true, "max_iter": 50, "tol": 1e-6})", Target::regression, true},
+    {"linear_regression", R"({"positive": true, "tol": 1e-8})", Target::regression, false},
     {"lasso", R"({"alpha": 0.1})", Target::regression, false},
     {"elastic_net", R"({"alpha": 0.1, "l1_ratio": 0.3, "max_iter": 200, "selection": "cyclic"})", Target::regression, true},
     {"logistic_regression", R"({"C": 1.0})", Target::binary, false},

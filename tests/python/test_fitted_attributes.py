@@ -267,8 +267,8 @@ def _refit_cases():
     return [
         ("LinearRegression-qr", lambda: LinearRegression(algorithm="qr"), "y",
          lambda est, X, y: est.fit(wider(X), y)),  # rank deficient: "qr" needs full rank
-        ("Ridge-alpha0", lambda: Ridge(alpha=0.0, solver="cholesky"), "y",
-         lambda est, X, y: est.fit(wider(X), y)),  # XᵀX singular without a penalty
+        # (XᵀX singular without a penalty is no refusal: "cholesky" falls back to "svd", as scikit-learn's.)
+        ("Ridge-positive", lambda: Ridge(alpha=0.0, positive=True), "y", bad_device),
         ("Lasso-warm", lambda: Lasso(alpha=0.05, warm_start=True), "y",
          lambda est, X, y: est.fit(wider(X), y)),  # the previous coef_ has the old width
         ("ElasticNet-warm", lambda: ElasticNet(alpha=0.05, warm_start=True), "y",

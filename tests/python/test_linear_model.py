@@ -12,14 +12,16 @@ minimum-norm problem. (On raw C-MAPSS without an intercept, tol=1e-6 would also 
 directions of X, whose singular values are ~1e-8 * s_max.)
 """
 
+import inspect
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_diabetes
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LinearRegression as SkLinearRegression
 from sklearn.linear_model import Ridge as SkRidge
 from sklearn.preprocessing import StandardScaler
@@ -77,7 +79,9 @@ def relative_error(ours, ref):
 
 
 def gpuml_cutoff(X):
-    """gpuml's relative singular-value cutoff (LAPACK's default), for the scikit-learn reference."""
+    """gpuml's numerical relative singular-value cutoff (LAPACK's default), for the scikit-learn
+    reference: gpuml's LinearRegression(tol=0) applies it alone (scikit-learn 1.9's default
+    tol=1e-6, which gpuml honours too, would drop the small singular values of raw C-MAPSS)."""
     return np.finfo(X.dtype).eps * max(X.shape)
 
 
@@ -120,7 +124,7 @@ def test_linear_regression_matches_sklearn(dataset, algorithm, fit_intercept, we
             "equations keep no correct digit (this case is for 'auto', which must leave them)"
         )
     weights = rng.uniform(0.1, 3.0, size=X.shape[0]) if weighted else None
-    ours = LinearRegression(fit_intercept=fit_intercept, algorithm=algorithm, device=device).fit(
+    ours = LinearRegression(tol=0, fit_intercept=fit_intercept, algorithm=algorithm, device=device).fit(
         X, y, sample_weight=weights
     )
     ref = sk_linear_regression(X, y, fit_intercept=fit_intercept, sample_weight=weights)
@@ -156,7 +160,7 @@ def test_rank_deficient_cmapss(fit_intercept, weighted, device, rng):
     ref = sk_linear_regression(X, y, fit_intercept=fit_intercept, sample_weight=weights)
     assert ref.rank_ == (17 if fit_intercept else 18)  # the data set's: 7 constant columns
     for algorithm in ("svd", "auto"):
-        ours = LinearRegression(fit_intercept=fit_intercept, algorithm=algorithm, device=device).fit(
+        ours = LinearRegression(tol=0, fit_intercept=fit_intercept, algorithm=algorithm, device=device).fit(
             X, y, sample_weight=weights
         )
         # The minimum-norm solution is well defined: the kept singular values stay above 1e-8 s_max.
@@ -166,7 +170,7 @@ def test_rank_deficient_cmapss(fit_intercept, weighted, device, rng):
         assert relative_error(ours.predict(X), ref.predict(X)) <= 1e-6
     for algorithm in ("eig", "qr"):
         with pytest.raises(ValueError, match="rank"):
-            LinearRegression(fit_intercept=fit_intercept, algorithm=algorithm, device=device).fit(
+            LinearRegression(tol=0, fit_intercept=fit_intercept, algorithm=algorithm, device=device).fit(
                 X, y, sample_weight=weights
             )
 
@@ -176,7 +180,7 @@ def test_fewer_samples_than_features_gives_minimum_norm(algorithm, device, rng):
     n, d = int(rng.integers(5, 30)), int(rng.integers(35, 60))
     X = rng.normal(size=(n, d))
     y = rng.normal(size=n)
-    ours = LinearRegression(algorithm=algorithm, device=device).fit(X, y)
+    ours = LinearRegression(tol=0, algorithm=algorithm, device=device).fit(X, y)
     ref = sk_linear_regression(X, y)
     assert ours.rank_ == ref.rank_ == n - 1  # centering removes one dimension
     assert ours.singular_values_.shape == (n,)
@@ -189,14 +193,14 @@ def test_linear_regression_multi_target(dataset, algorithm, device, rng):
     X, y = load_dataset(dataset)
     Y = more_targets(X, y, rng)
     weights = rng.uniform(0.1, 3.0, size=X.shape[0])
-    ours = LinearRegression(algorithm=algorithm, device=device).fit(X, Y, sample_weight=weights)
+    ours = LinearRegression(tol=0, algorithm=algorithm, device=device).fit(X, Y, sample_weight=weights)
     ref = sk_linear_regression(X, Y, sample_weight=weights)
     assert ours.coef_.shape == (3, X.shape[1]) and ours.intercept_.shape == (3,)
     assert_matches(ours, ref, 1e-4)  # as the single-target test
     assert ours.predict(X).shape == (X.shape[0], 3)
 
     # One target as a column keeps the 2-d shapes, as scikit-learn.
-    column = LinearRegression(algorithm=algorithm, device=device).fit(X, y[:, None])
+    column = LinearRegression(tol=0, algorithm=algorithm, device=device).fit(X, y[:, None])
     assert column.coef_.shape == (1, X.shape[1]) and column.intercept_.shape == (1,)
     assert column.predict(X).shape == (X.shape[0], 1)
 
@@ -208,7 +212,7 @@ def test_float32_keeps_float32(device, rng):
     # The reference solves the same rounded problem in float64.
     ref = sk_linear_regression(X.astype(np.float64), y.astype(np.float64), sample_weight=weights.astype(np.float64))
     for algorithm in ALGORITHMS:
-        ours = LinearRegression(algorithm=algorithm, device=device).fit(X, y, sample_weight=weights)
+        ours = LinearRegression(tol=0, algorithm=algorithm, device=device).fit(X, y, sample_weight=weights)
         assert ours.coef_.dtype == np.float32
         assert ours.singular_values_.dtype == np.float32
         assert ours.predict(X).dtype == np.float32
@@ -225,7 +229,7 @@ def test_float32_keeps_float32(device, rng):
 def test_integer_X_is_float64(device, rng):
     X = rng.integers(-20, 20, size=(200, 4))
     y = X @ rng.normal(size=4) + rng.normal(size=200)
-    ours = LinearRegression(device=device).fit(X, y)
+    ours = LinearRegression(tol=0, device=device).fit(X, y)
     ref = sk_linear_regression(X.astype(np.float64), y)
     assert ours.coef_.dtype == np.float64
     assert_matches(ours, ref, 1e-8)  # small, well-conditioned integer design
@@ -285,10 +289,150 @@ def test_ridge_alpha_per_target(solver, device, rng):
 def test_ridge_alpha_zero_equals_linear_regression(device, rng):
     X, y = load_dataset("diabetes")
     weights = rng.uniform(0.1, 3.0, size=X.shape[0])
-    ols = LinearRegression(algorithm="svd", device=device).fit(X, y, sample_weight=weights)
+    ols = LinearRegression(tol=0, algorithm="svd", device=device).fit(X, y, sample_weight=weights)
     for solver in SOLVERS:
         ridge = Ridge(alpha=0.0, solver=solver, device=device).fit(X, y, sample_weight=weights)
         assert relative_error(ridge.coef_, ols.coef_) <= 1e-10  # diabetes: condition ~2e3 in X^T X
+
+
+# ---- scikit-learn 1.9's parameters ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gpuml_class, sklearn_class", [(LinearRegression, SkLinearRegression), (Ridge, SkRidge)])
+def test_signature_is_sklearns(gpuml_class, sklearn_class):
+    """Every constructor parameter of scikit-learn 1.9's class, same names, defaults and keyword-only
+    split, in its order; gpuml's own (LinearRegression's algorithm, device) come after."""
+    ours = list(inspect.signature(gpuml_class).parameters.values())
+    theirs = list(inspect.signature(sklearn_class).parameters.values())
+    assert ours[: len(theirs)] == theirs
+    assert [p.name for p in ours[len(theirs):]] == (["algorithm", "device"] if gpuml_class is LinearRegression
+                                                     else ["device"])
+
+
+@pytest.mark.parametrize("solver", ["auto", "svd", "cholesky", "lsqr", "sparse_cg", "sag", "saga"])
+def test_ridge_every_solver_name_solves_the_same_objective(solver, device, rng):
+    """gpuml solves Ridge's objective exactly whatever the solver name: the answer agrees with
+    scikit-learn's solver within that solver's tolerance (here tight: tol=1e-10, many iterations)."""
+    X, y = load_dataset("diabetes")
+    Y = more_targets(X, y, rng, n_targets=2)
+    alpha = float(10 ** rng.uniform(-2, 1))
+    params = dict(alpha=alpha, solver=solver, tol=1e-10, max_iter=100_000, random_state=0)
+    ours = Ridge(**params, device=device).fit(X, Y)
+    ref = SkRidge(**params).fit(X, Y)
+    # sag/saga stop on the relative change of coef (1e-10): the coefficients agree to ~1e-6.
+    assert_matches(ours, ref, 1e-5)
+    assert ours.solver_ == ref.solver_
+    assert ours.n_iter_ is None  # direct solves (scikit-learn's lsqr, sag and saga would count)
+
+
+@pytest.mark.parametrize("make", [lambda d: LinearRegression(device=d), lambda d: Ridge(device=d)])
+def test_intercept_shapes_and_types_are_sklearns(make, device, rng):
+    """A 1-d y's intercept_ is a NumPy scalar of X's dtype, as scikit-learn's (before: a Python
+    float, which has no .shape); a column y gives (1,), two targets (2,)."""
+    n, d = int(rng.integers(5, 50)), int(rng.integers(1, 12))
+    X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+    for dtype in (np.float64, np.float32):
+        ours = make(device).fit(X.astype(dtype), y.astype(dtype))
+        assert ours.intercept_.shape == () and ours.intercept_.dtype == dtype
+        assert isinstance(ours.intercept_, np.generic)
+    assert isinstance(make(device).fit(X, y).intercept_, float)
+    assert make(device).fit(X, y[:, None]).intercept_.shape == (1,)
+    assert make(device).fit(X, np.c_[y, 1 + y]).intercept_.shape == (2,)
+
+
+def binding_problem(rng, n, d, n_targets=1):
+    """Random X and y whose unconstrained least-squares coefficients include clearly negative ones
+    for every target (so that positive=True binds), with an offset and an intercept."""
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d) + rng.uniform(-3, 3, size=d)
+    coef = rng.uniform(-3, 3, size=(d, n_targets))
+    coef[rng.integers(d), :] = -rng.uniform(1, 3, size=n_targets)  # at least one clearly negative
+    Y = X @ coef + rng.uniform(-5, 5, size=n_targets) + 0.1 * rng.normal(size=(n, n_targets))
+    return X, (Y[:, 0] if n_targets == 1 else Y)
+
+
+@pytest.mark.parametrize("n_targets", [1, 3])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_linear_regression_positive_matches_nnls(n_targets, fit_intercept, weighted, device, rng):
+    n, d = int(rng.integers(50, 300)), int(rng.integers(3, 10))
+    X, y = binding_problem(rng, n, d, n_targets)
+    weights = rng.uniform(0.1, 3.0, size=n) if weighted else None
+    ours = LinearRegression(positive=True, fit_intercept=fit_intercept, device=device).fit(X, y, sample_weight=weights)
+    ref = SkLinearRegression(positive=True, fit_intercept=fit_intercept).fit(X, y, sample_weight=weights)
+    free = SkLinearRegression(fit_intercept=fit_intercept).fit(X, y, sample_weight=weights)
+    # The constraint binds: the unconstrained answer has negative coefficients, the constrained zeros.
+    assert np.min(free.coef_) < 0 and np.any(ref.coef_ == 0)
+    assert np.min(ours.coef_) >= 0
+    # Both are exact methods (an active set on X^T X here, scipy's nnls on X) on well-conditioned
+    # X (cond < ~50 after the offsets): the answers agree to rounding amplified by cond^2.
+    assert_matches(ours, ref, 1e-8, fit_intercept=fit_intercept)
+    assert_array_equal(ours.coef_ == 0, ref.coef_ == 0)  # the same active set
+    assert ours.coef_.shape == ref.coef_.shape
+
+
+@pytest.mark.parametrize("n_targets", [1, 3])
+@pytest.mark.parametrize("solver", ["auto", "lbfgs"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ridge_positive_matches_sklearn(n_targets, solver, weighted, device, rng):
+    n, d = int(rng.integers(50, 300)), int(rng.integers(3, 10))
+    X, y = binding_problem(rng, n, d, n_targets)
+    weights = rng.uniform(0.1, 3.0, size=n) if weighted else None
+    alpha = 10 ** rng.uniform(-2, 1, size=n_targets) if n_targets > 1 else float(10 ** rng.uniform(-2, 1))
+    ours = Ridge(alpha=alpha, positive=True, solver=solver, device=device).fit(X, y, sample_weight=weights)
+    # scikit-learn's L-BFGS-B stops on its projected gradient (tol) and on the relative decrease of
+    # the objective (also tol): at 1e-12 it is within ~1e-6 of the exact answer gpuml computes.
+    ref = SkRidge(alpha=alpha, positive=True, solver=solver, tol=1e-12).fit(X, y, sample_weight=weights)
+    assert np.min(ours.coef_) >= 0 and np.any(ours.coef_ == 0)  # it binds
+    assert relative_error(ours.coef_, ref.coef_) <= 1e-5
+    assert relative_error(ours.intercept_, ref.intercept_) <= 1e-5
+    assert ours.solver_ == ref.solver_ == "lbfgs"
+    # gpuml's answer is the minimizer: its objective is no larger than scikit-learn's (up to rounding).
+    alphas = np.broadcast_to(alpha, (n_targets,))
+    Y = y.reshape(n, -1)
+    w = np.ones(n) if weights is None else weights
+    for k in range(n_targets):
+        def objective(model):
+            coef = np.atleast_2d(model.coef_)[k]
+            residual = Y[:, k] - X @ coef - np.atleast_1d(model.intercept_)[k]
+            return w @ residual**2 + alphas[k] * coef @ coef
+        assert objective(ours) <= objective(ref) * (1 + 1e-12)
+
+
+def test_positive_rules_and_convergence_warning(device, rng):
+    X, y = binding_problem(rng, 100, 5)
+    for solver in ("svd", "cholesky", "lsqr", "sparse_cg", "sag", "saga"):
+        with pytest.raises(ValueError, match=f"solver='{solver}' does not support positive fitting"):
+            Ridge(positive=True, solver=solver, device=device).fit(X, y)
+    with pytest.raises(ValueError, match="'lbfgs' solver can be used only when positive=True"):
+        Ridge(solver="lbfgs", device=device).fit(X, y)
+    # Every coefficient positive: the active set takes one step per feature, so max_iter=1 stops early.
+    d = int(rng.integers(6, 12))
+    X = rng.normal(size=(200, d))
+    y = X @ rng.uniform(1, 2, size=d)
+    with pytest.warns(ConvergenceWarning, match="lbfgs solver did not converge"):
+        Ridge(positive=True, max_iter=1, tol=1e-10, device=device).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        Ridge(positive=True, device=device).fit(X, y)  # the default step limit is ample
+        LinearRegression(positive=True, device=device).fit(X, y)
+
+
+def test_linear_regression_tol_is_lstsq_cond(device, rng):
+    """scikit-learn 1.9 solves dense X with lstsq(cond=tol): singular values below tol * s_max count
+    as zero. gpuml's "auto" and "svd" do the same (before, gpuml kept them: a different answer)."""
+    n, d = 200, 5
+    U, _ = np.linalg.qr(rng.normal(size=(n, d)))
+    V, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    s = np.array([1.0, 0.5, 0.1, 0.05, 1e-7])  # s_min / s_max = 1e-7: below the default tol 1e-6
+    X = U * s @ V.T
+    y = rng.normal(size=n)
+    for tol in (1e-6, 1e-9):  # the smallest singular value is dropped, then kept
+        ref = SkLinearRegression(fit_intercept=False, tol=tol).fit(X, y)
+        for algorithm in ("auto", "svd"):
+            ours = LinearRegression(fit_intercept=False, tol=tol, algorithm=algorithm, device=device).fit(X, y)
+            assert ours.rank_ == ref.rank_ == (4 if tol == 1e-6 else 5)
+            # cond 1e7 with tol 1e-9 (kept): the solution's own sensitivity ~eps * 1e7 ~ 2e-9.
+            assert relative_error(ours.coef_, ref.coef_) <= 1e-7, (tol, algorithm)
 
 
 # ---- GPU against CPU -------------------------------------------------------------------------
@@ -360,7 +504,11 @@ def test_bad_parameters_are_value_errors(device, rng):
     for estimator in (
         LinearRegression(algorithm="lsqr", device=device),
         LinearRegression(fit_intercept="yes", device=device),
-        Ridge(solver="sag", device=device),
+        Ridge(solver="newton", device=device),
+        Ridge(tol=-1e-3, device=device),
+        Ridge(max_iter=0, device=device),
+        LinearRegression(tol=-1.0, device=device),
+        LinearRegression(positive="yes", device=device),
         Ridge(alpha=-float(rng.uniform(0.1, 2)), device=device),
         Ridge(alpha=np.nan, device=device),
         Ridge(alpha="one", device=device),
@@ -374,13 +522,20 @@ def test_bad_parameters_are_value_errors(device, rng):
 
 
 def test_singular_X_with_cholesky_and_no_penalty(device, rng):
+    """scikit-learn's "cholesky" falls back to "svd" when X^T X is singular: so does gpuml's (it
+    raised a ValueError before), for every solver name that takes the Cholesky route."""
     X, y = random_problem(rng)
     X = np.column_stack([X, X[:, 0] * rng.uniform(0.5, 2.0)])  # a column proportional to another
-    with pytest.raises(ValueError, match="cholesky"):
-        Ridge(alpha=0.0, solver="cholesky", device=device).fit(X, y)
-    Ridge(alpha=1.0, solver="cholesky", device=device).fit(X, y)  # the penalty makes it definite
     svd = Ridge(alpha=0.0, solver="svd", device=device).fit(X, y)
-    assert np.all(np.isfinite(svd.coef_))
+    # The minimum-norm solution (scikit-learn's Ridge "svd" keeps singular values down to 1e-15
+    # absolute, so rounding of the zero one blows it up: lstsq is the reference). The kept
+    # singular values have cond ~10: agreement to rounding.
+    reference = SkLinearRegression().fit(X, y)
+    assert relative_error(svd.coef_, reference.coef_) <= 1e-8
+    for solver in ("auto", "cholesky", "lsqr", "sparse_cg", "sag", "saga"):
+        ridge = Ridge(alpha=0.0, solver=solver, device=device).fit(X, y)
+        assert_allclose(ridge.coef_, svd.coef_, rtol=1e-10, atol=1e-12)  # the same svd route
+    Ridge(alpha=1.0, solver="cholesky", device=device).fit(X, y)  # the penalty makes it definite
 
 
 def test_the_c_side_checks_for_itself(device, rng):

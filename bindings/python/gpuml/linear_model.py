@@ -22,7 +22,6 @@ from ._context import check_device, get_context
 __all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
 
 _LINEAR_REGRESSION_ALGORITHMS = ("auto", "eig", "qr", "svd")
-_RIDGE_SOLVERS = ("auto", "cholesky", "svd")
 # What scikit-learn draws a seed below when random_state is None or a RandomState.
 
 
@@ -62,6 +61,18 @@ class _LinearRegressor(MultiOutputMixin, RegressorMixin, GpumlEstimator):
         self._gpuml_shapes = shapes
         return self._gpuml_fit(X, kind, sample_weight=weights, y=y, params=params_for_targets(n_targets))
 
+    def _presented(self, name, value):
+        # A 1-d y's intercept_ is a NumPy scalar of X's dtype (np.float64 is also a float), as
+        # scikit-learn's: code reads its .shape and .dtype.
+        value = super()._presented(name, value)
+        if name == "intercept_" and isinstance(value, np.ndarray) and value.ndim == 0:
+            return value[()]
+        return value
+
+    def _fit_converged(self):
+        """Whether the last fit's iterative solve (positive=True) met tol (the C model's converged_)."""
+        return bool(self.__dict__["_gpuml_handle"].attribute(get_context("cpu"), "converged_"))
+
     def predict(self, X):
         """X @ coef_.T + intercept_: (n_samples,) or (n_samples, n_targets), coef_'s dtype, in X's array type."""
         check_is_fitted(self)
@@ -78,8 +89,9 @@ class _LinearRegressor(MultiOutputMixin, RegressorMixin, GpumlEstimator):
 class LinearRegression(_LinearRegressor):
     """Ordinary least squares, on the CPU or a CUDA GPU.
 
-    Same results as ``sklearn.linear_model.LinearRegression`` (the minimum-norm solution when X
-    is rank deficient), with ``algorithm`` choosing how:
+    Same parameters, defaults and results as ``sklearn.linear_model.LinearRegression`` of
+    scikit-learn 1.9 (the minimum-norm solution when X is rank deficient), plus ``algorithm``,
+    which chooses how, and ``device``:
 
     - "eig": the normal equations (X^T X), solved through its eigen-decomposition; the fastest,
       but it squares the condition number; rank-deficient X is a ValueError.
@@ -87,9 +99,21 @@ class LinearRegression(_LinearRegressor):
     - "svd": QR, then the SVD of R: the minimum-norm least-squares solution for any X.
     - "auto": "eig", falling back to "svd" when X is rank deficient or ill conditioned.
 
+    ``tol``: as scikit-learn 1.9's lstsq ``cond``, singular values below ``tol * s_max`` count as
+    zero in the minimum-norm solution ("auto" and "svd"; "eig" and "qr" solve full-rank X
+    exactly). ``positive=True``: non-negative least squares (scipy.optimize.nnls's problem, as
+    scikit-learn's), solved exactly by an active-set method on X^T X formed on the device (any
+    ``algorithm``); ``tol`` is then the tolerance of its optimality conditions, relative to
+    max|X^T y|, and a fit stopped by the active set's step limit (3 n_features + 10 steps) before
+    meeting them raises ``sklearn.exceptions.ConvergenceWarning``. Accepted without effect:
+    ``copy_X`` (gpuml never writes to X), ``n_jobs`` (the CPU backend's threads are the
+    context's).
+
     ``device``: "auto" (the first GPU when there is one, else the CPU; for CUDA inputs, the GPU
     that holds them), "cpu", "cuda" or "cuda:N". Inputs may be NumPy arrays, CuPy arrays or
     PyTorch tensors; predict returns the input's type. Fitted attributes are NumPy arrays.
+    Parameter values are checked as scikit-learn checks them (InvalidParameterError, a
+    ValueError, with its messages).
 
     Attributes
     ----------
@@ -112,21 +136,55 @@ class LinearRegression(_LinearRegressor):
     _gpuml_settable = ("coef_", "intercept_")
     _column_y_is_1d = False
 
-    def __init__(self, *, fit_intercept=True, algorithm="auto", device="auto"):
+    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus
+    # gpuml's algorithm and device.
+    _parameter_constraints = worded_as_sklearn({
+        "fit_intercept": ["boolean"],
+        "copy_X": ["boolean"],
+        "n_jobs": [None, numbers.Integral],
+        "positive": ["boolean"],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "algorithm": [StrOptions(set(_LINEAR_REGRESSION_ALGORITHMS))],
+        "device": [str],  # its values are checked by check_device
+    }, linear_model.LinearRegression)
+
+    def __init__(
+        self, *, fit_intercept=True, copy_X=True, tol=1e-6, n_jobs=None, positive=False, algorithm="auto", device="auto"
+    ):
         self.fit_intercept = fit_intercept
+        self.copy_X = copy_X
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.positive = positive
         self.algorithm = algorithm
         self.device = device
 
     def _gpuml_params(self, X=None):
+        self._validate_params()
+        check_device(self.device)
         return {
-            "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
-            "algorithm": _check_choice(self.algorithm, "algorithm", _LINEAR_REGRESSION_ALGORITHMS),
+            "fit_intercept": bool(self.fit_intercept),
+            "algorithm": self.algorithm,
+            "tol": float(self.tol),
+            "positive": bool(self.positive),
         }
 
     def fit(self, X, y, sample_weight=None):
-        """Fits on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets); returns self."""
+        """Fits on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets); returns self.
+
+        With positive=True, warns with ConvergenceWarning when the active set stopped before
+        meeting tol."""
         params = self._gpuml_params()  # bad parameters fail before the data is looked at
-        return self._fit(X, y, sample_weight, lambda n_targets: params)
+        self._fit(X, y, sample_weight, lambda n_targets: params)
+        if params["positive"] and not self._fit_converged():
+            warnings.warn(
+                "Non-negative least squares did not converge: the active set reached its step limit "
+                f"(3 n_features + 10) before the optimality conditions met tol={params['tol']}. Scale the "
+                "features or raise tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
 
     def _read_fitted_attributes(self):
         super()._read_fitted_attributes()
@@ -155,16 +213,35 @@ class LinearRegression(_LinearRegressor):
 class Ridge(_LinearRegressor):
     """Least squares with an L2 penalty alpha * ||coef||², on the CPU or a CUDA GPU.
 
-    Same results as ``sklearn.linear_model.Ridge`` with solver "cholesky" or "svd".
-    ``alpha``: a number >= 0, or one per target. ``solver``: "auto" (= "cholesky", the normal
-    equations plus alpha, through a Cholesky factorization; alpha = 0 with singular X is a
-    ValueError), "cholesky", or "svd" (QR, then the SVD of R). ``device`` as in LinearRegression.
+    Same parameters, defaults and results as ``sklearn.linear_model.Ridge`` of scikit-learn 1.9,
+    plus ``device``. ``alpha``: a number >= 0, or one per target. Every scikit-learn ``solver``
+    name is accepted, with its rules ("lbfgs" only with ``positive=True``, ``positive=True`` only
+    with "auto" or "lbfgs"), and gpuml solves the same objective exactly:
+
+    - "svd": QR, then the SVD of R (the minimum-norm solution when alpha = 0 and X is singular);
+    - "auto", "cholesky", "lsqr", "sparse_cg", "sag", "saga": the normal equations plus alpha
+      through a Cholesky factorization (the minimizer scikit-learn's iterative solvers approach
+      within their ``tol``); alpha = 0 with singular X falls back to "svd", as scikit-learn's
+      "cholesky" does;
+    - ``positive=True`` ("auto" or "lbfgs"): coef >= 0, solved exactly by an active-set method on
+      X^T X + alpha I; ``tol`` is the tolerance of its optimality conditions (relative to
+      max|X^T y|) and ``max_iter`` its step limit (None: 3 n_features + 10); stopping there before
+      meeting ``tol`` raises ``sklearn.exceptions.ConvergenceWarning``.
+
+    ``max_iter`` and ``tol`` do not change the direct solves (nor does scikit-learn's "svd" or
+    "cholesky" use them). Accepted without effect: ``copy_X`` (gpuml never writes to X) and
+    ``random_state`` (only scikit-learn's sag and saga draw at random; gpuml's solves do not).
+    ``device`` as in LinearRegression. Parameter values are checked as scikit-learn checks them
+    (InvalidParameterError, a ValueError, with its messages).
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,) or (n_targets, n_features), X's float dtype; (n_features,)
         for y of shape (n, 1) too, and predictions of shape (n,), as scikit-learn's
     intercept_ : float, or ndarray of shape (n_targets,) when y is 2-d (0.0 without fit_intercept)
+    n_iter_ : None (gpuml's solves are direct; scikit-learn's lsqr, sag and saga report iterations)
+    solver_ : str, the scikit-learn solver whose objective was solved ("cholesky" for "auto", "lbfgs"
+        for "auto" with positive=True, "svd" where "cholesky" fell back to it)
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X has string column names
     """
@@ -173,19 +250,45 @@ class Ridge(_LinearRegressor):
     _gpuml_attributes = ("coef_", "intercept_")
     _gpuml_settable = ("coef_", "intercept_")
 
-    def __init__(self, alpha=1.0, *, fit_intercept=True, solver="auto", device="auto"):
+    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
+    _parameter_constraints = worded_as_sklearn({
+        "alpha": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
+        "fit_intercept": ["boolean"],
+        "copy_X": ["boolean"],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "solver": [StrOptions({"auto", "svd", "cholesky", "lsqr", "sparse_cg", "sag", "saga", "lbfgs"})],
+        "positive": ["boolean"],
+        "random_state": ["random_state"],
+        "device": [str],  # its values are checked by check_device
+    }, linear_model.Ridge)
+
+    def __init__(
+        self,
+        alpha=1.0,
+        *,
+        fit_intercept=True,
+        copy_X=True,
+        max_iter=None,
+        tol=1e-4,
+        solver="auto",
+        positive=False,
+        random_state=None,
+        device="auto",
+    ):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.copy_X = copy_X
+        self.max_iter = max_iter
+        self.tol = tol
         self.solver = solver
+        self.positive = positive
+        self.random_state = random_state
         self.device = device
 
     def _alpha_json(self, n_targets):
         """alpha for the C ABI: a number (shared by every target) or a list (one per target)."""
         alpha = self.alpha
-        if isinstance(alpha, (bool, np.bool_)) or not (
-            isinstance(alpha, numbers.Real) or isinstance(alpha, (list, tuple, np.ndarray))
-        ):
-            raise ValueError(f"alpha must be a number >= 0 or an array of them, got {alpha!r}")
         try:
             values = np.asarray(alpha, dtype=np.float64)
         except (TypeError, ValueError) as e:
@@ -201,18 +304,48 @@ class Ridge(_LinearRegressor):
             )
         return float(values[0]) if values.size == 1 else values.tolist()
 
+    def _check_solver_rules(self):
+        """scikit-learn's rules between solver and positive, with its messages."""
+        if self.solver == "lbfgs" and not self.positive:
+            raise ValueError("'lbfgs' solver can be used only when positive=True. Please use another solver.")
+        if self.positive and self.solver not in ("auto", "lbfgs"):
+            raise ValueError(
+                f"solver='{self.solver}' does not support positive fitting. Please set the solver to 'auto' or "
+                "'lbfgs', or set `positive=False`"
+            )
+
     def _gpuml_params(self, X=None, n_targets=1):
+        self._validate_params()
+        check_device(self.device)
+        self._check_solver_rules()
         return {
             "alpha": self._alpha_json(n_targets),
-            "fit_intercept": _check_bool(self.fit_intercept, "fit_intercept"),
-            "solver": _check_choice(self.solver, "solver", _RIDGE_SOLVERS),
+            "fit_intercept": bool(self.fit_intercept),
+            "solver": self.solver,
+            "max_iter": None if self.max_iter is None else int(self.max_iter),
+            "tol": float(self.tol),
+            "positive": bool(self.positive),
         }
 
     def fit(self, X, y, sample_weight=None):
-        """Fits on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets); returns self."""
-        _check_bool(self.fit_intercept, "fit_intercept")  # bad parameters fail before the data is looked at
-        _check_choice(self.solver, "solver", _RIDGE_SOLVERS)
-        return self._fit(X, y, sample_weight, lambda n_targets: self._gpuml_params(n_targets=n_targets))
+        """Fits on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets); returns self.
+
+        With positive=True, warns with ConvergenceWarning when the active set stopped at max_iter
+        before meeting tol."""
+        self._validate_params()  # bad parameters fail before the data is looked at
+        check_device(self.device)
+        self._fit(X, y, sample_weight, lambda n_targets: self._gpuml_params(n_targets=n_targets))
+        self.n_iter_ = None
+        self.solver_ = "lbfgs" if self.positive else ("cholesky" if self.solver == "auto" else self.solver)
+        if self.positive and not self._fit_converged():
+            warnings.warn(
+                f"The lbfgs solver did not converge. Try increasing max_iter or tol. Currently: "
+                f"max_iter={self.max_iter} and tol={self.tol} (gpuml: the active set for positive=True reached "
+                "max_iter steps before its optimality conditions met tol)",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
 
 
 class ElasticNet(_LinearRegressor):

@@ -18,6 +18,14 @@ struct LinearRegressionParams {
   // conditioned; "eig": normal equations, eigen-decomposed; "qr": Householder QR;
   // "svd": SVD of R from the QR (the minimum-norm solution, as scikit-learn's lstsq).
   std::string algorithm = "auto";
+  // scikit-learn 1.9's lstsq cond: singular values below tol * s_max count as zero in the
+  // minimum-norm routes ("auto" when X is rank deficient or ill conditioned, and "svd"); "eig"
+  // and "qr" solve full-rank X exactly and ignore it. With positive: the KKT tolerance of the
+  // active set, relative to |Xᵀy|∞. >= 0.
+  double tol = 1e-6;
+  // coef >= 0: non-negative least squares (scipy.optimize.nnls's problem) by the active set on
+  // XᵀX, whatever the algorithm.
+  bool positive = false;
 };
 
 // Ordinary least squares, as scikit-learn's LinearRegression (sample weights included).
@@ -45,6 +53,7 @@ class GPUML_API LinearRegression final : public Estimator {
   const HostArray& singular_values() const;
   int64_t rank() const;
   int64_t n_features_in() const;
+  bool converged() const;  // false when positive's active set stopped at its step limit
 
   std::vector<std::string> attribute_names() const override;
   const HostArray& attribute(const std::string& name) const override;
@@ -52,7 +61,7 @@ class GPUML_API LinearRegression final : public Estimator {
 
  private:
   LinearRegressionParams params_;
-  HostArray coef_, intercept_, rank_, n_features_in_;
+  HostArray coef_, intercept_, rank_, n_features_in_, converged_;
   std::shared_ptr<const detail::DeferredArray> singular_values_;
 };
 

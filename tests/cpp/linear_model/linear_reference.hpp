@@ -82,6 +82,53 @@ inline ReferenceFit reference_fit(const Regression& r, bool fit_intercept, const
   return ref;
 }
 
+// positive=True: min |A c − B_k|² + alpha_k |c|² over c >= 0 (A, B weighted and centered as in
+// reference_fit), by brute force over every support S (d <= 12): the minimizer is the
+// unconstrained solution on its own support, so it is the feasible support solution of least
+// objective. alpha empty: none (non-negative least squares).
+inline ReferenceFit nonnegative_reference(const Regression& r, bool fit_intercept, const std::vector<double>& alpha = {}) {
+  const int64_t n = r.n, d = r.d, t = r.t;
+  Eigen::MatrixXd X(n, d), Y(n, t);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) X(i, j) = r.X[i * d + j];
+    for (int64_t k = 0; k < t; ++k) Y(i, k) = r.Y[i * t + k];
+  }
+  Eigen::VectorXd w = r.w.empty() ? Eigen::VectorXd::Ones(n) : Eigen::Map<const Eigen::VectorXd>(r.w.data(), n).eval();
+  Eigen::RowVectorXd x_mean = Eigen::RowVectorXd::Zero(d), y_mean = Eigen::RowVectorXd::Zero(t);
+  if (fit_intercept) {
+    x_mean = (w.transpose() * X) / w.sum();
+    y_mean = (w.transpose() * Y) / w.sum();
+  }
+  const Eigen::VectorXd sqrt_w = w.cwiseSqrt();
+  const Eigen::MatrixXd A = sqrt_w.asDiagonal() * (X.rowwise() - x_mean);
+  const Eigen::MatrixXd Bm = sqrt_w.asDiagonal() * (Y.rowwise() - y_mean);
+  ReferenceFit ref;
+  ref.coef = Eigen::MatrixXd::Zero(t, d);
+  for (int64_t k = 0; k < t; ++k) {
+    const double a = alpha.empty() ? 0.0 : alpha[alpha.size() == 1 ? 0 : k];
+    double best = (Bm.col(k)).squaredNorm();  // the empty support: c = 0
+    for (uint32_t mask = 1; mask < (1u << d); ++mask) {
+      std::vector<int64_t> S;
+      for (int64_t j = 0; j < d; ++j)
+        if (mask & (1u << j)) S.push_back(j);
+      Eigen::MatrixXd AS(n, static_cast<Eigen::Index>(S.size()));
+      for (std::size_t s = 0; s < S.size(); ++s) AS.col(s) = A.col(S[s]);
+      Eigen::MatrixXd M = AS.transpose() * AS;
+      M.diagonal().array() += a;
+      const Eigen::VectorXd c = M.ldlt().solve(AS.transpose() * Bm.col(k));
+      if (c.minCoeff() < 0) continue;
+      const double objective = (AS * c - Bm.col(k)).squaredNorm() + a * c.squaredNorm();
+      if (objective < best) {
+        best = objective;
+        ref.coef.row(k).setZero();
+        for (std::size_t s = 0; s < S.size(); ++s) ref.coef(k, S[s]) = c[s];
+      }
+    }
+  }
+  ref.intercept = (y_mean - x_mean * ref.coef.transpose()).transpose();
+  return ref;
+}
+
 // A fitted float32/float64 array as doubles.
 inline std::vector<double> to_doubles(const HostArray& a) {
   const int64_t count = static_cast<int64_t>(a.bytes() / dtype_size(a.dtype()));
