@@ -187,6 +187,27 @@ class PCA(_Decomposition):
             "random_state": seed_from(self.random_state),
         }
 
+    def fit(self, X, y=None):
+        """Fits on X (n_samples, n_features); returns self."""
+        super().fit(X)
+        self._fit_svd_solver = self._resolved_solver(self.n_samples_, self.n_features_in_)
+        return self
+
+    def _resolved_solver(self, n_samples, n_features):
+        """The solver "auto" picks, by scikit-learn's rule (as the C++ fit's resolve_solver), for
+        code that reads scikit-learn's private _fit_svd_solver. (Over several ranks the fit
+        itself always takes covariance_eigh.)"""
+        if self.svd_solver != "auto":
+            return self.svd_solver
+        k = min(n_samples, n_features) if self.n_components is None else self.n_components
+        if n_features <= 1000 and n_samples >= 10 * n_features:
+            return "covariance_eigh"
+        if max(n_samples, n_features) <= 500 or k == "mle":
+            return "full"
+        if 1 <= k < 0.8 * min(n_samples, n_features):
+            return "randomized"
+        return "full"
+
     def _read_fitted_attributes(self):
         super()._read_fitted_attributes()
         self.noise_variance_ = float(self.noise_variance_)
