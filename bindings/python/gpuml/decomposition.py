@@ -8,7 +8,7 @@ from scipy import linalg
 from sklearn import decomposition
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 from sklearn.utils.extmath import fast_logdet
 from sklearn.utils.validation import check_is_fitted
 
@@ -302,7 +302,9 @@ class TruncatedSVD(_Decomposition):
     # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
     _parameter_constraints = worded_as_sklearn({
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "algorithm": [StrOptions({"arpack", "randomized"})],
+        # "full": gpuml's older name for the exact SVD without arpack's n_components rule, kept
+        # for code that used it (hidden: scikit-learn's messages list only its own choices).
+        "algorithm": [StrOptions({"arpack", "randomized"}), Hidden(StrOptions({"full"}))],
         "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_oversamples": [Interval(numbers.Integral, 1, None, closed="left")],
         "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
