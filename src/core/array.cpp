@@ -17,6 +17,7 @@ std::string device_name(Device device) {
 bool ArrayView::is_contiguous() const {
   if (ndim == 0) return true;
   if (ndim == 1) return shape[0] <= 1 || strides[0] == 1;
+  if (shape[0] == 0 || shape[1] == 0) return true;  // no element to misplace (NumPy gives such arrays strides 0)
   bool rows_ok = shape[0] <= 1 || strides[0] == shape[1];
   bool cols_ok = shape[1] <= 1 || strides[1] == 1;
   return rows_ok && cols_ok;

@@ -38,13 +38,15 @@ void validate(const PCAParams& p) {
   if (p.n_components) {
     const double k = *p.n_components;
     // Integers up to 2^53, where doubles still hold every integer (get_params writes it as one).
-    GPUML_EXPECT(std::isfinite(k) && k > 0 && (k < 1 || (is_integer(k) && k <= 9007199254740992.0)),
-                 "PCA: n_components must be an integer in [1, 2^53], a fraction in (0, 1), or unset; got " +
+    // 0 is scikit-learn's too: "full" and "covariance_eigh" then keep no component.
+    GPUML_EXPECT(std::isfinite(k) && k >= 0 && (k < 1 || (is_integer(k) && k <= 9007199254740992.0)),
+                 "PCA: n_components must be an integer in [0, 2^53], a fraction in (0, 1), \"mle\" or unset; got " +
                      std::to_string(k));
+    GPUML_EXPECT(!p.n_components_mle, "PCA: n_components is either a number or \"mle\", not both");
   }
   GPUML_EXPECT(p.svd_solver == "auto" || p.svd_solver == "full" || p.svd_solver == "covariance_eigh" ||
-                   p.svd_solver == "randomized",
-               "PCA: svd_solver must be \"auto\", \"full\", \"covariance_eigh\" or \"randomized\", got \"" +
+                   p.svd_solver == "arpack" || p.svd_solver == "randomized",
+               "PCA: svd_solver must be \"auto\", \"full\", \"covariance_eigh\", \"arpack\" or \"randomized\", got \"" +
                    p.svd_solver + "\"");
   GPUML_EXPECT(p.iterated_power >= -1,
                "PCA: iterated_power must be >= 0 (or -1 for \"auto\"), got " + std::to_string(p.iterated_power));
@@ -55,12 +57,73 @@ void validate(const PCAParams& p) {
 }
 
 // scikit-learn's "auto" rule (PCA._fit).
-std::string resolve_solver(const std::string& solver, int64_t n, int64_t d, double k) {
+std::string resolve_solver(const std::string& solver, int64_t n, int64_t d, double k, bool mle) {
   if (solver != "auto") return solver;
   if (d <= 1000 && n >= 10 * d) return "covariance_eigh";
-  if (std::max(n, d) <= 500) return "full";
+  if (std::max(n, d) <= 500 || mle) return "full";
   if (k >= 1 && k < 0.8 * static_cast<double>(std::min(n, d))) return "randomized";
   return "full";
+}
+
+// n_components as Python's repr writes it (3, 0.5), for messages worded as scikit-learn's.
+std::string python_number(double v) {
+  if (is_integer(v) && std::abs(v) < 1e17) return std::to_string(static_cast<int64_t>(v));
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {  // the shortest form that reads back as v
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  return text;
+}
+
+// Minka's log-likelihood of a rank-`rank` model of `spectrum` (the explained variances, all
+// n_features of them, descending), as scikit-learn's _assess_dimension.
+double assess_dimension(const std::vector<double>& spectrum, int64_t rank, int64_t n_samples) {
+  const int64_t d = static_cast<int64_t>(spectrum.size());
+  const double n = static_cast<double>(n_samples), eps = 1e-15;
+  // A rank ending on a negligible eigenvalue cannot be the best, and its terms would take the
+  // log of ~0.
+  if (spectrum[rank - 1] < eps) return -std::numeric_limits<double>::infinity();
+  double pu = -static_cast<double>(rank) * std::log(2.0);
+  for (int64_t i = 1; i <= rank; ++i) {
+    const double half = static_cast<double>(d - i + 1) / 2.0;
+    pu += std::lgamma(half) - std::log(M_PI) * half;
+  }
+  double pl = 0.0;
+  for (int64_t i = 0; i < rank; ++i) pl += std::log(spectrum[i]);
+  pl = -pl * n / 2.0;
+  double tail = 0.0;
+  for (int64_t i = rank; i < d; ++i) tail += spectrum[i];
+  const double v = std::max(eps, tail / static_cast<double>(d - rank));
+  const double pv = -std::log(v) * n * static_cast<double>(d - rank) / 2.0;
+  const double r = static_cast<double>(rank);
+  const double m = static_cast<double>(d) * r - r * (r + 1.0) / 2.0;
+  const double pp = std::log(2.0 * M_PI) * (m + r) / 2.0;
+  double pa = 0.0;
+  for (int64_t i = 0; i < rank; ++i) {
+    const double inverse_i = 1.0 / spectrum[i];
+    for (int64_t j = i + 1; j < d; ++j) {
+      const double inverse_j = 1.0 / (j < rank ? spectrum[j] : v);  // the tail's eigenvalues replaced by v
+      pa += std::log((spectrum[i] - spectrum[j]) * (inverse_j - inverse_i)) + std::log(n);
+    }
+  }
+  return pu + pl + pv + pp - pa / 2.0 - r * std::log(n) / 2.0;
+}
+
+// The rank in [1, n_features - 1] of the largest likelihood (the first on ties), as
+// scikit-learn's _infer_dimension; 0 when there is a single feature (its argmax over [-inf]).
+int64_t infer_dimension(const std::vector<double>& spectrum, int64_t n_samples) {
+  int64_t best = 0;
+  double best_ll = -std::numeric_limits<double>::infinity();
+  for (int64_t rank = 1; rank < static_cast<int64_t>(spectrum.size()); ++rank) {
+    const double ll = assess_dimension(spectrum, rank, n_samples);
+    if (std::isnan(ll)) return rank;  // NumPy's argmax returns the first NaN
+    if (ll > best_ll) {
+      best_ll = ll;
+      best = rank;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -102,16 +165,27 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
   const int64_t n = rows.total, min_nd = std::min(n, d);
   GPUML_EXPECT(n >= 2, "PCA needs at least 2 samples (the variances divide by n_samples - 1), got n_samples=" +
                            std::to_string(n));
-  const double requested = params_.n_components.value_or(static_cast<double>(min_nd));
-  std::string solver = resolve_solver(params_.svd_solver, n, d, requested);
-  const bool fraction = requested < 1;
-  if (solver == "randomized")
-    GPUML_EXPECT(!fraction, "PCA: n_components=" + std::to_string(requested) +
-                                " (a variance fraction) needs svd_solver=\"full\" or \"covariance_eigh\"");
-  GPUML_EXPECT(fraction || requested <= static_cast<double>(min_nd),
-               "PCA: n_components=" + std::to_string(static_cast<int64_t>(requested)) +
-                   " must be between 1 and min(n_samples, n_features)=" + std::to_string(min_nd) +
-                   " with svd_solver=\"" + solver + "\"");
+  // scikit-learn's default: every component, one less for arpack (it cannot find them all).
+  const bool mle = params_.n_components_mle;
+  const double requested =
+      params_.n_components.value_or(static_cast<double>(params_.svd_solver == "arpack" ? min_nd - 1 : min_nd));
+  std::string solver = resolve_solver(params_.svd_solver, n, d, requested, mle);
+  const bool exact = solver == "full" || solver == "covariance_eigh";
+  const bool fraction = !mle && requested > 0 && requested < 1;
+  // scikit-learn's checks and messages (PCA._fit_full, _fit_truncated).
+  const std::string with_solver = " with svd_solver='" + solver + "'";
+  const std::string between = " must be between " + std::string(exact ? "0" : "1") +
+                              " and min(n_samples, n_features)=" + std::to_string(min_nd) + with_solver;
+  if (exact && mle)
+    GPUML_EXPECT(n >= d, "PCA: n_components='mle' is only supported if n_samples >= n_features");
+  else if (mle)
+    throw_error(ErrorCode::invalid_argument, "PCA: n_components='mle' cannot be a string" + with_solver);
+  else
+    GPUML_EXPECT((exact || requested >= 1) && requested <= static_cast<double>(min_nd),
+                 "PCA: n_components=" + python_number(requested) + between);
+  GPUML_EXPECT(solver != "arpack" || requested < static_cast<double>(min_nd),
+               "PCA: n_components=" + python_number(requested) +
+                   " must be strictly less than min(n_samples, n_features)=" + std::to_string(min_nd) + with_solver);
   if (comm.size() > 1) solver = "covariance_eigh";
 
   std::vector<double> mean(static_cast<std::size_t>(d));
@@ -148,7 +222,7 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
         for (double& g : G) g /= dof;  // the covariance
         // Every eigenvalue (the variances), and the vectors of the components kept: all of them
         // when a variance fraction decides how many.
-        const int64_t vectors = fraction ? d : std::min<int64_t>(d, static_cast<int64_t>(requested));
+        const int64_t vectors = fraction || mle ? d : std::min<int64_t>(d, static_cast<int64_t>(requested));
         std::vector<double> eigenvalues(static_cast<std::size_t>(d));
         svd.count = vectors;
         svd.d = d;
@@ -169,7 +243,7 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
       Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
       backend->center_scale(Xv.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
       trace.mark("mean and center");
-      if (solver == "full") {
+      if (solver == "full" || solver == "arpack") {  // arpack: the exact SVD, truncated below
         svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d, rescalable);
         // The QR's squares overflow or underflow with s_max² (NaN or 0 when it broke down).
         expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
@@ -192,7 +266,7 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
   const int exponent = detail::with_rescaling(ctx, Xs.view, compute);
   detail::svd_flip_rows(svd);
 
-  int64_t k = static_cast<int64_t>(requested);
+  int64_t k = mle ? 0 : static_cast<int64_t>(requested);
   double noise_variance = 0.0;
   std::vector<double> variance, ratio;
   if (solver == "randomized") {
@@ -205,7 +279,9 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
     total_variance = std::accumulate(variance_all.begin(), variance_all.end(), 0.0);
     std::vector<double> ratio_all;
     for (double v : variance_all) ratio_all.push_back(total_variance > 0 ? v / total_variance : 0.0);
-    if (fraction) {  // scikit-learn: searchsorted(cumsum(ratio), fraction, side="right") + 1
+    if (mle) {
+      k = infer_dimension(variance_all, n);
+    } else if (fraction) {  // scikit-learn: searchsorted(cumsum(ratio), fraction, side="right") + 1
       double cumulative = 0.0;
       k = 1;
       for (std::size_t i = 0; i + 1 < ratio_all.size(); ++i) {
@@ -353,7 +429,8 @@ void PCA::restore(std::map<std::string, HostArray> attributes) {
 
 std::string PCA::get_params_json() const {
   nlohmann::json j;
-  if (!params_.n_components) j["n_components"] = nullptr;
+  if (params_.n_components_mle) j["n_components"] = "mle";
+  else if (!params_.n_components) j["n_components"] = nullptr;
   else if (*params_.n_components >= 1) j["n_components"] = static_cast<int64_t>(*params_.n_components);
   else j["n_components"] = *params_.n_components;
   j["whiten"] = params_.whiten;
@@ -370,8 +447,10 @@ std::unique_ptr<Estimator> pca_from_params(const nlohmann::json& params) {
   ParamReader reader(params, "pca");
   PCAParams p;
   if (reader.has("n_components")) {
-    if (!reader.raw("n_components").is_number()) reader.fail("n_components", "an integer >= 1, a fraction in (0, 1) or null");
-    p.n_components = reader.get_double("n_components", 0.0);
+    const nlohmann::json& v = reader.raw("n_components");
+    if (v.is_string() && v.get<std::string>() == "mle") p.n_components_mle = true;
+    else if (v.is_number()) p.n_components = reader.get_double("n_components", 0.0);
+    else reader.fail("n_components", "an integer >= 0, a fraction in (0, 1), \"mle\" or null");
   }
   p.whiten = reader.get_bool("whiten", p.whiten);
   p.svd_solver = reader.get_string("svd_solver", p.svd_solver);

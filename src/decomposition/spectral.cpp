@@ -183,18 +183,24 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int
     Y = multiply(ctx, backend, A, n, d, Qd);
     c = r;
   }
+  // The last half step lands on the feature side: Qd (d x r) an orthonormal basis of AᵀQ, whose
+  // span holds the right singular vectors that the SVD of QᵀA would give; the SVD of A Qd then
+  // picks them within it (A Qd = U S Wᵀ, V = Qd W). So A V = U S exactly: transform(X) has
+  // orthogonal columns of norms s, as scikit-learn's U S, and A Qd Qdᵀ approximates A at least as
+  // well as Q Qᵀ A.
   RightSvd out;
   out.d = d;
   Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r);
   if (r > 0) {
-    Matrix Bt(d, r);  // (QᵀA)ᵀ = AᵀQ
-    backend.cross(A, Q.as<const T>(), n, d, r, Bt.data());
-    // B = QᵀA = (Bt)ᵀ: with Bt = U S Wᵀ, B = W S Uᵀ, so B's right singular vectors are U's columns.
-    Eigen::BDCSVD<Eigen::MatrixXd> svd(Bt, Eigen::ComputeThinU);
-    GPUML_EXPECT(svd.info() == Eigen::Success, "randomized SVD: the SVD of the projected matrix did not converge");
-    out.count = svd.singularValues().size();
-    out.s.assign(svd.singularValues().data(), svd.singularValues().data() + out.count);
-    const Matrix Vt = svd.matrixU().transpose();
+    Matrix Z(d, r);  // AᵀQ
+    backend.cross(A, Q.as<const T>(), n, d, r, Z.data());
+    Eigen::HouseholderQR<Eigen::MatrixXd> qr(Z);
+    const Matrix Qd = qr.householderQ() * Eigen::MatrixXd::Identity(d, r);
+    Buffer B = multiply(ctx, backend, A, n, d, Qd);  // A Qd (n x r)
+    RightSvd small = exact_svd(ctx, backend, B.as<T>(), n, r);  // s and Wᵀ (min(n, r) x r)
+    out.count = small.count;
+    out.s = small.s;
+    const Matrix Vt = Eigen::Map<const Matrix>(small.Vt.data(), small.count, r) * Qd.transpose();
     out.Vt.assign(Vt.data(), Vt.data() + Vt.size());
   }
   truncate_svd(out, count);

@@ -25,8 +25,8 @@ const std::vector<std::string> kAttributeNames = {"components_", "explained_vari
 
 void validate(const TruncatedSVDParams& p) {
   GPUML_EXPECT(p.n_components >= 1, "TruncatedSVD: n_components must be >= 1, got " + std::to_string(p.n_components));
-  GPUML_EXPECT(p.algorithm == "randomized" || p.algorithm == "full",
-               "TruncatedSVD: algorithm must be \"randomized\" or \"full\", got \"" + p.algorithm + "\"");
+  GPUML_EXPECT(p.algorithm == "randomized" || p.algorithm == "arpack" || p.algorithm == "full",
+               "TruncatedSVD: algorithm must be \"randomized\", \"arpack\" or \"full\", got \"" + p.algorithm + "\"");
   GPUML_EXPECT(p.n_iter >= 0, "TruncatedSVD: n_iter must be >= 0, got " + std::to_string(p.n_iter));
   // At most 2^53 (more adds nothing past min(n_samples, n_features), and the sum with
   // n_components stays far from int64's limit).
@@ -74,7 +74,14 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
   const int64_t n = rows.total;
   GPUML_EXPECT(n >= 2, "TruncatedSVD needs at least 2 samples (explained_variance_ratio_ divides by the variance of X), "
                        "got n_samples=" + std::to_string(n));
-  GPUML_EXPECT(k <= d, "TruncatedSVD: n_components=" + std::to_string(k) + " must be <= n_features=" + std::to_string(d));
+  // scikit-learn's rules and messages: ARPACK (scipy's svds) finds fewer than min(n_samples,
+  // n_features) triplets; the randomized SVD at most n_features.
+  if (params_.algorithm == "arpack")
+    GPUML_EXPECT(k < std::min(n, d), "TruncatedSVD: `k` must be an integer satisfying `0 < k < min(A.shape)`. "
+                                     "(algorithm='arpack': n_components=" + std::to_string(k) +
+                                         ", min(n_samples, n_features)=" + std::to_string(std::min(n, d)) + ")");
+  GPUML_EXPECT(k <= d, "TruncatedSVD: n_components(" + std::to_string(k) + ") must be <= n_features(" +
+                           std::to_string(d) + ").");
 
   detail::RightSvd svd;
   std::vector<double> variance(static_cast<std::size_t>(k));
@@ -96,7 +103,7 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
         svd.Vt.resize(static_cast<std::size_t>(k * d));
         backend->symmetric_eigen(G.data(), d, k, eigenvalues.data(), svd.Vt.data());  // largest first
         for (int64_t i = 0; i < k; ++i) svd.s.push_back(std::sqrt(std::max(eigenvalues[d - 1 - i], 0.0)));
-      } else if (params_.algorithm == "full") {
+      } else if (params_.algorithm != "randomized") {  // "arpack" and "full": the exact SVD
         Buffer work(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
         backend->center_scale(A, n, d, nullptr, nullptr, work.as<T>());  // a copy: the QR overwrites it
         svd = detail::exact_svd(ctx, *backend, work.as<T>(), n, d, rescalable);

@@ -1,42 +1,26 @@
 """Matrix decompositions: PCA and TruncatedSVD on the CPU or a CUDA GPU."""
 
+import math
 import numbers
 
 import numpy as np
+from scipy import linalg
+from sklearn import decomposition
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_array
+from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
+from sklearn.utils.extmath import fast_logdet
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator, seed_from
+from ._base import GpumlEstimator, seed_from, worded_as_sklearn
+from ._context import check_device
 
 __all__ = ["PCA", "TruncatedSVD"]
 
-_PCA_SOLVERS = ("auto", "full", "covariance_eigh", "randomized")
-_TSVD_ALGORITHMS = ("randomized", "full", "arpack")
-_NORMALIZERS = ("auto", "QR", "LU", "none")
-# What scikit-learn draws a seed below when random_state is None or a RandomState.
-
-
-def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
-def _check_int(value, name, low, high=None):
-    if not _is_int(value) or value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
-    return int(value)
-
-
-# The library's bound (more test vectors than min(n_samples, n_features) add nothing).
+# The library's bound (more test vectors than min(n_samples, n_features) add nothing, so larger
+# values are passed as this one: the same fit).
 _MAX_OVERSAMPLES = 2**53
-
-
-def _check_choice(value, name, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
-    return value
 
 
 class _Decomposition(ClassNamePrefixFeaturesOutMixin, TransformerMixin, GpumlEstimator):
@@ -103,18 +87,27 @@ class PCA(_Decomposition):
     - "covariance_eigh": the covariance of the centered X (one pass over the data, formed on the
       device), eigen-decomposed on the host; the fastest for n_samples >> n_features.
     - "full": Householder QR of the centered X on the device, then the SVD of R on the host.
+    - "arpack": scikit-learn's rules for it (n_components an integer below min(n_samples,
+      n_features), min(n_samples, n_features) - 1 by default), answered by the exact SVD of
+      "full" restricted to n_components: the same subspace, to working precision rather than to
+      ARPACK's ``tol``.
     - "randomized": Halko et al.'s randomized SVD (``iterated_power``, ``n_oversamples``,
       ``random_state``); random draws differ from scikit-learn's, so results agree to the
       accuracy of the method, not bit for bit.
     - "auto": scikit-learn's rule.
 
-    X is always centered (in float64 arithmetic) before any product, so data with a large mean
-    keeps its precision in float32. ``copy``, ``tol`` and ``power_iteration_normalizer`` are
-    accepted for compatibility and have no effect (the subspace iterations always orthonormalize);
-    "arpack" and n_components="mle" are not offered. A constant column gives a zero-variance
-    direction, never NaN. ``device`` as in KMeans. inverse_transform runs on the host.
-    components_, mean_ and explained_variance_ (used with whiten) may be assigned or changed in
-    place, as in scikit-learn: transform, pickling and save_model use the new values.
+    ``n_components`` may be an integer, a fraction of the variance in (0, 1), or "mle" (Minka's
+    MLE, as scikit-learn's; "full" and "covariance_eigh" only). X is always centered (in float64
+    arithmetic) before any product, so data with a large mean keeps its precision in float32.
+    Accepted with no effect on the fit: ``copy`` (gpuml never writes to X), ``tol`` (the "arpack"
+    answer is exact), ``power_iteration_normalizer`` (the randomized subspace iterations always
+    orthonormalize, which spans the same subspace as LU or no normalization, more stably). A
+    constant column gives a zero-variance direction, never NaN. ``device`` as in KMeans.
+    Parameter values are checked as scikit-learn checks them (InvalidParameterError, with its
+    messages). inverse_transform, score, score_samples, get_covariance and get_precision run on
+    the host from the fitted arrays (device inputs are copied there; score_samples returns X's
+    array type). components_, mean_ and explained_variance_ (used with whiten) may be assigned or
+    changed in place, as in scikit-learn: transform, pickling and save_model use the new values.
     """
 
     _gpuml_kind = "pca"
@@ -129,6 +122,25 @@ class PCA(_Decomposition):
         "n_samples_",
     )
     _gpuml_settable = ("components_", "mean_", "explained_variance_")  # what transform uses (the last when whiten)
+
+    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
+    _parameter_constraints = worded_as_sklearn({
+        "n_components": [
+            Interval(numbers.Integral, 0, None, closed="left"),
+            Interval(RealNotInt, 0, 1, closed="neither"),
+            StrOptions({"mle"}),
+            None,
+        ],
+        "copy": ["boolean"],
+        "whiten": ["boolean"],
+        "svd_solver": [StrOptions({"auto", "full", "covariance_eigh", "arpack", "randomized"})],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "iterated_power": [StrOptions({"auto"}), Interval(numbers.Integral, 0, None, closed="left")],
+        "n_oversamples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
+        "random_state": ["random_state"],
+        "device": [str],  # its values are checked by check_device
+    }, decomposition.PCA)
 
     def __init__(
         self,
@@ -156,33 +168,45 @@ class PCA(_Decomposition):
         self.device = device
 
     def _gpuml_params(self, X=None):
+        self._validate_params()
+        check_device(self.device)
         k = self.n_components
-        if k is None:
-            n_components = None
-        elif _is_int(k) and k >= 1:
+        if k is None or isinstance(k, str):  # None, or "mle"
+            n_components = k
+        elif isinstance(k, numbers.Integral):
             n_components = int(k)
-        elif isinstance(k, numbers.Real) and not isinstance(k, (bool, np.bool_)) and 0 < k < 1:
-            n_components = float(k)
         else:
-            raise ValueError(
-                f"n_components must be None, an integer >= 1 or a float in (0, 1) (\"mle\" is not offered), got {k!r}"
-            )
-        if not isinstance(self.whiten, (bool, np.bool_)):
-            raise ValueError(f"whiten must be a bool, got {self.whiten!r}")
-        _check_choice(self.power_iteration_normalizer, "power_iteration_normalizer", _NORMALIZERS)
-        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:  # NaN too, as scikit-learn
-            raise ValueError(f"tol must be a real number >= 0, got {self.tol!r}")
+            n_components = float(k)
         iterated_power = self.iterated_power
-        if not (isinstance(iterated_power, str) and iterated_power == "auto"):
-            iterated_power = _check_int(iterated_power, "iterated_power", 0)
         return {
             "n_components": n_components,
             "whiten": bool(self.whiten),
-            "svd_solver": _check_choice(self.svd_solver, "svd_solver", _PCA_SOLVERS),
-            "iterated_power": iterated_power,
-            "n_oversamples": _check_int(self.n_oversamples, "n_oversamples", 0, _MAX_OVERSAMPLES),
+            "svd_solver": self.svd_solver,
+            "iterated_power": iterated_power if isinstance(iterated_power, str) else int(iterated_power),
+            "n_oversamples": min(int(self.n_oversamples), _MAX_OVERSAMPLES),
             "random_state": seed_from(self.random_state),
         }
+
+    def fit(self, X, y=None):
+        """Fits on X (n_samples, n_features); returns self."""
+        super().fit(X)
+        self._fit_svd_solver = self._resolved_solver(self.n_samples_, self.n_features_in_)
+        return self
+
+    def _resolved_solver(self, n_samples, n_features):
+        """The solver "auto" picks, by scikit-learn's rule (as the C++ fit's resolve_solver), for
+        code that reads scikit-learn's private _fit_svd_solver. (Over several ranks the fit
+        itself always takes covariance_eigh.)"""
+        if self.svd_solver != "auto":
+            return self.svd_solver
+        k = min(n_samples, n_features) if self.n_components is None else self.n_components
+        if n_features <= 1000 and n_samples >= 10 * n_features:
+            return "covariance_eigh"
+        if max(n_samples, n_features) <= 500 or k == "mle":
+            return "full"
+        if 1 <= k < 0.8 * min(n_samples, n_features):
+            return "randomized"
+        return "full"
 
     def _read_fitted_attributes(self):
         super()._read_fitted_attributes()
@@ -196,22 +220,98 @@ class PCA(_Decomposition):
     def _inverse_offset(self):
         return self.mean_
 
+    # -- the probabilistic PCA model (Tipping and Bishop), as scikit-learn's _BasePCA ----------
+    def _model_components(self):
+        """components_ (rows scaled by sqrt(explained_variance_) when whiten, as scikit-learn
+        does) and explained_variance_ less noise_variance_, floored at 0."""
+        components = np.asarray(self.components_)
+        variance = np.asarray(self.explained_variance_)
+        if self.whiten:
+            components = components * np.sqrt(variance[:, np.newaxis])
+        excess = np.where(variance > self.noise_variance_, variance - self.noise_variance_, 0.0).astype(variance.dtype)
+        return components, excess
+
+    def get_covariance(self):
+        """The data covariance of the model: components_.T diag(explained_variance_ - noise_variance_)
+        components_ + noise_variance_ I, shape (n_features, n_features)."""
+        check_is_fitted(self)
+        components, excess = self._model_components()
+        cov = (components.T * excess) @ components
+        cov.flat[:: cov.shape[0] + 1] += self.noise_variance_
+        return cov
+
+    def get_precision(self):
+        """The inverse of get_covariance(), by the matrix inversion lemma (a k x k inverse)."""
+        check_is_fitted(self)
+        n_features = self.components_.shape[1]
+        if self.n_components_ == 0:
+            return np.eye(n_features) / self.noise_variance_
+        if self.noise_variance_ == 0.0:
+            return linalg.inv(self.get_covariance())
+        components, excess = self._model_components()
+        noise = self.noise_variance_
+        precision = components @ components.T / noise
+        precision.flat[:: precision.shape[0] + 1] += 1.0 / excess
+        precision = components.T @ linalg.inv(precision) @ components
+        precision /= -(noise**2)
+        precision.flat[:: precision.shape[0] + 1] += 1.0 / noise
+        return precision
+
+    def score_samples(self, X):
+        """The log-likelihood of each sample under the model, shape (n_samples,), in X's array type."""
+        check_is_fitted(self)
+        kind = _array.ArrayKind.of(X)
+        X, _ = self._prepare_X(X, reset=False)
+        log_like = self._log_likelihood(_array.to_numpy(X) if kind.is_device else X)
+        return kind.from_numpy(np.ascontiguousarray(log_like)) if kind.is_device else log_like
+
+    def score(self, X, y=None):
+        """The average log-likelihood of the samples of X under the model (a float)."""
+        check_is_fitted(self)
+        kind = _array.ArrayKind.of(X)
+        X, _ = self._prepare_X(X, reset=False)
+        return float(np.mean(self._log_likelihood(_array.to_numpy(X) if kind.is_device else X)))
+
+    def _log_likelihood(self, X):
+        Xr = X - self.mean_
+        precision = self.get_precision()
+        log_like = -0.5 * np.sum(Xr * (Xr @ precision), axis=1)
+        log_like -= 0.5 * (X.shape[1] * math.log(2.0 * math.pi) - fast_logdet(precision))
+        return log_like
+
 
 class TruncatedSVD(_Decomposition):
     """Dimensionality reduction by a truncated SVD of X (no centering), on the CPU or a CUDA GPU.
 
     Same parameters, attributes and results (signs by scikit-learn's svd_flip on the rows of
     components_) as ``sklearn.decomposition.TruncatedSVD``. ``algorithm``: "randomized" (Halko
-    et al.; random draws differ from scikit-learn's) or "full" (an exact SVD: Householder QR on
-    the device, the SVD of R on the host; "arpack" is accepted as the same). ``tol`` and
-    ``power_iteration_normalizer`` are accepted for compatibility and have no effect. Dense
-    inputs only. ``device`` as in KMeans. inverse_transform runs on the host. components_ may be
-    assigned or changed in place, as in scikit-learn: transform, pickling and save_model use it.
+    et al.; random draws differ from scikit-learn's) or "arpack" (scikit-learn's rule:
+    n_components below min(n_samples, n_features); answered by an exact SVD, Householder QR on
+    the device and the SVD of R on the host, so ``tol`` has no effect). Accepted with no effect:
+    ``power_iteration_normalizer`` (the subspace iterations always orthonormalize, which spans
+    the same subspace as LU or no normalization, more stably). Parameter values are checked as
+    scikit-learn checks them (InvalidParameterError, with its messages). Dense inputs only.
+    ``device`` as in KMeans. inverse_transform runs on the host. components_ may be assigned or
+    changed in place, as in scikit-learn: transform, pickling and save_model use it.
     """
 
     _gpuml_kind = "truncated_svd"
     _gpuml_attributes = ("components_", "explained_variance_", "explained_variance_ratio_", "singular_values_")
     _gpuml_settable = ("components_",)  # what transform uses
+
+    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
+    _parameter_constraints = worded_as_sklearn({
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        # "full": gpuml's older name for the exact SVD without arpack's n_components rule, kept
+        # for code that used it (hidden: scikit-learn's messages list only its own choices).
+        "algorithm": [StrOptions({"arpack", "randomized"}), Hidden(StrOptions({"full"}))],
+        "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_oversamples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
+        "random_state": ["random_state"],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "device": [str],  # its values are checked by check_device
+    }, decomposition.TruncatedSVD)
 
     def __init__(
         self,
@@ -235,14 +335,12 @@ class TruncatedSVD(_Decomposition):
         self.device = device
 
     def _gpuml_params(self, X=None):
-        algorithm = _check_choice(self.algorithm, "algorithm", _TSVD_ALGORITHMS)
-        _check_choice(self.power_iteration_normalizer, "power_iteration_normalizer", _NORMALIZERS)
-        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:  # NaN too, as scikit-learn
-            raise ValueError(f"tol must be a real number >= 0, got {self.tol!r}")
+        self._validate_params()
+        check_device(self.device)
         return {
-            "n_components": _check_int(self.n_components, "n_components", 1),
-            "algorithm": "full" if algorithm == "arpack" else algorithm,
-            "n_iter": _check_int(self.n_iter, "n_iter", 0),
-            "n_oversamples": _check_int(self.n_oversamples, "n_oversamples", 0, _MAX_OVERSAMPLES),
+            "n_components": int(self.n_components),
+            "algorithm": self.algorithm,
+            "n_iter": int(self.n_iter),
+            "n_oversamples": min(int(self.n_oversamples), _MAX_OVERSAMPLES),
             "random_state": seed_from(self.random_state),
         }

@@ -8,17 +8,23 @@
 namespace gpuml {
 
 // scikit-learn's PCA parameters (copy, tol and power_iteration_normalizer have no effect here
-// and are not offered: the randomized solver always orthonormalizes between power iterations).
+// and are not offered: "arpack" is answered exactly, and the randomized solver always
+// orthonormalizes between power iterations).
 struct PCAParams {
-  // unset: min(n_samples, n_features) components; an integer >= 1: that many; a value in (0, 1)
-  // (full and covariance_eigh only): the fewest components whose explained variance ratio sums
-  // above it.
+  // unset: min(n_samples, n_features) components (one less for arpack); an integer >= 0: that
+  // many (0 with full and covariance_eigh only); a value in (0, 1) (full and covariance_eigh
+  // only): the fewest components whose explained variance ratio sums above it.
   std::optional<double> n_components;
+  // n_components="mle": Minka's MLE of the dimension, as scikit-learn's (full and
+  // covariance_eigh only, n_samples >= n_features); n_components is then unset.
+  bool n_components_mle = false;
   bool whiten = false;
   // "auto" (scikit-learn's rule: covariance_eigh when n_features <= 1000 and n_samples >=
   // 10 n_features, else full for small data, else randomized for few components), "full" (SVD of
   // R from a QR of the centered X), "covariance_eigh" (eigen-decomposition of the centered
-  // covariance; one pass over X), "randomized" (Halko et al.).
+  // covariance; one pass over X), "arpack" (scikit-learn's rules for it: n_components an integer
+  // below min(n_samples, n_features); answered by full's exact SVD restricted to n_components),
+  // "randomized" (Halko et al.).
   std::string svd_solver = "auto";
   int64_t iterated_power = -1;  // randomized power iterations; -1: "auto" (7 if n_components < 0.1 min(n, d), else 4)
   int64_t n_oversamples = 10;

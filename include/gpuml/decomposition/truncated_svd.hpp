@@ -7,10 +7,13 @@
 
 namespace gpuml {
 
-// scikit-learn's TruncatedSVD parameters ("full" replaces scikit-learn's "arpack": an exact SVD).
+// scikit-learn's TruncatedSVD parameters ("arpack" is answered by an exact SVD, so tol is not offered).
 struct TruncatedSVDParams {
   int64_t n_components = 2;
-  std::string algorithm = "randomized";  // "randomized" (Halko et al.) or "full" (SVD of R from a QR of X)
+  // "randomized" (Halko et al.), "arpack" (scikit-learn's rule: n_components < min(n_samples,
+  // n_features); the exact SVD) or "full" (the exact SVD, any n_components <= n_features): SVD of R
+  // from a QR of X.
+  std::string algorithm = "randomized";
   int64_t n_iter = 5;                    // randomized power iterations
   int64_t n_oversamples = 10;
   std::optional<uint64_t> random_state;  // unset: the context's seed

@@ -143,6 +143,113 @@ TEST(PCA, VarianceFractionPicksTheFewestComponents) {
   }
 }
 
+// arpack is answered by the exact SVD restricted to n_components: full's first components, and
+// noise_variance_ the mean of the variances left out; by default min(n, d) - 1 components.
+TEST(PCA, ArpackIsTheExactSvdTruncated) {
+  GPUML_FRESH_RNG(rng);
+  for (const auto& [n, d] : {std::pair<int64_t, int64_t>{300, 10}, {8, 20}}) {
+    const std::vector<double> X = spectrum_data(rng, n, d, 3.0, 10.0, 0.5);
+    const ReferenceSvd ref = reference_svd(X, n, d, true);
+    Context ctx = Context::cpu();
+    SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(d));
+    // Exact in float64: the reference's accuracy bound as in EverySolverMatchesTheReferenceFloat64.
+    expect_matches(fit_pca<double>(ctx, X, n, d, params_for("arpack", 4)), ref, n, 1e-9, 1e-9);
+    const PCA all_but_one = fit_pca<double>(ctx, X, n, d, params_for("arpack", std::nullopt));
+    EXPECT_EQ(all_but_one.n_components(), std::min(n, d) - 1);
+    expect_matches(all_but_one, ref, n, 1e-9, 1e-9);
+    EXPECT_NE(all_but_one.get_params_json().find(R"("svd_solver":"arpack")"), std::string::npos);
+  }
+}
+
+// Minka's MLE (scikit-learn's _infer_dimension): a rank-r signal in small isotropic noise gives
+// r, for both exact solvers; the model is then that of n_components = r. One feature: 0
+// components (the argmax over an empty range of ranks is scikit-learn's 0 too).
+TEST(PCA, MleFindsTheRankOfTheSignal) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 500, d = 12;
+  Context ctx = Context::cpu();
+  std::normal_distribution<double> normal;
+  for (int64_t r : {1, 3, 7}) {
+    std::vector<double> F(n * r), W(r * d), X(n * d);
+    for (double& v : F) v = normal(rng);
+    for (double& v : W) v = 3 * normal(rng);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        double v = 0.05 * normal(rng) + 1.0;
+        for (int64_t c = 0; c < r; ++c) v += F[i * r + c] * W[c * d + j];
+        X[i * d + j] = v;
+      }
+    for (const std::string solver : {"full", "covariance_eigh", "auto"}) {
+      SCOPED_TRACE(solver + " rank " + std::to_string(r));
+      PCAParams p = params_for(solver, std::nullopt);
+      p.n_components_mle = true;
+      const PCA pca = fit_pca<double>(ctx, X, n, d, p);
+      EXPECT_EQ(pca.n_components(), r);
+      const PCA same = fit_pca<double>(ctx, X, n, d, params_for("full", static_cast<double>(r)));
+      const std::vector<double> a = values(pca.explained_variance()), b = values(same.explained_variance());
+      for (int64_t i = 0; i < r; ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * b[0]);
+      EXPECT_NEAR(pca.noise_variance(), same.noise_variance(), 1e-9 * b[0]);
+      EXPECT_NE(pca.get_params_json().find(R"("n_components":"mle")"), std::string::npos);
+    }
+  }
+  std::vector<double> column(n);
+  for (double& v : column) v = normal(rng);
+  PCAParams p = params_for("full", std::nullopt);
+  p.n_components_mle = true;
+  EXPECT_EQ(fit_pca<double>(ctx, column, n, 1, p).n_components(), 0);
+}
+
+// n_components = 0 (full, covariance_eigh): no component; every variance is noise; transform
+// gives n x 0, and the model serializes and reads back.
+TEST(PCA, ZeroComponents) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 50, d = 4;
+  const std::vector<double> X = spectrum_data(rng, n, d, 1.0, 2.0, 0.5);
+  const ReferenceSvd ref = reference_svd(X, n, d, true);
+  double mean_variance = 0;
+  for (double s : ref.s) mean_variance += s * s / (n - 1) / static_cast<double>(d);
+  Context ctx = Context::cpu();
+  for (const std::string solver : {"full", "covariance_eigh"}) {
+    SCOPED_TRACE(solver);
+    const PCA pca = fit_pca<double>(ctx, X, n, d, params_for(solver, 0));
+    EXPECT_EQ(pca.n_components(), 0);
+    EXPECT_EQ(pca.components().spec().shape[0], 0);
+    EXPECT_NEAR(pca.noise_variance(), mean_variance, 1e-12 * mean_variance);
+    EXPECT_EQ(pca.output_spec("transform", n).shape[1], 0);
+    std::vector<double> none(1);
+    pca.transform(ctx, host_view(X.data(), n, d), make_view(none.data(), DType::float64, Device{}, n, 0));
+    const std::vector<uint8_t> bytes = serialize(pca);
+    EXPECT_EQ(deserialize(bytes.data(), bytes.size())->attribute("components_").spec().shape[0], 0);
+  }
+}
+
+// The randomized SVD ends on the feature side: X V = U S, so transform(X) has orthogonal
+// columns whose norms are singular_values_ (scikit-learn's fit_transform is U S; its tests
+// compare the two to 1e-7). Before, V came from the SVD of QᵀX and X V had X's residual
+// outside Q's range in it.
+TEST(PCA, RandomizedTransformIsUTimesS) {
+  GPUML_FRESH_RNG(rng);
+  std::normal_distribution<double> normal;
+  for (const auto& [n, d] : {std::pair<int64_t, int64_t>{100, 80}, {100, 110}, {1000, 60}}) {
+    SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(d));
+    std::vector<double> X(n * d);
+    for (double& v : X) v = normal(rng);  // a flat spectrum: the range finder's hardest case
+    Context ctx = Context::cpu();
+    const int64_t k = 3;
+    const PCA pca = fit_pca<double>(ctx, X, n, d, params_for("randomized", static_cast<double>(k)));
+    std::vector<double> Z(n * k);
+    pca.transform(ctx, host_view(X.data(), n, d), host_view(Z.data(), n, k));
+    const std::vector<double> s = values(pca.singular_values());
+    for (int64_t a = 0; a < k; ++a)
+      for (int64_t b = 0; b < k; ++b) {
+        double dot = 0;
+        for (int64_t i = 0; i < n; ++i) dot += Z[i * k + a] * Z[i * k + b];
+        // Rounding only (products of n terms): 1e-10 relative to s_max².
+        EXPECT_NEAR(dot, a == b ? s[a] * s[a] : 0.0, 1e-10 * s[0] * s[0]) << a << ", " << b;
+      }
+  }
+}
+
 TEST(PCA, WhitenAndInverseTransformRoundTrip) {
   GPUML_FRESH_RNG(rng);
   const int64_t n = 200, d = 6;
@@ -200,9 +307,23 @@ TEST(PCA, ErrorsAreNamed) {
   };
   EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("full", 5)); }), ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("randomized", 0.5)); }), ErrorCode::invalid_argument);
-  EXPECT_EQ(code_of([&] { PCA(params_for("full", 0.0)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { PCA(params_for("full", -1.0)); }), ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { PCA(params_for("full", 2.5)); }), ErrorCode::invalid_argument);
-  EXPECT_EQ(code_of([&] { PCA(params_for("arpack", 2)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { PCA(params_for("lobpcg", 2)); }), ErrorCode::invalid_argument);
+  // arpack: an integer in [1, min(n, d)) (scikit-learn's rule; ARPACK cannot find them all).
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("arpack", 4)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("arpack", 0)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("arpack", 0.5)); }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("randomized", 0)); }), ErrorCode::invalid_argument);
+  // "mle": full and covariance_eigh only, and n_samples >= n_features.
+  PCAParams mle = params_for("randomized", std::nullopt);
+  mle.n_components_mle = true;
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, mle); }), ErrorCode::invalid_argument);
+  mle.svd_solver = "full";
+  EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, 3, d, mle); }), ErrorCode::invalid_argument);
+  mle.n_components = 2;  // a number and "mle" at once
+  EXPECT_EQ(code_of([&] { PCA{mle}; }), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of([&] { make_estimator("pca", R"({"n_components": "all"})"); }), ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, 1, d, params_for("full", 1)); }), ErrorCode::invalid_argument);
   EXPECT_EQ(code_of([&] { make_estimator("pca", R"({"svd_solver": "nope"})"); }), ErrorCode::invalid_argument);
   // Found by the params fuzzer: an integer too large for int64 (get_params converted it: UB).
@@ -357,7 +478,7 @@ TEST(PCA, GpuMatchesCpu) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   // Same draws, same algorithms; the backends differ only in summation order and library
   // kernels: float64 to ~1e-12, float32 to ~1e-5 (chunked float32 products, double sums).
-  for (const std::string solver : {"full", "covariance_eigh", "randomized"}) {
+  for (const std::string solver : {"full", "covariance_eigh", "arpack", "randomized"}) {
     SCOPED_TRACE(solver);
     expect_gpu_matches_cpu<double>(gpu, solver, 1e-10, 1e-9);
     expect_gpu_matches_cpu<float>(gpu, solver, 1e-4, 1e-3);

@@ -85,6 +85,18 @@ TEST(TruncatedSVD, BothAlgorithmsMatchTheReference) {
   expect_matches(fit_tsvd<float>(ctx, Xf, n, d, "randomized", 4), Xf, n, d, 1e-4, 1e-3);
 }
 
+// arpack is the exact SVD (as "full"): the same bits.
+TEST(TruncatedSVD, ArpackIsTheExactSvd) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 80, d = 12;
+  const std::vector<double> X = spectrum_data(rng, n, d, 1.0, 6.0, 0.5);
+  Context ctx = Context::cpu();
+  const TruncatedSVD a = fit_tsvd<double>(ctx, X, n, d, "arpack", 5), f = fit_tsvd<double>(ctx, X, n, d, "full", 5);
+  EXPECT_EQ(values(a.components()), values(f.components()));
+  EXPECT_EQ(values(a.singular_values()), values(f.singular_values()));
+  expect_matches(a, X, n, d, 1e-9, 1e-9);
+}
+
 TEST(TruncatedSVD, RandomizedOnAWideMatrix) {
   GPUML_FRESH_RNG(rng);
   // 40 columns, 3 components + 10 oversamples: a real range finder (not the whole space). The
@@ -118,6 +130,8 @@ TEST(TruncatedSVD, ErrorsAndSerialization) {
   Context ctx = Context::cpu();
   EXPECT_THROW(fit_tsvd<double>(ctx, X, n, d, "full", 5), Error);           // n_components > n_features
   EXPECT_THROW(fit_tsvd<double>(ctx, X, n, d, "arnoldi", 2), Error);        // bad algorithm
+  EXPECT_THROW(fit_tsvd<double>(ctx, X, n, d, "arpack", 4), Error);         // arpack: < min(n_samples, n_features)
+  EXPECT_NO_THROW(fit_tsvd<double>(ctx, X, n, d, "full", 4));               // the exact SVD without arpack's rule
   EXPECT_THROW(make_estimator("truncated_svd", R"({"n_components": 0})"), Error);
   auto est = make_estimator("truncated_svd", R"({"n_components": 2, "random_state": 5})");
   est->fit(ctx, host_view(X.data(), n, d), nullptr, nullptr);
@@ -161,7 +175,7 @@ TEST(TruncatedSVD, GpuMatchesCpu) {
   const int64_t n = 5000, d = 48;
   const std::vector<double> X = spectrum_data(rng, n, d, 5.0, 10.0, 0.5);
   Context cpu = Context::cpu();
-  for (const std::string algorithm : {"full", "randomized"}) {
+  for (const std::string algorithm : {"full", "arpack", "randomized"}) {
     SCOPED_TRACE(algorithm);
     const TruncatedSVD a = fit_tsvd<double>(cpu, X, n, d, algorithm, 6), b = fit_tsvd<double>(gpu, X, n, d, algorithm, 6);
     const std::vector<double> sa = values(a.singular_values()), sb = values(b.singular_values());
