@@ -85,6 +85,8 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   split_rules.criterion = rules.criterion;
   split_rules.min_samples_leaf = rules.min_samples_leaf;
   split_rules.root_weight = root_weight;
+  // scikit-learn's min_weight_leaf: the fraction of the weight the tree was given (its root's).
+  split_rules.min_weight_leaf = rules.min_weight_fraction_leaf * root_weight;
 
   std::vector<int64_t> order(static_cast<std::size_t>(d));
   std::vector<int32_t> scratch(rows.size());

@@ -22,6 +22,7 @@ struct TreeRules {
   int64_t max_depth = -1;         // < 0: none
   int64_t min_samples_split = 2;  // rows
   int64_t min_samples_leaf = 1;   // rows
+  double min_weight_fraction_leaf = 0.0;  // each child's share of the tree's total (root) weight, at least
   double min_impurity_decrease = 0.0;
   int64_t max_features = 1;       // features drawn per node (more when the drawn ones are constant)
   int64_t max_leaf_nodes = -1;    // < 0: none (depth-first growth); else best-first growth to that many leaves
@@ -81,6 +82,8 @@ GPUML_API void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, i
 
 namespace gpuml::detail {
 
+struct Forest;
+
 // A forest of such trees with scikit-learn 1.9's bootstrap: per tree, n (or bootstrap_draws)
 // draws with replacement from a seed derived from `seed` and the tree's index, uniform, or in
 // proportion to the sample weights when there are some; the tree weighs each row by its count.
@@ -108,12 +111,18 @@ struct ForestRules {
   // trees grow level by level with each level's histograms summed over the ranks (levelwise.hpp;
   // its scope only: integer row weights). Null or one rank: a single process.
   Comm* comm = nullptr;
+  // warm_start: trees kept from an earlier fit (with their bootstrap seeds). They become trees
+  // [0, kept) of the forest, and trees [kept, n_estimators) are grown as a fit of this seed would
+  // grow them (tree t from the t-th tree seed), so a forest grown in steps is the forest grown at
+  // once. Importances and the out-of-bag predictions cover all trees. Null: none kept.
+  const Forest* kept = nullptr;
 };
 
 struct Forest {
   FeatureBins bins;
   int64_t n_features = 0;
   std::vector<Tree> trees;
+  std::vector<uint64_t> tree_seeds;  // per tree: the seed of its bootstrap draws (tree_seed(forest seed, t))
   int width = 0;
   bool classification = true;
   // scikit-learn's feature_importances_: each tree's impurity improvements per feature normalized
