@@ -14,7 +14,6 @@
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
-namespace {
 
 uint64_t tree_seed(uint64_t seed, int64_t tree) {  // splitmix64 of (seed, tree)
   uint64_t x = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(tree + 1);
@@ -22,6 +21,8 @@ uint64_t tree_seed(uint64_t seed, int64_t tree) {  // splitmix64 of (seed, tree)
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+
+namespace {
 
 // This rank's rows: rows [offset, offset + n) of all ranks' `total` (offset 0, total n in one process).
 struct RowShare {

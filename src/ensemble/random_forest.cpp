@@ -518,7 +518,8 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
     GPUML_EXPECT(std::find(names.begin(), names.end(), entry.first) != names.end(),
                  where + "unknown attribute '" + entry.first + "'");
   for (const std::string& name : names)
-    GPUML_EXPECT(attributes.count(name) && !attributes.at(name).empty(), where + "attribute '" + name + "' is missing");
+    GPUML_EXPECT(name == "estimator_seeds_" || (attributes.count(name) && !attributes.at(name).empty()),
+                 where + "attribute '" + name + "' is missing");
   auto expect_shape = [&](const std::string& name, DType dtype, int ndim, int64_t rows, int64_t cols) {
     const ArraySpec spec = attributes.at(name).spec();
     GPUML_EXPECT(attributes.at(name).dtype() == dtype && spec.ndim == ndim && (ndim == 0 || spec.shape[0] == rows) &&
@@ -598,6 +599,14 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
     for (int64_t node = 1; node < size; ++node)
       GPUML_EXPECT(parents[node] == 1, where + "node " + std::to_string(node) + " of tree " + std::to_string(t) +
                                            " has no parent: every node of a tree must be reachable from its root");
+  }
+  if (!attributes.count("estimator_seeds_") || attributes.at("estimator_seeds_").empty()) {
+    // A model saved before the seeds were: it was grown at once (there was no warm start) from
+    // random_state, the seed the bindings always pass.
+    GPUML_EXPECT(params_.random_state.has_value(), where + "attribute 'estimator_seeds_' is missing");
+    HostArray seeds(DType::int64, n_trees);
+    for (int64_t t = 0; t < n_trees; ++t) seeds.as<int64_t>()[t] = static_cast<int64_t>(detail::tree_seed(*params_.random_state, t));
+    attributes["estimator_seeds_"] = std::move(seeds);
   }
   expect_shape("estimator_seeds_", DType::int64, 1, n_trees, 0);
   if (params_.oob_score) {

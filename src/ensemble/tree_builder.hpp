@@ -84,6 +84,10 @@ namespace gpuml::detail {
 
 struct Forest;
 
+// The seed of tree `tree` of a forest grown from `seed`: its bootstrap draws come from it (and
+// its feature draws from tree_seed(it, 0)).
+uint64_t tree_seed(uint64_t seed, int64_t tree);
+
 // A forest of such trees with scikit-learn 1.9's bootstrap: per tree, n (or bootstrap_draws)
 // draws with replacement from a seed derived from `seed` and the tree's index, uniform, or in
 // proportion to the sample weights when there are some; the tree weighs each row by its count.

@@ -70,7 +70,7 @@ def _forest_constraints(criteria):
         "ccp_alpha": [Interval(numbers.Real, 0.0, None, closed="left")],
         "max_samples": [
             None,
-            Interval(RealNotInt, 0.0, None, closed="right"),
+            Interval(RealNotInt, 0.0, None, closed="neither"),
             Interval(numbers.Integral, 1, None, closed="left"),
         ],
         "monotonic_cst": ["array-like", None],
@@ -228,7 +228,7 @@ class _Forest:
             return max(1, int(np.sqrt(d)))
         if mf == "log2":
             return max(1, int(np.log2(d)))
-        if _is_int(mf):
+        if isinstance(mf, numbers.Integral):
             return int(mf)
         return max(1, int(mf * d))
 
@@ -262,6 +262,11 @@ class _Forest:
         if trees is None:
             trees = self.__dict__["_gpuml_trees"] = self.to_sklearn().estimators_
         return trees
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_gpuml_trees", None)  # estimators_ are rebuilt from the model
+        return state
 
     def __len__(self):
         """The number of fitted trees (scikit-learn's ensembles)."""
@@ -442,6 +447,13 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
         classes, labels = self._labels(y)
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
         params["class_weight"] = self._class_weight_json(classes)
+        if self.warm_start and getattr(self, "_gpuml_handle", None) is not None and not (
+            classes.shape == self.classes_.shape and np.array_equal(classes, self.classes_)
+        ):  # the model sees class indices only: the kept trees would vote for other classes
+            raise ValueError(
+                f"With warm_start, y must have the classes of the fitted forest ({self.classes_.tolist()}); "
+                f"got {classes.tolist()}"
+            )
         if not self._fit_forest(X, kind, weights, labels, params):
             return self
         self.classes_ = classes
