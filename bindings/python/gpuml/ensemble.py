@@ -8,8 +8,10 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.metrics import r2_score
-from sklearn.ensemble import RandomForestClassifier as _SkClassifier
-from sklearn.ensemble import RandomForestRegressor as _SkRegressor
+# From the private module: scikit-learn's own classes even where sklearn.ensemble's names are
+# rebound to gpuml's (the upstream test harness does that).
+from sklearn.ensemble._forest import RandomForestClassifier as _SkClassifier
+from sklearn.ensemble._forest import RandomForestRegressor as _SkRegressor
 from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -236,8 +238,9 @@ class _Forest:
         check_is_fitted(self)
         shared = dict(
             criterion=self.criterion, max_depth=self.max_depth, min_samples_split=self.min_samples_split,
-            min_samples_leaf=self.min_samples_leaf, max_features=self.max_features, max_leaf_nodes=self.max_leaf_nodes,
-            min_impurity_decrease=self.min_impurity_decrease,
+            min_samples_leaf=self.min_samples_leaf, min_weight_fraction_leaf=self.min_weight_fraction_leaf,
+            max_features=self.max_features, max_leaf_nodes=self.max_leaf_nodes,
+            min_impurity_decrease=self.min_impurity_decrease, ccp_alpha=self.ccp_alpha,
         )
         forest = forest_class(n_estimators=self.n_estimators, bootstrap=self.bootstrap, oob_score=self.oob_score,
                               max_samples=self.max_samples, random_state=self.random_state, **shared)
@@ -262,6 +265,12 @@ class _Forest:
         if trees is None:
             trees = self.__dict__["_gpuml_trees"] = self.to_sklearn().estimators_
         return trees
+
+    def __getattr__(self, name):
+        # scikit-learn's feature_importances_ is a property that says "not fitted" before a fit.
+        if name == "feature_importances_" and "_gpuml_handle" not in self.__dict__:
+            check_is_fitted(self)
+        return super().__getattr__(name)
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -466,10 +475,9 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
     def to_sklearn(self):
         """This forest as a fitted ``sklearn.ensemble.RandomForestClassifier`` (same trees, same
         predictions for float32 X; scikit-learn compares float32 values with the thresholds)."""
-        from sklearn.ensemble import RandomForestClassifier as SkForest
         from sklearn.tree import DecisionTreeClassifier
 
-        forest = self._to_sklearn(SkForest, DecisionTreeClassifier, self.classes_)
+        forest = self._to_sklearn(_SkClassifier, DecisionTreeClassifier, self.classes_)
         forest.class_weight = self.class_weight
         return forest
 
@@ -566,10 +574,9 @@ class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
     def to_sklearn(self):
         """This forest as a fitted ``sklearn.ensemble.RandomForestRegressor`` (same trees, same
         predictions for float32 X)."""
-        from sklearn.ensemble import RandomForestRegressor as SkForest
         from sklearn.tree import DecisionTreeRegressor
 
-        return self._to_sklearn(SkForest, DecisionTreeRegressor, None)
+        return self._to_sklearn(_SkRegressor, DecisionTreeRegressor, None)
 
     def predict(self, X):
         """The mean prediction of the trees, (n_samples,) float64, in X's array type."""
