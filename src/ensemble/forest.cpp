@@ -131,6 +131,14 @@ void compute_importances(Forest& forest, int64_t d) {
     for (double& v : forest.feature_importances) v /= total;
 }
 
+// ccp_alpha: the trees grown by this fit (from `first`; kept trees were pruned when grown).
+void prune_grown_trees(Forest& forest, int64_t first, const ForestRules& rules) {
+  if (!(rules.tree.ccp_alpha > 0.0)) return;
+#pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
+  for (int64_t t = first; t < static_cast<int64_t>(forest.trees.size()); ++t)
+    prune_tree(forest.trees[t], rules.tree.criterion, forest.width, rules.tree.ccp_alpha);
+}
+
 // The out-of-bag predictions of this rank's rows; the score over every rank's rows.
 template <typename T>
 void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const ForestRules& rules,
@@ -296,6 +304,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
                                                                  rules.threads, distributed ? &comm : nullptr)
                                          : std::vector<Tree>();
       std::move(trees.begin(), trees.end(), forest.trees.begin() + first);
+      prune_grown_trees(forest, first, rules);
       trace.mark("trees (levelwise)");
       compute_importances(forest, d);
       if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, share, cumulative, comm);
@@ -341,6 +350,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     // The feature draws: a second seed from the tree's (the first drew the bootstrap).
     forest.trees[t] = grow_tree(codes.data(), n, d, forest.bins, row_stats.data(), std::move(rows), rules.tree, tree_seed(seed, 0));
   }
+  prune_grown_trees(forest, first, rules);
   compute_importances(forest, d);
   if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, share, cumulative, comm);
   return forest;

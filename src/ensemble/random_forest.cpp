@@ -68,9 +68,6 @@ void validate_params(RandomForestParams& p, bool classification) {
                name + ": min_weight_fraction_leaf must be in [0, 0.5], got " + detail::number_text(p.min_weight_fraction_leaf));
   GPUML_EXPECT(std::isfinite(p.ccp_alpha) && p.ccp_alpha >= 0,
                name + ": ccp_alpha must be finite and >= 0, got " + detail::number_text(p.ccp_alpha));
-  if (p.ccp_alpha > 0)
-    throw_error(ErrorCode::unsupported, name + ": ccp_alpha > 0 (cost-complexity pruning) is not supported yet, got " +
-                                            detail::number_text(p.ccp_alpha));
   const std::string& mf = p.max_features;
   GPUML_EXPECT(mf == "sqrt" || mf == "log2" || mf == "all" || mf == "count" || mf == "fraction",
                name + ": max_features must be \"sqrt\", \"log2\", None, an integer or a fraction, got \"" + mf + "\"");
@@ -328,8 +325,8 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
       for (int64_t i = 0; i < n; ++i) checks[0] += v[i] < 0, checks[1] += static_cast<double>(v[i]);
     });
     comm.allreduce_sum(checks, 2);
-    GPUML_EXPECT(checks[0] == 0, name + ": some value(s) of y are negative, which is not allowed for Poisson regression");
-    GPUML_EXPECT(checks[1] > 0, name + ": the sum of y is not strictly positive, which is necessary for Poisson regression");
+    GPUML_EXPECT(checks[0] == 0, name + ": Some value(s) of y are negative which is not allowed for Poisson regression.");
+    GPUML_EXPECT(checks[1] > 0, name + ": Sum of y is not strictly positive which is necessary for Poisson regression.");
   }
   double weight_total = static_cast<double>(n_all);
   if (!weights.empty()) {
@@ -372,6 +369,7 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   rules.oob_score = params_.oob_score;
   rules.balanced_subsample = classification_ && params_.class_weight_mode == "balanced_subsample" && params_.bootstrap;
   rules.tree.min_weight_fraction_leaf = params_.min_weight_fraction_leaf;
+  rules.tree.ccp_alpha = params_.ccp_alpha;
 
   // warm_start: the trees of warm_start_from's forest, else of this estimator's last fit.
   std::shared_ptr<const detail::WarmStart> kept;

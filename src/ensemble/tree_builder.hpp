@@ -26,6 +26,7 @@ struct TreeRules {
   double min_impurity_decrease = 0.0;
   int64_t max_features = 1;       // features drawn per node (more when the drawn ones are constant)
   int64_t max_leaf_nodes = -1;    // < 0: none (depth-first growth); else best-first growth to that many leaves
+  double ccp_alpha = 0.0;         // > 0: each grown tree is pruned (prune_tree)
 };
 
 // Flat node arrays; node 0 is the root. A leaf has feature −1.
@@ -55,6 +56,12 @@ bool stays_leaf(const TreeRules& rules, int64_t depth, int64_t rows, double impu
 int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows);
 void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
                int32_t left, int32_t right);
+
+// scikit-learn's minimal cost-complexity pruning of a grown tree: while the weakest link (the
+// split whose subtree lowers the weighted impurity least per leaf it adds, R(t) - R(T_t) over
+// |T_t| - 1, with R weighted by the node's share of the root's weight) costs at most ccp_alpha,
+// its subtree becomes a leaf. The kept nodes keep their order (parents before children).
+void prune_tree(Tree& tree, Criterion criterion, int width, double ccp_alpha);
 
 // Regression targets rounded to integer multiples of a power of two per column (S: y; Q: y², or
 // y log y for poisson), small enough that every sum of weight x target over a tree's rows is an

@@ -115,10 +115,6 @@ class _Forest:
             )
         if self.criterion == "absolute_error":
             raise NotImplementedError(f"{type(self).__name__}: criterion='absolute_error' is not supported")
-        if self.ccp_alpha > 0:
-            raise NotImplementedError(
-                f"{type(self).__name__}: ccp_alpha={self.ccp_alpha!r} (cost-complexity pruning) is not supported; use 0.0"
-            )
         if self.monotonic_cst is not None:
             raise NotImplementedError(
                 f"{type(self).__name__}: monotonic_cst={self.monotonic_cst!r} is not supported; use None"
@@ -147,6 +143,7 @@ class _Forest:
             "oob_score": bool(self.oob_score),  # a callable: the C++ out-of-bag predictions, scored here
             "max_samples": None if self.max_samples is None else _count_or_fraction(self.max_samples),
             "warm_start": bool(self.warm_start),
+            "ccp_alpha": float(self.ccp_alpha),
             "n_bins": int(self.n_bins),
             "random_state": seed_from(self.random_state),
         }
@@ -357,12 +354,12 @@ _SHARED_DOC = """
     thread count and device. With ``max_leaf_nodes``, trees grow best-first as in scikit-learn.
     ``warm_start=True`` keeps the fitted trees and grows trees len(estimators_)..n_estimators-1 as a
     fit of n_estimators trees with the same random_state would. ``oob_score`` may be a callable
-    ``score(y, predictions)``. ``min_weight_fraction_leaf`` > 0 grows the trees on the host (also on
+    ``score(y, predictions)``. ``ccp_alpha`` prunes each tree after growth (scikit-learn's minimal
+    cost-complexity pruning). ``min_weight_fraction_leaf`` > 0 grows the trees on the host (also on
     ``device="cuda"``).
 
     Accepted and ignored: ``n_jobs`` (the CPU backend uses all of OpenMP's threads), ``verbose``
-    (gpuml prints nothing). Not supported (NotImplementedError): ``ccp_alpha`` > 0,
-    ``monotonic_cst`` other than None, criterion ``"absolute_error"`` or a Criterion object;
+    (gpuml prints nothing). Not supported (NotImplementedError): ``monotonic_cst`` other than None, criterion ``"absolute_error"`` or a Criterion object;
     multi-output y and NaN in X are ValueErrors. ``criterion="friedman_mse"`` is scikit-learn 1.9's
     deprecated alias of ``"squared_error"`` (FutureWarning).
 

@@ -55,7 +55,8 @@ struct RandomForestParams {
   // and grows trees len..n_estimators-1 as a fit of n_estimators trees would (n_estimators must
   // be at least the kept count; equal: no new tree).
   bool warm_start = false;
-  // Minimal cost-complexity pruning (scikit-learn's ccp_alpha): only 0 (no pruning) for now.
+  // >= 0: each tree is pruned after growth by scikit-learn's minimal cost-complexity pruning
+  // (subtrees whose impurity decrease per added leaf is at most ccp_alpha become leaves).
   double ccp_alpha = 0.0;
   int64_t n_bins = 256;                 // in [2, 256]
 };
