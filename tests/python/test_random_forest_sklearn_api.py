@@ -254,7 +254,7 @@ def test_friedman_mse_is_sklearns_deprecated_alias(rng):
 
 
 @pytest.mark.parametrize("Forest", [RandomForestClassifier, RandomForestRegressor])
-def test_cuda_warm_start_and_weight_fraction_grow_the_cpu_forest(rng, Forest):
+def test_cuda_warm_start_weight_fraction_and_pruning_grow_the_cpu_forest(rng, Forest):
     if "cuda" not in DEVICES:
         cuda_or_skip("no CUDA device: nothing to compare the host fit with")
     X, y = data(rng, Forest, n=3000)
@@ -262,6 +262,6 @@ def test_cuda_warm_start_and_weight_fraction_grow_the_cpu_forest(rng, Forest):
     forests = []
     for device in ("cpu", "cuda"):
         forest = Forest(n_estimators=4, random_state=seed, warm_start=True, device=device).fit(X, y)
-        forest.set_params(n_estimators=9, min_weight_fraction_leaf=0.01, oob_score=True).fit(X, y)
+        forest.set_params(n_estimators=9, min_weight_fraction_leaf=0.01, ccp_alpha=1e-4, oob_score=True).fit(X, y)
         forests.append(pickle.dumps(forest.set_params(device="cpu")))
     assert forests[0] == forests[1]
