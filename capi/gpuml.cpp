@@ -452,6 +452,18 @@ gpuml_status_t gpuml_estimator_fit(gpuml_context_t ctx, gpuml_estimator_t est, c
   });
 }
 
+gpuml_status_t gpuml_estimator_warm_start_from(gpuml_estimator_t est, gpuml_estimator_t previous) {
+  const char* function = "gpuml_estimator_warm_start_from";
+  return guarded(function, [&] {
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    const gpuml::Estimator& source = estimator_of(previous, function);
+    if (est == previous) invalid(std::string(function) + ": est and previous are the same handle");
+    std::unique_lock<std::shared_mutex> lock(est->mutex);
+    std::shared_lock<std::shared_mutex> source_lock(previous->mutex);
+    estimator.warm_start_from(source);
+  });
+}
+
 gpuml_status_t gpuml_estimator_output_shape(gpuml_estimator_t est, const char* method, int64_t n_rows, int32_t* dtype,
                                             int32_t* ndim, int64_t shape[2]) {
   const char* function = "gpuml_estimator_output_shape";

@@ -24,6 +24,9 @@ void Estimator::transform(Context&, const ArrayView&, const ArrayView&) const {
 void Estimator::predict_proba(Context&, const ArrayView&, const ArrayView&) const {
   throw_error(ErrorCode::unsupported, std::string(kind()) + " has no predict_proba");
 }
+void Estimator::warm_start_from(const Estimator&) {
+  throw_error(ErrorCode::unsupported, std::string(kind()) + " has no warm start from another estimator");
+}
 void Estimator::require_fitted() const {
   if (!fitted())
     throw_error(ErrorCode::not_fitted,

@@ -14,7 +14,6 @@
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
-namespace {
 
 uint64_t tree_seed(uint64_t seed, int64_t tree) {  // splitmix64 of (seed, tree)
   uint64_t x = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(tree + 1);
@@ -22,6 +21,8 @@ uint64_t tree_seed(uint64_t seed, int64_t tree) {  // splitmix64 of (seed, tree)
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+
+namespace {
 
 // This rank's rows: rows [offset, offset + n) of all ranks' `total` (offset 0, total n in one process).
 struct RowShare {
@@ -130,6 +131,14 @@ void compute_importances(Forest& forest, int64_t d) {
     for (double& v : forest.feature_importances) v /= total;
 }
 
+// ccp_alpha: the trees grown by this fit (from `first`; kept trees were pruned when grown).
+void prune_grown_trees(Forest& forest, int64_t first, const ForestRules& rules) {
+  if (!(rules.tree.ccp_alpha > 0.0)) return;
+#pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
+  for (int64_t t = first; t < static_cast<int64_t>(forest.trees.size()); ++t)
+    prune_tree(forest.trees[t], rules.tree.criterion, forest.width, rules.tree.ccp_alpha);
+}
+
 // The out-of-bag predictions of this rank's rows; the score over every rank's rows.
 template <typename T>
 void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const ForestRules& rules,
@@ -138,7 +147,7 @@ void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t
   std::vector<double> sums(static_cast<std::size_t>(n * k), 0.0);
   std::vector<int32_t> trees_out(static_cast<std::size_t>(n), 0);
   for (int64_t t = 0; t < static_cast<int64_t>(forest.trees.size()); ++t) {  // trees in order: fixed sums
-    const std::vector<int32_t> counts = bootstrap_counts(tree_seed(rules.seed, t), share, rules, cumulative);
+    const std::vector<int32_t> counts = bootstrap_counts(forest.tree_seeds[t], share, rules, cumulative);
     const Tree& tree = forest.trees[t];
 #pragma omp parallel for num_threads(rules.threads) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
@@ -223,7 +232,26 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads, &comm);
   trace.mark("find_bins");
   forest.n_features = d;
+  // warm_start: the kept trees first, then trees [first, n_estimators) grown from this fit's seed.
+  const int64_t first = rules.kept != nullptr ? static_cast<int64_t>(rules.kept->trees.size()) : 0;
+  if (rules.kept != nullptr) {
+    GPUML_EXPECT(rules.kept->tree_seeds.size() == rules.kept->trees.size(), "fit_forest: every kept tree needs its seed");
+    GPUML_EXPECT(rules.kept->n_features == d && rules.kept->width == rules.tree.width &&
+                     rules.kept->classification == forest.classification,
+                 "fit_forest: the kept trees were fitted on other features or targets");
+    GPUML_EXPECT(first <= rules.n_estimators, "fit_forest: more trees kept than n_estimators");
+  }
   forest.trees.resize(static_cast<std::size_t>(rules.n_estimators));
+  forest.tree_seeds.resize(static_cast<std::size_t>(rules.n_estimators));
+  for (int64_t t = 0; t < rules.n_estimators; ++t) {
+    if (t < first) {
+      forest.trees[t] = rules.kept->trees[t];
+      forest.tree_seeds[t] = rules.kept->tree_seeds[t];
+    } else {
+      forest.tree_seeds[t] = tree_seed(rules.seed, t);
+    }
+  }
+  const int64_t grown = rules.n_estimators - first;
   const int width = forest.width;
   const Cumulative cumulative = rules.bootstrap ? cumulative_weights(sample_weight, n, comm) : Cumulative();
   // Regression targets in exact units (tree_builder.hpp): the same sums on every backend, and in
@@ -233,17 +261,18 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   const bool in_scope = levelwise_eligible(rules, sample_weight != nullptr);
   if (distributed && !in_scope)
     throw_error(ErrorCode::unsupported,
-                "a random forest fitted over several ranks needs integer row weights: bootstrap=False with sample_weight "
-                "or class_weight, and class_weight=\"balanced_subsample\", are not supported there yet");
+                "a random forest fitted over several ranks needs integer row weights and no min_weight_fraction_leaf: "
+                "bootstrap=False with sample_weight or class_weight, class_weight=\"balanced_subsample\" and "
+                "min_weight_fraction_leaf > 0 are not supported there yet");
   if ((rules.device != nullptr || distributed) && in_scope) {
     // The same trees, grown level by level on the device (or over the ranks): the bootstrap
     // counts (as bytes) and the feature-draw seeds come from the same streams as below.
-    std::vector<uint8_t> weights(static_cast<std::size_t>(rules.n_estimators * n));
-    std::vector<uint64_t> seeds(static_cast<std::size_t>(rules.n_estimators));
+    std::vector<uint8_t> weights(static_cast<std::size_t>(grown * n));
+    std::vector<uint64_t> seeds(static_cast<std::size_t>(grown));
     bool fits = true;
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic) reduction(&& : fits)
-    for (int64_t t = 0; t < rules.n_estimators; ++t) {
-      const uint64_t seed = tree_seed(rules.seed, t);
+    for (int64_t t = 0; t < grown; ++t) {
+      const uint64_t seed = forest.tree_seeds[first + t];
       const std::vector<int32_t> counts = bootstrap_counts(seed, share, rules, cumulative);
       for (int64_t i = 0; i < n; ++i) {
         fits = fits && counts[i] <= 255;
@@ -271,8 +300,11 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
       }
       backend->load(X, n, d, forest.bins, targets);  // binned on the device (or on this rank; ranges of all ranks)
       trace.mark("load (X binned on the device)");
-      forest.trees = grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights, seeds, rules.tree, rules.threads,
-                                          distributed ? &comm : nullptr);
+      std::vector<Tree> trees = grown > 0 ? grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights, seeds, rules.tree,
+                                                                 rules.threads, distributed ? &comm : nullptr)
+                                         : std::vector<Tree>();
+      std::move(trees.begin(), trees.end(), forest.trees.begin() + first);
+      prune_grown_trees(forest, first, rules);
       trace.mark("trees (levelwise)");
       compute_importances(forest, d);
       if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, share, cumulative, comm);
@@ -284,8 +316,8 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   value_ranges(X, n, d, codes.data(), forest.bins, rules.threads);
   trace.mark("bin_rows, value_ranges");
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
-  for (int64_t t = 0; t < rules.n_estimators; ++t) {
-    const uint64_t seed = tree_seed(rules.seed, t);
+  for (int64_t t = first; t < rules.n_estimators; ++t) {
+    const uint64_t seed = forest.tree_seeds[t];
     const std::vector<int32_t> counts = bootstrap_counts(seed, share, rules, cumulative);
     std::vector<double> subsample_weight;  // per class, balanced_subsample
     if (rules.balanced_subsample) {
@@ -318,6 +350,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     // The feature draws: a second seed from the tree's (the first drew the bootstrap).
     forest.trees[t] = grow_tree(codes.data(), n, d, forest.bins, row_stats.data(), std::move(rows), rules.tree, tree_seed(seed, 0));
   }
+  prune_grown_trees(forest, first, rules);
   compute_importances(forest, d);
   if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, share, cumulative, comm);
   return forest;

@@ -75,7 +75,8 @@ Tree depth_first(const Tree& tree, int width) {
 bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
   // With bootstrap, sample weights only choose the rows (the counts are integers).
   const bool integer_weights = !has_sample_weight || rules.bootstrap;
-  return integer_weights && !rules.balanced_subsample && rules.tree.width <= 64;
+  // min_weight_fraction_leaf is checked by the host's split search only (grow_tree).
+  return integer_weights && !rules.balanced_subsample && rules.tree.width <= 64 && rules.tree.min_weight_fraction_leaf == 0.0;
 }
 
 std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,

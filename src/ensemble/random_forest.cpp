@@ -22,6 +22,14 @@
 
 namespace gpuml {
 
+namespace detail {
+// A forest's trees and classes kept for a warm-started fit.
+struct WarmStart {
+  Forest forest;
+  std::vector<double> classes;  // the classifier's labels
+};
+}  // namespace detail
+
 namespace {
 
 constexpr int32_t kLeafFeature = -2;  // scikit-learn's TREE_UNDEFINED
@@ -56,6 +64,10 @@ void validate_params(RandomForestParams& p, bool classification) {
                    detail::number_text(leaf.value));
   GPUML_EXPECT(std::isfinite(p.min_impurity_decrease) && p.min_impurity_decrease >= 0,
                name + ": min_impurity_decrease must be finite and >= 0");
+  GPUML_EXPECT(p.min_weight_fraction_leaf >= 0 && p.min_weight_fraction_leaf <= 0.5,
+               name + ": min_weight_fraction_leaf must be in [0, 0.5], got " + detail::number_text(p.min_weight_fraction_leaf));
+  GPUML_EXPECT(std::isfinite(p.ccp_alpha) && p.ccp_alpha >= 0,
+               name + ": ccp_alpha must be finite and >= 0, got " + detail::number_text(p.ccp_alpha));
   const std::string& mf = p.max_features;
   GPUML_EXPECT(mf == "sqrt" || mf == "log2" || mf == "all" || mf == "count" || mf == "fraction",
                name + ": max_features must be \"sqrt\", \"log2\", None, an integer or a fraction, got \"" + mf + "\"");
@@ -115,6 +127,9 @@ HostArray scalar_of(DType dtype, T value) {
 
 // The fitted trees as the attribute arrays (see random_forest.hpp).
 void tree_attributes(const detail::Forest& forest, std::map<std::string, HostArray>& out) {
+  HostArray seeds(DType::int64, static_cast<int64_t>(forest.tree_seeds.size()));
+  for (std::size_t t = 0; t < forest.tree_seeds.size(); ++t) seeds.as<int64_t>()[t] = static_cast<int64_t>(forest.tree_seeds[t]);
+  out["estimator_seeds_"] = std::move(seeds);
   int64_t total = 0;
   std::vector<int64_t> offsets{0};
   for (const detail::Tree& tree : forest.trees) offsets.push_back(total += tree.node_count());
@@ -158,7 +173,68 @@ void tree_attributes(const detail::Forest& forest, std::map<std::string, HostArr
 
 const std::vector<std::string> kTreeAttributes = {
     "estimator_node_offsets_", "nodes_feature_",   "nodes_threshold_", "nodes_children_left_",     "nodes_children_right_",
-    "nodes_value_",            "nodes_impurity_", "nodes_n_samples_",  "nodes_weighted_n_samples_"};
+    "nodes_value_",            "nodes_impurity_", "nodes_n_samples_",  "nodes_weighted_n_samples_",
+    "estimator_seeds_"};
+
+// The trees of a fitted forest's attributes (a warm start keeps them): what the fit needs of them,
+// the walk, each leaf's weighted statistics, and each split's impurity improvement (up to the
+// factor 1 / root weight, which the per-tree normalized importances do not see).
+detail::Forest forest_of_attributes(const std::map<std::string, HostArray>& a, bool classification) {
+  const int64_t d = a.at("feature_importances_").spec().shape[0];
+  const int64_t k = a.at("nodes_value_").spec().shape[1];
+  const int width = classification ? static_cast<int>(k) : 3;
+  detail::Forest forest;
+  forest.n_features = d;
+  forest.classification = classification;
+  forest.width = width;
+  const int64_t* offsets = a.at("estimator_node_offsets_").as<const int64_t>();
+  const int64_t n_trees = a.at("estimator_node_offsets_").spec().shape[0] - 1;
+  const int32_t* feature = a.at("nodes_feature_").as<const int32_t>();
+  const int32_t* left = a.at("nodes_children_left_").as<const int32_t>();
+  const int32_t* right = a.at("nodes_children_right_").as<const int32_t>();
+  const double* threshold = a.at("nodes_threshold_").as<const double>();
+  const double* value = a.at("nodes_value_").as<const double>();
+  const double* impurity = a.at("nodes_impurity_").as<const double>();
+  const int64_t* rows = a.at("nodes_n_samples_").as<const int64_t>();
+  const double* weighted = a.at("nodes_weighted_n_samples_").as<const double>();
+  const int64_t* seeds = a.at("estimator_seeds_").as<const int64_t>();
+  for (int64_t t = 0; t < n_trees; ++t) {
+    detail::Tree tree;
+    for (int64_t at = offsets[t]; at < offsets[t + 1]; ++at) {
+      std::vector<double> stats(static_cast<std::size_t>(width), 0.0);
+      if (classification) {
+        for (int64_t c = 0; c < k; ++c) stats[c] = value[at * k + c] * weighted[at];
+      } else {
+        stats[0] = weighted[at];
+        stats[1] = value[at] * weighted[at];
+      }
+      detail::new_node(tree, width, stats.data(), impurity[at], rows[at]);
+    }
+    for (int64_t node = 0; node < tree.node_count(); ++node) {
+      const int64_t at = offsets[t] + node;
+      if (feature[at] == kLeafFeature) continue;
+      tree.feature[node] = feature[at];
+      tree.threshold[node] = threshold[at];
+      tree.left[node] = left[at];
+      tree.right[node] = right[at];
+      const int64_t l = offsets[t] + left[at], r = offsets[t] + right[at];
+      tree.improvement[node] = weighted[at] * impurity[at] - weighted[l] * impurity[l] - weighted[r] * impurity[r];
+    }
+    forest.trees.push_back(std::move(tree));
+    forest.tree_seeds.push_back(static_cast<uint64_t>(seeds[t]));
+  }
+  return forest;
+}
+
+std::shared_ptr<const detail::WarmStart> warm_start_of(const std::map<std::string, HostArray>& a, bool classification) {
+  auto kept = std::make_shared<detail::WarmStart>();
+  kept->forest = forest_of_attributes(a, classification);
+  if (classification) {
+    const HostArray& classes = a.at("classes_");
+    kept->classes.assign(classes.as<const double>(), classes.as<const double>() + classes.spec().shape[0]);
+  }
+  return kept;
+}
 
 }  // namespace
 
@@ -249,8 +325,8 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
       for (int64_t i = 0; i < n; ++i) checks[0] += v[i] < 0, checks[1] += static_cast<double>(v[i]);
     });
     comm.allreduce_sum(checks, 2);
-    GPUML_EXPECT(checks[0] == 0, name + ": some value(s) of y are negative, which is not allowed for Poisson regression");
-    GPUML_EXPECT(checks[1] > 0, name + ": the sum of y is not strictly positive, which is necessary for Poisson regression");
+    GPUML_EXPECT(checks[0] == 0, name + ": Some value(s) of y are negative which is not allowed for Poisson regression.");
+    GPUML_EXPECT(checks[1] > 0, name + ": Sum of y is not strictly positive which is necessary for Poisson regression.");
   }
   double weight_total = static_cast<double>(n_all);
   if (!weights.empty()) {
@@ -292,6 +368,23 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   rules.comm = distributed ? &comm : nullptr;
   rules.oob_score = params_.oob_score;
   rules.balanced_subsample = classification_ && params_.class_weight_mode == "balanced_subsample" && params_.bootstrap;
+  rules.tree.min_weight_fraction_leaf = params_.min_weight_fraction_leaf;
+  rules.tree.ccp_alpha = params_.ccp_alpha;
+
+  // warm_start: the trees of warm_start_from's forest, else of this estimator's last fit.
+  std::shared_ptr<const detail::WarmStart> kept;
+  if (params_.warm_start) kept = warm_start_source_ ? warm_start_source_ : fitted() ? warm_start_of(attributes_, classification_) : nullptr;
+  if (kept) {
+    const int64_t kept_d = kept->forest.n_features;
+    const int64_t kept_trees = static_cast<int64_t>(kept->forest.trees.size());
+    GPUML_EXPECT(params_.n_estimators >= kept_trees, "n_estimators=" + std::to_string(params_.n_estimators) +
+                                                         " must be larger or equal to len(estimators_)=" +
+                                                         std::to_string(kept_trees) + " when warm_start==True");
+    GPUML_EXPECT(kept_d == d, name + ": X has " + std::to_string(d) + " features, but the forest warm_start continues was fitted with " +
+                                  std::to_string(kept_d) + " features");
+    GPUML_EXPECT(kept->classes == labels.classes, name + ": with warm_start, y must have the classes of the forest it continues");
+    rules.kept = &kept->forest;
+  }
 
   const detail::Forest forest = detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -316,7 +409,16 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   }
   attributes_ = std::move(attributes);
   n_features_in_ = scalar_of<int64_t>(DType::int64, d);
+  warm_start_source_.reset();
   rebuild_forest();
+}
+
+void RandomForestBase::warm_start_from(const Estimator& previous) {
+  const auto* forest = dynamic_cast<const RandomForestBase*>(&previous);
+  GPUML_EXPECT(forest != nullptr && std::string(previous.kind()) == kind(),
+               std::string(kind()) + ": warm_start_from needs a " + kind() + ", got a " + previous.kind());
+  forest->require_fitted();
+  warm_start_source_ = warm_start_of(forest->attributes_, classification_);
 }
 
 // The prediction trees from the attribute arrays: the one path for a fitted and a restored model.
@@ -414,7 +516,8 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
     GPUML_EXPECT(std::find(names.begin(), names.end(), entry.first) != names.end(),
                  where + "unknown attribute '" + entry.first + "'");
   for (const std::string& name : names)
-    GPUML_EXPECT(attributes.count(name) && !attributes.at(name).empty(), where + "attribute '" + name + "' is missing");
+    GPUML_EXPECT(name == "estimator_seeds_" || (attributes.count(name) && !attributes.at(name).empty()),
+                 where + "attribute '" + name + "' is missing");
   auto expect_shape = [&](const std::string& name, DType dtype, int ndim, int64_t rows, int64_t cols) {
     const ArraySpec spec = attributes.at(name).spec();
     GPUML_EXPECT(attributes.at(name).dtype() == dtype && spec.ndim == ndim && (ndim == 0 || spec.shape[0] == rows) &&
@@ -495,6 +598,15 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
       GPUML_EXPECT(parents[node] == 1, where + "node " + std::to_string(node) + " of tree " + std::to_string(t) +
                                            " has no parent: every node of a tree must be reachable from its root");
   }
+  if (!attributes.count("estimator_seeds_") || attributes.at("estimator_seeds_").empty()) {
+    // A model saved before the seeds were: it was grown at once (there was no warm start) from
+    // random_state, the seed the bindings always pass.
+    GPUML_EXPECT(params_.random_state.has_value(), where + "attribute 'estimator_seeds_' is missing");
+    HostArray seeds(DType::int64, n_trees);
+    for (int64_t t = 0; t < n_trees; ++t) seeds.as<int64_t>()[t] = static_cast<int64_t>(detail::tree_seed(*params_.random_state, t));
+    attributes["estimator_seeds_"] = std::move(seeds);
+  }
+  expect_shape("estimator_seeds_", DType::int64, 1, n_trees, 0);
   if (params_.oob_score) {
     expect_shape("oob_score_", DType::float64, 0, 0, 0);
     const std::string oob = classification_ ? "oob_decision_function_" : "oob_prediction_";
@@ -517,6 +629,7 @@ std::string RandomForestBase::get_params_json() const {
   j["max_depth"] = params_.max_depth < 0 ? nlohmann::json(nullptr) : nlohmann::json(params_.max_depth);
   j["min_samples_split"] = count(params_.min_samples_split);
   j["min_samples_leaf"] = count(params_.min_samples_leaf);
+  j["min_weight_fraction_leaf"] = params_.min_weight_fraction_leaf;
   j["min_impurity_decrease"] = params_.min_impurity_decrease;
   const std::string& mf = params_.max_features;
   j["max_features"] = mf == "all"       ? nlohmann::json(nullptr)
@@ -529,6 +642,8 @@ std::string RandomForestBase::get_params_json() const {
   if (classification_) j["class_weight"] = detail::class_weight_json(params_.class_weight_mode, params_.class_weight);
   j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
   j["oob_score"] = params_.oob_score;
+  j["warm_start"] = params_.warm_start;
+  j["ccp_alpha"] = params_.ccp_alpha;
   j["n_bins"] = params_.n_bins;
   return j.dump();
 }
@@ -589,6 +704,7 @@ RandomForestParams forest_params_from(const nlohmann::json& params, const char* 
   if (reader.has("max_depth") && p.max_depth < 1) reader.fail("max_depth", "an integer >= 1 or null");
   p.min_samples_split = count_or_fraction(reader, "min_samples_split", p.min_samples_split);
   p.min_samples_leaf = count_or_fraction(reader, "min_samples_leaf", p.min_samples_leaf);
+  p.min_weight_fraction_leaf = reader.get_double("min_weight_fraction_leaf", p.min_weight_fraction_leaf);
   p.min_impurity_decrease = reader.get_double("min_impurity_decrease", p.min_impurity_decrease);
   // max_features: absent = the default; null = all; "sqrt" / "log2"; an integer; a float.
   if (params.is_object() && params.contains("max_features")) {
@@ -613,6 +729,8 @@ RandomForestParams forest_params_from(const nlohmann::json& params, const char* 
   if (classification) read_class_weight(reader, {"balanced", "balanced_subsample"}, p.class_weight_mode, p.class_weight);
   p.random_state = reader.get_seed("random_state");
   p.oob_score = reader.get_bool("oob_score", p.oob_score);
+  p.warm_start = reader.get_bool("warm_start", p.warm_start);
+  p.ccp_alpha = reader.get_double("ccp_alpha", p.ccp_alpha);
   p.n_bins = reader.get_int("n_bins", p.n_bins);
   reader.finish();
   return p;

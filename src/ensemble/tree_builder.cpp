@@ -66,6 +66,69 @@ void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t featur
   tree.improvement[node] = improvement;
 }
 
+void prune_tree(Tree& tree, Criterion criterion, int width, double ccp_alpha) {
+  const int64_t n = tree.node_count();
+  if (n <= 1 || !(ccp_alpha > 0.0)) return;
+  std::vector<double> r_node(static_cast<std::size_t>(n)), r_branch(static_cast<std::size_t>(n), 0.0);
+  std::vector<int64_t> leaves(static_cast<std::size_t>(n), 0), parent(static_cast<std::size_t>(n), -1);
+  const double total = stats_weight(criterion, tree.stats.data(), width);
+  for (int64_t i = 0; i < n; ++i) {
+    r_node[i] = stats_weight(criterion, tree.stats.data() + i * width, width) * tree.impurity[i] / total;
+    if (tree.feature[i] >= 0) parent[tree.left[i]] = parent[tree.right[i]] = i;
+  }
+  std::vector<uint8_t> leaf(static_cast<std::size_t>(n)), candidate(static_cast<std::size_t>(n)), kept(static_cast<std::size_t>(n), 1);
+  for (int64_t i = 0; i < n; ++i) {
+    leaf[i] = tree.feature[i] < 0;
+    candidate[i] = !leaf[i];
+    if (!leaf[i]) continue;
+    r_branch[i] = r_node[i];
+    for (int64_t p = parent[i]; p >= 0; p = parent[p]) r_branch[p] += r_node[i], ++leaves[p];
+  }
+  std::vector<int64_t> stack;
+  while (candidate[0]) {
+    double weakest = DBL_MAX;
+    int64_t pruned = -1;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!candidate[i]) continue;
+      const double alpha = (r_node[i] - r_branch[i]) / static_cast<double>(leaves[i] - 1);
+      if (alpha < weakest) weakest = alpha, pruned = i;
+    }
+    if (ccp_alpha < weakest) break;
+    stack.assign(1, pruned);  // the subtree goes, its root stays as a leaf
+    while (!stack.empty()) {
+      const int64_t node = stack.back();
+      stack.pop_back();
+      if (!kept[node]) continue;
+      candidate[node] = leaf[node] = kept[node] = 0;
+      if (tree.feature[node] >= 0) stack.insert(stack.end(), {tree.left[node], tree.right[node]});
+    }
+    leaf[pruned] = kept[pruned] = 1;
+    const int64_t removed = leaves[pruned] - 1;
+    const double r_diff = r_node[pruned] - r_branch[pruned];
+    leaves[pruned] = 0;
+    r_branch[pruned] = r_node[pruned];
+    for (int64_t p = parent[pruned]; p >= 0; p = parent[p]) leaves[p] -= removed, r_branch[p] += r_diff;
+  }
+  // The kept nodes, renumbered in their order; a pruned split becomes a leaf.
+  std::vector<int32_t> id(static_cast<std::size_t>(n), -1);
+  Tree out;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!kept[i]) continue;
+    id[i] = new_node(out, width, tree.stats.data() + i * width, tree.impurity[i], tree.rows[i]);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (!kept[i] || leaf[i]) continue;
+    const int32_t at = id[i];
+    out.feature[at] = tree.feature[i];
+    out.bin[at] = tree.bin[i];
+    out.threshold[at] = tree.threshold[i];
+    out.left[at] = id[tree.left[i]];
+    out.right[at] = id[tree.right[i]];
+    out.improvement[at] = tree.improvement[i];
+  }
+  tree = std::move(out);
+}
+
 Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins, const double* row_stats,
                std::vector<int32_t> rows, const TreeRules& rules, uint64_t seed) {
   GPUML_EXPECT(rules.max_features >= 1 && rules.max_features <= d, "max_features must be in [1, n_features]");
@@ -85,6 +148,8 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   split_rules.criterion = rules.criterion;
   split_rules.min_samples_leaf = rules.min_samples_leaf;
   split_rules.root_weight = root_weight;
+  // scikit-learn's min_weight_leaf: the fraction of the weight the tree was given (its root's).
+  split_rules.min_weight_leaf = rules.min_weight_fraction_leaf * root_weight;
 
   std::vector<int64_t> order(static_cast<std::size_t>(d));
   std::vector<int32_t> scratch(rows.size());

@@ -22,9 +22,11 @@ struct TreeRules {
   int64_t max_depth = -1;         // < 0: none
   int64_t min_samples_split = 2;  // rows
   int64_t min_samples_leaf = 1;   // rows
+  double min_weight_fraction_leaf = 0.0;  // each child's share of the tree's total (root) weight, at least
   double min_impurity_decrease = 0.0;
   int64_t max_features = 1;       // features drawn per node (more when the drawn ones are constant)
   int64_t max_leaf_nodes = -1;    // < 0: none (depth-first growth); else best-first growth to that many leaves
+  double ccp_alpha = 0.0;         // > 0: each grown tree is pruned (prune_tree)
 };
 
 // Flat node arrays; node 0 is the root. A leaf has feature −1.
@@ -55,6 +57,12 @@ int32_t new_node(Tree& tree, int width, const double* stats, double impurity, in
 void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
                int32_t left, int32_t right);
 
+// scikit-learn's minimal cost-complexity pruning of a grown tree: while the weakest link (the
+// split whose subtree lowers the weighted impurity least per leaf it adds, R(t) - R(T_t) over
+// |T_t| - 1, with R weighted by the node's share of the root's weight) costs at most ccp_alpha,
+// its subtree becomes a leaf. The kept nodes keep their order (parents before children).
+void prune_tree(Tree& tree, Criterion criterion, int width, double ccp_alpha);
+
 // Regression targets rounded to integer multiples of a power of two per column (S: y; Q: y², or
 // y log y for poisson), small enough that every sum of weight x target over a tree's rows is an
 // integer below 2^53 units when the weights are integers summing to at most weight_total: such
@@ -80,6 +88,12 @@ GPUML_API void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, i
 }  // namespace gpuml::detail
 
 namespace gpuml::detail {
+
+struct Forest;
+
+// The seed of tree `tree` of a forest grown from `seed`: its bootstrap draws come from it (and
+// its feature draws from tree_seed(it, 0)).
+uint64_t tree_seed(uint64_t seed, int64_t tree);
 
 // A forest of such trees with scikit-learn 1.9's bootstrap: per tree, n (or bootstrap_draws)
 // draws with replacement from a seed derived from `seed` and the tree's index, uniform, or in
@@ -108,12 +122,18 @@ struct ForestRules {
   // trees grow level by level with each level's histograms summed over the ranks (levelwise.hpp;
   // its scope only: integer row weights). Null or one rank: a single process.
   Comm* comm = nullptr;
+  // warm_start: trees kept from an earlier fit (with their bootstrap seeds). They become trees
+  // [0, kept) of the forest, and trees [kept, n_estimators) are grown as a fit of this seed would
+  // grow them (tree t from the t-th tree seed), so a forest grown in steps is the forest grown at
+  // once. Importances and the out-of-bag predictions cover all trees. Null: none kept.
+  const Forest* kept = nullptr;
 };
 
 struct Forest {
   FeatureBins bins;
   int64_t n_features = 0;
   std::vector<Tree> trees;
+  std::vector<uint64_t> tree_seeds;  // per tree: the seed of its bootstrap draws (tree_seed(forest seed, t))
   int width = 0;
   bool classification = true;
   // scikit-learn's feature_importances_: each tree's impurity improvements per feature normalized

@@ -137,6 +137,10 @@ class EstimatorHandle:
         function = getattr(_lib.lib, f"gpuml_estimator_{method}")
         _lib.check(function(context.handle, self.handle, ctypes.byref(X), ctypes.byref(out)))
 
+    def warm_start_from(self, previous):
+        """This estimator's next fit continues from `previous`'s fitted model (warm_start)."""
+        _lib.check(_lib.lib.gpuml_estimator_warm_start_from(self.handle, previous.handle))
+
     def set_attribute(self, context, name, value):
         """Replaces a fitted attribute with `value` (a host NumPy array of the attribute's shape)."""
         value = np.array(value, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
@@ -355,10 +359,11 @@ class GpumlEstimator(BaseEstimator):
         return X
 
     # -- calls through the C ABI -----------------------------------------------------------
-    def _gpuml_fit(self, X, kind, sample_weight=None, y=None, params=None):
+    def _gpuml_fit(self, X, kind, sample_weight=None, y=None, params=None, previous=None):
         """Creates a fresh C estimator from the current parameters, fits it, and copies the
         fitted attributes into this object. X (and y, sample_weight) are prepared arrays;
-        `params` (the JSON parameters) defaults to ``self._gpuml_params(X)``."""
+        `params` (the JSON parameters) defaults to ``self._gpuml_params(X)``. `previous` (an
+        EstimatorHandle): a fitted model the fit continues (warm_start)."""
         context = self._context_for(kind)
         params = self._gpuml_params(X) if params is None else params
         if "random_state" in params and getattr(self, "random_state", 0) is None and _n_ranks(context) > 1:
@@ -366,6 +371,8 @@ class GpumlEstimator(BaseEstimator):
             # would refuse to fit with different seeds. Unset, the C++ fit takes rank 0's seed.
             params = {**params, "random_state": None}
         handle = EstimatorHandle.create(self._gpuml_kind, params)
+        if previous is not None:
+            handle.warm_start_from(previous)
         keep = []
         X_desc, k = _array.descriptor(X, kind.device_id)
         keep.append(k)

@@ -82,6 +82,7 @@ _SIGNATURES = {
     "gpuml_estimator_predict": (_status_t, [_context_t, _estimator_t, _array_p, _array_p]),
     "gpuml_estimator_transform": (_status_t, [_context_t, _estimator_t, _array_p, _array_p]),
     "gpuml_estimator_predict_proba": (_status_t, [_context_t, _estimator_t, _array_p, _array_p]),
+    "gpuml_estimator_warm_start_from": (_status_t, [_estimator_t, _estimator_t]),
     "gpuml_estimator_attribute_shape": (_status_t, [_estimator_t, ctypes.c_char_p, _i32_p, _i32_p, _i64x2]),
     "gpuml_estimator_get_attribute": (_status_t, [_context_t, _estimator_t, ctypes.c_char_p, _array_p]),
     "gpuml_estimator_serialized_size": (_status_t, [_estimator_t, ctypes.POINTER(ctypes.c_uint64)]),

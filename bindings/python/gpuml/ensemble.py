@@ -8,13 +8,17 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.metrics import r2_score
-from sklearn.utils import check_random_state
+# From the private module: scikit-learn's own classes even where sklearn.ensemble's names are
+# rebound to gpuml's (the upstream test harness does that).
+from sklearn.ensemble._forest import RandomForestClassifier as _SkClassifier
+from sklearn.ensemble._forest import RandomForestRegressor as _SkRegressor
+from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator, _python_scalar
+from ._base import GpumlEstimator, _python_scalar, seed_from, worded_as_sklearn
 from ._classifier import GpumlClassifier
-from ._context import get_context
+from ._context import check_device, get_context
 
 __all__ = ["RandomForestClassifier", "RandomForestRegressor"]
 
@@ -29,100 +33,145 @@ _TREE_ATTRIBUTES = (
     "nodes_impurity_",
     "nodes_n_samples_",
     "nodes_weighted_n_samples_",
+    "estimator_seeds_",
 )
-_SEED_BOUND = np.iinfo(np.int32).max
 
 
-def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+def _forest_constraints(criteria):
+    """scikit-learn 1.9.1's parameter constraints of its forests (criteria: the criterion's
+    choices), plus gpuml's n_bins and device."""
+    from sklearn.tree._criterion import Criterion
+
+    return {
+        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        "criterion": [StrOptions(set(criteria)), Hidden(Criterion)],
+        "max_depth": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "min_samples_split": [
+            Interval(numbers.Integral, 2, None, closed="left"),
+            Interval(RealNotInt, 0.0, 1.0, closed="right"),
+        ],
+        "min_samples_leaf": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(RealNotInt, 0.0, 1.0, closed="neither"),
+        ],
+        "min_weight_fraction_leaf": [Interval(numbers.Real, 0.0, 0.5, closed="both")],
+        "max_features": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(RealNotInt, 0.0, 1.0, closed="right"),
+            StrOptions({"sqrt", "log2"}),
+            None,
+        ],
+        "max_leaf_nodes": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "min_impurity_decrease": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "bootstrap": ["boolean"],
+        "oob_score": ["boolean", callable],
+        "n_jobs": [numbers.Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+        "ccp_alpha": [Interval(numbers.Real, 0.0, None, closed="left")],
+        "max_samples": [
+            None,
+            Interval(RealNotInt, 0.0, None, closed="neither"),
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
+        "monotonic_cst": ["array-like", None],
+        "n_bins": [Interval(numbers.Integral, 2, 256, closed="both")],
+        "device": [str],  # its values are checked by check_device
+    }
 
 
-def _is_real(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+def _count_or_fraction(value):
+    """An int-or-float parameter as the C ABI reads it: a JSON int is a count, a float a fraction."""
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
-def _int_or_fraction(value, name, *, least, fraction_high, fraction_closed):
-    """An int >= least, or a float fraction in (0, fraction_high] ((0, fraction_high) when not
-    fraction_closed); returned as a JSON int or float, which the C ABI tells apart."""
-    if _is_int(value):
-        if value < least:
-            raise ValueError(f"The '{name}' parameter must be an int >= {least} or a float; got {value!r}.")
-        return int(value)
-    if _is_real(value):
-        ok = 0.0 < value < fraction_high or (fraction_closed and value == fraction_high)
-        if not ok:
-            bound = "]" if fraction_closed else ")"
-            raise ValueError(f"The '{name}' parameter must be a float in (0, {fraction_high}{bound}; got {value!r}.")
-        return float(value)
-    raise ValueError(f"The '{name}' parameter must be an int or a float; got {value!r}.")
+def _warn_friedman_mse(criterion):
+    """scikit-learn 1.9's constructor: "friedman_mse" is deprecated and maps to "squared_error"."""
+    if isinstance(criterion, str) and criterion == "friedman_mse":
+        warnings.warn(
+            'Value `"friedman_mse"` for `criterion` is deprecated and will be removed in 1.11. It maps to '
+            '`"squared_error"` as both were always equivalent. Use `criterion="squared_error"` to remove this warning.',
+            FutureWarning,
+        )
+        return "squared_error"
+    return criterion
 
 
 class _Forest:
-    """The parameters and fitted attributes both forests share (mixed into the estimators)."""
+    """The parameters, fitted attributes and tree methods both forests share (mixed into the estimators)."""
 
     _gpuml_attributes = ("feature_importances_",) + _TREE_ATTRIBUTES
 
-    def _forest_params(self, criteria):
-        if not (_is_int(self.n_estimators) and self.n_estimators >= 1):
-            raise ValueError(f"The 'n_estimators' parameter must be an int >= 1; got {self.n_estimators!r}.")
-        if self.criterion not in criteria:
-            raise ValueError(f"The 'criterion' parameter must be one of {criteria}; got {self.criterion!r}.")
-        if self.max_depth is not None and not (_is_int(self.max_depth) and self.max_depth >= 1):
-            raise ValueError(f"The 'max_depth' parameter must be an int >= 1 or None; got {self.max_depth!r}.")
+    def _forest_params(self):
+        """The C ABI's parameters, after scikit-learn's checks; NotImplementedError for values gpuml
+        cannot honour."""
+        self._validate_params()
+        check_device(self.device)
+        if not isinstance(self.criterion, str):
+            raise NotImplementedError(
+                f"{type(self).__name__}: criterion must be one of the named criteria; a Criterion object "
+                f"({self.criterion!r}) is not supported"
+            )
+        if self.criterion == "absolute_error":
+            raise NotImplementedError(f"{type(self).__name__}: criterion='absolute_error' is not supported")
+        if self.monotonic_cst is not None:
+            raise NotImplementedError(
+                f"{type(self).__name__}: monotonic_cst={self.monotonic_cst!r} is not supported; use None"
+            )
+        if not self.bootstrap and self.max_samples is not None:
+            raise ValueError(  # scikit-learn's message
+                "`max_sample` cannot be set if `bootstrap=False`. Either switch to `bootstrap=True` or set "
+                "`max_sample=None`."
+            )
+        if not self.bootstrap and self.oob_score:
+            raise ValueError("Out of bag estimation only available if bootstrap=True")
         max_features = self.max_features
-        if max_features is None or (isinstance(max_features, str) and max_features in ("sqrt", "log2")):
-            pass
-        elif _is_int(max_features) or _is_real(max_features):
-            max_features = _int_or_fraction(max_features, "max_features", least=1, fraction_high=1.0, fraction_closed=True)
-        else:
-            raise ValueError(
-                f"The 'max_features' parameter must be 'sqrt', 'log2', None, an int or a float; got {max_features!r}."
-            )
-        if self.max_leaf_nodes is not None and not (_is_int(self.max_leaf_nodes) and self.max_leaf_nodes >= 2):
-            raise ValueError(f"The 'max_leaf_nodes' parameter must be an int >= 2 or None; got {self.max_leaf_nodes!r}.")
-        if not (_is_real(self.min_impurity_decrease) and 0 <= self.min_impurity_decrease < np.inf):
-            raise ValueError(
-                f"The 'min_impurity_decrease' parameter must be a finite float >= 0; got {self.min_impurity_decrease!r}."
-            )
-        for name in ("bootstrap", "oob_score"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"The '{name}' parameter must be a bool; got {getattr(self, name)!r}.")
-        max_samples = self.max_samples
-        if max_samples is not None:
-            if _is_int(max_samples):
-                max_samples = _int_or_fraction(max_samples, "max_samples", least=1, fraction_high=1.0, fraction_closed=True)
-            elif _is_real(max_samples) and max_samples > 0 and np.isfinite(max_samples):
-                max_samples = float(max_samples)
-            else:
-                raise ValueError(f"The 'max_samples' parameter must be None, an int >= 1 or a float > 0; got {max_samples!r}.")
-        if not (_is_int(self.n_bins) and 2 <= self.n_bins <= 256):
-            raise ValueError(f"The 'n_bins' parameter must be an int in [2, 256]; got {self.n_bins!r}.")
-        random_state = self.random_state
-        if random_state is None or isinstance(random_state, np.random.RandomState):
-            seed = int(check_random_state(random_state).randint(_SEED_BOUND))  # as scikit-learn draws seeds
-        elif _is_int(random_state) and random_state >= 0:
-            seed = int(random_state)
-        else:
-            raise ValueError(f"random_state must be None, an int >= 0 or a RandomState; got {random_state!r}.")
+        if max_features is not None and not isinstance(max_features, str):
+            max_features = _count_or_fraction(max_features)
         return {
             "n_estimators": int(self.n_estimators),
             "criterion": self.criterion,
             "max_depth": None if self.max_depth is None else int(self.max_depth),
-            "min_samples_split": _int_or_fraction(
-                self.min_samples_split, "min_samples_split", least=2, fraction_high=1.0, fraction_closed=True
-            ),
-            "min_samples_leaf": _int_or_fraction(
-                self.min_samples_leaf, "min_samples_leaf", least=1, fraction_high=1.0, fraction_closed=False
-            ),
+            "min_samples_split": _count_or_fraction(self.min_samples_split),
+            "min_samples_leaf": _count_or_fraction(self.min_samples_leaf),
+            "min_weight_fraction_leaf": float(self.min_weight_fraction_leaf),
             "min_impurity_decrease": float(self.min_impurity_decrease),
             "max_features": max_features,
             "max_leaf_nodes": None if self.max_leaf_nodes is None else int(self.max_leaf_nodes),
             "bootstrap": bool(self.bootstrap),
-            "oob_score": bool(self.oob_score),
-            "max_samples": max_samples,
+            "oob_score": bool(self.oob_score),  # a callable: the C++ out-of-bag predictions, scored here
+            "max_samples": None if self.max_samples is None else _count_or_fraction(self.max_samples),
+            "warm_start": bool(self.warm_start),
+            "ccp_alpha": float(self.ccp_alpha),
             "n_bins": int(self.n_bins),
-            "random_state": seed,
+            "random_state": seed_from(self.random_state),
         }
+
+    def _fit_forest(self, X, kind, weights, y, params):
+        """Fits, continuing the fitted forest with warm_start (scikit-learn's checks and warning)."""
+        previous = getattr(self, "_gpuml_handle", None) if self.warm_start else None
+        if previous is not None:
+            kept = len(self.estimator_node_offsets_) - 1
+            if self.n_estimators < kept:
+                raise ValueError(
+                    f"n_estimators={self.n_estimators} must be larger or equal to len(estimators_)={kept} when "
+                    "warm_start==True"
+                )
+            if self.n_estimators == kept:
+                warnings.warn("Warm-start fitting without increasing n_estimators does not fit new trees.", UserWarning)
+                if not self.oob_score or hasattr(self, "oob_score_"):
+                    return False  # scikit-learn fits nothing (it computes a missing out-of-bag score only)
+        self._gpuml_fit(X, kind, sample_weight=weights, y=y, params=params, previous=previous)
+        return True
+
+    def _score_oob(self, y):
+        """oob_score_ from a callable oob_score, as scikit-learn calls it (y as a column)."""
+        if callable(self.oob_score):
+            predicted = getattr(self, self._oob_attribute)
+            if self._oob_attribute == "oob_decision_function_":
+                predicted = np.argmax(predicted, axis=1)
+            self.oob_score_ = self.oob_score(np.asarray(y).reshape(-1, 1), predicted)
 
     def _read_fitted_attributes(self):
         context = get_context("cpu")  # attributes live on the host
@@ -130,6 +179,7 @@ class _Forest:
         for name in names:
             setattr(self, name, _python_scalar(self._gpuml_handle.attribute(context, name)))
         self.n_outputs_ = 1
+        self.__dict__.pop("_gpuml_trees", None)  # estimators_ of the last fit
 
     def _sklearn_trees(self, tree_class, tree_params, classes):
         """The fitted trees as scikit-learn estimators of `tree_class` (their tree_ arrays built from ours)."""
@@ -156,7 +206,9 @@ class _Forest:
             tree = Tree(self.n_features_in_, np.array([n_classes], dtype=np.intp), 1)
             values = np.ascontiguousarray(self.nodes_value_[nodes].reshape(count, 1, n_classes))
             tree.__setstate__({"max_depth": int(depth.max()), "node_count": int(count), "nodes": records, "values": values})
-            estimator = tree_class(**tree_params)
+            # The tree's bootstrap seed, in scikit-learn's range of seeds (trees grown from the
+            # same seed, by a warm start or at once, have the same random_state).
+            estimator = tree_class(**tree_params, random_state=int(self.estimator_seeds_[t]) & 0x7FFFFFFF)
             estimator.tree_ = tree
             estimator.n_features_in_ = self.n_features_in_
             estimator.n_outputs_ = 1
@@ -175,7 +227,7 @@ class _Forest:
             return max(1, int(np.sqrt(d)))
         if mf == "log2":
             return max(1, int(np.log2(d)))
-        if _is_int(mf):
+        if isinstance(mf, numbers.Integral):
             return int(mf)
         return max(1, int(mf * d))
 
@@ -183,8 +235,9 @@ class _Forest:
         check_is_fitted(self)
         shared = dict(
             criterion=self.criterion, max_depth=self.max_depth, min_samples_split=self.min_samples_split,
-            min_samples_leaf=self.min_samples_leaf, max_features=self.max_features, max_leaf_nodes=self.max_leaf_nodes,
-            min_impurity_decrease=self.min_impurity_decrease,
+            min_samples_leaf=self.min_samples_leaf, min_weight_fraction_leaf=self.min_weight_fraction_leaf,
+            max_features=self.max_features, max_leaf_nodes=self.max_leaf_nodes,
+            min_impurity_decrease=self.min_impurity_decrease, ccp_alpha=self.ccp_alpha,
         )
         forest = forest_class(n_estimators=self.n_estimators, bootstrap=self.bootstrap, oob_score=self.oob_score,
                               max_samples=self.max_samples, random_state=self.random_state, **shared)
@@ -203,8 +256,85 @@ class _Forest:
     def estimators_(self):
         """The trees as fitted scikit-learn DecisionTreeClassifier / DecisionTreeRegressor objects
         (their ``tree_`` arrays built from the node arrays), for inspection (``export_text``,
-        ``plot_tree``, ``decision_path``). Built on each access."""
-        return self.to_sklearn().estimators_
+        ``plot_tree``, ``decision_path``). Built on first access after a fit."""
+        check_is_fitted(self, "estimator_node_offsets_")
+        trees = self.__dict__.get("_gpuml_trees")
+        if trees is None:
+            trees = self.__dict__["_gpuml_trees"] = self.to_sklearn().estimators_
+        return trees
+
+    def __getattr__(self, name):
+        # scikit-learn's feature_importances_ is a property that says "not fitted" before a fit.
+        if name == "feature_importances_" and "_gpuml_handle" not in self.__dict__:
+            check_is_fitted(self)
+        return super().__getattr__(name)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_gpuml_trees", None)  # estimators_ are rebuilt from the model
+        return state
+
+    def __len__(self):
+        """The number of fitted trees (scikit-learn's ensembles)."""
+        return len(self.estimators_)
+
+    def __getitem__(self, index):
+        return self.estimators_[index]
+
+    def __iter__(self):
+        return iter(self.estimators_)
+
+    def _walk(self, X):
+        """Per row and tree, the nodes of the row's path: yields (tree, rows, nodes) per step, nodes
+        numbered within the tree; a row goes left when its value (as float64) <= the threshold, as
+        the trees predict."""
+        offsets = self.estimator_node_offsets_
+        for t in range(len(offsets) - 1):
+            nodes = slice(offsets[t], offsets[t + 1])
+            feature, threshold = self.nodes_feature_[nodes], self.nodes_threshold_[nodes]
+            left, right = self.nodes_children_left_[nodes], self.nodes_children_right_[nodes]
+            rows = np.arange(X.shape[0])
+            at = np.zeros(X.shape[0], dtype=np.int64)
+            while rows.size:
+                yield t, rows, at
+                split = feature[at] >= 0
+                rows, at = rows[split], at[split]
+                go_left = X[rows, feature[at]].astype(np.float64) <= threshold[at]
+                at = np.where(go_left, left[at], right[at]).astype(np.int64)
+
+    def _host_X(self, X):
+        check_is_fitted(self)
+        X, kind = self._prepare_X(X, reset=False)
+        X = _array.to_numpy(X)
+        if not np.isfinite(X).all():
+            raise ValueError("Input X contains NaN or infinity.")
+        return X
+
+    def apply(self, X):
+        """The leaf each row of X reaches in each tree: (n_samples, n_estimators) int64, node
+        indices within the tree (as ``estimators_[t].tree_``)."""
+        X = self._host_X(X)
+        leaves = np.empty((X.shape[0], len(self.estimator_node_offsets_) - 1), dtype=np.int64)
+        for t, rows, nodes in self._walk(X):
+            leaves[rows, t] = nodes  # the last step of a row is its leaf
+        return leaves
+
+    def decision_path(self, X):
+        """(indicator, n_nodes_ptr) as scikit-learn's: indicator (n_samples, total nodes) CSR with a 1
+        for every node each row passes through; tree t's nodes are columns
+        [n_nodes_ptr[t], n_nodes_ptr[t + 1])."""
+        from scipy.sparse import csr_matrix
+
+        X = self._host_X(X)
+        offsets = np.asarray(self.estimator_node_offsets_, dtype=np.int64)
+        row_parts, column_parts = [], []
+        for t, rows, nodes in self._walk(X):
+            row_parts.append(rows)
+            column_parts.append(nodes + offsets[t])
+        rows, columns = np.concatenate(row_parts), np.concatenate(column_parts)
+        indicator = csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, columns)), shape=(X.shape[0], int(offsets[-1])))
+        indicator.sort_indices()
+        return indicator, offsets.copy()
 
     def _warn_rows_without_oob(self, missing):
         if missing:
@@ -216,33 +346,55 @@ class _Forest:
             )
 
 
-class RandomForestClassifier(_Forest, GpumlClassifier):
-    """A random forest classifier with scikit-learn's RandomForestClassifier semantics.
-
+_SHARED_DOC = """
     Trees are grown on per-feature quantile bins (at most ``n_bins``, scikit-learn's histogram
     thresholds), which reproduce scikit-learn's exact thresholds wherever a feature has at most
     ``n_bins`` distinct values. Bootstrap follows scikit-learn 1.9: with sample or class weights,
     rows are drawn in proportion to them. The same ``random_state`` gives the same forest on any
-    thread count. With ``max_leaf_nodes``, trees grow best-first as in scikit-learn. Not supported
-    yet: ``min_weight_fraction_leaf``, ``ccp_alpha``, ``warm_start``, ``monotonic_cst``,
-    multi-output y.
+    thread count and device. With ``max_leaf_nodes``, trees grow best-first as in scikit-learn.
+    ``warm_start=True`` keeps the fitted trees and grows trees len(estimators_)..n_estimators-1 as a
+    fit of n_estimators trees with the same random_state would. ``oob_score`` may be a callable
+    ``score(y, predictions)``. ``ccp_alpha`` prunes each tree after growth (scikit-learn's minimal
+    cost-complexity pruning). ``min_weight_fraction_leaf`` > 0 grows the trees on the host (also on
+    ``device="cuda"``).
 
-    Labels may be of any type np.unique sorts. Inputs may be NumPy arrays, CuPy arrays or PyTorch
-    tensors. On ``device="cuda"`` the forest is computed on the host for now (the CUDA kernels
-    are the next step of the work).
+    Accepted and ignored: ``n_jobs`` (the CPU backend uses all of OpenMP's threads), ``verbose``
+    (gpuml prints nothing). Not supported (NotImplementedError): ``monotonic_cst`` other than None, criterion ``"absolute_error"`` or a Criterion object;
+    multi-output y and NaN in X are ValueErrors. ``criterion="friedman_mse"`` is scikit-learn 1.9's
+    deprecated alias of ``"squared_error"`` (FutureWarning).
 
+    Inputs may be NumPy arrays, CuPy arrays or PyTorch tensors.
+"""
+
+
+class RandomForestClassifier(_Forest, GpumlClassifier):
+    __doc__ = (
+        """A random forest classifier with scikit-learn's RandomForestClassifier semantics (labels may be
+    of any type np.unique sorts).
+"""
+        + _SHARED_DOC
+        + """
     Attributes
     ----------
     classes_, n_classes_, n_features_in_, feature_names_in_, feature_importances_, n_outputs_,
-    oob_score_ and oob_decision_function_ (with oob_score=True); the trees as flat node arrays
+    estimators_ (scikit-learn DecisionTreeClassifier objects with their ``tree_`` arrays),
+    oob_score_ and oob_decision_function_ (with oob_score); the trees as flat node arrays
     concatenated over trees: estimator_node_offsets_ (tree t owns nodes [offsets[t], offsets[t+1])),
     nodes_feature_, nodes_threshold_, nodes_children_left_, nodes_children_right_, nodes_value_
     (class fractions), nodes_impurity_, nodes_n_samples_, nodes_weighted_n_samples_, numbered as
-    scikit-learn's ``tree_`` arrays.
+    scikit-learn's ``tree_`` arrays, and estimator_seeds_ (each tree's bootstrap seed).
     """
+    )
 
     _gpuml_kind = "random_forest_classifier"
     _oob_attribute = "oob_decision_function_"
+    _parameter_constraints = worded_as_sklearn(
+        {
+            **_forest_constraints(("gini", "entropy", "log_loss")),
+            "class_weight": [StrOptions({"balanced_subsample", "balanced"}), dict, list, None],
+        },
+        _SkClassifier,
+    )
 
     def __init__(
         self,
@@ -252,14 +404,20 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
         max_depth=None,
         min_samples_split=2,
         min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
         max_features="sqrt",
         max_leaf_nodes=None,
         min_impurity_decrease=0.0,
         bootstrap=True,
         oob_score=False,
+        n_jobs=None,
         random_state=None,
+        verbose=0,
+        warm_start=False,
         class_weight=None,
+        ccp_alpha=0.0,
         max_samples=None,
+        monotonic_cst=None,
         n_bins=256,
         device="auto",
     ):
@@ -268,23 +426,25 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
         self.max_features = max_features
         self.max_leaf_nodes = max_leaf_nodes
         self.min_impurity_decrease = min_impurity_decrease
         self.bootstrap = bootstrap
         self.oob_score = oob_score
+        self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
         self.class_weight = class_weight
+        self.ccp_alpha = ccp_alpha
         self.max_samples = max_samples
+        self.monotonic_cst = monotonic_cst
         self.n_bins = n_bins
         self.device = device
 
     def _gpuml_params(self, X=None):
-        params = self._forest_params(("gini", "entropy", "log_loss"))
-        cw = self.class_weight
-        if cw is not None and not isinstance(cw, dict) and cw not in ("balanced", "balanced_subsample"):
-            raise ValueError(f"class_weight must be None, 'balanced', 'balanced_subsample' or a dict; got {cw!r}.")
-        return params
+        return self._forest_params()
 
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and the labels y (n_samples,); returns self."""
@@ -293,38 +453,53 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
         classes, labels = self._labels(y)
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
         params["class_weight"] = self._class_weight_json(classes)
-        self._gpuml_fit(X, kind, sample_weight=weights, y=labels, params=params)
+        if self.warm_start and getattr(self, "_gpuml_handle", None) is not None and not (
+            classes.shape == self.classes_.shape and np.array_equal(classes, self.classes_)
+        ):  # the model sees class indices only: the kept trees would vote for other classes
+            raise ValueError(
+                f"With warm_start, y must have the classes of the fitted forest ({self.classes_.tolist()}); "
+                f"got {classes.tolist()}"
+            )
+        if not self._fit_forest(X, kind, weights, labels, params):
+            return self
         self.classes_ = classes
         self.n_classes_ = int(classes.size)
         if self.oob_score:
             self._warn_rows_without_oob(int(np.sum(self.oob_decision_function_.sum(axis=1) == 0)))
+            self._score_oob(_array.to_numpy(labels))
         return self
 
     def to_sklearn(self):
         """This forest as a fitted ``sklearn.ensemble.RandomForestClassifier`` (same trees, same
         predictions for float32 X; scikit-learn compares float32 values with the thresholds)."""
-        from sklearn.ensemble import RandomForestClassifier as SkForest
         from sklearn.tree import DecisionTreeClassifier
 
-        forest = self._to_sklearn(SkForest, DecisionTreeClassifier, self.classes_)
+        forest = self._to_sklearn(_SkClassifier, DecisionTreeClassifier, self.classes_)
         forest.class_weight = self.class_weight
         return forest
 
 
 class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
-    """A random forest regressor with scikit-learn's RandomForestRegressor semantics (see
-    RandomForestClassifier for the binning, the bootstrap, devices and what is not supported yet;
-    criterion "squared_error" or "poisson").
-
+    __doc__ = (
+        """A random forest regressor with scikit-learn's RandomForestRegressor semantics (criterion
+    "squared_error" or "poisson").
+"""
+        + _SHARED_DOC
+        + """
     Attributes
     ----------
-    n_features_in_, feature_names_in_, feature_importances_, n_outputs_, oob_score_ (R²) and
-    oob_prediction_ (with oob_score=True), and the tree arrays of RandomForestClassifier with
-    nodes_value_ holding each node's mean target.
+    n_features_in_, feature_names_in_, feature_importances_, n_outputs_, estimators_
+    (DecisionTreeRegressor objects), oob_score_ (R², or the callable's score) and oob_prediction_
+    (with oob_score), and the tree arrays of RandomForestClassifier with nodes_value_ holding each
+    node's mean target.
     """
+    )
 
     _gpuml_kind = "random_forest_regressor"
     _oob_attribute = "oob_prediction_"
+    _parameter_constraints = worded_as_sklearn(
+        _forest_constraints(("squared_error", "absolute_error", "poisson")), _SkRegressor
+    )
 
     def __init__(
         self,
@@ -334,33 +509,45 @@ class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
         max_depth=None,
         min_samples_split=2,
         min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
         max_features=1.0,
         max_leaf_nodes=None,
         min_impurity_decrease=0.0,
         bootstrap=True,
         oob_score=False,
+        n_jobs=None,
         random_state=None,
+        verbose=0,
+        warm_start=False,
+        ccp_alpha=0.0,
         max_samples=None,
+        monotonic_cst=None,
         n_bins=256,
         device="auto",
     ):
         self.n_estimators = n_estimators
-        self.criterion = criterion
+        self.criterion = _warn_friedman_mse(criterion)
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
         self.max_features = max_features
         self.max_leaf_nodes = max_leaf_nodes
         self.min_impurity_decrease = min_impurity_decrease
         self.bootstrap = bootstrap
         self.oob_score = oob_score
+        self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.ccp_alpha = ccp_alpha
         self.max_samples = max_samples
+        self.monotonic_cst = monotonic_cst
         self.n_bins = n_bins
         self.device = device
 
     def _gpuml_params(self, X=None):
-        return self._forest_params(("squared_error", "poisson"))
+        return self._forest_params()
 
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and the targets y (n_samples,); returns self."""
@@ -377,16 +564,16 @@ class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
             )
             y = y.reshape(-1)
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
-        self._gpuml_fit(X, kind, sample_weight=weights, y=y, params=params)
+        if self._fit_forest(X, kind, weights, y, params) and self.oob_score:
+            self._score_oob(_array.to_numpy(y))
         return self
 
     def to_sklearn(self):
         """This forest as a fitted ``sklearn.ensemble.RandomForestRegressor`` (same trees, same
         predictions for float32 X)."""
-        from sklearn.ensemble import RandomForestRegressor as SkForest
         from sklearn.tree import DecisionTreeRegressor
 
-        return self._to_sklearn(SkForest, DecisionTreeRegressor, None)
+        return self._to_sklearn(_SkRegressor, DecisionTreeRegressor, None)
 
     def predict(self, X):
         """The mean prediction of the trees, (n_samples,) float64, in X's array type."""

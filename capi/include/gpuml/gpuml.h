@@ -80,6 +80,11 @@ GPUML_C_API gpuml_status_t gpuml_estimator_fit(gpuml_context_t ctx, gpuml_estima
                                                const gpuml_array_t* y /* or NULL */, const gpuml_array_t* sample_weight /* or NULL */);
 GPUML_C_API gpuml_status_t gpuml_estimator_output_shape(gpuml_estimator_t est, const char* method, int64_t n_rows,
                                                         int32_t* dtype, int32_t* ndim, int64_t shape[2]);
+/* warm_start: est's next fit continues from `previous`'s fitted model (an estimator of the same kind,
+ * with other parameters, say more trees) as it would from its own earlier fit. UNSUPPORTED for
+ * estimators without such a warm start (the random forests have one); NOT_FITTED when previous is
+ * not fitted. Takes est's lock exclusively and previous's shared (two different handles). */
+GPUML_C_API gpuml_status_t gpuml_estimator_warm_start_from(gpuml_estimator_t est, gpuml_estimator_t previous);
 GPUML_C_API gpuml_status_t gpuml_estimator_predict(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_transform(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_predict_proba(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);

@@ -37,6 +37,11 @@ class GPUML_API Estimator {
   virtual const HostArray& attribute(const std::string& name) const = 0;
   virtual void restore(std::map<std::string, HostArray> attributes) = 0;
 
+  // warm_start: this estimator's next fit continues from `previous` (a fitted estimator of the
+  // same kind, say one with other parameters) as it would from its own earlier fit. Estimators
+  // without a warm start throw ErrorCode::unsupported.
+  virtual void warm_start_from(const Estimator& previous);
+
  protected:
   void require_fitted() const;  // throws not_fitted naming the estimator
 };

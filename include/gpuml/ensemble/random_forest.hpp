@@ -15,6 +15,7 @@ namespace gpuml {
 namespace detail {
 struct PackedForest;
 struct StagedForest;
+struct WarmStart;
 }
 
 // A count given either as a number or as a fraction of something (scikit-learn's int-or-float
@@ -33,6 +34,9 @@ struct RandomForestParams {
   int64_t max_depth = -1;               // < 0: no limit (None)
   CountOrFraction min_samples_split{2, false};  // >= 2 rows, or a fraction of n (rounded up)
   CountOrFraction min_samples_leaf{1, false};   // >= 1 row, or a fraction of n (rounded up)
+  // In [0, 0.5]: each child of a split carries at least this fraction of the tree's total
+  // sample weight (its bootstrap counts times the weights).
+  double min_weight_fraction_leaf = 0.0;
   double min_impurity_decrease = 0.0;   // >= 0
   // "sqrt", "log2", "all" (None), "count" (max_features_value features) or "fraction" (of them);
   // "" the default: "sqrt" for the classifier, "all" for the regressor.
@@ -47,6 +51,13 @@ struct RandomForestParams {
   std::vector<std::pair<double, double>> class_weight;
   std::optional<uint64_t> random_state;
   bool oob_score = false;               // needs bootstrap
+  // With a fitted forest (this estimator's, or one given to warm_start_from), fit keeps its trees
+  // and grows trees len..n_estimators-1 as a fit of n_estimators trees would (n_estimators must
+  // be at least the kept count; equal: no new tree).
+  bool warm_start = false;
+  // >= 0: each tree is pruned after growth by scikit-learn's minimal cost-complexity pruning
+  // (subtrees whose impurity decrease per added leaf is at most ccp_alpha become leaves).
+  double ccp_alpha = 0.0;
   int64_t n_bins = 256;                 // in [2, 256]
 };
 
@@ -59,7 +70,9 @@ struct RandomForestParams {
 //   the tree (as scikit-learn's tree_ arrays): nodes_feature_ (int32, −2 at leaves),
 //   nodes_threshold_ (float64, x <= threshold goes left; −2 at leaves), nodes_children_left_,
 //   nodes_children_right_ (int32, −1 at leaves), nodes_value_ (nodes x n_classes class fractions,
-//   or nodes x 1 means), nodes_impurity_, nodes_n_samples_ (int64), nodes_weighted_n_samples_.
+//   or nodes x 1 means), nodes_impurity_, nodes_n_samples_ (int64), nodes_weighted_n_samples_;
+//   estimator_seeds_ (int64: per tree the seed of its bootstrap draws, for the out-of-bag rows of a
+//   warm-started fit).
 class GPUML_API RandomForestBase : public Estimator {
  public:
   const RandomForestParams& params() const { return params_; }
@@ -80,6 +93,8 @@ class GPUML_API RandomForestBase : public Estimator {
   std::vector<std::string> attribute_names() const override;
   const HostArray& attribute(const std::string& name) const override;
   void restore(std::map<std::string, HostArray> attributes) override;
+  // The fitted trees of `previous` (a forest of the same kind) are kept by the next fit with warm_start.
+  void warm_start_from(const Estimator& previous) override;
 
   ~RandomForestBase() override;
 
@@ -97,6 +112,8 @@ class GPUML_API RandomForestBase : public Estimator {
   // The packed trees staged on each device that predicted (made on first use, dropped on refit).
   mutable std::mutex staged_mutex_;
   mutable std::map<std::string, std::shared_ptr<const detail::StagedForest>> staged_;
+  // warm_start_from's trees (and classes), kept by the next fit only.
+  std::shared_ptr<const detail::WarmStart> warm_start_source_;
 
  private:
   void rebuild_forest();

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpuml/ensemble/random_forest.hpp"
@@ -237,7 +239,8 @@ TEST(RandomForest, BadInputGetsNamedErrors) {
   for (const char* params :
        {R"({"max_features": 0})", R"({"max_features": 1.5})", R"({"max_features": "cube"})", R"({"n_estimators": 0})",
         R"({"min_samples_split": 1})", R"({"min_samples_leaf": 0})", R"({"max_depth": 0})", R"({"n_bins": 1})",
-        R"({"class_weight": "even"})", R"({"criterion": "squared_error"})", R"({"trees": 5})"}) {
+        R"({"class_weight": "even"})", R"({"criterion": "squared_error"})", R"({"trees": 5})",
+        R"({"min_weight_fraction_leaf": 0.6})", R"({"min_weight_fraction_leaf": -0.1})", R"({"ccp_alpha": -1.0})"}) {
     SCOPED_TRACE(params);
     GPUML_EXPECT_ERROR(make_estimator("random_forest_classifier", params), ErrorCode::invalid_argument);
   }
@@ -316,6 +319,122 @@ void check_gpu_predictions(Context& gpu, std::mt19937_64& rng, int k) {
       ASSERT_EQ(got[i], labels[std::max_element(p, p + k) - p]) << "row " << i;
     }
   }
+}
+
+// The tree arrays of a fitted forest (everything but the scalars and the out-of-bag arrays).
+std::map<std::string, std::vector<uint8_t>> tree_arrays(const Estimator& model) {
+  std::map<std::string, std::vector<uint8_t>> arrays;
+  for (const std::string& name : model.attribute_names()) {
+    if (name.rfind("nodes_", 0) != 0 && name != "estimator_node_offsets_" && name != "estimator_seeds_") continue;
+    const HostArray& a = model.attribute(name);
+    const auto* bytes = a.as<const uint8_t>();
+    arrays[name].assign(bytes, bytes + a.bytes());
+  }
+  return arrays;
+}
+
+// warm_start: a forest of n1 trees continued to n2 (warm_start_from) is the forest of n2 trees
+// grown at once with the same seed: the same tree arrays and seeds, importances and out-of-bag
+// score up to rounding (the kept trees' statistics come back from their arrays).
+void check_warm_start(Context& ctx, std::mt19937_64& rng, const char* kind) {
+  const bool classification = std::string(kind) == "random_forest_classifier";
+  const Blobs b = make_blobs(rng, uniform_int(rng, 200, 600), 4, {0.0, 1.0, 2.0});
+  const ArrayView X = host_view(b.X.data(), b.n, b.d), y = host_view(b.y.data(), b.n);
+  const int64_t n1 = uniform_int(rng, 1, 5), n2 = n1 + uniform_int(rng, 0, 6);
+  const std::string seed = std::to_string(rng() >> 12);
+  auto params = [&](int64_t trees, bool warm) {
+    return R"({"n_estimators": )" + std::to_string(trees) + R"(, "oob_score": true, "warm_start": )" +
+           (warm ? "true" : "false") + R"(, "max_depth": 7, "random_state": )" + seed + "}";
+  };
+  auto first = make_estimator(kind, params(n1, true));
+  first->fit(ctx, X, &y, nullptr);
+  auto grown = make_estimator(kind, params(n2, true));
+  grown->warm_start_from(*first);
+  grown->fit(ctx, X, &y, nullptr);
+  auto once = make_estimator(kind, params(n2, false));
+  once->fit(ctx, X, &y, nullptr);
+  EXPECT_EQ(tree_arrays(*grown), tree_arrays(*once));
+  const char* method = classification ? "predict_proba" : "predict";
+  EXPECT_EQ(run(*grown, ctx, method, b.X, b.n), run(*once, ctx, method, b.X, b.n));
+  // The kept trees' improvements and leaf statistics are recomputed from their arrays: 1e-12.
+  const double* a = grown->attribute("feature_importances_").as<const double>();
+  const double* c = once->attribute("feature_importances_").as<const double>();
+  for (int64_t j = 0; j < b.d; ++j) EXPECT_NEAR(a[j], c[j], 1e-12);
+  EXPECT_NEAR(*grown->attribute("oob_score_").as<const double>(), *once->attribute("oob_score_").as<const double>(), 1e-12);
+  // Fewer trees than kept: scikit-learn's error. Another kind, or an unfitted forest: refused.
+  if (n1 > 1) {
+    auto fewer = make_estimator(kind, params(n1 - 1, true));
+    fewer->warm_start_from(*first);
+    GPUML_EXPECT_ERROR(fewer->fit(ctx, X, &y, nullptr), ErrorCode::invalid_argument);
+  }
+  auto other = make_estimator(classification ? "random_forest_regressor" : "random_forest_classifier", "{}");
+  GPUML_EXPECT_ERROR(grown->warm_start_from(*other), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(grown->warm_start_from(*make_estimator(kind, "{}")), ErrorCode::not_fitted);
+  GPUML_EXPECT_ERROR(make_estimator("ridge", "{}")->warm_start_from(*first), ErrorCode::unsupported);
+}
+
+TEST(RandomForest, WarmStartGrowsTheForestOfOneFit) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu(2);
+  check_warm_start(ctx, rng, "random_forest_classifier");
+  check_warm_start(ctx, rng, "random_forest_regressor");
+}
+
+TEST(RandomForest, GpuWarmStartGrowsTheForestOfOneFit) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  check_warm_start(gpu, rng, "random_forest_classifier");
+  check_warm_start(gpu, rng, "random_forest_regressor");
+}
+
+// min_weight_fraction_leaf: every leaf of a tree carries at least that fraction of the tree's
+// weight (its root's), with bootstrap counts or with sample weights.
+TEST(RandomForest, MinWeightFractionLeafBoundsEveryLeaf) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu(2);
+  const Blobs b = make_blobs(rng, uniform_int(rng, 200, 600), 4, {0.0, 1.0});
+  std::vector<double> w(b.n);
+  for (double& v : w) v = uniform_real(rng, 0.1, 3.0);
+  const ArrayView X = host_view(b.X.data(), b.n, b.d), y = host_view(b.y.data(), b.n), wv = host_view(w.data(), b.n);
+  const double fraction = uniform_real(rng, 0.02, 0.2);
+  for (const char* bootstrap : {"true", "false"}) {
+    SCOPED_TRACE(bootstrap);
+    auto model = make_estimator("random_forest_regressor", R"({"n_estimators": 4, "min_weight_fraction_leaf": )" +
+                                                               std::to_string(fraction) + R"(, "bootstrap": )" + bootstrap + "}");
+    model->fit(ctx, X, &y, &wv);
+    const int64_t* offsets = model->attribute("estimator_node_offsets_").as<const int64_t>();
+    const int32_t* feature = model->attribute("nodes_feature_").as<const int32_t>();
+    const double* weighted = model->attribute("nodes_weighted_n_samples_").as<const double>();
+    for (int64_t t = 0; t < 4; ++t)
+      for (int64_t at = offsets[t]; at < offsets[t + 1]; ++at)
+        if (feature[at] < 0) EXPECT_GE(weighted[at], fraction * weighted[offsets[t]] * (1 - 1e-12));  // summation order
+  }
+}
+
+// ccp_alpha: pruning only removes subtrees (fewer nodes, the same root), a larger alpha prunes
+// more, and an alpha above every weakest link leaves the root alone. (Against scikit-learn's
+// pruned trees: test_random_forest_sklearn_api.py.)
+TEST(RandomForest, CcpAlphaPrunesSubtrees) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu(2);
+  const Blobs b = make_blobs(rng, uniform_int(rng, 200, 500), 3, {0.0, 1.0, 2.0});
+  const ArrayView X = host_view(b.X.data(), b.n, b.d), y = host_view(b.y.data(), b.n);
+  const std::string seed = std::to_string(rng() >> 12);
+  std::vector<int64_t> nodes;
+  for (const char* alpha : {"0.0", "0.001", "0.01", "10.0"}) {
+    auto model = make_estimator("random_forest_classifier",
+                                R"({"n_estimators": 3, "ccp_alpha": )" + std::string(alpha) + R"(, "random_state": )" + seed + "}");
+    model->fit(ctx, X, &y, nullptr);
+    const HostArray& offsets = model->attribute("estimator_node_offsets_");
+    nodes.push_back(offsets.as<const int64_t>()[3]);
+    if (std::string(alpha) == "10.0") {
+      EXPECT_EQ(nodes.back(), 3);  // three single-leaf trees
+      EXPECT_EQ(model->attribute("nodes_feature_").as<const int32_t>()[0], -2);
+    }
+  }
+  EXPECT_GE(nodes[0], nodes[1]);
+  EXPECT_GE(nodes[1], nodes[2]);
+  EXPECT_GT(nodes[0], nodes[3]);
 }
 
 TEST(RandomForest, GpuPredictionsEqualTheCpuBackend) {
