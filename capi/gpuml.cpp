@@ -56,6 +56,7 @@
 #include "gpuml/core/error.hpp"
 #include "gpuml/core/estimator.hpp"
 #include "core/params.hpp"
+#include "gpuml/core/progress.hpp"
 #include "gpuml/graph/pagerank.hpp"
 
 #if !defined(GPUML_VERSION_MAJOR) || !defined(GPUML_VERSION_MINOR) || !defined(GPUML_VERSION_PATCH)
@@ -406,6 +407,8 @@ gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json,
     *out = handle.release();
   });
 }
+
+void gpuml_set_progress_sink(gpuml_progress_sink_t sink, void* user_data) { gpuml::set_progress_sink(sink, user_data); }
 
 gpuml_status_t gpuml_estimator_params_schema(const char* kind, const char** json) {
   const char* function = "gpuml_estimator_params_schema";

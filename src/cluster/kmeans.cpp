@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <optional>
 #include <set>
@@ -31,6 +30,7 @@
 #include "core/staging.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
+#include "gpuml/core/progress.hpp"
 
 namespace gpuml {
 
@@ -353,11 +353,9 @@ class Fitter {
   }
 
  private:
-  // verbose > 0: scikit-learn's progress lines on stdout, from rank 0 only.
+  // verbose > 0: scikit-learn's progress lines (gpuml/core/progress.hpp), from rank 0 only.
   void progress(const std::string& line) const {
-    if (params_.verbose <= 0 || comm_.rank() != 0) return;
-    std::fputs(line.c_str(), stdout);
-    std::fflush(stdout);  // Python reads the file descriptor: nothing may wait in C's buffer
+    if (params_.verbose > 0 && comm_.rank() == 0) write_progress(line);
   }
 
   std::vector<T> initial_centers(detail::Random& rng) {

@@ -137,11 +137,22 @@ def test_every_sklearn_parameter_is_accepted(algorithm, device, rng):
     assert_array_equal(ours.labels_, ref.labels_)
 
 
-def test_verbose_prints_progress(capfd, rng):
+@pytest.mark.parametrize("tol, ending", [(0.0, "strict convergence"), (1e-2, "within tolerance")])
+def test_verbose_prints_progress_through_sys_stdout(tol, ending, capsys, device):
+    """The C++ fit's progress lines go through the bindings' sink to sys.stdout (capsys sees
+    them, as it sees scikit-learn's), with scikit-learn's wording."""
     X, k = load_dataset("iris")
-    KMeans(k, verbose=1, n_init=1, random_state=0, device="cpu").fit(X)
-    out = capfd.readouterr().out  # printed by the C++ fit, so on file descriptor 1
-    assert "Initialization complete" in out and "Iteration 0, inertia" in out and "Converged at iteration" in out
+    KMeans(k, verbose=1, n_init=1, tol=tol, random_state=0, device=device).fit(X)
+    out = capsys.readouterr().out
+    assert out.startswith("Initialization complete\nIteration 0, inertia ")
+    assert "Converged at iteration" in out and ending in out
+    KMeans(k, n_init=1, tol=tol, random_state=0, device=device).fit(X)
+    assert capsys.readouterr().out == ""  # verbose=0: silent
+
+
+def test_elkan_with_one_cluster_warns_as_sklearn(rng):
+    with pytest.warns(RuntimeWarning, match="doesn't make sense for a single cluster"):
+        KMeans(1, algorithm="elkan", device="cpu").fit(rng.normal(size=(20, 2)))
 
 
 @pytest.mark.parametrize("dataset", DATASETS)

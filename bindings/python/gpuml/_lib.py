@@ -72,6 +72,7 @@ _SIGNATURES = {
     "gpuml_context_rank": (_status_t, [_context_t, _i32_p, _i32_p]),
     "gpuml_estimator_create": (_status_t, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_estimator_t)]),
     "gpuml_estimator_free": (_status_t, [_estimator_t]),
+    "gpuml_set_progress_sink": (None, [ctypes.c_void_p, ctypes.c_void_p]),
     "gpuml_estimator_params_schema": (_status_t, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]),
     "gpuml_estimator_get_params": (_status_t, [_estimator_t, ctypes.POINTER(ctypes.c_char_p)]),
     "gpuml_estimator_fit": (_status_t, [_context_t, _estimator_t, _array_p, _array_p, _array_p]),
@@ -139,6 +140,20 @@ def _load():
 
 
 lib, library_path = _load()
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
+def _print_progress(line, _user_data):
+    """verbose estimators' progress lines, printed through sys.stdout (so Python's capture sees them)."""
+    import sys
+
+    try:
+        sys.stdout.write(line.decode("utf-8", errors="replace"))
+    except Exception:  # a progress line must never fail a fit (a closed stdout at shutdown)
+        pass
+
+
+lib.gpuml_set_progress_sink(ctypes.cast(_print_progress, ctypes.c_void_p), None)
 
 _ERRORS = {
     ERROR_INVALID_ARGUMENT: ValueError,

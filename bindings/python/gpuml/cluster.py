@@ -99,6 +99,10 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         X, kind = self._prepare_X(X, reset=True)
         if X.shape[0] < self.n_clusters:
             raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}.")
+        if self.algorithm == "elkan" and self.n_clusters == 1:  # scikit-learn's warning, word for word
+            warnings.warn(
+                "algorithm='elkan' doesn't make sense for a single cluster. Using 'lloyd' instead.", RuntimeWarning
+            )
         weights = self._prepare_sample_weight(sample_weight, X)
         if callable(self.init):
             self._fit_from_callable(X, kind, weights)

@@ -34,6 +34,11 @@ GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-loc
 GPUML_C_API void           gpuml_version(int* major, int* minor, int* patch);
 GPUML_C_API int32_t        gpuml_abi_version(void);
 GPUML_C_API const char*    gpuml_build_info(void);                 /* JSON: cuda, nccl, mpi, architectures */
+/* Where estimators with verbose > 0 write progress lines (each ending in a newline): stdout by
+ * default; `sink` (or NULL for stdout again) is called instead, from the fitting thread, with
+ * `user_data`. Process-wide. */
+typedef void (*gpuml_progress_sink_t)(const char* line, void* user_data);
+GPUML_C_API void           gpuml_set_progress_sink(gpuml_progress_sink_t sink, void* user_data);
 GPUML_C_API gpuml_status_t gpuml_context_create(const char* device, gpuml_context_t* out); /* "auto","cpu","cuda","cuda:N" */
 GPUML_C_API gpuml_status_t gpuml_context_free(gpuml_context_t ctx);
 GPUML_C_API gpuml_status_t gpuml_context_device(gpuml_context_t ctx, int32_t* device_type, int32_t* device_id);

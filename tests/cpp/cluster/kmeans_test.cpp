@@ -10,6 +10,7 @@
 #include <numeric>
 #include <set>
 
+#include "gpuml/core/progress.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
@@ -297,6 +298,30 @@ TEST(KMeansCpu, ConvergesLikeReferenceWithTolerance) {
   expect_rel_near(got.inertia, ref.inertia, 1e-10, "inertia");
   EXPECT_EQ(got.n_iter, ref.n_iter);
   EXPECT_LT(got.n_iter, 300);
+}
+
+// verbose > 0 writes scikit-learn's lines, one per Lloyd iteration, to the installed progress sink;
+// verbose = 0 writes nothing.
+TEST(KMeansCpu, VerboseWritesProgressToTheSink) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 300, 1000), d = uniform_int(rng, 2, 5), k = uniform_int(rng, 2, 5);
+  Blobs b = make_blobs(rng, n, d, k, 1.5, 6.0);
+  const std::vector<double> init = random_rows(rng, b.X, n, d, k);
+  std::vector<std::string> lines;
+  gpuml::set_progress_sink([](const char* line, void* out) { static_cast<std::vector<std::string>*>(out)->push_back(line); },
+                           &lines);
+  Context ctx = Context::cpu(2);
+  KMeansParams p = array_init(init, k, 300, 0.0);
+  const Fitted quiet = fit(ctx, p, b.X, n, d);
+  EXPECT_TRUE(lines.empty());
+  p.verbose = 1;
+  const Fitted loud = fit(ctx, p, b.X, n, d);
+  gpuml::set_progress_sink(nullptr, nullptr);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(loud.n_iter) + 2);  // start, one per iteration, the end
+  EXPECT_EQ(lines.front(), "Initialization complete\n");
+  EXPECT_EQ(lines[1].rfind("Iteration 0, inertia ", 0), 0u);
+  EXPECT_NE(lines.back().find("strict convergence"), std::string::npos) << lines.back();  // tol 0
+  EXPECT_EQ(loud.labels, quiet.labels);  // printing changes nothing
 }
 
 TEST(KMeansCpu, Float32MatchesReference) {
