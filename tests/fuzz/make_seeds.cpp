@@ -116,7 +116,8 @@ void write_dictionary(const std::string& path) {
                            "truncated_svd", "random_forest_classifier", "random_forest_regressor"}) {
     const char* schema = nullptr;
     if (gpuml_estimator_params_schema(kind, &schema) != GPUML_OK) continue;  // a kind without a table yet
-    for (const auto& row : nlohmann::json::parse(schema)["parameters"]) {
+    const nlohmann::json parsed = nlohmann::json::parse(schema);  // kept alive for the loop
+    for (const auto& row : parsed["parameters"]) {
       words.insert(row["name"].dump());
       for (const auto& form : row["forms"])
         if (form.contains("choices"))
