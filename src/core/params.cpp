@@ -179,27 +179,6 @@ void read_class_weight(ParamReader& reader, const std::vector<std::string>& pres
   }
 }
 
-std::vector<double> read_finite_numbers(ParamReader& reader, const char* name) {
-  std::vector<double> values;
-  if (!reader.has(name)) return values;
-  const nlohmann::json& list = reader.raw(name);
-  const char* expected = "null, a list of finite numbers, or a list of equally long lists of them";
-  if (!list.is_array()) reader.fail(name, expected);
-  auto add = [&](const nlohmann::json& v) {
-    if (!v.is_number() || v.is_boolean() || !std::isfinite(v.get<double>())) reader.fail(name, expected);
-    values.push_back(v.get<double>());
-  };
-  for (const auto& v : list) {
-    if (!v.is_array()) {
-      add(v);
-      continue;
-    }
-    if (!list[0].is_array() || v.size() != list[0].size()) reader.fail(name, expected);
-    for (const auto& x : v) add(x);
-  }
-  return values;
-}
-
 }  // namespace gpuml::detail
 
 // ---- parameter tables (param_table.hpp) ------------------------------------------------------

@@ -65,8 +65,4 @@ nlohmann::json class_weight_json(const std::string& preset, const std::vector<st
 void read_class_weight(ParamReader& reader, const std::vector<std::string>& presets, std::string& preset,
                        std::vector<std::pair<double, double>>& pairs);
 
-// A list of finite numbers, or a list of equally long lists of them (read row-major); absent or
-// null: empty.
-std::vector<double> read_finite_numbers(ParamReader& reader, const char* name);
-
 }  // namespace gpuml::detail

@@ -18,6 +18,7 @@ std::unique_ptr<Estimator> lasso_from_params(const nlohmann::json& params);  // 
 nlohmann::json elastic_net_params_schema();
 nlohmann::json lasso_params_schema();
 std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json& params);  // src/linear_model/logistic_regression.cpp
+nlohmann::json logistic_regression_params_schema();
 
 std::unique_ptr<Estimator> random_forest_classifier_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp
 std::unique_ptr<Estimator> random_forest_regressor_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp

@@ -22,6 +22,7 @@
 
 #include "core/distributed.hpp"
 #include "core/parallel.hpp"
+#include "core/param_table.hpp"
 #include "core/params.hpp"
 #include "core/labels.hpp"
 #include "core/registry.hpp"
@@ -47,51 +48,101 @@ std::unique_ptr<detail::LogisticBackend<T>> make_backend(const Context& ctx) {
 
 std::string number(double v) { return detail::number_text(v); }
 
-// scikit-learn >= 1.8's rule: without an explicit penalty, l1_ratio chooses it (unset counts as 0).
-std::string penalty_from_l1_ratio(double l1_ratio) {
-  if (l1_ratio == -1.0 || l1_ratio == 0.0) return "l2";
-  if (l1_ratio == 1.0) return "l1";
-  return "elasticnet";
+// LogisticRegression's parameters, declared once (core/param_table.hpp), in scikit-learn's order.
+const detail::ParamTable<LogisticRegressionParams>& params_table() {
+  using namespace detail;
+  using P = LogisticRegressionParams;
+  static const ParamTable<P> table(
+      "logistic_regression",
+      {
+          ParamRow<P>{"penalty", {one_of({"l1", "l2", "elasticnet"}), null_form(), one_of({"deprecated"}, true)},
+                      "Deprecated (scikit-learn 1.8): \"l2\", \"l1\", \"elasticnet\" or null (none); the default, "
+                      "\"deprecated\", lets l1_ratio choose (0: \"l2\", 1: \"l1\", in between: \"elasticnet\").",
+                      [](P& p, const nlohmann::json& v) { p.penalty = v.is_null() ? "none" : v.get<std::string>(); },
+                      [](const P& p) { return p.penalty == "none" ? nlohmann::json(nullptr) : nlohmann::json(p.penalty); }},
+          field("C", &P::C, {number_in(0, std::nullopt, "right")},
+                "The inverse of the penalty's strength (Python: np.inf for no penalty)."),
+          field("l1_ratio", &P::l1_ratio, {number_in(0, 1, "both"), null_form()},
+                "The L1 share of the penalty: 0 L2, 1 L1, in between the elastic net."),
+          field("dual", &P::dual, {boolean()},
+                "Accepted, without effect: liblinear's dual has the primal's solution, which gpuml computes."),
+          field("tol", &P::tol, {number_in(0)}, "Convergence: the largest (pseudo-)gradient entry <= tol."),
+          field("fit_intercept", &P::fit_intercept, {boolean()}, "Whether to fit an intercept."),
+          ParamRow<P>{"intercept_scaling", {number_in(0, std::nullopt, "neither")},
+                      "With solver=\"liblinear\" and fit_intercept: the intercept is intercept_scaling times the "
+                      "weight of a constant feature of that value, penalized like the coefficients; else without "
+                      "effect (the intercept is not penalized).",
+                      [](P& p, const nlohmann::json& v) { p.intercept_scaling = v.get<double>(); },
+                      [](const P& p) {  // a whole number as an integer: scikit-learn's default is the int 1
+                        const double s = p.intercept_scaling;
+                        return s == std::floor(s) && std::fabs(s) < 1e15 ? nlohmann::json(static_cast<int64_t>(s))
+                                                                         : nlohmann::json(s);
+                      }},
+          ParamRow<P>{"class_weight", {pairs(), one_of({"balanced"}), null_form()},
+                      "Weights of the classes: [label, weight] pairs (Python: a dict; labels not listed weigh 1), "
+                      "\"balanced\" (inversely proportional to the classes' weighted counts) or null (all 1).",
+                      [](P& p, const nlohmann::json& v) {
+                        p.class_weight_balanced = v.is_string();
+                        p.class_weight.clear();
+                        if (v.is_array())
+                          for (const auto& pair : v) p.class_weight.emplace_back(pair[0].get<double>(), pair[1].get<double>());
+                      },
+                      [](const P& p) {
+                        return class_weight_json(p.class_weight_balanced ? "balanced" : "", p.class_weight);
+                      }},
+          field("random_state", &P::random_state, {seed()},
+                "Accepted, without effect: gpuml's method draws nothing (scikit-learn's sag, saga and liblinear "
+                "shuffle)."),
+          field("solver", &P::solver, {one_of({"lbfgs", "liblinear", "newton-cg", "newton-cholesky", "sag", "saga"})},
+                "The named solver's objective, which gpuml minimizes with L-BFGS (OWL-QN with an L1 part): "
+                "\"liblinear\" penalizes the intercept (intercept_scaling) and ignores warm_start."),
+          field("max_iter", &P::max_iter, {integer_in(0)}, "The most quasi-Newton iterations."),
+          field("verbose", &P::verbose, {verbose()}, "Accepted, without effect: gpuml prints nothing.").per_rank(),
+          field("warm_start", &P::warm_start, {boolean()},
+                "A refit starts from the fitted coef_ and intercept_ (not with liblinear); the Python bindings pass "
+                "them as init_coef and init_intercept."),
+          field("n_jobs", &P::n_jobs, {null_form(), any_integer()},
+                "Accepted, without effect (as in scikit-learn >= 1.8).")
+              .per_rank(),
+          ParamRow<P>{"init_coef", {numbers(), matrix()},
+                      "gpuml's: the starting coefficients, coef_ of an earlier fit (flat or (k, n_features)); "
+                      "empty: zeros.",
+                      [](P& p, const nlohmann::json& v) { p.init_coef = flat_numbers(v); },
+                      [](const P& p) { return nlohmann::json(p.init_coef); }}
+              .not_in_constructor(),
+          ParamRow<P>{"init_intercept", {numbers()},
+                      "gpuml's: the starting intercepts, intercept_ of an earlier fit (needs init_coef); empty: zeros.",
+                      [](P& p, const nlohmann::json& v) { p.init_intercept = flat_numbers(v); },
+                      [](const P& p) { return nlohmann::json(p.init_intercept); }}
+              .not_in_constructor(),
+      },
+      [](const P& p) {
+        GPUML_EXPECT(p.penalty != "elasticnet" || p.l1_ratio.has_value(),
+                     "logistic_regression parameter 'l1_ratio' must be a number in [0, 1] with penalty "
+                     "\"elasticnet\", got null");
+        GPUML_EXPECT(!p.init_coef.empty() || p.init_intercept.empty(),
+                     "logistic_regression parameter 'init_intercept' needs init_coef (the warm start is coef_ with "
+                     "its intercept_)");
+        GPUML_EXPECT(!(p.class_weight_balanced && !p.class_weight.empty()),
+                     "logistic_regression parameter 'class_weight' is either \"balanced\" or a list of [label, "
+                     "weight] pairs, not both");
+      });
+  return table;
 }
 
-void validate_params(const LogisticRegressionParams& p) {
-  const std::string& pen = p.penalty;
-  GPUML_EXPECT(pen == "l2" || pen == "l1" || pen == "elasticnet" || pen == "none",
-               "LogisticRegression: penalty must be \"l2\", \"l1\", \"elasticnet\" or None, got \"" + pen + "\"");
-  GPUML_EXPECT(std::isfinite(p.C) && p.C > 0, "LogisticRegression: C must be a finite number > 0, got " + number(p.C));
-  if (pen == "elasticnet")
-    GPUML_EXPECT(p.l1_ratio >= 0 && p.l1_ratio <= 1,
-                 "LogisticRegression: penalty=\"elasticnet\" needs l1_ratio in [0, 1], got " +
-                     (p.l1_ratio == -1.0 ? std::string("none") : number(p.l1_ratio)));
-  else
-    GPUML_EXPECT(p.l1_ratio == -1.0 || (p.l1_ratio >= 0 && p.l1_ratio <= 1),
-                 "LogisticRegression: l1_ratio must be in [0, 1] or unset, got " + number(p.l1_ratio));
-  GPUML_EXPECT(p.max_iter >= 0, "LogisticRegression: max_iter must be >= 0, got " + std::to_string(p.max_iter));
-  GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0, "LogisticRegression: tol must be finite and >= 0, got " + number(p.tol));
-  GPUML_EXPECT(std::isfinite(p.intercept_scaling) && p.intercept_scaling >= 0,
-               "LogisticRegression: intercept_scaling must be finite and >= 0 (0: the intercept is not penalized), got " +
-                   number(p.intercept_scaling));
-  const auto finite = [](const std::vector<double>& v) {
-    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
-  };
-  GPUML_EXPECT(finite(p.init_coef) && finite(p.init_intercept),
-               "LogisticRegression: init_coef and init_intercept (the warm start) must be finite");
-  GPUML_EXPECT(!p.init_coef.empty() || p.init_intercept.empty(),
-               "LogisticRegression: init_intercept needs init_coef (the warm start is coef_ with its intercept_)");
-  GPUML_EXPECT(!(p.class_weight_balanced && !p.class_weight.empty()),
-               "LogisticRegression: class_weight is either \"balanced\" or a list of (label, weight), not both");
-  for (const auto& [label, weight] : p.class_weight) {
-    GPUML_EXPECT(std::isfinite(label), "LogisticRegression: class_weight labels must be finite");
-    GPUML_EXPECT(std::isfinite(weight) && weight >= 0,
-                 "LogisticRegression: class_weight for label " + number(label) + " must be finite and >= 0, got " +
-                     number(weight));
-  }
+// The penalty the objective has: "l2", "l1", "elasticnet" or "none" (scikit-learn >= 1.8: without
+// an explicit penalty, l1_ratio chooses it).
+std::string effective_penalty(const LogisticRegressionParams& p) {
+  if (p.penalty != "deprecated") return p.penalty;
+  const double ratio = p.l1_ratio.value_or(0.0);
+  return ratio == 0.0 ? "l2" : ratio == 1.0 ? "l1" : "elasticnet";
 }
 
 // The L1 fraction of the penalty (ρ) and whether there is a penalty at all.
 double l1_fraction(const LogisticRegressionParams& p) {
-  if (p.penalty == "l1") return 1.0;
-  if (p.penalty == "elasticnet") return p.l1_ratio;
+  const std::string penalty = effective_penalty(p);
+  if (penalty == "l1") return 1.0;
+  if (penalty == "elasticnet") return *p.l1_ratio;
   return 0.0;
 }
 
@@ -136,7 +187,7 @@ class LogisticFit {
     comm_.allreduce_sum(&weight_sum_, 1);  // every rank's rows
     GPUML_EXPECT(weight_sum_ > 0, "LogisticRegression: sample_weight (times the class weights of class_weight) sums to 0; "
                                   "some rows need a positive weight");
-    const double strength = p.penalty == "none" ? 0.0 : 1.0 / (p.C * weight_sum_);
+    const double strength = effective_penalty(p) == "none" ? 0.0 : 1.0 / (p.C * weight_sum_);
     // The penalty's weight scales with 1 / (C · total weight): a tiny C (or tiny weights) makes it
     // infinite, and every objective value with it. Any C for which it is finite still fits.
     GPUML_EXPECT(std::isfinite(strength),
@@ -147,7 +198,7 @@ class LogisticFit {
     l1_weight_ = strength * l1_fraction(p);
     // liblinear's objective: the intercept b = s v with v penalized like a coefficient, so b's
     // penalty weights are those of v divided by s (L1) and s² (L2).
-    if (p.fit_intercept && p.intercept_scaling > 0) {
+    if (p.fit_intercept && p.solver == "liblinear") {
       intercept_l2_ = l2_ / (p.intercept_scaling * p.intercept_scaling);
       intercept_l1_ = l1_weight_ / p.intercept_scaling;
     }
@@ -201,7 +252,7 @@ class LogisticFit {
   HostArray label_host_, weight_host_;  // staged views alias these on the CPU
   detail::Staged labels_, weights_;
   double weight_sum_ = 0.0, l2_ = 0.0, l1_weight_ = 0.0;
-  double intercept_l2_ = 0.0, intercept_l1_ = 0.0;  // nonzero only under intercept_scaling
+  double intercept_l2_ = 0.0, intercept_l1_ = 0.0;  // nonzero only under liblinear's objective
   std::vector<double> coef_host_, grad_host_;
 };
 
@@ -214,8 +265,7 @@ HostArray int64_array(std::vector<int64_t> values, bool scalar) {
 }  // namespace
 
 LogisticRegression::LogisticRegression(LogisticRegressionParams params) : params_(std::move(params)) {
-  if (params_.penalty.empty()) params_.penalty = penalty_from_l1_ratio(params_.l1_ratio);
-  validate_params(params_);
+  params_table().check(params_);
 }
 
 LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
@@ -238,22 +288,9 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
     y_values = detail::read_labels(ctx, y, n, "LogisticRegression");
     sw = detail::host_sample_weights(ctx, sample_weight, n);
   });
-  std::vector<double> listed;
-  for (const auto& [label, weight] : params_.class_weight) listed.insert(listed.end(), {label, weight});
-  detail::agree_on_every_rank(comm, "LogisticRegression", n,
-                              {{"n_features", d},
-                               {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
-                               {"penalty", detail::hash_of(params_.penalty)},
-                               {"C (bits)", detail::bits_of(params_.C)},
-                               {"l1_ratio (bits)", detail::bits_of(params_.l1_ratio)},
-                               {"fit_intercept", params_.fit_intercept ? 1 : 0},
-                               {"max_iter", static_cast<int64_t>(params_.max_iter)},
-                               {"tol (bits)", detail::bits_of(params_.tol)},
-                               {"intercept_scaling (bits)", detail::bits_of(params_.intercept_scaling)},
-                               {"init_coef (hash)", detail::hash_of(params_.init_coef)},
-                               {"init_intercept (hash)", detail::hash_of(params_.init_intercept)},
-                               {"class_weight=\"balanced\"", params_.class_weight_balanced ? 1 : 0},
-                               {"class_weight (hash)", detail::hash_of(listed)}});
+  std::vector<detail::RankField> fields = {{"n_features", d}, {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)}};
+  for (const detail::RankField& f : params_table().rank_fields(params_)) fields.push_back(f);
+  detail::agree_on_every_rank(comm, "LogisticRegression", n, fields);
   // The classes of all ranks; the checks after this point see the same numbers on every rank
   // (the classes, the summed weights), so they fail on all ranks together.
   std::vector<double> classes = detail::union_over_ranks(comm, y_values.classes);
@@ -298,7 +335,19 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
 }
 
 void LogisticRegression::start_from_init(std::vector<double>& x, int64_t k, int64_t d) const {
-  if (params_.init_coef.empty()) return;
+  if (params_.init_coef.empty()) {
+    // warm_start: from this model's own fit when it has these data's shape (else from zeros), as
+    // scikit-learn, which ignores warm_start with liblinear.
+    if (!params_.warm_start || params_.solver == "liblinear" || !fitted() || coef_.spec().shape[0] != k ||
+        coef_.spec().shape[1] != d)
+      return;
+    detail::with_float_type(coef_.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      std::copy(coef_.as<const T>(), coef_.as<const T>() + k * d, x.begin());
+      if (params_.fit_intercept) std::copy(intercept_.as<const T>(), intercept_.as<const T>() + k, x.begin() + k * d);
+    });
+    return;
+  }
   const std::string shape = "(" + std::to_string(k) + ", " + std::to_string(d) + ")";
   GPUML_EXPECT(static_cast<int64_t>(params_.init_coef.size()) == k * d,
                "LogisticRegression: init_coef (the warm start) has " + std::to_string(params_.init_coef.size()) +
@@ -479,59 +528,15 @@ void LogisticRegression::restore(std::map<std::string, HostArray> attributes) {
   n_features_in_ = std::move(attributes.at("n_features_in_"));
 }
 
-std::string LogisticRegression::get_params_json() const {
-  nlohmann::json j;
-  j["penalty"] = params_.penalty == "none" ? nlohmann::json(nullptr) : nlohmann::json(params_.penalty);
-  j["C"] = params_.C;
-  j["l1_ratio"] = params_.l1_ratio == -1.0 ? nlohmann::json(nullptr) : nlohmann::json(params_.l1_ratio);
-  j["fit_intercept"] = params_.fit_intercept;
-  j["max_iter"] = params_.max_iter;
-  j["tol"] = params_.tol;
-  if (params_.intercept_scaling > 0) j["intercept_scaling"] = params_.intercept_scaling;  // liblinear's objective only
-  if (!params_.init_coef.empty()) j["init_coef"] = params_.init_coef;  // only when warm starting
-  if (!params_.init_intercept.empty()) j["init_intercept"] = params_.init_intercept;
-  j["class_weight"] = detail::class_weight_json(params_.class_weight_balanced ? "balanced" : "", params_.class_weight);
-  return j.dump();
-}
+std::string LogisticRegression::get_params_json() const { return params_table().write(params_).dump(); }
 
 namespace detail {
 
-// class_weight in JSON: null, "balanced", or a list of [label, weight] pairs (JSON object keys
-// would have to be strings, and labels are numbers).
 std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json& params) {
-  ParamReader reader(params, "logistic_regression");
-  LogisticRegressionParams p;
-  // Absent: l1_ratio chooses (scikit-learn >= 1.8); null: no penalty (Python's None).
-  const bool penalty_null = params.is_object() && params.contains("penalty") && params["penalty"].is_null();
-  const bool penalty_named = reader.has("penalty") || penalty_null;  // has() also marks it known
-  p.penalty = penalty_null ? "none" : reader.get_string("penalty", p.penalty);
-  if (penalty_named && p.penalty != "l2" && p.penalty != "l1" && p.penalty != "elasticnet" && p.penalty != "none")
-    reader.fail("penalty", "\"l2\", \"l1\", \"elasticnet\", \"none\", null, or absent (l1_ratio chooses)");
-  p.C = reader.get_double("C", p.C);
-  if (!(std::isfinite(p.C) && p.C > 0)) reader.fail("C", "a finite number > 0");
-  if (reader.has("l1_ratio")) {
-    p.l1_ratio = reader.get_double("l1_ratio", p.l1_ratio);
-    if (!(p.l1_ratio >= 0 && p.l1_ratio <= 1)) reader.fail("l1_ratio", "a number in [0, 1] or null");
-  }
-  p.fit_intercept = reader.get_bool("fit_intercept", p.fit_intercept);
-  const int64_t max_iter = reader.get_int("max_iter", p.max_iter);
-  if (max_iter < 0 || max_iter > (1 << 30)) reader.fail("max_iter", "an integer >= 0");
-  p.max_iter = static_cast<int>(max_iter);
-  p.tol = reader.get_double("tol", p.tol);
-  if (!(std::isfinite(p.tol) && p.tol >= 0)) reader.fail("tol", "a finite number >= 0");
-  p.intercept_scaling = reader.get_double("intercept_scaling", p.intercept_scaling);
-  if (!(std::isfinite(p.intercept_scaling) && p.intercept_scaling >= 0))
-    reader.fail("intercept_scaling", "a finite number >= 0 (0 or null: the intercept is not penalized)");
-  p.init_coef = detail::read_finite_numbers(reader, "init_coef");
-  p.init_intercept = detail::read_finite_numbers(reader, "init_intercept");
-  std::string preset;
-  detail::read_class_weight(reader, {"balanced"}, preset, p.class_weight);
-  p.class_weight_balanced = preset == "balanced";
-  reader.finish();
-  GPUML_EXPECT(p.penalty != "elasticnet" || p.l1_ratio != -1.0,
-               "logistic_regression: penalty \"elasticnet\" needs l1_ratio, a number in [0, 1]");
-  return std::make_unique<LogisticRegression>(std::move(p));
+  return std::make_unique<LogisticRegression>(params_table().read(params));
 }
+
+nlohmann::json logistic_regression_params_schema() { return params_table().schema(); }
 
 }  // namespace detail
 

@@ -69,7 +69,7 @@ const std::pair<const char*, const char*> kParamsOnly[] = {
     {"lasso", R"({"alpha": 1e308, "positive": true, "selection": "random", "random_state": 18446744073709551615})"},
     {"elastic_net", R"({"l1_ratio": 1.5})"},
     {"logistic_regression", R"({"penalty": "elasticnet", "l1_ratio": 0.5, "tol": 1e-8})"},
-    {"logistic_regression", R"({"penalty": "none", "init_coef": null})"},
+    {"logistic_regression", R"({"penalty": null, "init_coef": null, "solver": "liblinear", "intercept_scaling": 2})"},
     {"logistic_regression", R"({"class_weight": [[1.5, 0], [-2, 3]]})"},
     {"pca", R"({"n_components": null, "iterated_power": 7, "n_oversamples": 10})"},
     {"pca", R"({"n_components": 0.95, "svd_solver": "covariance_eigh"})"},

@@ -466,7 +466,10 @@ def test_the_c_side_checks_for_itself(device, rng):
         {"C": 0.0},
         {"C": -1.0},
         {"penalty": "l3"},
-        {"penalty": "elasticnet"},
+        {"penalty": "elasticnet", "l1_ratio": None},
+        {"penalty": "none"},  # scikit-learn's None is JSON null
+        {"solver": "sgd"},
+        {"intercept_scaling": 0.0},
         {"l1_ratio": 2.0},
         {"max_iter": -1},
         {"tol": -1.0},
@@ -822,8 +825,8 @@ def test_parameters_without_effect_on_the_fit(device, rng):
 
 
 def test_the_c_abi_chooses_the_penalty_by_l1_ratio(device, rng):
-    """Without "penalty", the C ABI's l1_ratio chooses it as scikit-learn 1.9 does; an explicit penalty
-    (the old JSON) keeps its meaning."""
+    """Without "penalty" (its default, "deprecated"), the C ABI's l1_ratio chooses it as scikit-learn
+    1.9 does; an explicit penalty (the old JSON) keeps its meaning. get_params reports what was given."""
     from gpuml import _array
     from gpuml._context import get_context
 
@@ -837,11 +840,16 @@ def test_the_c_abi_chooses_the_penalty_by_l1_ratio(device, rng):
         return handle.get_params()["penalty"], np.asarray(handle.attribute(context, "coef_"))
 
     penalty, l1 = coef({"l1_ratio": 1.0, "C": 0.1})
-    assert penalty == "l1" and np.sum(l1 == 0) > 0
+    assert penalty == "deprecated" and np.sum(l1 == 0) > 0
     assert_array_equal(coef({"penalty": "l1", "C": 0.1})[1], l1)
-    assert coef({"l1_ratio": 0.5, "C": 0.1})[0] == "elasticnet"
-    assert coef({"C": 0.1})[0] == "l2" and coef({"l1_ratio": 0.0})[0] == "l2"
-    assert coef({"penalty": "l2", "l1_ratio": 0.5})[0] == "l2"  # an explicit penalty wins, as in scikit-learn
+    assert_array_equal(coef({"l1_ratio": 0.5, "C": 0.1})[1],
+                       coef({"penalty": "elasticnet", "l1_ratio": 0.5, "C": 0.1})[1])
+    l2 = coef({"penalty": "l2", "C": 0.1})[1]
+    assert_array_equal(coef({"C": 0.1})[1], l2)
+    assert_array_equal(coef({"l1_ratio": None, "C": 0.1})[1], l2)
+    penalty, named = coef({"penalty": "l2", "l1_ratio": 0.5, "C": 0.1})
+    assert penalty == "l2"
+    assert_array_equal(named, l2)  # an explicit penalty wins, as in scikit-learn
     for bad in ({"intercept_scaling": -1.0}, {"init_coef": "zeros"}, {"init_coef": [1.0, None]},
                 {"init_intercept": [0.0]}):
         with pytest.raises(ValueError):

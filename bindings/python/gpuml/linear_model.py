@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from scipy import sparse
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Hidden, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._sparse import _align_api_if_sparse
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
@@ -634,59 +634,9 @@ class LogisticRegression(GpumlClassifier):
     _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "converged_")
     _gpuml_settable = ("coef_", "intercept_")
 
-    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
-    _parameter_constraints = worded_as_sklearn({
-        "penalty": [StrOptions({"l1", "l2", "elasticnet"}), None, Hidden(StrOptions({"deprecated"}))],
-        "C": [Interval(numbers.Real, 0, None, closed="right")],
-        "l1_ratio": [Interval(numbers.Real, 0, 1, closed="both"), None],
-        "dual": ["boolean"],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(numbers.Real, 0, None, closed="neither")],
-        "class_weight": [dict, StrOptions({"balanced"}), None],
-        "random_state": ["random_state"],
-        "solver": [StrOptions({"lbfgs", "liblinear", "newton-cg", "newton-cholesky", "sag", "saga"})],
-        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
-        "verbose": ["verbose"],
-        "warm_start": ["boolean"],
-        "n_jobs": [None, numbers.Integral],
-        "device": [str],  # its values are checked by check_device
-    }, linear_model.LogisticRegression)
-
-    def __init__(
-        self,
-        penalty="deprecated",
-        *,
-        C=1.0,
-        l1_ratio=0.0,
-        dual=False,
-        tol=1e-4,
-        fit_intercept=True,
-        intercept_scaling=1,
-        class_weight=None,
-        random_state=None,
-        solver="lbfgs",
-        max_iter=100,
-        verbose=0,
-        warm_start=False,
-        n_jobs=None,
-        device="auto",
-    ):
-        self.penalty = penalty
-        self.C = C
-        self.l1_ratio = l1_ratio
-        self.dual = dual
-        self.tol = tol
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.class_weight = class_weight
-        self.random_state = random_state
-        self.solver = solver
-        self.max_iter = max_iter
-        self.verbose = verbose
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.device = device
+    # Parameters: the table in src/linear_model/logistic_regression.cpp (see _params.py); scikit-learn's rules
+    # between them (which solver takes which penalty) and its warnings are _resolve_penalty's.
+    _gpuml_sklearn_class = "sklearn.linear_model.LogisticRegression"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -695,24 +645,27 @@ class LogisticRegression(GpumlClassifier):
         return tags
 
     # -- parameters ----------------------------------------------------------------------
-    def _gpuml_params(self, X=None):
-        """The checked parameters as the C ABI's JSON, without class_weight (it needs the classes)
-        and the warm start (it needs them too); warns and raises as scikit-learn 1.9 does."""
+    def _checked_penalty(self):
+        """Checks the parameters (scikit-learn's errors and warnings, in its order); returns the
+        penalty the objective has ("l2", "l1", "elasticnet" or None)."""
         self._validate_params()
         check_device(self.device)
-        penalty = _resolve_penalty(self)
-        params = {
+        return _resolve_penalty(self)
+
+    def _gpuml_params(self, X=None, penalty="l2", classes=None):
+        """The C ABI's JSON: `penalty` as _checked_penalty gave it; class_weight over the class
+        indices and the warm start need the classes and X."""
+        given = {
             "penalty": penalty,
-            # Unused without a penalty; the C ABI wants a finite C.
-            "C": float(self.C) if penalty is not None else 1.0,
-            "l1_ratio": float(self.l1_ratio) if penalty == "elasticnet" else None,
-            "fit_intercept": bool(self.fit_intercept),
-            "max_iter": int(self.max_iter),
-            "tol": float(self.tol),
+            "C": float(self.C) if penalty is not None else 1.0,  # C=np.inf: no penalty, C unused
+            "random_state": None,  # without effect: a RandomState given is not drawn from
+            "class_weight": self._class_weight_json(classes) if classes is not None else None,
         }
-        if self.solver == "liblinear" and self.fit_intercept:
-            params["intercept_scaling"] = float(self.intercept_scaling)  # liblinear's penalized intercept
-        return params
+        if not (self.solver == "liblinear" and self.fit_intercept):
+            given["intercept_scaling"] = 1  # without effect (scikit-learn takes infinity here too)
+        if X is not None and classes is not None:
+            given.update(self._warm_start_json(classes.size, X.shape[1]))
+        return self._json_params(**given)
 
     def _warm_start_json(self, n_classes, n_features):
         """init_coef / init_intercept from the previous coef_ and intercept_ (scikit-learn's shape rule)."""
@@ -739,7 +692,7 @@ class LogisticRegression(GpumlClassifier):
         """Fits on X (n_samples, n_features) and the labels y (n_samples,); returns self.
 
         Warns with ConvergenceWarning when the solver stopped before the gradient met tol."""
-        params = self._gpuml_params()  # bad parameters fail before the data is looked at
+        penalty = self._checked_penalty()  # bad parameters fail before the data is looked at
         X, y, kind = self._prepare_X_labels(X, y)
         classes, labels = self._labels(y)
         if self.solver == "liblinear":
@@ -754,14 +707,13 @@ class LogisticRegression(GpumlClassifier):
                     "Using the 'liblinear' solver while X contains a maximum value > 1e30 results in a frozen fit. "
                     "Please choose another solver or rescale the input X."
                 )
-            if self.dual and params["penalty"] == "l1":
+            if self.dual and penalty == "l1":
                 raise ValueError(
                     "Unsupported set of arguments: The combination of penalty='l1' and loss='logistic_regression' are "
                     "not supported when dual=True, Parameters: penalty='l1', loss='logistic_regression', dual=True"
                 )
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
-        params["class_weight"] = self._class_weight_json(classes)
-        params.update(self._warm_start_json(classes.size, X.shape[1]))
+        params = self._gpuml_params(X, penalty, classes)
         self._gpuml_fit(X, kind, sample_weight=weights, y=labels, params=params)
         self.classes_ = classes
         if not self.converged_:

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,27 +17,36 @@ namespace gpuml {
 // The intercept is not penalized (but see intercept_scaling). Two classes: the binomial loss on one
 // score column; more: the multinomial (softmax) loss on one column per class.
 struct LogisticRegressionParams {
-  // "" (the default): l1_ratio chooses, as in scikit-learn >= 1.8: 0 or unset "l2", 1 "l1", in
-  // between "elasticnet" (the constructor stores the choice). Or explicitly "l2", "l1",
-  // "elasticnet" or "none" (scikit-learn's deprecated `penalty`; "none" is Python's None).
-  std::string penalty;
-  double C = 1.0;              // > 0, finite
-  double l1_ratio = -1.0;      // in [0, 1]; -1: unset (needed with "elasticnet"; ignored with "l2"/"l1"/"none")
+  // scikit-learn's constructor parameters, with its defaults; each one's rule and meaning is in the
+  // parameter table (logistic_regression.cpp), which checks them.
+  // "deprecated" (the default): l1_ratio chooses, as in scikit-learn >= 1.8: 0 or null "l2", 1
+  // "l1", in between "elasticnet". Or explicitly "l2", "l1", "elasticnet", or "none" (Python's
+  // None, JSON null): scikit-learn's deprecated `penalty`.
+  std::string penalty = "deprecated";
+  double C = 1.0;
+  std::optional<double> l1_ratio = 0.0;  // in [0, 1]; needed by an explicit "elasticnet"
+  bool dual = false;
+  double tol = 1e-4;  // stop when max |(pseudo-)gradient of the objective| <= tol
   bool fit_intercept = true;
-  int max_iter = 100;          // >= 0 quasi-Newton iterations
-  double tol = 1e-4;           // >= 0; stop when max |(pseudo-)gradient of the objective| <= tol
-  // 0 (the default): the intercept is not penalized. > 0: scikit-learn's "liblinear" objective,
-  // where the intercept b is intercept_scaling times the weight v of a constant feature of value
-  // intercept_scaling, and v is penalized like the coefficients: r gains (1 − ρ)/2 v² + ρ |v|.
-  double intercept_scaling = 0.0;
-  // The starting point (a warm start): coef_ (row-major, (1, d) for two classes, else
-  // (n_classes, d)) and intercept_ (one per coef_ row; read with fit_intercept only) of an earlier
-  // fit. Empty: zeros. A size that does not fit the data is an error at fit.
-  std::vector<double> init_coef, init_intercept;
+  // With solver "liblinear" and fit_intercept, scikit-learn's liblinear objective: the intercept b
+  // is intercept_scaling times the weight v of a constant feature of value intercept_scaling, and
+  // v is penalized like the coefficients: r gains (1 − ρ)/2 v² + ρ |v|. Otherwise the intercept is
+  // not penalized.
+  double intercept_scaling = 1.0;
   // Class weights: "balanced" (S / (n_classes * weighted class count)), or one weight per listed
   // label (labels not listed weigh 1; a listed label that is not in y is an error), or none.
   bool class_weight_balanced = false;
-  std::vector<std::pair<double, double>> class_weight;  // (label, weight > 0)
+  std::vector<std::pair<double, double>> class_weight;  // (label, weight >= 0)
+  std::optional<uint64_t> random_state;
+  std::string solver = "lbfgs";
+  int max_iter = 100;  // quasi-Newton iterations
+  int verbose = 0;
+  bool warm_start = false;
+  std::optional<int64_t> n_jobs;
+  // gpuml's: the starting point (a warm start): coef_ (row-major, (1, d) for two classes, else
+  // (n_classes, d)) and intercept_ (one per coef_ row; read with fit_intercept only) of an earlier
+  // fit. Empty: zeros. A size that does not fit the data is an error at fit.
+  std::vector<double> init_coef, init_intercept;
 };
 
 // Logistic regression as scikit-learn's LogisticRegression. Labels y are numbers (the Python
@@ -75,8 +85,9 @@ class GPUML_API LogisticRegression final : public Estimator {
   void restore(std::map<std::string, HostArray> attributes) override;
 
  private:
-  // Copies the warm start (init_coef, init_intercept) into the packed variables x of a fit with
-  // k score columns and d features; checks their sizes.
+  // Copies the warm start (init_coef and init_intercept, checking their sizes; else, with
+  // warm_start, this model's own fit) into the packed variables x of a fit with k score columns
+  // and d features.
   void start_from_init(std::vector<double>& x, int64_t k, int64_t d) const;
 
   LogisticRegressionParams params_;

@@ -168,19 +168,25 @@ double objective_value(const Classification& c, const std::vector<double>& coef,
 }
 
 // Optimality: the smooth gradient is ~0 for unpenalized-by-L1 variables; with an L1 weight λ,
-// |g| <= λ where the coefficient is 0 and g = −λ sign(b) elsewhere. With intercept_scaling s > 0
-// (liblinear's objective) the intercept b carries the penalty of v = b / s: L2 weight
+// |g| <= λ where the coefficient is 0 and g = −λ sign(b) elsewhere. With solver "liblinear"
+// (its objective, intercept_scaling s) the intercept b carries the penalty of v = b / s: L2 weight
 // (1 − ρ) / (C S s²) and L1 weight ρ / (C S s).
 void expect_optimal(const LogisticRegression& model, const Classification& c, const LogisticRegressionParams& p,
                     const std::vector<double>& row_w, double tolerance) {
   const std::vector<double> coef = doubles(model.coef()), b = doubles(model.intercept());
-  const bool penalized = p.penalty != "none";
-  const double rho = p.penalty == "l1" ? 1.0 : p.penalty == "elasticnet" ? p.l1_ratio : 0.0;
+  // The penalty the objective has (scikit-learn >= 1.8: unnamed, l1_ratio chooses it).
+  const double ratio = p.l1_ratio.value_or(0.0);
+  const std::string penalty = p.penalty != "deprecated" ? p.penalty
+                              : ratio == 0.0               ? "l2"
+                              : ratio == 1.0               ? "l1"
+                                                           : "elasticnet";
+  const bool penalized = penalty != "none";
+  const double rho = penalty == "l1" ? 1.0 : penalty == "elasticnet" ? ratio : 0.0;
   const Gradient g = objective_gradient(c, coef, b, row_w, p.C, rho, penalized);
   long double S = 0;
   for (int64_t i = 0; i < c.n; ++i) S += row_w.empty() ? 1.0L : row_w[i];
   const double l1 = penalized ? static_cast<double>(rho / (p.C * S)) : 0.0;
-  const double s = p.intercept_scaling;
+  const double s = p.fit_intercept && p.solver == "liblinear" ? p.intercept_scaling : 0.0;
   const double intercept_l2 = penalized && s > 0 ? static_cast<double>((1 - rho) / (p.C * S * s * s)) : 0.0;
   const double intercept_l1 = s > 0 ? l1 / s : 0.0;
   // g + l2 · b against the L1 weight λ of that variable.
@@ -306,26 +312,31 @@ TEST(LogisticRegression, L1AndElasticNetSatisfySubgradientConditions) {
 TEST(LogisticRegression, L1RatioChoosesThePenaltyWhenNoneIsNamed) {
   GPUML_FRESH_RNG(rng);
   Context ctx = Context::cpu();
-  auto with_ratio = [](double ratio, std::string penalty = "") {
+  auto with_ratio = [](std::optional<double> ratio, std::string penalty = "deprecated") {
     LogisticRegressionParams p;
     p.l1_ratio = ratio;
     p.penalty = std::move(penalty);
     return p;
   };
-  EXPECT_EQ(LogisticRegression(with_ratio(-1.0)).params().penalty, "l2");  // unset
-  EXPECT_EQ(LogisticRegression(with_ratio(0.0)).params().penalty, "l2");
-  EXPECT_EQ(LogisticRegression(with_ratio(0.4)).params().penalty, "elasticnet");
-  EXPECT_EQ(LogisticRegression(with_ratio(1.0)).params().penalty, "l1");
-  EXPECT_EQ(LogisticRegression(with_ratio(1.0, "l2")).params().penalty, "l2");  // a named penalty wins (the old API)
-  for (const auto& [json, penalty] : std::vector<std::pair<const char*, const char*>>{
-           {R"({})", "l2"}, {R"({"l1_ratio": 0})", "l2"}, {R"({"l1_ratio": null})", "l2"},
-           {R"({"l1_ratio": 0.25})", "elasticnet"}, {R"({"l1_ratio": 1})", "l1"},
-           {R"({"penalty": "l2", "l1_ratio": 1})", "l2"}, {R"({"penalty": null})", nullptr}}) {
-    const std::string params = make_estimator("logistic_regression", json)->get_params_json();
-    const std::string expected = penalty ? "\"penalty\":\"" + std::string(penalty) + "\"" : "\"penalty\":null";
-    EXPECT_NE(params.find(expected), std::string::npos) << json << " gave " << params;
-  }
+  // The parameters stay as given (scikit-learn's get_params); the fit applies the rule: each
+  // unnamed penalty fits exactly as the penalty it stands for.
+  EXPECT_EQ(make_estimator("logistic_regression", "{}")->get_params_json(), LogisticRegression().get_params_json());
+  EXPECT_NE(LogisticRegression().get_params_json().find(R"("penalty":"deprecated")"), std::string::npos);
+  EXPECT_NE(make_estimator("logistic_regression", R"({"penalty": null})")->get_params_json().find(R"("penalty":null)"),
+            std::string::npos);
   GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"penalty": ""})"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"penalty": "none"})"), ErrorCode::invalid_argument);
+  const Classification small = make_classification(rng, uniform_int(rng, 100, 300), uniform_int(rng, 3, 8), 3, true);
+  const double ratio = uniform_real(rng, 0.1, 0.9);
+  for (const auto& [unnamed, named] : std::vector<std::pair<LogisticRegressionParams, LogisticRegressionParams>>{
+           {with_ratio(std::nullopt), with_ratio(0.0, "l2")},
+           {with_ratio(0.0), with_ratio(0.5, "l2")},
+           {with_ratio(1.0), with_ratio(0.0, "l1")},
+           {with_ratio(ratio), with_ratio(ratio, "elasticnet")}}) {
+    SCOPED_TRACE("named " + named.penalty);
+    EXPECT_EQ(doubles(fit_logistic<double>(ctx, small, unnamed).coef()),
+              doubles(fit_logistic<double>(ctx, small, named).coef()));
+  }
 
   const Classification c = make_classification(rng, uniform_int(rng, 300, 1500), uniform_int(rng, 8, 20), 3, false);
   LogisticRegressionParams p = tight(with_ratio(1.0));
@@ -336,7 +347,7 @@ TEST(LogisticRegression, L1RatioChoosesThePenaltyWhenNoneIsNamed) {
   EXPECT_GT(std::count(coef.begin(), coef.end(), 0.0), 0) << "L1 zeroes some coefficients; L2 would zero none";
 }
 
-// intercept_scaling > 0 is scikit-learn's liblinear objective: the intercept penalized as the
+// solver "liblinear" is scikit-learn's liblinear objective: the intercept penalized as the
 // weight of a constant feature of that value.
 TEST(LogisticRegression, InterceptScalingPenalizesTheInterceptAsLiblinear) {
   GPUML_FRESH_RNG(rng);
@@ -351,11 +362,12 @@ TEST(LogisticRegression, InterceptScalingPenalizesTheInterceptAsLiblinear) {
         LogisticRegressionParams p = tight({});
         p.penalty = penalty;
         p.C = uniform_real(rng, 0.05, 0.5);
+        p.solver = "liblinear";
         p.intercept_scaling = s;
         const LogisticRegression model = fit_logistic<double>(ctx, c, p);
         expect_optimal(model, c, p, c.w, 1e-5);  // as in L1AndElasticNetSatisfySubgradientConditions
         // The unpenalized intercept is another optimum: the conditions tell them apart.
-        p.intercept_scaling = 0;
+        p.solver = "lbfgs";  // intercept_scaling then has no effect
         const LogisticRegression plain = fit_logistic<double>(ctx, c, p);
         const std::vector<double> b = doubles(model.intercept()), b_plain = doubles(plain.intercept());
         double change = 0;
@@ -366,6 +378,8 @@ TEST(LogisticRegression, InterceptScalingPenalizesTheInterceptAsLiblinear) {
   }
   LogisticRegressionParams bad;
   bad.intercept_scaling = -1;
+  GPUML_EXPECT_ERROR(LogisticRegression{bad}, ErrorCode::invalid_argument);
+  bad.intercept_scaling = 0;  // scikit-learn's interval is open at 0
   GPUML_EXPECT_ERROR(LogisticRegression{bad}, ErrorCode::invalid_argument);
   bad.intercept_scaling = INFINITY;
   GPUML_EXPECT_ERROR(LogisticRegression{bad}, ErrorCode::invalid_argument);
@@ -430,6 +444,33 @@ TEST(LogisticRegression, WarmStartBeginsAtInitCoef) {
   GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"init_coef": [1, "a"]})"), ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"init_coef": [[1, 2], [3]]})"),
                      ErrorCode::invalid_argument);
+}
+
+// warm_start (in C++): a refit of the same model continues from its own coef_ and intercept_;
+// with liblinear (as scikit-learn) or without warm_start it starts from zeros again.
+TEST(LogisticRegression, WarmStartRefitContinuesTheModelsOwnFit) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Classification c = make_classification(rng, uniform_int(rng, 200, 800), uniform_int(rng, 3, 8), 3, true);
+  std::vector<double> X = c.X, y = c.y, w = c.w;
+  const ArrayView Xv = host_view(X.data(), c.n, c.d), yv = host_view(y.data(), c.n), wv = host_view(w.data(), c.n);
+  for (const bool warm : {true, false}) {
+    for (const char* solver : {"lbfgs", "liblinear"}) {
+      SCOPED_TRACE(std::string(solver) + (warm ? " warm" : " cold"));
+      LogisticRegressionParams p = tight({});
+      p.max_iter = 3;  // far from tol 1e-10: each fit stops after 3 iterations
+      p.warm_start = warm;
+      p.solver = solver;
+      LogisticRegression model(p);
+      model.fit(ctx, Xv, yv, &wv);
+      const std::vector<double> first = doubles(model.coef());
+      model.fit(ctx, Xv, yv, &wv);
+      if (warm && std::string(solver) == "lbfgs")
+        EXPECT_NE(doubles(model.coef()), first);  // 3 more iterations from the first fit's end
+      else
+        EXPECT_EQ(doubles(model.coef()), first);  // the same 3 iterations from zeros
+    }
+  }
 }
 
 TEST(LogisticRegression, ClassWeightsEqualSampleWeights) {
@@ -573,12 +614,17 @@ TEST(LogisticRegression, BadInputGivesNamedErrors) {
   GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.C = 0; })), ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.C = -1; })), ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.penalty = "l3"; })), ErrorCode::invalid_argument);
-  GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.penalty = "elasticnet"; })), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) {
+                       p.penalty = "elasticnet";
+                       p.l1_ratio = std::nullopt;
+                     })),
+                     ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.tol = -1; })), ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(LogisticRegression(params([](auto& p) { p.max_iter = -1; })), ErrorCode::invalid_argument);
-  GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"penalty": "elasticnet"})"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"penalty": "elasticnet", "l1_ratio": null})"),
+                     ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"class_weight": {"1": 2}})"), ErrorCode::invalid_argument);
-  GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"solver": "saga"})"), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("logistic_regression", R"({"solver": "sgd"})"), ErrorCode::invalid_argument);
 
   // A listed label that is not a class, while a class is unlisted.
   LogisticRegression listed(params([](auto& p) { p.class_weight = {{0.0, 2.0}, {7.0, 1.0}}; }));
@@ -642,8 +688,6 @@ TEST(LogisticRegression, ParamsAndModelRoundTrip) {
   EXPECT_EQ(a, b);
   const auto again = make_estimator("logistic_regression", model->get_params_json());
   EXPECT_EQ(again->get_params_json(), model->get_params_json());
-  EXPECT_EQ(make_estimator("logistic_regression", R"({"penalty": null})")->get_params_json(),
-            make_estimator("logistic_regression", R"({"penalty": "none"})")->get_params_json());
 }
 
 TEST(LogisticRegressionGpu, MatchesCpu) {
@@ -701,6 +745,7 @@ TEST(LogisticRegressionGpu, InterceptScalingAndWarmStartMatchCpu) {
   for (double& x : c.X) x += 1.5;
   LogisticRegressionParams p = tight({});
   p.C = 0.5;
+  p.solver = "liblinear";
   p.intercept_scaling = 2.0;
   const LogisticRegression on_gpu = fit_logistic<double>(gpu, c, p), on_cpu = fit_logistic<double>(cpu, c, p);
   expect_optimal(on_gpu, c, p, c.w, 1e-5);
