@@ -84,20 +84,22 @@ const detail::ParamTable<PCAParams>& params_table() {
                         return p.iterated_power == -1 ? nlohmann::json("auto") : nlohmann::json(p.iterated_power);
                       }},
           field("n_oversamples", &P::n_oversamples, {integer_in(1)},
-                "The randomized solver's extra test vectors (at most 2^53: more than min(n_samples, n_features) "
-                "add nothing)."),
+                "The randomized solver's extra test vectors; at most 2^53 (more than min(n_samples, n_features) "
+                "add nothing: Python passes larger values as 2^53)."),
           field("power_iteration_normalizer", &P::power_iteration_normalizer, {one_of({"auto", "QR", "LU", "none"})},
                 "Accepted, without effect: the randomized power iterations always orthonormalize (the subspace "
                 "of LU or none, more stably).")
               .per_rank(),
           field("random_state", &P::random_state, {seed()},
-                "The seed of the randomized solver; null: the context's seed (unused over several ranks)."),
+                "The seed of the randomized solver; null: a fresh one per fit (the context's in C++; unused "
+                "over several ranks)."),
       },
       [](const P& p) {
         GPUML_EXPECT(!(p.n_components_mle && p.n_components),
                      "pca parameter 'n_components' is either a number or \"mle\", not both");
         GPUML_EXPECT(!p.n_components || *p.n_components <= static_cast<double>(kMaxExactInteger),
-                     "pca parameter 'n_components' must be at most 2^53, got " + nlohmann::json(*p.n_components).dump());
+                     "pca parameter 'n_components' must be at most 2^53, got " +
+                         nlohmann::json(*p.n_components).dump());
         GPUML_EXPECT(p.n_oversamples <= detail::kMaxOversamples,
                      "pca parameter 'n_oversamples' must be at most 2^53, got " + std::to_string(p.n_oversamples));
       });

@@ -38,14 +38,15 @@ const detail::ParamTable<TruncatedSVDParams>& params_table() {
                 "min(n_samples, n_features)), answered by the exact SVD (Householder QR, then the SVD of R)."),
           field("n_iter", &P::n_iter, {integer_in(0)}, "The randomized SVD's power iterations."),
           field("n_oversamples", &P::n_oversamples, {integer_in(1)},
-                "The randomized SVD's extra test vectors (at most 2^53: more than min(n_samples, n_features) "
-                "add nothing)."),
+                "The randomized SVD's extra test vectors; at most 2^53 (more than min(n_samples, n_features) "
+                "add nothing: Python passes larger values as 2^53)."),
           field("power_iteration_normalizer", &P::power_iteration_normalizer, {one_of({"auto", "QR", "LU", "none"})},
                 "Accepted, without effect: the randomized power iterations always orthonormalize (the subspace "
                 "of LU or none, more stably).")
               .per_rank(),
           field("random_state", &P::random_state, {seed()},
-                "The seed of the randomized SVD; null: the context's seed (unused over several ranks)."),
+                "The seed of the randomized SVD; null: a fresh one per fit (the context's in C++; unused "
+                "over several ranks)."),
           field("tol", &P::tol, {number_in(0)}, "Accepted, without effect: \"arpack\" is answered by the exact SVD.")
               .per_rank(),
       },
