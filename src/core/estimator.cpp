@@ -51,8 +51,8 @@ const std::vector<Kind>& factories() {
       {"elastic_net", detail::elastic_net_from_params, detail::elastic_net_params_schema},
       {"lasso", detail::lasso_from_params, detail::lasso_params_schema},
       {"logistic_regression", detail::logistic_regression_from_params, detail::logistic_regression_params_schema},
-      {"pca", detail::pca_from_params},
-      {"truncated_svd", detail::truncated_svd_from_params},
+      {"pca", detail::pca_from_params, detail::pca_params_schema},
+      {"truncated_svd", detail::truncated_svd_from_params, detail::truncated_svd_params_schema},
       {"random_forest_classifier", detail::random_forest_classifier_from_params},
       {"random_forest_regressor", detail::random_forest_regressor_from_params},
   };

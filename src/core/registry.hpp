@@ -24,6 +24,8 @@ std::unique_ptr<Estimator> random_forest_classifier_from_params(const nlohmann::
 std::unique_ptr<Estimator> random_forest_regressor_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp
 
 std::unique_ptr<Estimator> pca_from_params(const nlohmann::json& params);  // src/decomposition/pca.cpp
+nlohmann::json pca_params_schema();
 std::unique_ptr<Estimator> truncated_svd_from_params(const nlohmann::json& params);  // src/decomposition/truncated_svd.cpp
+nlohmann::json truncated_svd_params_schema();
 
 }  // namespace gpuml::detail

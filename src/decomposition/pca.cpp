@@ -16,7 +16,7 @@
 #include <numeric>
 
 #include "core/distributed.hpp"
-#include "core/params.hpp"
+#include "core/param_table.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
 #include "core/trace.hpp"
@@ -34,26 +34,76 @@ const std::vector<std::string> kAttributeNames = {
 
 bool is_integer(double v) { return std::floor(v) == v; }
 
-void validate(const PCAParams& p) {
-  if (p.n_components) {
-    const double k = *p.n_components;
-    // Integers up to 2^53, where doubles still hold every integer (get_params writes it as one).
-    // 0 is scikit-learn's too: "full" and "covariance_eigh" then keep no component.
-    GPUML_EXPECT(std::isfinite(k) && k >= 0 && (k < 1 || (is_integer(k) && k <= 9007199254740992.0)),
-                 "PCA: n_components must be an integer in [0, 2^53], a fraction in (0, 1), \"mle\" or unset; got " +
-                     std::to_string(k));
-    GPUML_EXPECT(!p.n_components_mle, "PCA: n_components is either a number or \"mle\", not both");
-  }
-  GPUML_EXPECT(p.svd_solver == "auto" || p.svd_solver == "full" || p.svd_solver == "covariance_eigh" ||
-                   p.svd_solver == "arpack" || p.svd_solver == "randomized",
-               "PCA: svd_solver must be \"auto\", \"full\", \"covariance_eigh\", \"arpack\" or \"randomized\", got \"" +
-                   p.svd_solver + "\"");
-  GPUML_EXPECT(p.iterated_power >= -1,
-               "PCA: iterated_power must be >= 0 (or -1 for \"auto\"), got " + std::to_string(p.iterated_power));
-  // At most 2^53 (more adds nothing past min(n_samples, n_features), and the sum with
-  // n_components stays far from int64's limit).
-  GPUML_EXPECT(p.n_oversamples >= 0 && p.n_oversamples <= detail::kMaxOversamples,
-               "PCA: n_oversamples must be an integer in [0, 2^53], got " + std::to_string(p.n_oversamples));
+// n_components is stored as a double: integers up to 2^53, where doubles still hold every
+// integer (get_params writes it as one).
+constexpr int64_t kMaxExactInteger = int64_t{1} << 53;
+
+// PCA's parameters, declared once (core/param_table.hpp), in scikit-learn's order.
+const detail::ParamTable<PCAParams>& params_table() {
+  using namespace detail;
+  using P = PCAParams;
+  static const ParamTable<P> table(
+      "pca",
+      {
+          ParamRow<P>{"n_components", {integer_in(0), number_in(0, 1, "neither"), one_of({"mle"}), null_form()},
+                      "How many components to keep: an integer (0 with \"full\" and \"covariance_eigh\" only); a "
+                      "fraction in (0, 1), the fewest whose explained variance ratio sums above it; \"mle\", "
+                      "Minka's estimate (\"full\" and \"covariance_eigh\" only); null: min(n_samples, "
+                      "n_features), one less for \"arpack\".",
+                      [](P& p, const nlohmann::json& v) {
+                        p.n_components_mle = v.is_string();
+                        p.n_components.reset();
+                        if (!v.is_number()) return;
+                        GPUML_EXPECT(!v.is_number_integer() || v.get<int64_t>() <= kMaxExactInteger,
+                                     "pca parameter 'n_components' must be at most 2^53, got " + v.dump());
+                        p.n_components = v.get<double>();
+                      },
+                      [](const P& p) -> nlohmann::json {
+                        if (p.n_components_mle) return "mle";
+                        if (!p.n_components) return nullptr;
+                        const double k = *p.n_components;  // integers as integers; the forms judge the rest
+                        if (std::isfinite(k) && is_integer(k) && std::fabs(k) <= 9.2e18) return static_cast<int64_t>(k);
+                        return k;
+                      }},
+          field("copy", &P::copy, {boolean()}, "Accepted, without effect: gpuml never writes to X.").per_rank(),
+          field("whiten", &P::whiten, {boolean()},
+                "Divides the projections by sqrt(explained_variance_), for outputs of unit variance."),
+          field("svd_solver", &P::svd_solver, {one_of({"auto", "full", "covariance_eigh", "arpack", "randomized"})},
+                "\"covariance_eigh\": eigen-decomposition of the centered covariance (one pass over X); \"full\": "
+                "the SVD of R from a QR of the centered X; \"arpack\": scikit-learn's rules for it, answered by "
+                "the exact SVD; \"randomized\": Halko et al.'s; \"auto\": scikit-learn's rule."),
+          field("tol", &P::tol, {number_in(0)}, "Accepted, without effect: \"arpack\" is answered by the exact SVD.")
+              .per_rank(),
+          ParamRow<P>{"iterated_power", {one_of({"auto"}), integer_in(0)},
+                      "The randomized solver's power iterations; \"auto\": 7 when n_components < 0.1 "
+                      "min(n_samples, n_features), else 4.",
+                      [](P& p, const nlohmann::json& v) {
+                        p.iterated_power = v.is_string() ? -1 : field_from_json<int64_t>(v);
+                      },
+                      [](const P& p) {
+                        return p.iterated_power == -1 ? nlohmann::json("auto") : nlohmann::json(p.iterated_power);
+                      }},
+          field("n_oversamples", &P::n_oversamples, {integer_in(1)},
+                "The randomized solver's extra test vectors; at most 2^53 (more than min(n_samples, n_features) "
+                "add nothing: Python passes larger values as 2^53)."),
+          field("power_iteration_normalizer", &P::power_iteration_normalizer, {one_of({"auto", "QR", "LU", "none"})},
+                "Accepted, without effect: the randomized power iterations always orthonormalize (the subspace "
+                "of LU or none, more stably).")
+              .per_rank(),
+          field("random_state", &P::random_state, {seed()},
+                "The seed of the randomized solver; null: a fresh one per fit (the context's in C++; unused "
+                "over several ranks)."),
+      },
+      [](const P& p) {
+        GPUML_EXPECT(!(p.n_components_mle && p.n_components),
+                     "pca parameter 'n_components' is either a number or \"mle\", not both");
+        GPUML_EXPECT(!p.n_components || *p.n_components <= static_cast<double>(kMaxExactInteger),
+                     "pca parameter 'n_components' must be at most 2^53, got " +
+                         nlohmann::json(*p.n_components).dump());
+        GPUML_EXPECT(p.n_oversamples <= detail::kMaxOversamples,
+                     "pca parameter 'n_oversamples' must be at most 2^53, got " + std::to_string(p.n_oversamples));
+      });
+  return table;
 }
 
 // scikit-learn's "auto" rule (PCA._fit).
@@ -128,7 +178,7 @@ int64_t infer_dimension(const std::vector<double>& spectrum, int64_t n_samples) 
 
 }  // namespace
 
-PCA::PCA(PCAParams params) : params_(std::move(params)) { validate(params_); }
+PCA::PCA(PCAParams params) : params_(std::move(params)) { params_table().check(params_); }
 
 PCA& PCA::fit(Context& ctx, const ArrayView& X) {
   // Distributed (the context's communicator): every rank passes its own rows; the ranks agree on
@@ -151,17 +201,9 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
     Xs = detail::stage(ctx, X, dtype, "X");  // NaN and infinity: found by the centering pass
     trace.mark("stage X");
   });
-  const detail::RowCounts rows = detail::agree_on_every_rank(
-      comm, "PCA", local_n,
-      {{"n_features", d},
-       {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
-       {"n_components (bits; -1 unset)", params_.n_components ? detail::bits_of(*params_.n_components) : -1},
-       {"svd_solver", detail::hash_of(params_.svd_solver)},
-       {"whiten", params_.whiten ? 1 : 0},
-       {"iterated_power", static_cast<int64_t>(params_.iterated_power)},
-       {"n_oversamples", static_cast<int64_t>(params_.n_oversamples)},
-       {"whether random_state is set", params_.random_state.has_value() ? 1 : 0},
-       {"random_state", static_cast<int64_t>(params_.random_state.value_or(0))}});
+  std::vector<detail::RankField> fields = {{"n_features", d}, {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)}};
+  for (const detail::RankField& f : params_table().rank_fields(params_)) fields.push_back(f);
+  const detail::RowCounts rows = detail::agree_on_every_rank(comm, "PCA", local_n, fields);
   const int64_t n = rows.total, min_nd = std::min(n, d);
   GPUML_EXPECT(n >= 2, "PCA needs at least 2 samples (the variances divide by n_samples - 1), got n_samples=" +
                            std::to_string(n));
@@ -427,44 +469,15 @@ void PCA::restore(std::map<std::string, HostArray> attributes) {
   n_samples_ = std::move(attributes.at("n_samples_"));
 }
 
-std::string PCA::get_params_json() const {
-  nlohmann::json j;
-  if (params_.n_components_mle) j["n_components"] = "mle";
-  else if (!params_.n_components) j["n_components"] = nullptr;
-  else if (*params_.n_components >= 1) j["n_components"] = static_cast<int64_t>(*params_.n_components);
-  else j["n_components"] = *params_.n_components;
-  j["whiten"] = params_.whiten;
-  j["svd_solver"] = params_.svd_solver;
-  j["iterated_power"] = params_.iterated_power < 0 ? nlohmann::json("auto") : nlohmann::json(params_.iterated_power);
-  j["n_oversamples"] = params_.n_oversamples;
-  j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
-  return j.dump();
-}
+std::string PCA::get_params_json() const { return params_table().write(params_).dump(); }
 
 namespace detail {
 
 std::unique_ptr<Estimator> pca_from_params(const nlohmann::json& params) {
-  ParamReader reader(params, "pca");
-  PCAParams p;
-  if (reader.has("n_components")) {
-    const nlohmann::json& v = reader.raw("n_components");
-    if (v.is_string() && v.get<std::string>() == "mle") p.n_components_mle = true;
-    else if (v.is_number()) p.n_components = reader.get_double("n_components", 0.0);
-    else reader.fail("n_components", "an integer >= 0, a fraction in (0, 1), \"mle\" or null");
-  }
-  p.whiten = reader.get_bool("whiten", p.whiten);
-  p.svd_solver = reader.get_string("svd_solver", p.svd_solver);
-  if (reader.has("iterated_power")) {
-    const nlohmann::json& v = reader.raw("iterated_power");
-    if (v.is_string() && v.get<std::string>() == "auto") p.iterated_power = -1;
-    else if (v.is_number_integer() && v.get<int64_t>() >= 0) p.iterated_power = v.get<int64_t>();
-    else reader.fail("iterated_power", "an integer >= 0 or \"auto\"");
-  }
-  p.n_oversamples = reader.get_int("n_oversamples", p.n_oversamples);
-  p.random_state = reader.get_seed("random_state");
-  reader.finish();
-  return std::make_unique<PCA>(std::move(p));
+  return std::make_unique<PCA>(params_table().read(params));
 }
+
+nlohmann::json pca_params_schema() { return params_table().schema(); }
 
 }  // namespace detail
 

@@ -17,7 +17,9 @@ SCHEMA_DRIVEN = sorted(
 )
 
 # Where gpuml accepts other values than scikit-learn ((class name, parameter): why). Empty: identical.
-DIFFERENT_CONSTRAINTS = {}
+DIFFERENT_CONSTRAINTS = {
+    ("TruncatedSVD", "algorithm"): 'also "full" (hidden): gpuml\'s older name for the exact SVD without arpack\'s rule',
+}
 # gpuml's own constructor parameters, after scikit-learn's and before device (class name: names).
 GPUML_EXTRAS = {}
 

@@ -1,19 +1,17 @@
 """Matrix decompositions: PCA and TruncatedSVD on the CPU or a CUDA GPU."""
 
 import math
-import numbers
+import sys
 
 import numpy as np
 from scipy import linalg
-from sklearn import decomposition
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 from sklearn.utils.extmath import fast_logdet
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator, seed_from, worded_as_sklearn
+from ._base import GpumlEstimator
 from ._context import check_device
 
 __all__ = ["PCA", "TruncatedSVD"]
@@ -23,8 +21,21 @@ __all__ = ["PCA", "TruncatedSVD"]
 _MAX_OVERSAMPLES = 2**53
 
 
+def _finite_tol(tol):
+    """tol (without effect here) as JSON can carry it: scikit-learn accepts infinity."""
+    return min(float(tol), sys.float_info.max)
+
+
 class _Decomposition(ClassNamePrefixFeaturesOutMixin, TransformerMixin, GpumlEstimator):
     """fit / transform / fit_transform through the C ABI; inverse_transform from the fitted arrays."""
+
+    def _gpuml_params(self, X=None):
+        self._validate_params()
+        check_device(self.device)
+        # n_oversamples past the library's bound and an infinite tol change nothing: passed as the
+        # bound and the largest float.
+        n_oversamples = min(int(self.n_oversamples), _MAX_OVERSAMPLES)
+        return self._json_params(n_oversamples=n_oversamples, tol=_finite_tol(self.tol))
 
     def fit(self, X, y=None):
         """Fits on X (n_samples, n_features); returns self."""
@@ -123,69 +134,8 @@ class PCA(_Decomposition):
     )
     _gpuml_settable = ("components_", "mean_", "explained_variance_")  # what transform uses (the last when whiten)
 
-    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
-    _parameter_constraints = worded_as_sklearn({
-        "n_components": [
-            Interval(numbers.Integral, 0, None, closed="left"),
-            Interval(RealNotInt, 0, 1, closed="neither"),
-            StrOptions({"mle"}),
-            None,
-        ],
-        "copy": ["boolean"],
-        "whiten": ["boolean"],
-        "svd_solver": [StrOptions({"auto", "full", "covariance_eigh", "arpack", "randomized"})],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "iterated_power": [StrOptions({"auto"}), Interval(numbers.Integral, 0, None, closed="left")],
-        "n_oversamples": [Interval(numbers.Integral, 1, None, closed="left")],
-        "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
-        "random_state": ["random_state"],
-        "device": [str],  # its values are checked by check_device
-    }, decomposition.PCA)
-
-    def __init__(
-        self,
-        n_components=None,
-        *,
-        copy=True,
-        whiten=False,
-        svd_solver="auto",
-        tol=0.0,
-        iterated_power="auto",
-        n_oversamples=10,
-        power_iteration_normalizer="auto",
-        random_state=None,
-        device="auto",
-    ):
-        self.n_components = n_components
-        self.copy = copy
-        self.whiten = whiten
-        self.svd_solver = svd_solver
-        self.tol = tol
-        self.iterated_power = iterated_power
-        self.n_oversamples = n_oversamples
-        self.power_iteration_normalizer = power_iteration_normalizer
-        self.random_state = random_state
-        self.device = device
-
-    def _gpuml_params(self, X=None):
-        self._validate_params()
-        check_device(self.device)
-        k = self.n_components
-        if k is None or isinstance(k, str):  # None, or "mle"
-            n_components = k
-        elif isinstance(k, numbers.Integral):
-            n_components = int(k)
-        else:
-            n_components = float(k)
-        iterated_power = self.iterated_power
-        return {
-            "n_components": n_components,
-            "whiten": bool(self.whiten),
-            "svd_solver": self.svd_solver,
-            "iterated_power": iterated_power if isinstance(iterated_power, str) else int(iterated_power),
-            "n_oversamples": min(int(self.n_oversamples), _MAX_OVERSAMPLES),
-            "random_state": seed_from(self.random_state),
-        }
+    # Parameters: the table in src/decomposition/pca.cpp (see _params.py).
+    _gpuml_sklearn_class = "sklearn.decomposition.PCA"
 
     def fit(self, X, y=None):
         """Fits on X (n_samples, n_features); returns self."""
@@ -299,48 +249,5 @@ class TruncatedSVD(_Decomposition):
     _gpuml_attributes = ("components_", "explained_variance_", "explained_variance_ratio_", "singular_values_")
     _gpuml_settable = ("components_",)  # what transform uses
 
-    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
-    _parameter_constraints = worded_as_sklearn({
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        # "full": gpuml's older name for the exact SVD without arpack's n_components rule, kept
-        # for code that used it (hidden: scikit-learn's messages list only its own choices).
-        "algorithm": [StrOptions({"arpack", "randomized"}), Hidden(StrOptions({"full"}))],
-        "n_iter": [Interval(numbers.Integral, 0, None, closed="left")],
-        "n_oversamples": [Interval(numbers.Integral, 1, None, closed="left")],
-        "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
-        "random_state": ["random_state"],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "device": [str],  # its values are checked by check_device
-    }, decomposition.TruncatedSVD)
-
-    def __init__(
-        self,
-        n_components=2,
-        *,
-        algorithm="randomized",
-        n_iter=5,
-        n_oversamples=10,
-        power_iteration_normalizer="auto",
-        random_state=None,
-        tol=0.0,
-        device="auto",
-    ):
-        self.n_components = n_components
-        self.algorithm = algorithm
-        self.n_iter = n_iter
-        self.n_oversamples = n_oversamples
-        self.power_iteration_normalizer = power_iteration_normalizer
-        self.random_state = random_state
-        self.tol = tol
-        self.device = device
-
-    def _gpuml_params(self, X=None):
-        self._validate_params()
-        check_device(self.device)
-        return {
-            "n_components": int(self.n_components),
-            "algorithm": self.algorithm,
-            "n_iter": int(self.n_iter),
-            "n_oversamples": min(int(self.n_oversamples), _MAX_OVERSAMPLES),
-            "random_state": seed_from(self.random_state),
-        }
+    # Parameters: the table in src/decomposition/truncated_svd.cpp (see _params.py).
+    _gpuml_sklearn_class = "sklearn.decomposition.TruncatedSVD"

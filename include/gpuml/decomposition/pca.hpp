@@ -7,9 +7,8 @@
 
 namespace gpuml {
 
-// scikit-learn's PCA parameters (copy, tol and power_iteration_normalizer have no effect here
-// and are not offered: "arpack" is answered exactly, and the randomized solver always
-// orthonormalizes between power iterations).
+// scikit-learn's PCA parameters, in its order; declared once in src/decomposition/pca.cpp's
+// table (forms, defaults, documentation).
 struct PCAParams {
   // unset: min(n_samples, n_features) components (one less for arpack); an integer >= 0: that
   // many (0 with full and covariance_eigh only); a value in (0, 1) (full and covariance_eigh
@@ -18,6 +17,7 @@ struct PCAParams {
   // n_components="mle": Minka's MLE of the dimension, as scikit-learn's (full and
   // covariance_eigh only, n_samples >= n_features); n_components is then unset.
   bool n_components_mle = false;
+  bool copy = true;  // accepted, without effect: gpuml never writes to X
   bool whiten = false;
   // "auto" (scikit-learn's rule: covariance_eigh when n_features <= 1000 and n_samples >=
   // 10 n_features, else full for small data, else randomized for few components), "full" (SVD of
@@ -26,8 +26,11 @@ struct PCAParams {
   // below min(n_samples, n_features); answered by full's exact SVD restricted to n_components),
   // "randomized" (Halko et al.).
   std::string svd_solver = "auto";
+  double tol = 0.0;  // accepted, without effect: "arpack" is answered by the exact SVD
   int64_t iterated_power = -1;  // randomized power iterations; -1: "auto" (7 if n_components < 0.1 min(n, d), else 4)
   int64_t n_oversamples = 10;
+  // Accepted, without effect: the randomized power iterations always orthonormalize.
+  std::string power_iteration_normalizer = "auto";
   std::optional<uint64_t> random_state;  // unset: the context's seed
 };
 

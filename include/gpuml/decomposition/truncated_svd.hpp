@@ -7,7 +7,8 @@
 
 namespace gpuml {
 
-// scikit-learn's TruncatedSVD parameters ("arpack" is answered by an exact SVD, so tol is not offered).
+// scikit-learn's TruncatedSVD parameters, in its order; declared once in
+// src/decomposition/truncated_svd.cpp's table (forms, defaults, documentation).
 struct TruncatedSVDParams {
   int64_t n_components = 2;
   // "randomized" (Halko et al.), "arpack" (scikit-learn's rule: n_components < min(n_samples,
@@ -16,7 +17,10 @@ struct TruncatedSVDParams {
   std::string algorithm = "randomized";
   int64_t n_iter = 5;                    // randomized power iterations
   int64_t n_oversamples = 10;
+  // Accepted, without effect: the randomized power iterations always orthonormalize.
+  std::string power_iteration_normalizer = "auto";
   std::optional<uint64_t> random_state;  // unset: the context's seed
+  double tol = 0.0;  // accepted, without effect: "arpack" is answered by the exact SVD
 };
 
 // Truncated SVD of X without centering, as scikit-learn's TruncatedSVD (signs by svd_flip on

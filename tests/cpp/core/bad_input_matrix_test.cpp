@@ -295,7 +295,12 @@ const CppKind& cpp_kind(const std::string& kind) {
           p.n_components = 0;
           TruncatedSVD{p};
         },
-        "", nullptr,
+        "tol",
+        [] {
+          TruncatedSVDParams p;
+          p.tol = kNaN;
+          TruncatedSVD{p};
+        },
         "n_components",
         [](int64_t d) {
           TruncatedSVDParams p;

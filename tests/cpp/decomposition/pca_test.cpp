@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "decomposition/decomposition_reference.hpp"
 #include "test_util.hpp"
@@ -336,6 +340,40 @@ TEST(PCA, ErrorsAreNamed) {
   EXPECT_EQ(code_of([&] { fit_pca<double>(ctx, X, n, d, params_for("covariance_eigh", 2)); }), ErrorCode::invalid_argument);
   PCA unfitted;
   EXPECT_EQ(code_of([&] { unfitted.components(); }), ErrorCode::not_fitted);
+}
+
+// Every scikit-learn parameter is one of the C++ estimator's (issue 23: one parameter table per
+// estimator): the ones without effect (copy, tol, power_iteration_normalizer) are accepted and
+// written back, each form of n_components and iterated_power comes back as given, and a struct
+// built in C++ is checked by the same table.
+TEST(PCA, ParamsTakeEveryScikitLearnParameter) {
+  for (const char* given :
+       {R"({"n_components": 3, "copy": false, "whiten": true, "svd_solver": "randomized", "tol": 0.5,
+            "iterated_power": 2, "n_oversamples": 4, "power_iteration_normalizer": "LU", "random_state": 9})",
+        R"({"n_components": 0.25, "copy": true, "whiten": false, "svd_solver": "full", "tol": 0.0,
+            "iterated_power": "auto", "n_oversamples": 10, "power_iteration_normalizer": "none", "random_state": null})",
+        R"({"n_components": "mle", "copy": true, "whiten": false, "svd_solver": "covariance_eigh", "tol": 1e300,
+            "iterated_power": 0, "n_oversamples": 1, "power_iteration_normalizer": "QR", "random_state": 0})"}) {
+    SCOPED_TRACE(given);
+    EXPECT_EQ(nlohmann::json::parse(make_estimator("pca", given)->get_params_json()), nlohmann::json::parse(given));
+  }
+  auto refusal = [](const std::function<void(PCAParams&)>& set) {
+    PCAParams p;
+    set(p);
+    try {
+      PCA{p};
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal([](PCAParams& p) { p.iterated_power = -5; }),
+            "pca parameter 'iterated_power' must be \"auto\" or an integer >= 0, got -5");
+  EXPECT_EQ(refusal([](PCAParams& p) { p.power_iteration_normalizer = "qr"; }),
+            "pca parameter 'power_iteration_normalizer' must be \"auto\", \"QR\", \"LU\" or \"none\", got \"qr\"");
+  EXPECT_EQ(refusal([](PCAParams& p) { p.tol = -1.0; }), "pca parameter 'tol' must be a finite number >= 0, got -1.0");
+  EXPECT_EQ(refusal([](PCAParams& p) { p.n_oversamples = 0; }), "pca parameter 'n_oversamples' must be an integer >= 1, got 0");
 }
 
 // n_oversamples past 2^53 is refused where params are read (it summed with n_components in

@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "decomposition/decomposition_reference.hpp"
 #include "test_util.hpp"
 
@@ -148,6 +150,31 @@ TEST(TruncatedSVD, ErrorsAndSerialization) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
   }
+}
+
+// Every scikit-learn parameter is one of the C++ estimator's (issue 23: one parameter table per
+// estimator): power_iteration_normalizer and tol (without effect) are accepted and written back;
+// gpuml's older "full" still reads, though messages list scikit-learn's choices only.
+TEST(TruncatedSVD, ParamsTakeEveryScikitLearnParameter) {
+  for (const char* given :
+       {R"({"n_components": 3, "algorithm": "arpack", "n_iter": 0, "n_oversamples": 1,
+            "power_iteration_normalizer": "LU", "random_state": 4, "tol": 0.5})",
+        R"({"n_components": 1, "algorithm": "full", "n_iter": 7, "n_oversamples": 10,
+            "power_iteration_normalizer": "auto", "random_state": null, "tol": 0.0})"}) {
+    SCOPED_TRACE(given);
+    EXPECT_EQ(nlohmann::json::parse(make_estimator("truncated_svd", given)->get_params_json()),
+              nlohmann::json::parse(given));
+  }
+  try {
+    make_estimator("truncated_svd", R"({"algorithm": "lanczos"})");
+    ADD_FAILURE() << "algorithm \"lanczos\" was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "truncated_svd parameter 'algorithm' must be \"arpack\" or \"randomized\", got \"lanczos\"");
+  }
+  TruncatedSVDParams p;
+  p.tol = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(TruncatedSVD{p}, Error);
 }
 
 // n_oversamples past 2^53 is refused where params are read (count + n_oversamples overflowed int64).
