@@ -46,8 +46,8 @@ struct Kind {
 const std::vector<Kind>& factories() {
   static const std::vector<Kind> table = {
       {"kmeans", detail::kmeans_from_params, detail::kmeans_params_schema},
-      {"linear_regression", detail::linear_regression_from_params},
-      {"ridge", detail::ridge_from_params},
+      {"linear_regression", detail::linear_regression_from_params, detail::linear_regression_params_schema},
+      {"ridge", detail::ridge_from_params, detail::ridge_params_schema},
       {"elastic_net", detail::elastic_net_from_params, detail::elastic_net_params_schema},
       {"lasso", detail::lasso_from_params, detail::lasso_params_schema},
       {"logistic_regression", detail::logistic_regression_from_params, detail::logistic_regression_params_schema},

@@ -12,7 +12,9 @@ namespace gpuml::detail {
 std::unique_ptr<Estimator> kmeans_from_params(const nlohmann::json& params);  // src/cluster/kmeans.cpp
 nlohmann::json kmeans_params_schema();
 std::unique_ptr<Estimator> linear_regression_from_params(const nlohmann::json& params);  // src/linear_model/linear_regression.cpp
+nlohmann::json linear_regression_params_schema();
 std::unique_ptr<Estimator> ridge_from_params(const nlohmann::json& params);  // src/linear_model/ridge.cpp
+nlohmann::json ridge_params_schema();
 std::unique_ptr<Estimator> elastic_net_from_params(const nlohmann::json& params);  // src/linear_model/elastic_net.cpp
 std::unique_ptr<Estimator> lasso_from_params(const nlohmann::json& params);  // src/linear_model/elastic_net.cpp
 nlohmann::json elastic_net_params_schema();

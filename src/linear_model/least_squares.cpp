@@ -932,8 +932,8 @@ StagedProblem stage_problem(Context& ctx, const ArrayView& X, const ArrayView& y
     p.y_is_1d = y.ndim == 1;
     if (!alpha.empty())
       GPUML_EXPECT(alpha.size() == 1 || static_cast<int64_t>(alpha.size()) == p.t,
-                   estimator + ": alpha has " + std::to_string(alpha.size()) + " values but y has " + std::to_string(p.t) +
-                       " target(s): give one alpha or one per target");
+                   estimator + ": Number of targets and number of penalties do not correspond: " +  // scikit-learn's words
+                       std::to_string(alpha.size()) + " != " + std::to_string(p.t) + " (give one alpha or one per target)");
     p.dtype = float_dtype_for(X.dtype);
     p.X = detail::stage(ctx, X, p.dtype, "X");  // NaN and infinity: found by the centering pass
     trace.mark("stage X");
@@ -997,13 +997,7 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
   // With an intercept, NaN or infinity in y shows in its means (prepare): no pass of its own.
   const StagedProblem p =
       stage_problem(ctx, X, y, sample_weight, request.estimator, !request.fit_intercept, request.alpha,
-                    {{"fit_intercept", request.fit_intercept ? 1 : 0},
-                     {"the solver", static_cast<int64_t>(request.solver)},
-                     {"alpha (hash of its values)", hash_of(request.alpha)},
-                     {"max_iter", request.max_iter},
-                     {"tol (bits)", bits_of(request.tol)},
-                     {"lstsq_cond (bits)", bits_of(request.lstsq_cond)}},
-                    trace);
+                    request.rank_fields, trace);
   const int64_t d = p.d, t = p.t;
   const bool y_is_1d = p.y_is_1d;
   const DType dtype = p.dtype;

@@ -41,6 +41,9 @@ struct LeastSquaresRequest {
   double lstsq_cond = 0.0;
   int64_t max_iter = 0;        // nonnegative: the active set's steps per target (<= 0: its default)
   double tol = 1e-4;           // nonnegative: the KKT tolerance, relative (NonnegativeOptions::tol)
+  // The estimator's parameters every rank of a distributed fit must pass alike (its parameter
+  // table's rank_fields).
+  std::vector<RankField> rank_fields;
 };
 
 // Extreme magnitudes: see core/magnitudes.hpp (the Gram and QR routes check their squares).

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/deferred.hpp"
-#include "core/params.hpp"
+#include "core/param_table.hpp"
 #include "core/registry.hpp"
 #include "gpuml/core/error.hpp"
 #include "linear_model/least_squares.hpp"
@@ -17,21 +17,46 @@ namespace {
 const std::vector<std::string> kAttributeNames = {"coef_",   "intercept_",     "singular_values_",
                                                   "rank_",   "n_features_in_", "converged_"};
 
+// LinearRegression's parameters, declared once: scikit-learn's, in its order, then gpuml's algorithm.
+const detail::ParamTable<LinearRegressionParams>& params_table() {
+  using namespace detail;
+  using P = LinearRegressionParams;
+  static const ParamTable<P> table(
+      "linear_regression",
+      {
+          field("fit_intercept", &P::fit_intercept, {boolean()}, "Whether to fit an intercept (X and y centered)."),
+          field("copy_X", &P::copy_X, {boolean()}, "Accepted, without effect: gpuml never writes to X.").per_rank(),
+          field("tol", &P::tol, {number_in(0)},
+                "As scikit-learn 1.9's lstsq cond: singular values below tol * s_max count as zero in the "
+                "minimum-norm solution (algorithm \"auto\" and \"svd\"; \"eig\" and \"qr\" solve full-rank X "
+                "exactly). With positive=True: the tolerance of the active set's optimality conditions, relative "
+                "to max|X^T y|."),
+          field("n_jobs", &P::n_jobs, {null_form(), any_integer()},
+                "Accepted, without effect: the CPU backend's threads are the context's.")
+              .per_rank(),
+          field("positive", &P::positive, {boolean()},
+                "Constrains the coefficients to be >= 0: non-negative least squares (scipy.optimize.nnls's "
+                "problem), solved exactly by an active set on X^T X, whatever the algorithm."),
+          field("algorithm", &P::algorithm, {one_of({"auto", "eig", "qr", "svd"})},
+                "gpuml's: how to solve. \"eig\": the normal equations, eigen-decomposed (fastest; squares the "
+                "condition number; rank-deficient X is an error); \"qr\": Householder QR (rank-deficient X is an "
+                "error); \"svd\": QR, then the SVD of R (the minimum-norm solution for any X); \"auto\": \"eig\", "
+                "falling back to \"svd\" when X is rank deficient or ill conditioned."),
+      });
+  return table;
+}
+
 detail::LeastSquaresSolver solver_for(const std::string& algorithm) {
-  if (algorithm == "auto") return detail::LeastSquaresSolver::auto_eig;
   if (algorithm == "eig") return detail::LeastSquaresSolver::eig;
   if (algorithm == "qr") return detail::LeastSquaresSolver::qr;
   if (algorithm == "svd") return detail::LeastSquaresSolver::svd;
-  throw_error(ErrorCode::invalid_argument,
-              "LinearRegression: algorithm must be \"auto\", \"eig\", \"qr\" or \"svd\", got \"" + algorithm + "\"");
+  return detail::LeastSquaresSolver::auto_eig;  // "auto" (the table allows no other)
 }
 
 }  // namespace
 
 LinearRegression::LinearRegression(LinearRegressionParams params) : params_(std::move(params)) {
-  solver_for(params_.algorithm);  // validates
-  GPUML_EXPECT(std::isfinite(params_.tol) && params_.tol >= 0,
-               "LinearRegression: tol must be finite and >= 0, got " + std::to_string(params_.tol));
+  params_table().check(params_);
 }
 
 LinearRegression& LinearRegression::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
@@ -42,6 +67,7 @@ LinearRegression& LinearRegression::fit(Context& ctx, const ArrayView& X, const 
   request.fit_intercept = params_.fit_intercept;
   request.lstsq_cond = params_.tol;
   request.tol = params_.tol;
+  request.rank_fields = params_table().rank_fields(params_);
   detail::LinearFit fit = detail::fit_least_squares(ctx, X, y, sample_weight, request);
   // Replace the fitted state only once everything has succeeded.
   coef_ = std::move(fit.coef);
@@ -125,30 +151,15 @@ void LinearRegression::restore(std::map<std::string, HostArray> attributes) {
   converged_ = std::move(converged);
 }
 
-std::string LinearRegression::get_params_json() const {
-  nlohmann::json j;
-  j["fit_intercept"] = params_.fit_intercept;
-  j["algorithm"] = params_.algorithm;
-  j["tol"] = params_.tol;
-  j["positive"] = params_.positive;
-  return j.dump();
-}
+std::string LinearRegression::get_params_json() const { return params_table().write(params_).dump(); }
 
 namespace detail {
 
 std::unique_ptr<Estimator> linear_regression_from_params(const nlohmann::json& params) {
-  ParamReader reader(params, "linear_regression");
-  LinearRegressionParams p;
-  p.fit_intercept = reader.get_bool("fit_intercept", p.fit_intercept);
-  p.algorithm = reader.get_string("algorithm", p.algorithm);
-  if (p.algorithm != "auto" && p.algorithm != "eig" && p.algorithm != "qr" && p.algorithm != "svd")
-    reader.fail("algorithm", "\"auto\", \"eig\", \"qr\" or \"svd\"");
-  p.tol = reader.get_double("tol", p.tol);
-  if (!std::isfinite(p.tol) || p.tol < 0) reader.fail("tol", "a finite number >= 0");
-  p.positive = reader.get_bool("positive", p.positive);
-  reader.finish();
-  return std::make_unique<LinearRegression>(std::move(p));
+  return std::make_unique<LinearRegression>(params_table().read(params));
 }
+
+nlohmann::json linear_regression_params_schema() { return params_table().schema(); }
 
 }  // namespace detail
 

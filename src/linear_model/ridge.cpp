@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/param_table.hpp"
 #include "core/params.hpp"
 #include "core/registry.hpp"
 #include "gpuml/core/error.hpp"
@@ -14,29 +15,58 @@ namespace gpuml {
 namespace {
 
 const std::vector<std::string> kAttributeNames = {"coef_", "intercept_", "n_features_in_", "converged_"};
-// scikit-learn's solver names; see RidgeParams::solver for what each runs.
-const std::vector<std::string> kSolvers = {"auto", "svd", "cholesky", "lsqr", "sparse_cg", "sag", "saga", "lbfgs"};
 
-bool known_solver(const std::string& solver) {
-  return std::find(kSolvers.begin(), kSolvers.end(), solver) != kSolvers.end();
-}
-
-void validate_params(const RidgeParams& p) {
-  GPUML_EXPECT(!p.alpha.empty(), "Ridge: alpha must be a number or a non-empty list of numbers");
-  for (double a : p.alpha)
-    GPUML_EXPECT(std::isfinite(a) && a >= 0, "Ridge: alpha must be finite and >= 0, got " + std::to_string(a));
-  GPUML_EXPECT(known_solver(p.solver),
-               "Ridge: solver must be one of \"auto\", \"svd\", \"cholesky\", \"lsqr\", \"sparse_cg\", \"sag\", "
-               "\"saga\", \"lbfgs\", got \"" + p.solver + "\"");
-  GPUML_EXPECT(!p.max_iter || *p.max_iter >= 1, "Ridge: max_iter must be >= 1 or unset, got " +
-                                                    std::to_string(p.max_iter.value_or(0)));
-  GPUML_EXPECT(std::isfinite(p.tol) && p.tol >= 0, "Ridge: tol must be finite and >= 0, got " + std::to_string(p.tol));
-  // scikit-learn's rules and messages.
-  GPUML_EXPECT(!p.positive || p.solver == "auto" || p.solver == "lbfgs",
-               "solver='" + p.solver + "' does not support positive fitting. Please set the solver to 'auto' or " +
-                   "'lbfgs', or set `positive=False`");
-  GPUML_EXPECT(p.positive || p.solver != "lbfgs",
-               "'lbfgs' solver can be used only when positive=True. Please use another solver.");
+// Ridge's parameters, declared once, in scikit-learn's order.
+const detail::ParamTable<RidgeParams>& params_table() {
+  using namespace detail;
+  using P = RidgeParams;
+  static const ParamTable<P> table(
+      "ridge",
+      {
+          ParamRow<P>{"alpha", {number_in(0), numbers()},
+                      "The penalty's strength, >= 0: one for every target, or a list of one per target.",
+                      [](P& p, const nlohmann::json& v) {
+                        p.alpha = v.is_array() ? flat_numbers(v) : std::vector<double>{v.get<double>()};
+                      },
+                      [](const P& p) {  // one alpha as a number (scikit-learn's usual form), several as a list
+                        return p.alpha.size() == 1 ? nlohmann::json(p.alpha[0]) : nlohmann::json(p.alpha);
+                      }},
+          field("fit_intercept", &P::fit_intercept, {boolean()}, "Whether to fit an intercept (X and y centered)."),
+          field("copy_X", &P::copy_X, {boolean()}, "Accepted, without effect: gpuml never writes to X.").per_rank(),
+          field("max_iter", &P::max_iter, {integer_in(1), null_form()},
+                "positive=True: the active set's step limit per target (null: 3 n_features + 10); the direct "
+                "solves need none (nor do scikit-learn's \"svd\" and \"cholesky\")."),
+          field("tol", &P::tol, {number_in(0)},
+                "positive=True: the tolerance of the active set's optimality conditions, relative to max|X^T y|; "
+                "the direct solves need none."),
+          field("solver", &P::solver,
+                {one_of({"auto", "svd", "cholesky", "lsqr", "sparse_cg", "sag", "saga", "lbfgs"})},
+                "Any scikit-learn name; gpuml solves the same objective exactly: \"svd\" by QR, then the SVD of R "
+                "(the minimum-norm solution when alpha = 0 and X is singular); the others by the normal equations "
+                "plus alpha through Cholesky (the minimizer scikit-learn's iterative solvers approach; alpha = 0 "
+                "with singular X falls back to \"svd\", as scikit-learn's \"cholesky\"); \"lbfgs\" only with "
+                "positive=True."),
+          field("positive", &P::positive, {boolean()},
+                "Constrains the coefficients to be >= 0, solved exactly by an active set on X^T X + alpha I; "
+                "solver must be \"auto\" or \"lbfgs\"."),
+          field("random_state", &P::random_state, {seed()},
+                "Accepted, without effect: only scikit-learn's sag and saga draw at random; gpuml's solves do not.")
+              .per_rank(),
+      },
+      [](const P& p) {
+        // A list's form says only that its values are finite numbers.
+        if (p.alpha.empty() || std::any_of(p.alpha.begin(), p.alpha.end(), [](double a) { return a < 0; }))
+          throw_error(ErrorCode::invalid_argument,
+                      "ridge parameter 'alpha' must be a finite number >= 0 or a non-empty list of them, got " +
+                          json_excerpt(nlohmann::json(p.alpha)));
+        // scikit-learn's rules and messages.
+        GPUML_EXPECT(!p.positive || p.solver == "auto" || p.solver == "lbfgs",
+                     "solver='" + p.solver + "' does not support positive fitting. Please set the solver to 'auto' "
+                     "or 'lbfgs', or set `positive=False`");
+        GPUML_EXPECT(p.positive || p.solver != "lbfgs",
+                     "'lbfgs' solver can be used only when positive=True. Please use another solver.");
+      });
+  return table;
 }
 
 detail::LeastSquaresSolver solver_for(const RidgeParams& p) {
@@ -47,7 +77,7 @@ detail::LeastSquaresSolver solver_for(const RidgeParams& p) {
 
 }  // namespace
 
-Ridge::Ridge(RidgeParams params) : params_(std::move(params)) { validate_params(params_); }
+Ridge::Ridge(RidgeParams params) : params_(std::move(params)) { params_table().check(params_); }
 
 Ridge& Ridge::fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight) {
   detail::LeastSquaresRequest request;
@@ -57,6 +87,7 @@ Ridge& Ridge::fit(Context& ctx, const ArrayView& X, const ArrayView& y, const Ar
   request.alpha = params_.alpha;
   request.max_iter = params_.max_iter.value_or(0);
   request.tol = params_.tol;
+  request.rank_fields = params_table().rank_fields(params_);
   detail::LinearFit fit = detail::fit_least_squares(ctx, X, y, sample_weight, request);
   coef_ = std::move(fit.coef);
   intercept_ = std::move(fit.intercept);
@@ -128,55 +159,15 @@ void Ridge::restore(std::map<std::string, HostArray> attributes) {
   converged_ = std::move(converged);
 }
 
-std::string Ridge::get_params_json() const {
-  nlohmann::json j;
-  // One alpha is written as a number (scikit-learn's usual form), several as a list.
-  j["alpha"] = params_.alpha.size() == 1 ? nlohmann::json(params_.alpha[0]) : nlohmann::json(params_.alpha);
-  j["fit_intercept"] = params_.fit_intercept;
-  j["solver"] = params_.solver;
-  j["max_iter"] = params_.max_iter ? nlohmann::json(*params_.max_iter) : nlohmann::json(nullptr);
-  j["tol"] = params_.tol;
-  j["positive"] = params_.positive;
-  return j.dump();
-}
+std::string Ridge::get_params_json() const { return params_table().write(params_).dump(); }
 
 namespace detail {
 
 std::unique_ptr<Estimator> ridge_from_params(const nlohmann::json& params) {
-  ParamReader reader(params, "ridge");
-  RidgeParams p;
-  if (reader.has("alpha")) {
-    const nlohmann::json& alpha = reader.raw("alpha");
-    const char* expected = "a number >= 0 or a non-empty list of numbers >= 0";
-    p.alpha.clear();
-    if (alpha.is_number() && !alpha.is_boolean()) {
-      p.alpha.push_back(alpha.get<double>());
-    } else if (alpha.is_array() && !alpha.empty()) {
-      for (const auto& v : alpha) {
-        if (!v.is_number() || v.is_boolean()) reader.fail("alpha", expected);
-        p.alpha.push_back(v.get<double>());
-      }
-    } else {
-      reader.fail("alpha", expected);
-    }
-    for (double a : p.alpha)
-      if (!std::isfinite(a) || a < 0) reader.fail("alpha", expected);
-  }
-  p.fit_intercept = reader.get_bool("fit_intercept", p.fit_intercept);
-  p.solver = reader.get_string("solver", p.solver);
-  if (!known_solver(p.solver))
-    reader.fail("solver", "one of \"auto\", \"svd\", \"cholesky\", \"lsqr\", \"sparse_cg\", \"sag\", \"saga\", \"lbfgs\"");
-  if (reader.has("max_iter")) {
-    const int64_t max_iter = reader.get_int("max_iter", 0);
-    if (max_iter < 1) reader.fail("max_iter", "an integer >= 1 or null");
-    p.max_iter = max_iter;
-  }
-  p.tol = reader.get_double("tol", p.tol);
-  if (!std::isfinite(p.tol) || p.tol < 0) reader.fail("tol", "a finite number >= 0");
-  p.positive = reader.get_bool("positive", p.positive);
-  reader.finish();
-  return std::make_unique<Ridge>(std::move(p));
+  return std::make_unique<Ridge>(params_table().read(params));
 }
+
+nlohmann::json ridge_params_schema() { return params_table().schema(); }
 
 }  // namespace detail
 

@@ -21,7 +21,6 @@ from ._context import check_device, get_context
 
 __all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
 
-_LINEAR_REGRESSION_ALGORITHMS = ("auto", "eig", "qr", "svd")
 # What scikit-learn draws a seed below when random_state is None or a RandomState.
 
 
@@ -136,45 +135,22 @@ class LinearRegression(_LinearRegressor):
     _gpuml_settable = ("coef_", "intercept_")
     _column_y_is_1d = False
 
-    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus
-    # gpuml's algorithm and device.
-    _parameter_constraints = worded_as_sklearn({
-        "fit_intercept": ["boolean"],
-        "copy_X": ["boolean"],
-        "n_jobs": [None, numbers.Integral],
-        "positive": ["boolean"],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "algorithm": [StrOptions(set(_LINEAR_REGRESSION_ALGORITHMS))],
-        "device": [str],  # its values are checked by check_device
-    }, linear_model.LinearRegression)
-
-    def __init__(
-        self, *, fit_intercept=True, copy_X=True, tol=1e-6, n_jobs=None, positive=False, algorithm="auto", device="auto"
-    ):
-        self.fit_intercept = fit_intercept
-        self.copy_X = copy_X
-        self.tol = tol
-        self.n_jobs = n_jobs
-        self.positive = positive
-        self.algorithm = algorithm
-        self.device = device
+    # Parameters: the table in src/linear_model/linear_regression.cpp (see _params.py), with
+    # gpuml's algorithm after scikit-learn's (all keyword-only, as scikit-learn's).
+    _gpuml_sklearn_class = "sklearn.linear_model.LinearRegression"
+    _gpuml_positional = 0
 
     def _gpuml_params(self, X=None):
-        self._validate_params()
-        check_device(self.device)
-        return {
-            "fit_intercept": bool(self.fit_intercept),
-            "algorithm": self.algorithm,
-            "tol": float(self.tol),
-            "positive": bool(self.positive),
-        }
+        return self._json_params()
 
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets); returns self.
 
         With positive=True, warns with ConvergenceWarning when the active set stopped before
         meeting tol."""
-        params = self._gpuml_params()  # bad parameters fail before the data is looked at
+        self._validate_params()  # bad parameters fail before the data is looked at
+        check_device(self.device)
+        params = self._gpuml_params()
         self._fit(X, y, sample_weight, lambda n_targets: params)
         if params["positive"] and not self._fit_converged():
             warnings.warn(
@@ -250,82 +226,15 @@ class Ridge(_LinearRegressor):
     _gpuml_attributes = ("coef_", "intercept_")
     _gpuml_settable = ("coef_", "intercept_")
 
-    # scikit-learn 1.9's constraints, checked by its own validation (the same messages), plus device.
-    _parameter_constraints = worded_as_sklearn({
-        "alpha": [Interval(numbers.Real, 0, None, closed="left"), "array-like"],
-        "fit_intercept": ["boolean"],
-        "copy_X": ["boolean"],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "solver": [StrOptions({"auto", "svd", "cholesky", "lsqr", "sparse_cg", "sag", "saga", "lbfgs"})],
-        "positive": ["boolean"],
-        "random_state": ["random_state"],
-        "device": [str],  # its values are checked by check_device
-    }, linear_model.Ridge)
+    # Parameters: the table in src/linear_model/ridge.cpp (see _params.py).
+    _gpuml_sklearn_class = "sklearn.linear_model.Ridge"
 
-    def __init__(
-        self,
-        alpha=1.0,
-        *,
-        fit_intercept=True,
-        copy_X=True,
-        max_iter=None,
-        tol=1e-4,
-        solver="auto",
-        positive=False,
-        random_state=None,
-        device="auto",
-    ):
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.copy_X = copy_X
-        self.max_iter = max_iter
-        self.tol = tol
-        self.solver = solver
-        self.positive = positive
-        self.random_state = random_state
-        self.device = device
-
-    def _alpha_json(self, n_targets):
-        """alpha for the C ABI: a number (shared by every target) or a list (one per target)."""
-        alpha = self.alpha
-        try:
-            values = np.asarray(alpha, dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"alpha must be a number >= 0 or an array of them, got {alpha!r}") from e
-        if values.ndim > 1:
-            raise ValueError(f"alpha must be a number or a 1-d array, got shape {values.shape}")
-        values = values.reshape(-1)
-        if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
-            raise ValueError(f"alpha must be finite and >= 0, got {alpha!r}")
-        if values.size not in (1, n_targets):
-            raise ValueError(
-                f"Number of targets and number of penalties do not correspond: {values.size} != {n_targets}"
-            )
-        return float(values[0]) if values.size == 1 else values.tolist()
-
-    def _check_solver_rules(self):
-        """scikit-learn's rules between solver and positive, with its messages."""
-        if self.solver == "lbfgs" and not self.positive:
-            raise ValueError("'lbfgs' solver can be used only when positive=True. Please use another solver.")
-        if self.positive and self.solver not in ("auto", "lbfgs"):
-            raise ValueError(
-                f"solver='{self.solver}' does not support positive fitting. Please set the solver to 'auto' or "
-                "'lbfgs', or set `positive=False`"
-            )
-
-    def _gpuml_params(self, X=None, n_targets=1):
-        self._validate_params()
-        check_device(self.device)
-        self._check_solver_rules()
-        return {
-            "alpha": self._alpha_json(n_targets),
-            "fit_intercept": bool(self.fit_intercept),
-            "solver": self.solver,
-            "max_iter": None if self.max_iter is None else int(self.max_iter),
-            "tol": float(self.tol),
-            "positive": bool(self.positive),
-        }
+    def _gpuml_params(self, X=None):
+        # random_state changes nothing (no solver here draws): nothing is drawn from it.
+        given = {"random_state": None}
+        if not isinstance(self.alpha, numbers.Real):  # an array-like, raveled as scikit-learn ravels it
+            given["alpha"] = np.asarray(self.alpha, dtype=np.float64).ravel().tolist()
+        return self._json_params(**given)
 
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and y (n_samples,) or (n_samples, n_targets); returns self.
@@ -334,7 +243,8 @@ class Ridge(_LinearRegressor):
         before meeting tol."""
         self._validate_params()  # bad parameters fail before the data is looked at
         check_device(self.device)
-        self._fit(X, y, sample_weight, lambda n_targets: self._gpuml_params(n_targets=n_targets))
+        params = self._gpuml_params()
+        self._fit(X, y, sample_weight, lambda n_targets: params)
         self.n_iter_ = None
         self.solver_ = "lbfgs" if self.positive else ("cholesky" if self.solver == "auto" else self.solver)
         if self.positive and not self._fit_converged():

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gpuml/core/estimator.hpp"
@@ -11,11 +12,13 @@ namespace detail {
 class DeferredArray;
 }
 
-// scikit-learn's LinearRegression parameters, plus the choice of solver.
+// scikit-learn's LinearRegression parameters, with its defaults, and gpuml's algorithm (those
+// added later last, so that aggregate initializations keep their meaning). Each is declared once,
+// with its forms and documentation, in the parameter table in src/linear_model/linear_regression.cpp.
 struct LinearRegressionParams {
   bool fit_intercept = true;
-  // "auto": normal equations ("eig"), falling back to "svd" when X is rank deficient or badly
-  // conditioned; "eig": normal equations, eigen-decomposed; "qr": Householder QR;
+  // gpuml's: "auto": normal equations ("eig"), falling back to "svd" when X is rank deficient or
+  // badly conditioned; "eig": normal equations, eigen-decomposed; "qr": Householder QR;
   // "svd": SVD of R from the QR (the minimum-norm solution, as scikit-learn's lstsq).
   std::string algorithm = "auto";
   // scikit-learn 1.9's lstsq cond: singular values below tol * s_max count as zero in the
@@ -26,6 +29,8 @@ struct LinearRegressionParams {
   // coef >= 0: non-negative least squares (scipy.optimize.nnls's problem) by the active set on
   // XᵀX, whatever the algorithm.
   bool positive = false;
+  bool copy_X = true;             // accepted: gpuml never writes to X
+  std::optional<int64_t> n_jobs;  // accepted: the CPU backend's threads are the context's
 };
 
 // Ordinary least squares, as scikit-learn's LinearRegression (sample weights included).

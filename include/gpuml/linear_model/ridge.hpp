@@ -8,20 +8,18 @@
 
 namespace gpuml {
 
-// scikit-learn's Ridge parameters that change a fit (copy_X and random_state cannot: gpuml never
-// writes to X, and no solver here draws at random).
+// scikit-learn's Ridge parameters, with its defaults (those added later last, so that aggregate
+// initializations keep their meaning). Each is declared once, with its forms and documentation
+// (what every solver name runs), in the parameter table in src/linear_model/ridge.cpp.
 struct RidgeParams {
   std::vector<double> alpha = {1.0};  // one value for every target, or one per target; each >= 0
   bool fit_intercept = true;
-  // Any scikit-learn name: "svd" solves by QR then the SVD of R; "auto", "cholesky", "lsqr",
-  // "sparse_cg", "sag" and "saga" by the normal equations plus alpha (Cholesky), the same
-  // minimizer those iterative solvers approach; "lbfgs" only with positive (scikit-learn's rule).
-  std::string solver = "auto";
-  // positive: the active set's steps per target (unset: 3 n_features + 10); ignored otherwise,
-  // as the direct solves need no iterations.
-  std::optional<int64_t> max_iter;
-  double tol = 1e-4;                  // positive: the KKT tolerance, relative to |Xᵀy|∞; >= 0
+  std::string solver = "auto";        // any scikit-learn name; "lbfgs" only with positive
+  std::optional<int64_t> max_iter;    // positive: the active set's steps per target (unset: 3 n_features + 10)
+  double tol = 1e-4;                  // positive: the KKT tolerance, relative to |Xᵀy|∞
   bool positive = false;              // coef >= 0; solver must be "auto" or "lbfgs"
+  bool copy_X = true;                 // accepted: gpuml never writes to X
+  std::optional<uint64_t> random_state;  // accepted: no solver here draws at random
 };
 
 // Least squares with an L2 penalty alpha * |coef|^2, as scikit-learn's Ridge.

@@ -3,6 +3,8 @@
 // without a GPU).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <thread>
 
@@ -372,6 +374,39 @@ TEST(LinearRegression, ParamsJson) {
   GPUML_EXPECT_ERROR(make_estimator("linear_regression", R"({"fit_intercept": 3})"), ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(make_estimator("linear_regression", "{not json"), ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(LinearRegression({true, "cholesky"}), ErrorCode::invalid_argument);
+}
+
+// LinearRegression's parameter table: scikit-learn 1.9's parameters in its order, then gpuml's
+// algorithm; copy_X and n_jobs are read and written back, accepted without effect on the fit.
+TEST(LinearRegression, ParameterTableTakesEveryScikitLearnParameter) {
+  GPUML_FRESH_RNG(rng);
+  const nlohmann::json schema = nlohmann::json::parse(estimator_params_schema("linear_regression"));
+  std::vector<std::string> names;
+  for (const auto& row : schema["parameters"]) names.push_back(row["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"fit_intercept", "copy_X", "tol", "n_jobs", "positive", "algorithm"}));
+  const int64_t n_jobs = uniform_int(rng, -4, 16);
+  const nlohmann::json given = {{"fit_intercept", false}, {"copy_X", false}, {"tol", 1e-8},
+                                {"n_jobs", n_jobs},       {"positive", false}, {"algorithm", "qr"}};
+  EXPECT_EQ(nlohmann::json::parse(make_estimator("linear_regression", given.dump())->get_params_json()), given);
+
+  Context ctx = Context::cpu();
+  const int64_t n = uniform_int(rng, 20, 80), d = uniform_int(rng, 1, 6);
+  const Regression r = make_regression(rng, n, d, 1);
+  LinearRegressionParams other;
+  other.copy_X = false;
+  other.n_jobs = n_jobs;
+  LinearRegression plain, accepting(other);
+  plain.fit(ctx, host_view(r.X.data(), n, d), host_view(r.Y.data(), n));
+  accepting.fit(ctx, host_view(r.X.data(), n, d), host_view(r.Y.data(), n));
+  EXPECT_EQ(to_doubles(plain.coef()), to_doubles(accepting.coef()));  // the same arithmetic
+
+  try {
+    make_estimator("linear_regression", R"({"n_jobs": 1.5})");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "linear_regression parameter 'n_jobs' must be null or an integer, got 1.5");
+  }
+  GPUML_EXPECT_ERROR(make_estimator("linear_regression", R"({"copy_X": "yes"})"), ErrorCode::invalid_argument);
 }
 
 TEST(LinearRegression, ErrorPaths) {

@@ -3,9 +3,13 @@
 // without a GPU).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <string>
 
 #include "linear_model/linear_reference.hpp"
 #include "test_util.hpp"
@@ -129,6 +133,63 @@ TEST(Ridge, ParamsAndErrors) {
   EXPECT_EQ(fitted.output_spec("predict", n).shape[1], 3);
   GPUML_EXPECT_ERROR(fitted.predict(ctx, host_view(r.X.data(), n, d + 1), host_view(out.data(), n, 3)),
                      ErrorCode::invalid_argument);  // wrong width: checked before any read
+}
+
+std::string error_message(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+// Ridge's parameter table: every scikit-learn 1.9 parameter, in its order, read and written back
+// (copy_X and random_state too, accepted without effect on the fit), and scikit-learn's rules.
+TEST(Ridge, ParameterTableTakesEveryScikitLearnParameter) {
+  GPUML_FRESH_RNG(rng);
+  const nlohmann::json schema = nlohmann::json::parse(estimator_params_schema("ridge"));
+  std::vector<std::string> names;
+  for (const auto& row : schema["parameters"]) names.push_back(row["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"alpha", "fit_intercept", "copy_X", "max_iter", "tol", "solver", "positive",
+                                             "random_state"}));
+  const double alpha = uniform_real(rng, 0.1, 3.0);
+  const int64_t seed = uniform_int(rng, 0, 1 << 30), max_iter = uniform_int(rng, 1, 100);
+  const nlohmann::json given = {{"alpha", alpha}, {"fit_intercept", false}, {"copy_X", false}, {"max_iter", max_iter},
+                                {"tol", 1e-6}, {"solver", "lbfgs"}, {"positive", true}, {"random_state", seed}};
+  std::unique_ptr<Estimator> est = make_estimator("ridge", given.dump());
+  EXPECT_EQ(nlohmann::json::parse(est->get_params_json()), given);
+
+  // copy_X and random_state change nothing.
+  Context ctx = Context::cpu();
+  const Regression r = make_regression(rng, uniform_int(rng, 20, 80), uniform_int(rng, 1, 6), 1);
+  RidgeParams plain{{alpha}}, other{{alpha}};
+  other.copy_X = false;
+  other.random_state = static_cast<uint64_t>(seed);
+  EXPECT_EQ(to_doubles(fit_ridge<double>(ctx, r, plain).coef()), to_doubles(fit_ridge<double>(ctx, r, other).coef()));
+
+  const auto create = [](const char* json) { return [json] { make_estimator("ridge", json); }; };
+  EXPECT_EQ(error_message(create(R"({"alpha": [1, -2]})")),
+            "ridge parameter 'alpha' must be a finite number >= 0 or a non-empty list of them, got [1.0,-2.0]");
+  EXPECT_EQ(error_message(create(R"({"alpha": []})")),
+            "ridge parameter 'alpha' must be a finite number >= 0 or a non-empty list of them, got []");
+  EXPECT_EQ(error_message(create(R"({"alpha": "big"})")),
+            "ridge parameter 'alpha' must be a finite number >= 0 or a list of finite numbers, got \"big\"");
+  EXPECT_EQ(error_message(create(R"({"copy_X": 1})")), "ridge parameter 'copy_X' must be true or false, got 1");
+  EXPECT_EQ(error_message(create(R"({"random_state": -1})")),
+            "ridge parameter 'random_state' must be null or an integer >= 0, got -1");
+  EXPECT_EQ(error_message(create(R"({"max_iter": 0})")), "ridge parameter 'max_iter' must be an integer >= 1 or null, got 0");
+  EXPECT_EQ(error_message(create(R"({"solver": "svd", "positive": true})")),
+            "solver='svd' does not support positive fitting. Please set the solver to 'auto' or 'lbfgs', or set "
+            "`positive=False`");  // scikit-learn's words
+  EXPECT_EQ(error_message(create(R"({"solver": "lbfgs"})")),
+            "'lbfgs' solver can be used only when positive=True. Please use another solver.");
+  RidgeParams nan_alpha;
+  nan_alpha.alpha = {std::nan("")};
+  EXPECT_EQ(error_message([&] { Ridge{nan_alpha}; }),
+            "ridge parameter 'alpha' must be a finite number >= 0 or a list of finite numbers, got NaN");
 }
 
 TEST(Ridge, SerializationRoundTripAndPredict) {
