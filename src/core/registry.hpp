@@ -21,6 +21,8 @@ std::unique_ptr<Estimator> logistic_regression_from_params(const nlohmann::json&
 
 std::unique_ptr<Estimator> random_forest_classifier_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp
 std::unique_ptr<Estimator> random_forest_regressor_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp
+nlohmann::json random_forest_classifier_params_schema();
+nlohmann::json random_forest_regressor_params_schema();
 
 std::unique_ptr<Estimator> pca_from_params(const nlohmann::json& params);  // src/decomposition/pca.cpp
 std::unique_ptr<Estimator> truncated_svd_from_params(const nlohmann::json& params);  // src/decomposition/truncated_svd.cpp

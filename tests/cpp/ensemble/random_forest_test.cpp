@@ -200,7 +200,7 @@ TEST(RandomForestClassifier, MaxLeafNodesGrowsBestFirst) {
   // Best first beats depth first for the same leaf budget: a depth-limited tree of <= max_leaves
   // leaves (max_depth = floor(log2 max_leaves)) fits the training rows no better.
   RandomForestParams shallow = p;
-  shallow.max_leaf_nodes = -1;
+  shallow.max_leaf_nodes = std::nullopt;
   shallow.max_depth = std::max<int64_t>(1, static_cast<int64_t>(std::floor(std::log2(static_cast<double>(max_leaves)))));
   RandomForestClassifier depth_first(shallow);
   depth_first.fit(ctx, host_view(b.X.data(), b.n, b.d), host_view(b.y.data(), b.n));
