@@ -53,8 +53,10 @@ const std::vector<Kind>& factories() {
       {"logistic_regression", detail::logistic_regression_from_params, detail::logistic_regression_params_schema},
       {"pca", detail::pca_from_params, detail::pca_params_schema},
       {"truncated_svd", detail::truncated_svd_from_params, detail::truncated_svd_params_schema},
-      {"random_forest_classifier", detail::random_forest_classifier_from_params},
-      {"random_forest_regressor", detail::random_forest_regressor_from_params},
+      {"random_forest_classifier", detail::random_forest_classifier_from_params,
+       detail::random_forest_classifier_params_schema},
+      {"random_forest_regressor", detail::random_forest_regressor_from_params,
+       detail::random_forest_regressor_params_schema},
   };
   return table;
 }

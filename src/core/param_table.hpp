@@ -40,6 +40,10 @@ struct ParamForm {
     matrix,   // a non-empty list of equally long, non-empty lists of finite numbers (Python: "array-like")
     numbers,  // a list of finite numbers, maybe empty (Python: "array-like")
     pairs,    // a list of [label, weight] pairs of finite numbers, weight >= 0 (Python: a dict)
+    // A JSON float (never an integer) within the bounds: scikit-learn's RealNotInt, the fraction
+    // form of a count-or-fraction parameter. In a row with this form a JSON float is the
+    // fraction, never a count, even where an integer form would take a float without fraction.
+    real_not_int,
   };
   Type type = Type::integer;
   std::optional<double> min, max;
@@ -54,6 +58,7 @@ struct ParamForm {
 
 ParamForm integer_in(std::optional<double> min, std::optional<double> max = std::nullopt, const char* closed = "left");
 ParamForm number_in(std::optional<double> min, std::optional<double> max = std::nullopt, const char* closed = "left");
+ParamForm real_not_int_in(std::optional<double> min, std::optional<double> max = std::nullopt, const char* closed = "left");
 ParamForm any_integer();
 ParamForm any_number();
 ParamForm boolean();

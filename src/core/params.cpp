@@ -240,6 +240,9 @@ ParamForm integer_in(std::optional<double> min, std::optional<double> max, const
 ParamForm number_in(std::optional<double> min, std::optional<double> max, const char* closed) {
   return interval(ParamForm::Type::number, min, max, closed);
 }
+ParamForm real_not_int_in(std::optional<double> min, std::optional<double> max, const char* closed) {
+  return interval(ParamForm::Type::real_not_int, min, max, closed);
+}
 ParamForm any_integer() { return form_of(ParamForm::Type::integer); }
 ParamForm any_number() { return form_of(ParamForm::Type::number); }
 ParamForm boolean() { return form_of(ParamForm::Type::boolean); }
@@ -260,6 +263,7 @@ bool ParamForm::matches(const nlohmann::json& v) const {
   switch (type) {
     case Type::integer: return is_integer_value(v) && within(*this, v.get<double>());
     case Type::number: return finite_number(v) && within(*this, v.get<double>());
+    case Type::real_not_int: return v.is_number_float() && finite_number(v) && within(*this, v.get<double>());
     case Type::boolean: return v.is_boolean();
     case Type::string:
       return v.is_string() && std::find(choices.begin(), choices.end(), v.get<std::string>()) != choices.end();
@@ -297,6 +301,7 @@ std::string ParamForm::describe() const {
   switch (type) {
     case Type::integer: return "an integer" + bounds_text(*this, true);
     case Type::number: return "a finite number" + bounds_text(*this, false);
+    case Type::real_not_int: return "a float" + bounds_text(*this, false);
     case Type::boolean: return "true or false";
     case Type::string: {
       std::string text;
@@ -316,9 +321,9 @@ std::string ParamForm::describe() const {
 
 nlohmann::json ParamForm::schema() const {
   static const char* const names[] = {"integer", "number", "boolean", "string", "null",
-                                      "seed",    "verbose", "matrix",  "numbers", "pairs"};
+                                      "seed",    "verbose", "matrix",  "numbers", "pairs", "real_not_int"};
   nlohmann::json j = {{"type", names[static_cast<int>(type)]}};
-  if (type == Type::integer || type == Type::number) {
+  if (type == Type::integer || type == Type::number || type == Type::real_not_int) {
     const auto bound = [&](double x) { return type == Type::integer ? nlohmann::json(static_cast<int64_t>(x)) : nlohmann::json(x); };
     j["min"] = min ? bound(*min) : nlohmann::json(nullptr);
     j["max"] = max ? bound(*max) : nlohmann::json(nullptr);
@@ -347,8 +352,12 @@ void fail_param(const char* kind, const std::string& name, const std::vector<Par
 
 void require_form(const char* kind, const std::string& name, const std::vector<ParamForm>& forms,
                   const nlohmann::json& value) {
+  // A JSON float is a count-or-fraction parameter's fraction, as scikit-learn's Integral refuses floats.
+  const bool float_is_fraction =
+      value.is_number_float() &&
+      std::any_of(forms.begin(), forms.end(), [](const ParamForm& f) { return f.type == ParamForm::Type::real_not_int; });
   for (const auto& f : forms)
-    if (f.matches(value)) return;
+    if (f.matches(value) && !(float_is_fraction && f.type == ParamForm::Type::integer)) return;
   fail_param(kind, name, forms, value);
 }
 

@@ -24,6 +24,8 @@ nlohmann::json logistic_regression_params_schema();
 
 std::unique_ptr<Estimator> random_forest_classifier_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp
 std::unique_ptr<Estimator> random_forest_regressor_from_params(const nlohmann::json& params);  // src/ensemble/random_forest.cpp
+nlohmann::json random_forest_classifier_params_schema();
+nlohmann::json random_forest_regressor_params_schema();
 
 std::unique_ptr<Estimator> pca_from_params(const nlohmann::json& params);  // src/decomposition/pca.cpp
 nlohmann::json pca_params_schema();

@@ -12,6 +12,7 @@
 
 #include "core/distributed.hpp"
 #include "core/labels.hpp"
+#include "core/param_table.hpp"
 #include "core/params.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
@@ -40,59 +41,160 @@ const char* estimator_name(bool classification) {
 }
 
 std::string default_criterion(bool classification) { return classification ? "gini" : "squared_error"; }
-std::string default_max_features(bool classification) { return classification ? "sqrt" : "all"; }
 
-void validate_params(RandomForestParams& p, bool classification) {
-  const std::string name = estimator_name(classification);
+// The estimator's defaults of the two parameters whose defaults differ ("" in RandomForestParams).
+RandomForestParams with_defaults(RandomForestParams p, bool classification) {
   if (p.criterion.empty()) p.criterion = default_criterion(classification);
-  if (p.max_features.empty()) p.max_features = default_max_features(classification);
-  const std::string& c = p.criterion;
-  if (classification)
-    GPUML_EXPECT(c == "gini" || c == "entropy" || c == "log_loss",
-                 name + ": criterion must be \"gini\", \"entropy\" or \"log_loss\", got \"" + c + "\"");
-  else
-    GPUML_EXPECT(c == "squared_error" || c == "poisson",
-                 name + ": criterion must be \"squared_error\" or \"poisson\", got \"" + c + "\"");
-  GPUML_EXPECT(p.n_estimators >= 1, name + ": n_estimators must be >= 1, got " + std::to_string(p.n_estimators));
-  const CountOrFraction& split = p.min_samples_split;
-  GPUML_EXPECT(split.fraction ? split.value > 0 && split.value <= 1 : split.value >= 2 && split.value == std::floor(split.value),
-               name + ": min_samples_split must be an integer >= 2 or a fraction in (0, 1], got " +
-                   detail::number_text(split.value));
-  const CountOrFraction& leaf = p.min_samples_leaf;
-  GPUML_EXPECT(leaf.fraction ? leaf.value > 0 && leaf.value < 1 : leaf.value >= 1 && leaf.value == std::floor(leaf.value),
-               name + ": min_samples_leaf must be an integer >= 1 or a fraction in (0, 1), got " +
-                   detail::number_text(leaf.value));
-  GPUML_EXPECT(std::isfinite(p.min_impurity_decrease) && p.min_impurity_decrease >= 0,
-               name + ": min_impurity_decrease must be finite and >= 0");
-  GPUML_EXPECT(p.min_weight_fraction_leaf >= 0 && p.min_weight_fraction_leaf <= 0.5,
-               name + ": min_weight_fraction_leaf must be in [0, 0.5], got " + detail::number_text(p.min_weight_fraction_leaf));
-  GPUML_EXPECT(std::isfinite(p.ccp_alpha) && p.ccp_alpha >= 0,
-               name + ": ccp_alpha must be finite and >= 0, got " + detail::number_text(p.ccp_alpha));
-  const std::string& mf = p.max_features;
-  GPUML_EXPECT(mf == "sqrt" || mf == "log2" || mf == "all" || mf == "count" || mf == "fraction",
-               name + ": max_features must be \"sqrt\", \"log2\", None, an integer or a fraction, got \"" + mf + "\"");
-  if (mf == "count")
-    GPUML_EXPECT(p.max_features_value >= 1 && p.max_features_value == std::floor(p.max_features_value),
-                 name + ": max_features must be >= 1 as an integer, got " + detail::number_text(p.max_features_value));
-  if (mf == "fraction")
-    GPUML_EXPECT(p.max_features_value > 0 && p.max_features_value <= 1,
-                 name + ": max_features must be in (0, 1] as a fraction, got " + detail::number_text(p.max_features_value));
-  GPUML_EXPECT(p.max_leaf_nodes < 0 || p.max_leaf_nodes >= 2,
-               name + ": max_leaf_nodes must be >= 2 or None, got " + std::to_string(p.max_leaf_nodes));
-  if (p.max_samples) {
-    const CountOrFraction& ms = *p.max_samples;
-    GPUML_EXPECT(ms.fraction ? ms.value > 0 && std::isfinite(ms.value) : ms.value >= 1 && ms.value == std::floor(ms.value),
-                 name + ": max_samples must be an integer >= 1 or a fraction > 0, got " + detail::number_text(ms.value));
+  if (p.max_features.empty()) {
+    p.max_features = classification ? "sqrt" : "fraction";  // the regressor's 1.0: every feature
+    p.max_features_value = classification ? 0.0 : 1.0;
   }
-  GPUML_EXPECT(p.n_bins >= 2 && p.n_bins <= 256, name + ": n_bins must be in [2, 256], got " + std::to_string(p.n_bins));
-  const std::string& cw = p.class_weight_mode;
-  GPUML_EXPECT(cw.empty() || cw == "balanced" || cw == "balanced_subsample",
-               name + ": class_weight must be \"balanced\", \"balanced_subsample\", a list of (label, weight) or None");
-  GPUML_EXPECT(classification || (cw.empty() && p.class_weight.empty()), name + " has no class_weight");
-  GPUML_EXPECT(cw.empty() || p.class_weight.empty(), name + ": class_weight is a preset or a list of pairs, not both");
-  for (const auto& [label, weight] : p.class_weight)
-    GPUML_EXPECT(std::isfinite(label) && std::isfinite(weight) && weight >= 0,
-                 name + ": class_weight labels must be finite and weights finite and >= 0");
+  return p;
+}
+
+// An int-or-float parameter as JSON and back: a JSON integer is a count, a JSON float a fraction
+// (require_form has matched it to the row's count or fraction form).
+nlohmann::json count_json(const CountOrFraction& c) {
+  return c.fraction ? nlohmann::json(c.value) : nlohmann::json(static_cast<int64_t>(c.value));
+}
+CountOrFraction count_of_json(const nlohmann::json& v) { return {v.get<double>(), v.is_number_float()}; }
+
+nlohmann::json max_features_json(const std::string& mf, double value) {
+  if (mf == "all") return nullptr;
+  if (mf == "count") return static_cast<int64_t>(value);
+  if (mf == "fraction") return value;
+  return mf;  // "sqrt", "log2", or a wrong name the forms refuse
+}
+
+detail::ParamRow<RandomForestParams> count_or_fraction_row(const char* name, CountOrFraction RandomForestParams::*member,
+                                                           std::vector<detail::ParamForm> forms, const char* doc) {
+  return {name, std::move(forms), doc,
+          [member](RandomForestParams& p, const nlohmann::json& v) { p.*member = count_of_json(v); },
+          [member](const RandomForestParams& p) { return count_json(p.*member); }};
+}
+
+// Whole counts: a count held as a double with a fraction would be truncated (C++ callers only;
+// JSON counts are integers).
+void expect_whole(const char* kind, const char* name, bool fraction, double value) {
+  GPUML_EXPECT(fraction || value == std::floor(value), std::string(kind) + " parameter '" + name +
+                                                           "' must be a whole count or a fraction, got the count " +
+                                                           detail::number_text(value));
+}
+
+// Both forests' parameters, declared once, in scikit-learn's order, then gpuml's n_bins. The
+// classifier's table has its criteria and class_weight, the regressor's its criteria.
+detail::ParamTable<RandomForestParams> make_params_table(bool classification) {
+  using namespace detail;
+  using P = RandomForestParams;
+  const char* kind = classification ? "random_forest_classifier" : "random_forest_regressor";
+  std::vector<std::string> criteria = {"gini", "entropy", "log_loss"};
+  if (!classification) criteria = {"squared_error", "absolute_error", "poisson"};
+  std::vector<ParamRow<P>> rows = {
+      field("n_estimators", &P::n_estimators, {integer_in(1)}, "The number of trees."),
+      ParamRow<P>{"criterion", {one_of(criteria)},
+                  classification ? "The split quality: \"gini\" impurity, or \"entropy\" (\"log_loss\" is the same)."
+                                 : "The split quality: \"squared_error\", or \"poisson\" (y >= 0 with a positive sum). "
+                                   "\"absolute_error\" is not supported.",
+                  [](P& p, const nlohmann::json& v) { p.criterion = v.get<std::string>(); },
+                  [classification](const P& p) -> nlohmann::json {
+                    return p.criterion.empty() ? default_criterion(classification) : p.criterion;
+                  }},
+      field("max_depth", &P::max_depth, {integer_in(1), null_form()}, "The deepest a tree grows; null: no limit."),
+      count_or_fraction_row("min_samples_split", &P::min_samples_split, {integer_in(2), real_not_int_in(0, 1, "right")},
+                            "The fewest rows a node needs to be split: a count, or a fraction of the rows (rounded up)."),
+      count_or_fraction_row("min_samples_leaf", &P::min_samples_leaf, {integer_in(1), real_not_int_in(0, 1, "neither")},
+                            "The fewest rows in each child of a split: a count, or a fraction of the rows (rounded up)."),
+      field("min_weight_fraction_leaf", &P::min_weight_fraction_leaf, {number_in(0, 0.5, "both")},
+            "The least share of the tree's total sample weight (bootstrap counts times weights) in each child "
+            "of a split; above 0, trees grow on the host (also on a GPU context)."),
+      ParamRow<P>{"max_features",
+                  {integer_in(1), real_not_int_in(0, 1, "right"), one_of({"sqrt", "log2"}), null_form()},
+                  "The features drawn for each split: a count, a fraction of n_features (rounded down, at least "
+                  "1), \"sqrt\" or \"log2\" of n_features, or null: all of them.",
+                  [](P& p, const nlohmann::json& v) {
+                    p.max_features_value = v.is_number() ? v.get<double>() : 0.0;
+                    p.max_features = v.is_null()           ? "all"
+                                     : v.is_string()       ? v.get<std::string>()
+                                     : v.is_number_float() ? "fraction"
+                                                           : "count";
+                  },
+                  [classification](const P& p) {
+                    const P resolved = with_defaults(p, classification);
+                    return max_features_json(resolved.max_features, resolved.max_features_value);
+                  }},
+      field("max_leaf_nodes", &P::max_leaf_nodes, {integer_in(2), null_form()},
+            "The most leaves of a tree: with it, trees grow best-first (scikit-learn's order); null: no limit."),
+      field("min_impurity_decrease", &P::min_impurity_decrease, {number_in(0)},
+            "A split must decrease the weighted impurity by at least this much."),
+      field("bootstrap", &P::bootstrap, {boolean()},
+            "Each tree grows on a bootstrap draw of the rows (in proportion to sample and class weights); "
+            "false: on every row."),
+      field("oob_score", &P::oob_score, {boolean()},
+            "Scores the forest on each row's out-of-bag trees (needs bootstrap); Python also takes a callable "
+            "score(y, predictions)."),
+      field("n_jobs", &P::n_jobs, {any_integer(), null_form()},
+            "Accepted, without effect: the CPU backend uses the context's threads.")
+          .per_rank(),
+      field("random_state", &P::random_state, {seed()},
+            "The seed of the bootstrap draws and feature draws; the same seed gives the same forest on any "
+            "thread count and device. null: a fresh seed (rank 0's in a distributed fit)."),
+      field("verbose", &P::verbose, {verbose()}, "Accepted, without effect: gpuml prints nothing.").per_rank(),
+      field("warm_start", &P::warm_start, {boolean()},
+            "A refit keeps the fitted trees and grows trees len(estimators_)..n_estimators-1 as a fit of "
+            "n_estimators trees with the same random_state would."),
+      ParamRow<P>{"class_weight", {one_of({"balanced", "balanced_subsample"}), pairs(), null_form()},
+                  "Weights of the classes: \"balanced\" (inverse to their frequencies), \"balanced_subsample\" "
+                  "(the same per bootstrap draw), (class, weight) pairs (classes not listed weigh 1), or null.",
+                  [](P& p, const nlohmann::json& v) {
+                    p.class_weight_mode.clear();
+                    p.class_weight.clear();
+                    if (v.is_string()) p.class_weight_mode = v.get<std::string>();
+                    if (v.is_array())
+                      for (const auto& pair : v) p.class_weight.emplace_back(pair[0].get<double>(), pair[1].get<double>());
+                  },
+                  [](const P& p) { return class_weight_json(p.class_weight_mode, p.class_weight); }},
+      field("ccp_alpha", &P::ccp_alpha, {number_in(0)},
+            "Minimal cost-complexity pruning after growth: subtrees whose impurity decrease per added leaf is "
+            "at most ccp_alpha become leaves."),
+      ParamRow<P>{"max_samples", {null_form(), real_not_int_in(0, std::nullopt, "neither"), integer_in(1)},
+                  "The bootstrap draws per tree: a count, a fraction of the rows' total weight (at least 1), or "
+                  "null: n_samples. Needs bootstrap.",
+                  [](P& p, const nlohmann::json& v) {
+                    p.max_samples = v.is_null() ? std::nullopt : std::optional<CountOrFraction>(count_of_json(v));
+                  },
+                  [](const P& p) { return p.max_samples ? count_json(*p.max_samples) : nlohmann::json(nullptr); }},
+      field("monotonic_cst", &P::monotonic_cst, {numbers(), null_form()},
+            "Not supported: only null (a list is an unsupported error)."),
+      field("n_bins", &P::n_bins, {integer_in(2, 256, "both")},
+            "gpuml's: the most quantile bins per feature that splits are searched over (scikit-learn's exact "
+            "thresholds wherever a feature has at most n_bins distinct values)."),
+  };
+  if (!classification) rows.erase(rows.begin() + 15);  // class_weight
+  return ParamTable<P>(kind, std::move(rows), [kind, classification](const P& p) {
+    if (!classification)
+      GPUML_EXPECT(p.class_weight_mode.empty() && p.class_weight.empty(), std::string(kind) + " has no class_weight");
+    GPUML_EXPECT(p.class_weight_mode.empty() || p.class_weight.empty(),
+                 std::string(kind) + " parameter 'class_weight' is a preset or a list of pairs, not both");
+    expect_whole(kind, "min_samples_split", p.min_samples_split.fraction, p.min_samples_split.value);
+    expect_whole(kind, "min_samples_leaf", p.min_samples_leaf.fraction, p.min_samples_leaf.value);
+    if (p.max_samples) expect_whole(kind, "max_samples", p.max_samples->fraction, p.max_samples->value);
+    expect_whole(kind, "max_features", p.max_features != "count", p.max_features_value);
+    // scikit-learn's messages, from its fit.
+    GPUML_EXPECT(p.bootstrap || !p.max_samples,
+                 "`max_sample` cannot be set if `bootstrap=False`. Either switch to `bootstrap=True` or set "
+                 "`max_sample=None`.");
+    GPUML_EXPECT(p.bootstrap || !p.oob_score, "Out of bag estimation only available if bootstrap=True");
+    if (p.criterion == "absolute_error")
+      throw_error(ErrorCode::unsupported, std::string(kind) + " parameter 'criterion': \"absolute_error\" is not supported");
+    if (p.monotonic_cst)
+      throw_error(ErrorCode::unsupported, std::string(kind) + " parameter 'monotonic_cst': only null is supported");
+  });
+}
+
+const detail::ParamTable<RandomForestParams>& params_table(bool classification) {
+  static const detail::ParamTable<RandomForestParams> classifier = make_params_table(true),
+                                                      regressor = make_params_table(false);
+  return classification ? classifier : regressor;
 }
 
 // scikit-learn's resolution of max_features for d features.
@@ -239,8 +341,8 @@ std::shared_ptr<const detail::WarmStart> warm_start_of(const std::map<std::strin
 }  // namespace
 
 RandomForestBase::RandomForestBase(RandomForestParams params, bool classification)
-    : params_(std::move(params)), classification_(classification) {
-  validate_params(params_, classification_);
+    : params_(with_defaults(std::move(params), classification)), classification_(classification) {
+  params_table(classification_).check(params_);
 }
 
 RandomForestBase::~RandomForestBase() = default;
@@ -265,9 +367,6 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
     n = X.shape[0], d = X.shape[1];
     GPUML_EXPECT(n >= 1 && d >= 1, name + ": X needs at least one sample and one feature");
     GPUML_EXPECT(n <= INT32_MAX, name + ": at most 2^31 - 1 samples");
-    GPUML_EXPECT(params_.bootstrap || !params_.max_samples,
-                 name + ": max_samples cannot be set when bootstrap is False");
-    GPUML_EXPECT(params_.bootstrap || !params_.oob_score, name + ": out-of-bag estimation needs bootstrap=True");
     dtype = detail::float_dtype_for(X.dtype);
     Xh = detail::host_readable(ctx, X, dtype, "X");
     if (distributed)  // here rather than mid-fit, where one rank's error would leave the others waiting
@@ -295,12 +394,11 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
         });
     }
   });
-  const detail::RowCounts all_rows =
-      detail::agree_on_every_rank(comm, name, n,
-                                  {{"n_features", d},
-                                   {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
-                                   {"the parameters (hash)", detail::hash_of(get_params_json())},
-                                   {"whether sample_weight is given", sample_weight != nullptr ? 1 : 0}});
+  std::vector<detail::RankField> fields = {{"n_features", d},
+                                          {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
+                                          {"whether sample_weight is given", sample_weight != nullptr ? 1 : 0}};
+  for (const detail::RankField& f : params_table(classification_).rank_fields(params_)) fields.push_back(f);
+  const detail::RowCounts all_rows = detail::agree_on_every_rank(comm, name, n, fields);
   const int64_t n_all = all_rows.total;
 
   detail::Labels labels;
@@ -347,12 +445,12 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
                          : params_.criterion == "poisson"       ? detail::Criterion::poisson
                                                                 : detail::Criterion::entropy;
   rules.tree.width = classification_ ? static_cast<int>(labels.classes.size()) : 3;
-  rules.tree.max_depth = params_.max_depth;
+  rules.tree.max_depth = params_.max_depth.value_or(-1);  // -1: no limit
   rules.tree.min_samples_leaf = std::max<int64_t>(1, rows_of(params_.min_samples_leaf, n_all));
   rules.tree.min_samples_split = std::max<int64_t>(2, rows_of(params_.min_samples_split, n_all));
   rules.tree.min_impurity_decrease = params_.min_impurity_decrease;
   rules.tree.max_features = features_per_node(params_, d, name);
-  rules.tree.max_leaf_nodes = params_.max_leaf_nodes;
+  rules.tree.max_leaf_nodes = params_.max_leaf_nodes.value_or(-1);  // -1: depth first, no limit
   rules.bootstrap = params_.bootstrap;
   if (params_.max_samples) {
     const CountOrFraction& ms = *params_.max_samples;
@@ -621,32 +719,7 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
   rebuild_forest();
 }
 
-std::string RandomForestBase::get_params_json() const {
-  nlohmann::json j;
-  auto count = [](const CountOrFraction& c) { return c.fraction ? nlohmann::json(c.value) : nlohmann::json(int64_t(c.value)); };
-  j["n_estimators"] = params_.n_estimators;
-  j["criterion"] = params_.criterion;
-  j["max_depth"] = params_.max_depth < 0 ? nlohmann::json(nullptr) : nlohmann::json(params_.max_depth);
-  j["min_samples_split"] = count(params_.min_samples_split);
-  j["min_samples_leaf"] = count(params_.min_samples_leaf);
-  j["min_weight_fraction_leaf"] = params_.min_weight_fraction_leaf;
-  j["min_impurity_decrease"] = params_.min_impurity_decrease;
-  const std::string& mf = params_.max_features;
-  j["max_features"] = mf == "all"       ? nlohmann::json(nullptr)
-                      : mf == "count"    ? nlohmann::json(int64_t(params_.max_features_value))
-                      : mf == "fraction" ? nlohmann::json(params_.max_features_value)
-                                         : nlohmann::json(mf);
-  j["max_leaf_nodes"] = params_.max_leaf_nodes < 0 ? nlohmann::json(nullptr) : nlohmann::json(params_.max_leaf_nodes);
-  j["bootstrap"] = params_.bootstrap;
-  j["max_samples"] = params_.max_samples ? count(*params_.max_samples) : nlohmann::json(nullptr);
-  if (classification_) j["class_weight"] = detail::class_weight_json(params_.class_weight_mode, params_.class_weight);
-  j["random_state"] = params_.random_state ? nlohmann::json(*params_.random_state) : nlohmann::json(nullptr);
-  j["oob_score"] = params_.oob_score;
-  j["warm_start"] = params_.warm_start;
-  j["ccp_alpha"] = params_.ccp_alpha;
-  j["n_bins"] = params_.n_bins;
-  return j.dump();
-}
+std::string RandomForestBase::get_params_json() const { return params_table(classification_).write(params_).dump(); }
 
 RandomForestClassifier::RandomForestClassifier(RandomForestParams params) : RandomForestBase(std::move(params), true) {}
 
@@ -684,67 +757,17 @@ RandomForestRegressor& RandomForestRegressor::fit(Context& ctx, const ArrayView&
 }
 
 namespace detail {
-namespace {
-
-// An int-or-float parameter: JSON integers are counts, JSON floats fractions (as Python passes them).
-CountOrFraction count_or_fraction(ParamReader& reader, const char* name, CountOrFraction fallback) {
-  if (!reader.has(name)) return fallback;
-  const nlohmann::json& v = reader.raw(name);
-  if (v.is_number_integer() || v.is_number_unsigned()) return {static_cast<double>(v.get<int64_t>()), false};
-  if (v.is_number_float()) return {v.get<double>(), true};
-  reader.fail(name, "an integer or a float");
-}
-
-RandomForestParams forest_params_from(const nlohmann::json& params, const char* kind, bool classification) {
-  ParamReader reader(params, kind);
-  RandomForestParams p;
-  p.n_estimators = reader.get_int("n_estimators", p.n_estimators);
-  p.criterion = reader.get_string("criterion", default_criterion(classification));
-  if (reader.has("max_depth")) p.max_depth = reader.get_int("max_depth", -1);
-  if (reader.has("max_depth") && p.max_depth < 1) reader.fail("max_depth", "an integer >= 1 or null");
-  p.min_samples_split = count_or_fraction(reader, "min_samples_split", p.min_samples_split);
-  p.min_samples_leaf = count_or_fraction(reader, "min_samples_leaf", p.min_samples_leaf);
-  p.min_weight_fraction_leaf = reader.get_double("min_weight_fraction_leaf", p.min_weight_fraction_leaf);
-  p.min_impurity_decrease = reader.get_double("min_impurity_decrease", p.min_impurity_decrease);
-  // max_features: absent = the default; null = all; "sqrt" / "log2"; an integer; a float.
-  if (params.is_object() && params.contains("max_features")) {
-    const nlohmann::json& mf = params["max_features"];
-    if (mf.is_null()) {
-      reader.has("max_features");
-      p.max_features = "all";
-    } else if (mf.is_string()) {
-      p.max_features = reader.get_string("max_features", "");
-      if (p.max_features != "sqrt" && p.max_features != "log2") reader.fail("max_features", "\"sqrt\", \"log2\", null, an integer or a float");
-    } else {
-      const CountOrFraction c = count_or_fraction(reader, "max_features", {});
-      p.max_features = c.fraction ? "fraction" : "count";
-      p.max_features_value = c.value;
-    }
-  } else {
-    p.max_features = default_max_features(classification);
-  }
-  if (reader.has("max_leaf_nodes")) p.max_leaf_nodes = reader.get_int("max_leaf_nodes", -1);
-  p.bootstrap = reader.get_bool("bootstrap", p.bootstrap);
-  if (reader.has("max_samples")) p.max_samples = count_or_fraction(reader, "max_samples", {});
-  if (classification) read_class_weight(reader, {"balanced", "balanced_subsample"}, p.class_weight_mode, p.class_weight);
-  p.random_state = reader.get_seed("random_state");
-  p.oob_score = reader.get_bool("oob_score", p.oob_score);
-  p.warm_start = reader.get_bool("warm_start", p.warm_start);
-  p.ccp_alpha = reader.get_double("ccp_alpha", p.ccp_alpha);
-  p.n_bins = reader.get_int("n_bins", p.n_bins);
-  reader.finish();
-  return p;
-}
-
-}  // namespace
 
 std::unique_ptr<Estimator> random_forest_classifier_from_params(const nlohmann::json& params) {
-  return std::make_unique<RandomForestClassifier>(forest_params_from(params, "random_forest_classifier", true));
+  return std::make_unique<RandomForestClassifier>(params_table(true).read(params));
 }
 
 std::unique_ptr<Estimator> random_forest_regressor_from_params(const nlohmann::json& params) {
-  return std::make_unique<RandomForestRegressor>(forest_params_from(params, "random_forest_regressor", false));
+  return std::make_unique<RandomForestRegressor>(params_table(false).read(params));
 }
+
+nlohmann::json random_forest_classifier_params_schema() { return params_table(true).schema(); }
+nlohmann::json random_forest_regressor_params_schema() { return params_table(false).schema(); }
 
 }  // namespace detail
 

@@ -1012,8 +1012,8 @@ ForestCase random_forest_case(std::mt19937_64& rng, bool classification, int64_t
                 "min_samples_leaf %g%s, min_samples_split %g, n_bins %lld, max_samples %s, weighted %d, class_weight %s, "
                 "oob %d, rows on rank 0 %lld",
                 classification ? "RandomForestClassifier" : "RandomForestRegressor", index, p.criterion.c_str(),
-                static_cast<long long>(p.n_estimators), p.bootstrap, static_cast<long long>(p.max_depth),
-                static_cast<long long>(p.max_leaf_nodes), p.max_features.c_str(), p.max_features_value,
+                static_cast<long long>(p.n_estimators), p.bootstrap, static_cast<long long>(p.max_depth.value_or(-1)),
+                static_cast<long long>(p.max_leaf_nodes.value_or(-1)), p.max_features.c_str(), p.max_features_value,
                 p.min_samples_leaf.value, p.min_samples_leaf.fraction ? " (fraction)" : "", p.min_samples_split.value,
                 static_cast<long long>(p.n_bins), p.max_samples ? std::to_string(p.max_samples->value).c_str() : "None",
                 c.weighted, p.class_weight_mode.empty() ? "None" : p.class_weight_mode.c_str(), p.oob_score,

@@ -23,6 +23,9 @@ DIFFERENT_CONSTRAINTS = {
 # gpuml's own constructor parameters, after scikit-learn's and before device (class name: names).
 GPUML_EXTRAS = {
     "LinearRegression": ("algorithm",),  # how to solve: "auto", "eig", "qr" or "svd"
+    # The most quantile bins per feature the trees' splits are searched over.
+    "RandomForestClassifier": ("n_bins",),
+    "RandomForestRegressor": ("n_bins",),
 }
 
 
@@ -70,9 +73,9 @@ def test_bad_values_raise_sklearns_error_word_for_word(cls, rng):
             continue
         for bad in (object(), "not-a-choice"):
             ours = cls(**{name: bad}, device="cpu")
-            theirs = sklearn_class(cls)(**{name: bad})
             with pytest.raises(InvalidParameterError) as ours_error:
                 ours.fit(X, y)
+            theirs = sklearn_class(cls)(**{name: bad})
             with pytest.raises(InvalidParameterError) as theirs_error:
                 theirs.fit(X, y)
             assert str(ours_error.value) == str(theirs_error.value)

@@ -17,7 +17,7 @@ import math
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Hidden, Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 
 from . import _lib
 
@@ -27,9 +27,9 @@ def _constraint(form):
     kind = form["type"]
     if kind == "integer" and form["min"] is None and form["max"] is None:
         return numbers.Integral  # any integer: scikit-learn's "an instance of 'int'"
-    if kind in ("integer", "number"):
-        return Interval(numbers.Integral if kind == "integer" else numbers.Real, form["min"], form["max"],
-                        closed=form["closed"])
+    if kind in ("integer", "number", "real_not_int"):
+        number_type = {"integer": numbers.Integral, "number": numbers.Real, "real_not_int": RealNotInt}[kind]
+        return Interval(number_type, form["min"], form["max"], closed=form["closed"])
     if kind == "string":
         options = StrOptions(set(form["choices"]))
         return Hidden(options) if form.get("hidden") else options
@@ -100,7 +100,9 @@ def _to_json(value, forms, name, owner):
             continue  # booleans are integers to Python, not to the table
         if kind in ("integer", "verbose") and isinstance(value, numbers.Integral):
             return int(value)
-        if kind == "number" and isinstance(value, numbers.Real):
+        if kind == "real_not_int" and isinstance(value, numbers.Integral):
+            continue  # a float fraction only: an integer is the count of another form
+        if kind in ("number", "real_not_int") and isinstance(value, numbers.Real):
             if not math.isfinite(value):  # scikit-learn's Interval lets infinity through
                 raise ValueError(f"The {name!r} parameter of {owner} must be a finite number, got {value!r}.")
             return float(value)

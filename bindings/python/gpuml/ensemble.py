@@ -1,6 +1,7 @@
 """Random forests on the CPU or a CUDA GPU, with scikit-learn's RandomForestClassifier and
 RandomForestRegressor interface."""
 
+import functools
 import numbers
 import warnings
 
@@ -12,11 +13,12 @@ from sklearn.metrics import r2_score
 # rebound to gpuml's (the upstream test harness does that).
 from sklearn.ensemble._forest import RandomForestClassifier as _SkClassifier
 from sklearn.ensemble._forest import RandomForestRegressor as _SkRegressor
-from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
+from sklearn.tree._criterion import Criterion
+from sklearn.utils._param_validation import Hidden
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator, _python_scalar, seed_from, worded_as_sklearn
+from ._base import GpumlEstimator, _python_scalar
 from ._classifier import GpumlClassifier
 from ._context import check_device, get_context
 
@@ -37,55 +39,6 @@ _TREE_ATTRIBUTES = (
 )
 
 
-def _forest_constraints(criteria):
-    """scikit-learn 1.9.1's parameter constraints of its forests (criteria: the criterion's
-    choices), plus gpuml's n_bins and device."""
-    from sklearn.tree._criterion import Criterion
-
-    return {
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
-        "criterion": [StrOptions(set(criteria)), Hidden(Criterion)],
-        "max_depth": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "min_samples_split": [
-            Interval(numbers.Integral, 2, None, closed="left"),
-            Interval(RealNotInt, 0.0, 1.0, closed="right"),
-        ],
-        "min_samples_leaf": [
-            Interval(numbers.Integral, 1, None, closed="left"),
-            Interval(RealNotInt, 0.0, 1.0, closed="neither"),
-        ],
-        "min_weight_fraction_leaf": [Interval(numbers.Real, 0.0, 0.5, closed="both")],
-        "max_features": [
-            Interval(numbers.Integral, 1, None, closed="left"),
-            Interval(RealNotInt, 0.0, 1.0, closed="right"),
-            StrOptions({"sqrt", "log2"}),
-            None,
-        ],
-        "max_leaf_nodes": [Interval(numbers.Integral, 2, None, closed="left"), None],
-        "min_impurity_decrease": [Interval(numbers.Real, 0.0, None, closed="left")],
-        "bootstrap": ["boolean"],
-        "oob_score": ["boolean", callable],
-        "n_jobs": [numbers.Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "warm_start": ["boolean"],
-        "ccp_alpha": [Interval(numbers.Real, 0.0, None, closed="left")],
-        "max_samples": [
-            None,
-            Interval(RealNotInt, 0.0, None, closed="neither"),
-            Interval(numbers.Integral, 1, None, closed="left"),
-        ],
-        "monotonic_cst": ["array-like", None],
-        "n_bins": [Interval(numbers.Integral, 2, 256, closed="both")],
-        "device": [str],  # its values are checked by check_device
-    }
-
-
-def _count_or_fraction(value):
-    """An int-or-float parameter as the C ABI reads it: a JSON int is a count, a float a fraction."""
-    return int(value) if isinstance(value, numbers.Integral) else float(value)
-
-
 def _warn_friedman_mse(criterion):
     """scikit-learn 1.9's constructor: "friedman_mse" is deprecated and maps to "squared_error"."""
     if isinstance(criterion, str) and criterion == "friedman_mse":
@@ -103,9 +56,13 @@ class _Forest:
 
     _gpuml_attributes = ("feature_importances_",) + _TREE_ATTRIBUTES
 
-    def _forest_params(self):
-        """The C ABI's parameters, after scikit-learn's checks; NotImplementedError for values gpuml
-        cannot honour."""
+    # Values Python handles: a Criterion object (refused below), a callable oob_score (the C++
+    # out-of-bag predictions, scored here), scikit-learn's list class_weight (of multi-output y).
+    _gpuml_python_forms = {"criterion": (Hidden(Criterion),), "oob_score": (callable,), "class_weight": (list,)}
+
+    def _forest_params(self, **given):
+        """The C ABI's parameters, after scikit-learn's checks (the table's relations check the
+        rest when the model is made)."""
         self._validate_params()
         check_device(self.device)
         if not isinstance(self.criterion, str):
@@ -113,40 +70,7 @@ class _Forest:
                 f"{type(self).__name__}: criterion must be one of the named criteria; a Criterion object "
                 f"({self.criterion!r}) is not supported"
             )
-        if self.criterion == "absolute_error":
-            raise NotImplementedError(f"{type(self).__name__}: criterion='absolute_error' is not supported")
-        if self.monotonic_cst is not None:
-            raise NotImplementedError(
-                f"{type(self).__name__}: monotonic_cst={self.monotonic_cst!r} is not supported; use None"
-            )
-        if not self.bootstrap and self.max_samples is not None:
-            raise ValueError(  # scikit-learn's message
-                "`max_sample` cannot be set if `bootstrap=False`. Either switch to `bootstrap=True` or set "
-                "`max_sample=None`."
-            )
-        if not self.bootstrap and self.oob_score:
-            raise ValueError("Out of bag estimation only available if bootstrap=True")
-        max_features = self.max_features
-        if max_features is not None and not isinstance(max_features, str):
-            max_features = _count_or_fraction(max_features)
-        return {
-            "n_estimators": int(self.n_estimators),
-            "criterion": self.criterion,
-            "max_depth": None if self.max_depth is None else int(self.max_depth),
-            "min_samples_split": _count_or_fraction(self.min_samples_split),
-            "min_samples_leaf": _count_or_fraction(self.min_samples_leaf),
-            "min_weight_fraction_leaf": float(self.min_weight_fraction_leaf),
-            "min_impurity_decrease": float(self.min_impurity_decrease),
-            "max_features": max_features,
-            "max_leaf_nodes": None if self.max_leaf_nodes is None else int(self.max_leaf_nodes),
-            "bootstrap": bool(self.bootstrap),
-            "oob_score": bool(self.oob_score),  # a callable: the C++ out-of-bag predictions, scored here
-            "max_samples": None if self.max_samples is None else _count_or_fraction(self.max_samples),
-            "warm_start": bool(self.warm_start),
-            "ccp_alpha": float(self.ccp_alpha),
-            "n_bins": int(self.n_bins),
-            "random_state": seed_from(self.random_state),
-        }
+        return self._json_params(oob_score=bool(self.oob_score), **given)
 
     def _fit_forest(self, X, kind, weights, y, params):
         """Fits, continuing the fitted forest with warm_start (scikit-learn's checks and warning)."""
@@ -387,64 +311,11 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
     )
 
     _gpuml_kind = "random_forest_classifier"
+    _gpuml_sklearn_class = "sklearn.ensemble._forest.RandomForestClassifier"
     _oob_attribute = "oob_decision_function_"
-    _parameter_constraints = worded_as_sklearn(
-        {
-            **_forest_constraints(("gini", "entropy", "log_loss")),
-            "class_weight": [StrOptions({"balanced_subsample", "balanced"}), dict, list, None],
-        },
-        _SkClassifier,
-    )
-
-    def __init__(
-        self,
-        n_estimators=100,
-        *,
-        criterion="gini",
-        max_depth=None,
-        min_samples_split=2,
-        min_samples_leaf=1,
-        min_weight_fraction_leaf=0.0,
-        max_features="sqrt",
-        max_leaf_nodes=None,
-        min_impurity_decrease=0.0,
-        bootstrap=True,
-        oob_score=False,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-        warm_start=False,
-        class_weight=None,
-        ccp_alpha=0.0,
-        max_samples=None,
-        monotonic_cst=None,
-        n_bins=256,
-        device="auto",
-    ):
-        self.n_estimators = n_estimators
-        self.criterion = criterion
-        self.max_depth = max_depth
-        self.min_samples_split = min_samples_split
-        self.min_samples_leaf = min_samples_leaf
-        self.min_weight_fraction_leaf = min_weight_fraction_leaf
-        self.max_features = max_features
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_impurity_decrease = min_impurity_decrease
-        self.bootstrap = bootstrap
-        self.oob_score = oob_score
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
-        self.class_weight = class_weight
-        self.ccp_alpha = ccp_alpha
-        self.max_samples = max_samples
-        self.monotonic_cst = monotonic_cst
-        self.n_bins = n_bins
-        self.device = device
 
     def _gpuml_params(self, X=None):
-        return self._forest_params()
+        return self._forest_params(class_weight=None)  # fit sets class_weight from the classes
 
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and the labels y (n_samples,); returns self."""
@@ -496,55 +367,8 @@ class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
     )
 
     _gpuml_kind = "random_forest_regressor"
+    _gpuml_sklearn_class = "sklearn.ensemble._forest.RandomForestRegressor"
     _oob_attribute = "oob_prediction_"
-    _parameter_constraints = worded_as_sklearn(
-        _forest_constraints(("squared_error", "absolute_error", "poisson")), _SkRegressor
-    )
-
-    def __init__(
-        self,
-        n_estimators=100,
-        *,
-        criterion="squared_error",
-        max_depth=None,
-        min_samples_split=2,
-        min_samples_leaf=1,
-        min_weight_fraction_leaf=0.0,
-        max_features=1.0,
-        max_leaf_nodes=None,
-        min_impurity_decrease=0.0,
-        bootstrap=True,
-        oob_score=False,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-        warm_start=False,
-        ccp_alpha=0.0,
-        max_samples=None,
-        monotonic_cst=None,
-        n_bins=256,
-        device="auto",
-    ):
-        self.n_estimators = n_estimators
-        self.criterion = _warn_friedman_mse(criterion)
-        self.max_depth = max_depth
-        self.min_samples_split = min_samples_split
-        self.min_samples_leaf = min_samples_leaf
-        self.min_weight_fraction_leaf = min_weight_fraction_leaf
-        self.max_features = max_features
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_impurity_decrease = min_impurity_decrease
-        self.bootstrap = bootstrap
-        self.oob_score = oob_score
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
-        self.ccp_alpha = ccp_alpha
-        self.max_samples = max_samples
-        self.monotonic_cst = monotonic_cst
-        self.n_bins = n_bins
-        self.device = device
 
     def _gpuml_params(self, X=None):
         return self._forest_params()
@@ -586,3 +410,18 @@ class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
         y_pred = _array.to_numpy(self.predict(X))
         weights = None if sample_weight is None else _array.to_numpy(sample_weight)
         return r2_score(_array.to_numpy(y), y_pred, sample_weight=weights)
+
+
+def _mapping_friedman_mse(init):
+    """The generated __init__, then scikit-learn 1.9's constructor step: the deprecated
+    "friedman_mse" becomes "squared_error", with its FutureWarning."""
+
+    @functools.wraps(init)  # keeps the generated signature
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.criterion = _warn_friedman_mse(self.criterion)
+
+    return __init__
+
+
+RandomForestRegressor.__init__ = _mapping_friedman_mse(RandomForestRegressor.__init__)

@@ -25,24 +25,23 @@ struct CountOrFraction {
   bool fraction = false;  // value in (0, 1]: that share; else a whole number
 };
 
-// scikit-learn's RandomForestClassifier / RandomForestRegressor parameters (names and defaults).
+// scikit-learn's RandomForestClassifier / RandomForestRegressor parameters (names and defaults),
+// declared with their forms and documentation in the parameter table of random_forest.cpp.
 // X is binned once per fit into at most n_bins quantile bins per feature (scikit-learn's
 // histogram thresholds); splits are searched over those bins.
 struct RandomForestParams {
-  int64_t n_estimators = 100;           // >= 1
-  std::string criterion;                // "gini", "entropy", "log_loss" | "squared_error"; "" the default
-  int64_t max_depth = -1;               // < 0: no limit (None)
-  CountOrFraction min_samples_split{2, false};  // >= 2 rows, or a fraction of n (rounded up)
-  CountOrFraction min_samples_leaf{1, false};   // >= 1 row, or a fraction of n (rounded up)
-  // In [0, 0.5]: each child of a split carries at least this fraction of the tree's total
-  // sample weight (its bootstrap counts times the weights).
+  int64_t n_estimators = 100;
+  std::string criterion;                // "" the estimator's default: "gini" | "squared_error"
+  std::optional<int64_t> max_depth;     // None: no limit
+  CountOrFraction min_samples_split{2, false};
+  CountOrFraction min_samples_leaf{1, false};
   double min_weight_fraction_leaf = 0.0;
-  double min_impurity_decrease = 0.0;   // >= 0
+  double min_impurity_decrease = 0.0;
   // "sqrt", "log2", "all" (None), "count" (max_features_value features) or "fraction" (of them);
-  // "" the default: "sqrt" for the classifier, "all" for the regressor.
+  // "" the estimator's default: "sqrt" for the classifier, the fraction 1.0 for the regressor.
   std::string max_features;
   double max_features_value = 0.0;
-  int64_t max_leaf_nodes = -1;          // >= 2, or < 0: None; with it, trees grow best-first to that many leaves
+  std::optional<int64_t> max_leaf_nodes;  // None; with it, trees grow best-first to that many leaves
   bool bootstrap = true;
   std::optional<CountOrFraction> max_samples;  // bootstrap draws: None = n
   // Classifier only: "balanced" or "balanced_subsample", or (label, weight >= 0) pairs (labels
@@ -50,15 +49,13 @@ struct RandomForestParams {
   std::string class_weight_mode;
   std::vector<std::pair<double, double>> class_weight;
   std::optional<uint64_t> random_state;
-  bool oob_score = false;               // needs bootstrap
-  // With a fitted forest (this estimator's, or one given to warm_start_from), fit keeps its trees
-  // and grows trees len..n_estimators-1 as a fit of n_estimators trees would (n_estimators must
-  // be at least the kept count; equal: no new tree).
+  bool oob_score = false;
   bool warm_start = false;
-  // >= 0: each tree is pruned after growth by scikit-learn's minimal cost-complexity pruning
-  // (subtrees whose impurity decrease per added leaf is at most ccp_alpha become leaves).
   double ccp_alpha = 0.0;
-  int64_t n_bins = 256;                 // in [2, 256]
+  std::optional<int64_t> n_jobs;        // accepted, without effect
+  int64_t verbose = 0;                  // accepted, without effect
+  std::optional<std::vector<double>> monotonic_cst;  // only None is supported
+  int64_t n_bins = 256;
 };
 
 // What both forests share: the fit, the tree arrays, predictions, the fitted attributes.

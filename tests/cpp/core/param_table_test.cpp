@@ -72,6 +72,27 @@ TEST(ParamTable, RefusesValuesOfNoFormNamingTheParameterAndTheForms) {
             "kmeans parameter 'init' has 2 rows but n_clusters is 3");  // a relation between two rows
 }
 
+TEST(ParamTable, FloatOfACountOrFractionIsTheFraction) {
+  // scikit-learn's Interval(Integral, ...) with Interval(RealNotInt, ...): a JSON integer is the
+  // count, a JSON float the fraction (never a count, though other integer forms take 2.0).
+  const auto p = params_of("random_forest_classifier", R"({"min_samples_split": 1.0, "min_samples_leaf": 3,
+      "max_samples": 2.5, "max_features": 1})");
+  EXPECT_TRUE(p["min_samples_split"].is_number_float());
+  EXPECT_EQ(p["min_samples_split"], 1.0);
+  EXPECT_TRUE(p["min_samples_leaf"].is_number_integer());
+  EXPECT_EQ(p["max_samples"], 2.5);  // a fraction of the rows' weight may pass 1
+  EXPECT_TRUE(p["max_features"].is_number_integer());
+  const auto create = [](const char* json) { return [json] { gpuml::make_estimator("random_forest_classifier", json); }; };
+  EXPECT_EQ(message_of(create(R"({"min_samples_leaf": 1.0})")),
+            "random_forest_classifier parameter 'min_samples_leaf' must be an integer >= 1 or a float in (0, 1), got 1.0");
+  EXPECT_EQ(message_of(create(R"({"min_samples_split": 2.0})")),
+            "random_forest_classifier parameter 'min_samples_split' must be an integer >= 2 or a float in (0, 1], got 2.0");
+  const nlohmann::json schema = nlohmann::json::parse(gpuml::estimator_params_schema("random_forest_classifier"));
+  for (const auto& row : schema["parameters"])
+    if (row["name"] == "max_samples")
+      EXPECT_EQ(row["forms"][1], nlohmann::json::parse(R"({"type": "real_not_int", "min": 0.0, "max": null, "closed": "neither"})"));
+}
+
 TEST(ParamTable, ChecksParamsBuiltInCpp) {
   gpuml::KMeansParams p;
   p.tol = std::nan("");

@@ -200,7 +200,7 @@ TEST(RandomForestClassifier, MaxLeafNodesGrowsBestFirst) {
   // Best first beats depth first for the same leaf budget: a depth-limited tree of <= max_leaves
   // leaves (max_depth = floor(log2 max_leaves)) fits the training rows no better.
   RandomForestParams shallow = p;
-  shallow.max_leaf_nodes = -1;
+  shallow.max_leaf_nodes = std::nullopt;
   shallow.max_depth = std::max<int64_t>(1, static_cast<int64_t>(std::floor(std::log2(static_cast<double>(max_leaves)))));
   RandomForestClassifier depth_first(shallow);
   depth_first.fit(ctx, host_view(b.X.data(), b.n, b.d), host_view(b.y.data(), b.n));
@@ -246,8 +246,23 @@ TEST(RandomForest, BadInputGetsNamedErrors) {
   }
   auto too_many = make_estimator("random_forest_classifier", R"({"max_features": 4, "n_estimators": 2})");
   GPUML_EXPECT_ERROR(too_many->fit(ctx, X, &y, nullptr), ErrorCode::invalid_argument);  // d = 3
-  auto oob = make_estimator("random_forest_regressor", R"({"bootstrap": false, "oob_score": true})");
-  GPUML_EXPECT_ERROR(oob->fit(ctx, X, &y, nullptr), ErrorCode::invalid_argument);
+  // Rules between parameters (the table's relations, in scikit-learn's words).
+  GPUML_EXPECT_ERROR(make_estimator("random_forest_regressor", R"({"bootstrap": false, "oob_score": true})"),
+                     ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(make_estimator("random_forest_regressor", R"({"bootstrap": false, "max_samples": 0.5})"),
+                     ErrorCode::invalid_argument);
+  // A JSON float is a fraction (scikit-learn's RealNotInt), never a count: 1.0 is no leaf fraction.
+  for (const char* params : {R"({"min_samples_leaf": 1.0})", R"({"min_samples_split": 2.0})", R"({"max_samples": 0})",
+                             R"({"max_features": 2.0})"}) {
+    SCOPED_TRACE(params);
+    GPUML_EXPECT_ERROR(make_estimator("random_forest_regressor", params), ErrorCode::invalid_argument);
+  }
+  RandomForestParams fraction_as_count = small;  // C++ callers: a count must be whole
+  fraction_as_count.min_samples_split = {2.5, false};
+  GPUML_EXPECT_ERROR(RandomForestRegressor{fraction_as_count}, ErrorCode::invalid_argument);
+  // Values scikit-learn takes that gpuml cannot honour.
+  GPUML_EXPECT_ERROR(make_estimator("random_forest_regressor", R"({"criterion": "absolute_error"})"), ErrorCode::unsupported);
+  GPUML_EXPECT_ERROR(make_estimator("random_forest_classifier", R"({"monotonic_cst": [1, 0, -1]})"), ErrorCode::unsupported);
   auto poisson = make_estimator("random_forest_regressor", R"({"criterion": "poisson", "n_estimators": 2})");
   std::vector<double> negative = b.y;
   negative[uniform_int(rng, 0, b.n - 1)] = -1.0;
