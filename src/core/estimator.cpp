@@ -41,7 +41,7 @@ using Schema = nlohmann::json (*)();
 struct Kind {
   std::string name;
   Factory make;
-  Schema params_schema = nullptr;  // null until the kind's parameters are in a table
+  Schema params_schema;  // from the kind's parameter table
 };
 const std::vector<Kind>& factories() {
   static const std::vector<Kind> table = {
@@ -83,15 +83,11 @@ const std::string& estimator_params_schema(const std::string& kind) {
   // Rendered once per kind, then kept: the C ABI hands out pointers into these strings.
   static const std::vector<std::string> schemas = [] {
     std::vector<std::string> texts;
-    for (const auto& entry : factories())
-      texts.push_back(entry.params_schema ? entry.params_schema().dump() : std::string());
+    for (const auto& entry : factories()) texts.push_back(entry.params_schema().dump());
     return texts;
   }();
   const Kind& entry = find_kind(kind);
-  const std::string& schema = schemas[static_cast<std::size_t>(&entry - factories().data())];
-  if (schema.empty())
-    throw_error(ErrorCode::unsupported, "estimator kind \"" + kind + "\" has no parameter schema yet");
-  return schema;
+  return schemas[static_cast<std::size_t>(&entry - factories().data())];
 }
 
 // ---- serialization -------------------------------------------------------------------------

@@ -115,7 +115,7 @@ void write_dictionary(const std::string& path) {
   for (const char* kind : {"kmeans", "linear_regression", "ridge", "lasso", "elastic_net", "logistic_regression", "pca",
                            "truncated_svd", "random_forest_classifier", "random_forest_regressor"}) {
     const char* schema = nullptr;
-    if (gpuml_estimator_params_schema(kind, &schema) != GPUML_OK) continue;  // a kind without a table yet
+    if (gpuml_estimator_params_schema(kind, &schema) != GPUML_OK) fail("gpuml_estimator_params_schema", kind);
     const nlohmann::json parsed = nlohmann::json::parse(schema);  // kept alive for the loop
     for (const auto& row : parsed["parameters"]) {
       words.insert(row["name"].dump());

@@ -1090,7 +1090,7 @@ void test_forest(gpuml::Comm& comm, uint64_t seed) {
                [&] { gpuml::RandomForestClassifier(small).fit(ctx, data.Xv(0, 80), data.yv(0, 80), &w); }, __LINE__);
   gpuml::RandomForestParams other = small;
   other.n_estimators = last ? 4 : 3;
-  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on the parameters",
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on n_estimators",
                [&] { gpuml::RandomForestClassifier(other).fit(ctx, data.Xv(0, 80), data.yv(0, 80)); }, __LINE__);
   std::vector<double> one_class(80, 2.0);
   expect_error(gpuml::ErrorCode::invalid_argument, "at least 2 classes",
