@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -146,6 +147,14 @@ ParamRow<P> field(const char* name, F P::*member, std::vector<ParamForm> forms, 
                        p.*member = field_from_json<F>(v);
                      },
                      [member](const P& p) { return field_to_json(p.*member); }};
+}
+
+// Rows from several lists, in order (rows shared by two tables, say).
+template <class P>
+std::vector<ParamRow<P>> joined(std::initializer_list<std::vector<ParamRow<P>>> parts) {
+  std::vector<ParamRow<P>> rows;
+  for (const auto& part : parts) rows.insert(rows.end(), part.begin(), part.end());
+  return rows;
 }
 
 template <class P>

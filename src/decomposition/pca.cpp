@@ -17,6 +17,7 @@
 
 #include "core/distributed.hpp"
 #include "core/param_table.hpp"
+#include "decomposition/randomized_rows.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
 #include "core/trace.hpp"
@@ -44,7 +45,7 @@ const detail::ParamTable<PCAParams>& params_table() {
   using P = PCAParams;
   static const ParamTable<P> table(
       "pca",
-      {
+      joined<P>({{
           ParamRow<P>{"n_components", {integer_in(0), number_in(0, 1, "neither"), one_of({"mle"}), null_form()},
                       "How many components to keep: an integer (0 with \"full\" and \"covariance_eigh\" only); a "
                       "fraction in (0, 1), the fewest whose explained variance ratio sums above it; \"mle\", "
@@ -83,17 +84,7 @@ const detail::ParamTable<PCAParams>& params_table() {
                       [](const P& p) {
                         return p.iterated_power == -1 ? nlohmann::json("auto") : nlohmann::json(p.iterated_power);
                       }},
-          field("n_oversamples", &P::n_oversamples, {integer_in(1)},
-                "The randomized solver's extra test vectors; at most 2^53 (more than min(n_samples, n_features) "
-                "add nothing: Python passes larger values as 2^53)."),
-          field("power_iteration_normalizer", &P::power_iteration_normalizer, {one_of({"auto", "QR", "LU", "none"})},
-                "Accepted, without effect: the randomized power iterations always orthonormalize (the subspace "
-                "of LU or none, more stably).")
-              .per_rank(),
-          field("random_state", &P::random_state, {seed()},
-                "The seed of the randomized solver; null: a fresh one per fit (the context's in C++; unused "
-                "over several ranks)."),
-      },
+      }, randomized_svd_rows<P>()}),
       [](const P& p) {
         GPUML_EXPECT(!(p.n_components_mle && p.n_components),
                      "pca parameter 'n_components' is either a number or \"mle\", not both");

@@ -9,6 +9,7 @@
 
 #include "core/distributed.hpp"
 #include "core/param_table.hpp"
+#include "decomposition/randomized_rows.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
 #include "core/trace.hpp"
@@ -29,7 +30,7 @@ const detail::ParamTable<TruncatedSVDParams>& params_table() {
   using P = TruncatedSVDParams;
   static const ParamTable<P> table(
       "truncated_svd",
-      {
+      joined<P>({{
           field("n_components", &P::n_components, {integer_in(1)}, "How many components to keep."),
           // "full": gpuml's older name for the exact SVD without arpack's n_components rule, kept
           // for code that used it (hidden: messages list only scikit-learn's choices).
@@ -37,19 +38,10 @@ const detail::ParamTable<TruncatedSVDParams>& params_table() {
                 "\"randomized\": Halko et al.'s randomized SVD; \"arpack\": scikit-learn's rule (n_components < "
                 "min(n_samples, n_features)), answered by the exact SVD (Householder QR, then the SVD of R)."),
           field("n_iter", &P::n_iter, {integer_in(0)}, "The randomized SVD's power iterations."),
-          field("n_oversamples", &P::n_oversamples, {integer_in(1)},
-                "The randomized SVD's extra test vectors; at most 2^53 (more than min(n_samples, n_features) "
-                "add nothing: Python passes larger values as 2^53)."),
-          field("power_iteration_normalizer", &P::power_iteration_normalizer, {one_of({"auto", "QR", "LU", "none"})},
-                "Accepted, without effect: the randomized power iterations always orthonormalize (the subspace "
-                "of LU or none, more stably).")
-              .per_rank(),
-          field("random_state", &P::random_state, {seed()},
-                "The seed of the randomized SVD; null: a fresh one per fit (the context's in C++; unused "
-                "over several ranks)."),
+      }, randomized_svd_rows<P>(), {
           field("tol", &P::tol, {number_in(0)}, "Accepted, without effect: \"arpack\" is answered by the exact SVD.")
               .per_rank(),
-      },
+      }}),
       [](const P& p) {
         // n_oversamples is summed with n_components in int64.
         GPUML_EXPECT(p.n_oversamples <= detail::kMaxOversamples,

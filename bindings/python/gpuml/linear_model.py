@@ -21,20 +21,6 @@ from ._context import check_device, get_context
 
 __all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
 
-# What scikit-learn draws a seed below when random_state is None or a RandomState.
-
-
-def _check_bool(value, name):
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
-    return bool(value)
-
-
-def _check_choice(value, name, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
-    return value
-
 
 class _LinearRegressor(MultiOutputMixin, RegressorMixin, GpumlEstimator):
     """What LinearRegression and Ridge share: fit through the C ABI, predict, score."""

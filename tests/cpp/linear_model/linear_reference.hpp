@@ -49,8 +49,12 @@ struct ReferenceFit {
   Eigen::VectorXd singular_values;  // of the centered weighted X, descending
 };
 
-// alpha empty: minimum-norm least squares; else Ridge with alpha per target (or one for all).
-inline ReferenceFit reference_fit(const Regression& r, bool fit_intercept, const std::vector<double>& alpha = {}) {
+// The centered (for the intercept), sqrt(w)-scaled system both references solve: A c = B.
+struct CenteredSystem {
+  Eigen::MatrixXd A, Bm;
+  Eigen::RowVectorXd x_mean, y_mean;
+};
+inline CenteredSystem centered_system(const Regression& r, bool fit_intercept) {
   const int64_t n = r.n, d = r.d, t = r.t;
   Eigen::MatrixXd X(n, d), Y(n, t);
   for (int64_t i = 0; i < n; ++i) {
@@ -58,14 +62,24 @@ inline ReferenceFit reference_fit(const Regression& r, bool fit_intercept, const
     for (int64_t k = 0; k < t; ++k) Y(i, k) = r.Y[i * t + k];
   }
   Eigen::VectorXd w = r.w.empty() ? Eigen::VectorXd::Ones(n) : Eigen::Map<const Eigen::VectorXd>(r.w.data(), n).eval();
-  Eigen::RowVectorXd x_mean = Eigen::RowVectorXd::Zero(d), y_mean = Eigen::RowVectorXd::Zero(t);
+  CenteredSystem sys{{}, {}, Eigen::RowVectorXd::Zero(d), Eigen::RowVectorXd::Zero(t)};
   if (fit_intercept) {
-    x_mean = (w.transpose() * X) / w.sum();
-    y_mean = (w.transpose() * Y) / w.sum();
+    sys.x_mean = (w.transpose() * X) / w.sum();
+    sys.y_mean = (w.transpose() * Y) / w.sum();
   }
   const Eigen::VectorXd sqrt_w = w.cwiseSqrt();
-  const Eigen::MatrixXd A = sqrt_w.asDiagonal() * (X.rowwise() - x_mean);
-  const Eigen::MatrixXd Bm = sqrt_w.asDiagonal() * (Y.rowwise() - y_mean);
+  sys.A = sqrt_w.asDiagonal() * (X.rowwise() - sys.x_mean);
+  sys.Bm = sqrt_w.asDiagonal() * (Y.rowwise() - sys.y_mean);
+  return sys;
+}
+
+// alpha empty: minimum-norm least squares; else Ridge with alpha per target (or one for all).
+inline ReferenceFit reference_fit(const Regression& r, bool fit_intercept, const std::vector<double>& alpha = {}) {
+  const int64_t n = r.n, d = r.d, t = r.t;
+  const CenteredSystem sys = centered_system(r, fit_intercept);
+  const Eigen::MatrixXd& A = sys.A;
+  const Eigen::MatrixXd& Bm = sys.Bm;
+  const Eigen::RowVectorXd &x_mean = sys.x_mean, &y_mean = sys.y_mean;
   ReferenceFit ref;
   ref.coef.resize(t, d);
   if (alpha.empty()) {
@@ -88,20 +102,10 @@ inline ReferenceFit reference_fit(const Regression& r, bool fit_intercept, const
 // objective. alpha empty: none (non-negative least squares).
 inline ReferenceFit nonnegative_reference(const Regression& r, bool fit_intercept, const std::vector<double>& alpha = {}) {
   const int64_t n = r.n, d = r.d, t = r.t;
-  Eigen::MatrixXd X(n, d), Y(n, t);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < d; ++j) X(i, j) = r.X[i * d + j];
-    for (int64_t k = 0; k < t; ++k) Y(i, k) = r.Y[i * t + k];
-  }
-  Eigen::VectorXd w = r.w.empty() ? Eigen::VectorXd::Ones(n) : Eigen::Map<const Eigen::VectorXd>(r.w.data(), n).eval();
-  Eigen::RowVectorXd x_mean = Eigen::RowVectorXd::Zero(d), y_mean = Eigen::RowVectorXd::Zero(t);
-  if (fit_intercept) {
-    x_mean = (w.transpose() * X) / w.sum();
-    y_mean = (w.transpose() * Y) / w.sum();
-  }
-  const Eigen::VectorXd sqrt_w = w.cwiseSqrt();
-  const Eigen::MatrixXd A = sqrt_w.asDiagonal() * (X.rowwise() - x_mean);
-  const Eigen::MatrixXd Bm = sqrt_w.asDiagonal() * (Y.rowwise() - y_mean);
+  const CenteredSystem sys = centered_system(r, fit_intercept);
+  const Eigen::MatrixXd& A = sys.A;
+  const Eigen::MatrixXd& Bm = sys.Bm;
+  const Eigen::RowVectorXd &x_mean = sys.x_mean, &y_mean = sys.y_mean;
   ReferenceFit ref;
   ref.coef = Eigen::MatrixXd::Zero(t, d);
   for (int64_t k = 0; k < t; ++k) {
