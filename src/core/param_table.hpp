@@ -139,6 +139,7 @@ template <class P, class F>
 ParamRow<P> field(const char* name, F P::*member, std::vector<ParamForm> forms, const char* doc) {
   return ParamRow<P>{name, std::move(forms), doc,
                      [member, name](P& p, const nlohmann::json& v) {
+                       (void)name;  // read by 32-bit integer fields only
                        if constexpr (std::is_integral_v<F> && !std::is_same_v<F, bool> && sizeof(F) < sizeof(int64_t)) {
                          const int64_t wide = field_from_json<int64_t>(v);  // narrower fields must not wrap
                          if (wide < std::numeric_limits<F>::min() || wide > std::numeric_limits<F>::max())
