@@ -7,7 +7,8 @@
 // `mpi_test pagerank` for PageRank over every rank's share of the edges, and `mpi_test forest`
 // for RandomForestClassifier / RandomForestRegressor (random parameters; the forest must be the
 // 1-process forest bit for bit). A second argument `cuda` runs any of the estimators' tests on
-// CUDA contexts (the communicator stays MPI: ranks may share a GPU).
+// CUDA contexts (the communicator stays MPI: ranks may share a GPU); `nccl` runs them on CUDA
+// contexts with NCCL bootstrapped over MPI (one GPU per rank; skipped where a node has fewer).
 // A failed check prints the rank and the line and makes the program exit non-zero.
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
@@ -37,8 +38,16 @@ int g_failures = 0;
 // may share one GPU: that tests the CUDA backends' distributed paths on a one-GPU machine, which
 // NCCL (one rank per GPU) cannot.
 std::string g_device = "cpu";
+bool g_nccl = false;  // the estimators' communicator: MPI, or NCCL over MPI (second argument `nccl`)
 
 gpuml::Context test_context() { return gpuml::Context::from_string(g_device); }
+
+// A context of this rank's device with the tests' communicator attached.
+gpuml::Context distributed_context() {
+  gpuml::Context ctx = test_context();
+  ctx.attach_comm(g_nccl ? gpuml::Comm::nccl_over_mpi(ctx) : gpuml::Comm::mpi_world());
+  return ctx;
+}
 
 #define CHECK(cond, ...)                                                            \
   do {                                                                              \
@@ -287,8 +296,7 @@ void test_c_abi(gpuml::Comm& comm, uint64_t data_seed) {
 }
 
 void test_kmeans(gpuml::Comm& comm, uint64_t data_seed) {
-  gpuml::Context ctx = test_context();
-  ctx.attach_comm(gpuml::Comm::mpi_world());
+  gpuml::Context ctx = distributed_context();
   expect_error(gpuml::ErrorCode::invalid_argument, "already has a communicator",
                [&] { ctx.attach_comm(gpuml::Comm::local()); }, __LINE__);
 
@@ -478,8 +486,7 @@ Fit linear_fit(Params params, bool with_lasso_extras = false) {
 }
 
 void test_linear(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = test_context();
-  ctx.attach_comm(gpuml::Comm::mpi_world());
+  gpuml::Context ctx = distributed_context();
   const int size = comm.size();
   // Tolerances, relative to the largest value of the 1-process fit: float64 results differ only
   // in the order of their sums (~1e-15 relative, times the condition number of XᵀX, ~10 here),
@@ -671,8 +678,7 @@ Fit svd_fit(gpuml::TruncatedSVDParams params) {
 }
 
 void test_decomposition(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = test_context();
-  ctx.attach_comm(gpuml::Comm::mpi_world());
+  gpuml::Context ctx = distributed_context();
   const int size = comm.size();
   // Tolerances as in test_linear: float64 1e-9 (sums in another order, times the ratio of the
   // largest eigenvalue to the gaps between them, ~10 here), float32 1e-4. Components are
@@ -808,8 +814,7 @@ Fit logistic_fit(gpuml::LogisticRegressionParams params, int64_t n_classes) {
 }
 
 void test_logistic(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = test_context();
-  ctx.attach_comm(gpuml::Comm::mpi_world());
+  gpuml::Context ctx = distributed_context();
   const int size = comm.size();
   // Both fits run L-BFGS / OWL-QN on the same objective to tol 1e-10; their paths differ only by
   // the order of the sums over rows (~1e-16 relative per evaluation). Each stops either on the
@@ -1039,8 +1044,7 @@ Data<T> forest_data(uint64_t seed, int64_t n, int64_t d) {
 }
 
 void test_forest(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = test_context();
-  ctx.attach_comm(gpuml::Comm::mpi_world());
+  gpuml::Context ctx = distributed_context();
   const int size = comm.size();
   std::mt19937_64 rng(seed + 41);
   for (int index = 0; index < 16; ++index) {
@@ -1185,8 +1189,7 @@ void expect_distributed_pagerank(gpuml::Comm& comm, gpuml::Context& dist, const 
 }
 
 void test_pagerank(gpuml::Comm& comm, uint64_t seed) {
-  gpuml::Context ctx = test_context();
-  ctx.attach_comm(gpuml::Comm::mpi_world());
+  gpuml::Context ctx = distributed_context();
   const int size = comm.size();
   // Each row's sum runs over its in-edges in the same order as one process (the union in rank
   // order, grouped by destination); only the weighted out-degrees are summed in another order
@@ -1327,13 +1330,14 @@ int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
   if (what != "comm" && what != "kmeans" && what != "linear" && what != "decomposition" && what != "logistic" &&
       what != "pagerank" && what != "forest" && what != "cuda") {
-    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank|forest|cuda [cuda]\n",
+    std::fprintf(stderr, "usage: mpirun -np N %s comm|kmeans|linear|decomposition|logistic|pagerank|forest|cuda [cuda|nccl]\n",
                  argv[0]);
     return 2;
   }
-  const bool on_cuda = argc > 2 && std::string(argv[2]) == "cuda";
+  g_nccl = argc > 2 && std::string(argv[2]) == "nccl";
+  const bool on_cuda = g_nccl || (argc > 2 && std::string(argv[2]) == "cuda");
   if (argc > 2 && !on_cuda) {
-    std::fprintf(stderr, "the second argument, if any, must be cuda; got %s\n", argv[2]);
+    std::fprintf(stderr, "the second argument, if any, must be cuda or nccl; got %s\n", argv[2]);
     return 2;
   }
   try {
@@ -1352,9 +1356,15 @@ int main(int argc, char** argv) {
       }
       MPI_Comm node;
       MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-      int local_rank = 0;
+      int local_rank = 0, local_size = 1;
       MPI_Comm_rank(node, &local_rank);
+      MPI_Comm_size(node, &local_size);
       MPI_Comm_free(&node);
+      if (g_nccl && local_size > n_gpus) {  // NCCL refuses two ranks on one GPU
+        std::printf("rank %d: skipped: %d ranks on this node and %d GPU(s); NCCL needs one GPU per rank\n", g_rank,
+                    local_size, n_gpus);
+        return 77;
+      }
       g_device = "cuda:" + std::to_string(local_rank % n_gpus);
       if (what == "comm" || what == "cuda") {
         std::fprintf(stderr, "`%s cuda`: the second argument is for the estimators' tests\n", what.c_str());
@@ -1403,7 +1413,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rank %d: unexpected exception: %s\n", g_rank, e.what());
     ++g_failures;
   }
-  std::printf("rank %d: %s on %s: %s (%d failed checks)\n", g_rank, what.c_str(), g_device.c_str(),
+  std::printf("rank %d: %s on %s%s: %s (%d failed checks)\n", g_rank, what.c_str(), g_device.c_str(), g_nccl ? " over NCCL" : "",
               g_failures ? "FAILED" : "passed", g_failures);
   std::fflush(stdout);
   return g_failures ? 1 : 0;
