@@ -149,6 +149,17 @@ def test_coordinate_descent(problem, device, scale, kind):
     close(ours.intercept_, intercept * s, 1e-6, "intercept_")
 
 
+def logistic_stationarity(X, y, model, C):
+    """The gradient and Hessian of scikit-learn's binary objective (mean log-loss + |w|^2 / (2 C n),
+    intercept not penalized) at a fitted model's (w, b), with the model's probabilities."""
+    Xt = np.hstack([X, np.ones((X.shape[0], 1))])
+    n = X.shape[0]
+    penalty = np.r_[np.full(X.shape[1], 1.0 / (C * n)), 0.0]
+    w = np.r_[np.ravel(model.coef_), np.ravel(model.intercept_)]
+    p = 1.0 / (1.0 + np.exp(-(Xt @ w)))
+    return Xt.T @ (p - y) / n + penalty * w, (Xt.T * (p * (1.0 - p))) @ Xt / n + np.diag(penalty), Xt, p
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("scale", SCALES)
 def test_logistic_regression(problem, rng, device, scale):
@@ -171,7 +182,17 @@ def test_logistic_regression(problem, rng, device, scale):
     proba = ours.predict_proba(X)
     assert np.all(np.isfinite(proba))
     if ours_converged and ref_converged:
-        close(proba, ref.predict_proba(X), 1e-3, "predict_proba")  # both stop at tol=1e-4
+        # Both stop near the same minimum, each on its own tolerance: check that gpuml's point is
+        # stationary for scikit-learn's objective (max |g| <= tol = 1e-4 or the relative-decrease
+        # stop; measured <= 1e-4, 10x margin), and that the probabilities differ by what the two
+        # gradients explain: dw = H^-1 (g_ours - g_ref) to first order (measured equal to 3 digits;
+        # 1.5x covers the second-order term). A fixed 1e-3 failed on a fresh seed at 1.3e-3.
+        g_ours, hessian, Xt, p = logistic_stationarity(X, labels, ours, C=1.0)
+        g_ref = logistic_stationarity(X, labels, ref, C=1.0)[0]
+        assert np.max(np.abs(g_ours)) <= 1e-3, f"gpuml's solution is not stationary: max |gradient| {np.max(np.abs(g_ours)):.2e}"
+        explained = np.max(np.abs(p * (1.0 - p) * (Xt @ np.linalg.solve(hessian, g_ours - g_ref))))
+        error = np.max(np.abs(proba - ref.predict_proba(X)))
+        assert error <= 1.5 * explained + 1e-12, f"predict_proba differs by {error:.3e}; the gradients explain {explained:.3e}"
     else:
         assert not ours_converged, "scikit-learn did not converge but gpuml said nothing"
 
