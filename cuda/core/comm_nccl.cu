@@ -3,7 +3,8 @@
 //
 // The Comm interface takes host buffers (the estimators' drivers reduce host-side sums): each
 // collective copies its data into a device scratch buffer of the context, runs NCCL on the
-// context's stream and copies the result back. Floating-point sums are ncclReduce to rank 0 then
+// context's stream and copies the result back. The `_on` forms take device memory and run NCCL
+// on it in place (PageRank's distributed driver, whose vectors live on the GPU). Floating-point sums are ncclReduce to rank 0 then
 // ncclBroadcast, so every rank gets the same bits (as the MPI communicator does); allgatherv is
 // one broadcast per rank inside an NCCL group.
 #include "cuda/core/resources.cuh"
@@ -92,16 +93,7 @@ class NcclComm final : public Comm {
     if (count > 0)
       GPUML_CUDA_CHECK(cudaMemcpyAsync(d + offset * unit, send, static_cast<std::size_t>(count) * unit, cudaMemcpyHostToDevice,
                                        res.stream));
-    check_nccl(ncclGroupStart(), "ncclGroupStart");
-    offset = 0;
-    for (int r = 0; r < size_; ++r) {
-      if (counts[r] > 0)
-        check_nccl(ncclBroadcast(d + offset * unit, d + offset * unit, static_cast<std::size_t>(counts[r]), nccl_type(dtype), r,
-                                 comm_, res.stream),
-                   "ncclBroadcast");
-      offset += counts[r];
-    }
-    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    broadcast_each(d, counts, dtype, res);
     GPUML_CUDA_CHECK(cudaMemcpyAsync(recv, d, static_cast<std::size_t>(total) * unit, cudaMemcpyDeviceToHost, res.stream));
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
   }
@@ -119,12 +111,64 @@ class NcclComm final : public Comm {
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
   }
 
+  // Device memory of this communicator's GPU: NCCL in place on the context's stream, no copies
+  // through the host (a CPU context's memory takes the host path).
+  void allreduce_sum_on(const Context& ctx, void* data, int64_t count, DType dtype) override {
+    if (!on_my_device(ctx)) return Comm::allreduce_sum_on(ctx, data, count, dtype);
+    detail::check_collective(*this, "allreduce_sum_on", data, count, dtype);
+    if (count == 0) return;
+    cuda::Resources& res = cuda::activate(ctx_);
+    const std::size_t n = static_cast<std::size_t>(count);
+    if (is_floating(dtype)) {  // reduced once, then everyone gets rank 0's bits
+      check_nccl(ncclReduce(data, data, n, nccl_type(dtype), ncclSum, 0, comm_, res.stream), "ncclReduce");
+      check_nccl(ncclBroadcast(data, data, n, nccl_type(dtype), 0, comm_, res.stream), "ncclBroadcast");
+    } else {
+      check_nccl(ncclAllReduce(data, data, n, nccl_type(dtype), ncclSum, comm_, res.stream), "ncclAllReduce");
+    }
+  }
+
+  void allgatherv_on(const Context& ctx, const void* send, int64_t count, void* recv, const int64_t* counts,
+                     DType dtype) override {
+    if (!on_my_device(ctx)) return Comm::allgatherv_on(ctx, send, count, recv, counts, dtype);
+    detail::check_collective(*this, "allgatherv_on", send, count, dtype);
+    const int64_t total = detail::check_counts(*this, count, counts);
+    detail::check_collective(*this, "allgatherv_on", recv, total, dtype);
+    if (total == 0) return;
+    cuda::Resources& res = cuda::activate(ctx_);
+    const std::size_t unit = dtype_size(dtype);
+    char* all = static_cast<char*>(recv);
+    int64_t offset = 0;
+    for (int r = 0; r < rank_; ++r) offset += counts[r];
+    if (count > 0 && send != all + offset * unit)
+      GPUML_CUDA_CHECK(cudaMemcpyAsync(all + offset * unit, send, static_cast<std::size_t>(count) * unit,
+                                       cudaMemcpyDeviceToDevice, res.stream));
+    broadcast_each(all, counts, dtype, res);
+  }
+
   void barrier() override {
     int32_t one = 1;
     allreduce_sum(&one, 1, DType::int32);
   }
 
  private:
+  bool on_my_device(const Context& ctx) const { return ctx.is_cuda() && ctx.device() == ctx_.device(); }
+
+  // all holds every rank's block in rank order (counts[r] elements from rank r), this rank's in
+  // place: one in-place broadcast per rank, inside an NCCL group.
+  void broadcast_each(char* all, const int64_t* counts, DType dtype, cuda::Resources& res) {
+    const std::size_t unit = dtype_size(dtype);
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    int64_t offset = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (counts[r] > 0)
+        check_nccl(ncclBroadcast(all + offset * unit, all + offset * unit, static_cast<std::size_t>(counts[r]),
+                                 nccl_type(dtype), r, comm_, res.stream),
+                   "ncclBroadcast");
+      offset += counts[r];
+    }
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  }
+
   // A device buffer of at least `bytes`, kept and grown across collectives.
   void* scratch(std::size_t bytes) {
     if (scratch_.bytes() < bytes) scratch_ = Buffer(ctx_, std::max(bytes, scratch_.bytes() * 2));

@@ -266,21 +266,31 @@ __global__ void iota_kernel(int64_t* __restrict__ out, int64_t n) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = i;
 }
 
+// The first i with sorted[i] >= key (len when none).
+__device__ int64_t lower_bound_of(const unsigned long long* __restrict__ sorted, int64_t len, unsigned long long key) {
+  int64_t lo = 0, hi = len;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (sorted[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 // bounds[k] = first i with sorted[i] >= offset + k * step, for k in [0, count]: where each key run starts.
 __global__ void lower_bounds_kernel(const unsigned long long* __restrict__ sorted, int64_t len, unsigned long long offset,
                                     unsigned long long step, int64_t count, int64_t* __restrict__ bounds) {
-  for (int64_t k = global_thread(); k <= count; k += grid_threads()) {
-    const unsigned long long key = offset + static_cast<unsigned long long>(k) * step;
-    int64_t lo = 0, hi = len;
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (sorted[mid] < key)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    bounds[k] = lo;
-  }
+  for (int64_t k = global_thread(); k <= count; k += grid_threads())
+    bounds[k] = lower_bound_of(sorted, len, offset + static_cast<unsigned long long>(k) * step);
+}
+
+// bounds[k] = first i with sorted[i] >= keys[k], for k in [0, count].
+__global__ void lower_bounds_of_kernel(const unsigned long long* __restrict__ sorted, int64_t len,
+                                       const int64_t* __restrict__ keys, int64_t count, int64_t* __restrict__ bounds) {
+  for (int64_t k = global_thread(); k <= count; k += grid_threads())
+    bounds[k] = lower_bound_of(sorted, len, static_cast<unsigned long long>(keys[k]));
 }
 
 // starts[e] = 1 where a new region begins in the sorted keys.
@@ -380,12 +390,19 @@ __global__ void inverse_count_kernel(const unsigned long long* __restrict__ coun
 // Weighted out-degrees: vertex v's edges are order[offsets[v] .. offsets[v+1]) (input order),
 // their weights summed in that order by one thread (the CPU backend's order and bits).
 template <typename T>
+__device__ double weighted_out_degree(const int64_t* __restrict__ offsets, const int64_t* __restrict__ order,
+                                      const T* __restrict__ weights, int64_t v) {
+  double s = 0.0;
+  for (int64_t k = offsets[v]; k < offsets[v + 1]; ++k) s += static_cast<double>(weights[order[k]]);
+  return s;
+}
+
+template <typename T>
 __global__ void inverse_weighted_kernel(const int64_t* __restrict__ offsets, const int64_t* __restrict__ order,
                                         const T* __restrict__ weights, int64_t n, T* __restrict__ inv,
                                         unsigned long long* __restrict__ n_dangling) {
   for (int64_t v = global_thread(); v < n; v += grid_threads()) {
-    double s = 0.0;
-    for (int64_t k = offsets[v]; k < offsets[v + 1]; ++k) s += static_cast<double>(weights[order[k]]);
+    const double s = weighted_out_degree(offsets, order, weights, v);
     inv[v] = s > 0 ? static_cast<T>(1.0 / s) : T(0);
     if (!(s > 0)) atomicAdd(n_dangling, 1ull);
   }
@@ -571,14 +588,39 @@ __global__ void __launch_bounds__(kBlock) finish_pairs_kernel(const double* __re
   if (threadIdx.x == 0) *out1 = total_second;
 }
 
-// ---- The distributed driver's range (build_range, iterate_range) ----
-// A rank's rows [first, first + count): a CSR of their in-edges by destination, stably sorted (so
-// each row sums in the union's edge order, as the CPU backend does), one warp per row.
+// ---- The distributed driver's primitives (out_degrees, group_by_range, build_range, iterate_range) ----
+// Everything stays on the GPU (the driver's collectives are NCCL's on device memory). A rank's
+// rows [first, first + count): a CSR of their in-edges by destination, stably sorted (so each row
+// sums in the union's edge order, as the CPU backend does), one warp per row.
 
 template <typename T>
 __global__ void range_inverse_kernel(const double* __restrict__ out_degree, int64_t n, T* __restrict__ inv) {
   for (int64_t v = global_thread(); v < n; v += grid_threads())
     inv[v] = out_degree[v] > 0 ? static_cast<T>(1.0 / out_degree[v]) : T(0);
+}
+
+// The distributed driver's out-degrees: counts (exact in double) or weighted sums (as build's).
+__global__ void counts_to_double_kernel(const unsigned long long* __restrict__ counts, int64_t n, double* __restrict__ out) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) out[v] = static_cast<double>(counts[v]);
+}
+
+template <typename T>
+__global__ void weighted_degree_kernel(const int64_t* __restrict__ offsets, const int64_t* __restrict__ order,
+                                       const T* __restrict__ weights, int64_t n, double* __restrict__ out) {
+  for (int64_t v = global_thread(); v < n; v += grid_threads()) out[v] = weighted_out_degree(offsets, order, weights, v);
+}
+
+// The edges in `order` (group_by_range).
+template <typename T>
+__global__ void gather_edges_kernel(const int64_t* __restrict__ order, const int64_t* __restrict__ src,
+                                    const int64_t* __restrict__ dst, const T* __restrict__ weights, int64_t m,
+                                    int64_t* __restrict__ src_out, int64_t* __restrict__ dst_out, T* __restrict__ weights_out) {
+  for (int64_t i = global_thread(); i < m; i += grid_threads()) {
+    const int64_t e = order[i];
+    src_out[i] = src[e];
+    dst_out[i] = dst[e];
+    if (weights != nullptr) weights_out[i] = weights[e];
+  }
 }
 
 __global__ void range_key_kernel(const int64_t* __restrict__ dst, int64_t m, int64_t first, unsigned long long* __restrict__ keys) {
@@ -836,14 +878,8 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
                                                                           dangling.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
     } else {
-      Buffer keys = device(m * sizeof(unsigned long long)), by_src = device(m * sizeof(int64_t));
-      vertex_key_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, m, keys.as<unsigned long long>());
-      GPUML_CUDA_CHECK_LAUNCH();
-      Buffer src_sorted = stable_order(keys, m, bits_for(static_cast<unsigned long long>(n)), by_src, res);
-      Buffer out_ptr = device((n + 1) * sizeof(int64_t));
-      lower_bounds_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(src_sorted.as<unsigned long long>(), m, 0, 1, n,
-                                                                         out_ptr.as<int64_t>());
-      GPUML_CUDA_CHECK_LAUNCH();
+      Buffer by_src = device(m * sizeof(int64_t));
+      const Buffer out_ptr = edges_by_vertex(src, m, n, by_src, res);
       inverse_weighted_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(out_ptr.as<int64_t>(), by_src.as<int64_t>(), weights,
                                                                              n, inv_out_.as<T>(), dangling.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
@@ -903,9 +939,40 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     return host_err;
   }
 
-  // The distributed driver's primitives. Their pointers are host memory, where the driver's
-  // collectives run: the edges and out-degrees come in once, x each iteration (n values), and
-  // the range's new values go back.
+  // The distributed driver's primitives, on device memory.
+  void out_degrees(const int64_t* src, const T* weights, int64_t m, int64_t n, double* out) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (weights == nullptr) {
+      const Buffer counts = counts_of(src, m, n, res);
+      counts_to_double_kernel<<<blocks_for(n), kBlock, 0, res.stream>>>(counts.as<unsigned long long>(), n, out);
+    } else {
+      Buffer by_src = device(m * sizeof(int64_t));
+      const Buffer offsets = edges_by_vertex(src, m, n, by_src, res);
+      weighted_degree_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(offsets.as<int64_t>(), by_src.as<int64_t>(), weights,
+                                                                            n, out);
+    }
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  // Stably sorted by destination (so grouped by range, in input order within a destination).
+  void group_by_range(const int64_t* src, const int64_t* dst, const T* weights, int64_t m, int64_t n, const int64_t* first_host,
+                      int ranges, int64_t* src_out, int64_t* dst_out, T* weights_out, int64_t* starts_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer keys = device(m * sizeof(unsigned long long)), order = device(m * sizeof(int64_t));
+    vertex_key_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(dst, m, keys.as<unsigned long long>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    const Buffer sorted = stable_order(keys, m, bits_for(static_cast<unsigned long long>(n)), order, res);
+    gather_edges_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(order.as<int64_t>(), src, dst, weights, m, src_out, dst_out,
+                                                                      weights_out);
+    GPUML_CUDA_CHECK_LAUNCH();
+    Buffer firsts = device((ranges + 1) * sizeof(int64_t)), bounds = device((ranges + 1) * sizeof(int64_t));
+    res.copy_to_device(firsts.data(), first_host, (ranges + 1) * sizeof(int64_t));
+    lower_bounds_of_kernel<<<blocks_for(ranges + 1), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), m,
+                                                                              firsts.as<int64_t>(), ranges, bounds.as<int64_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    res.copy_to_host(starts_host, bounds.data(), (ranges + 1) * sizeof(int64_t));
+  }
+
   void build_range(const int64_t* src, const int64_t* dst, const T* weights, int64_t m, int64_t n, int64_t first,
                    int64_t count, const double* out_degree) override {
     cuda::Resources& res = cuda::activate(ctx_);
@@ -913,24 +980,12 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     range_first_ = first;
     range_count_ = count;
     weighted_ = weights != nullptr;
-    {
-      Buffer out = device(n * sizeof(double));
-      res.copy_to_device(out.data(), out_degree, n * sizeof(double));
-      inv_out_ = device(n * sizeof(T));
-      range_inverse_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(out.as<double>(), n, inv_out_.as<T>());
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
-    Buffer s = device(m * sizeof(int64_t)), d = device(m * sizeof(int64_t)), w;
-    res.copy_to_device(s.data(), src, m * sizeof(int64_t));
-    res.copy_to_device(d.data(), dst, m * sizeof(int64_t));
-    if (weighted_) {
-      w = device(m * sizeof(T));
-      res.copy_to_device(w.data(), weights, m * sizeof(T));
-    }
-    Buffer keys = device(m * sizeof(unsigned long long)), order = device(m * sizeof(int64_t));
-    range_key_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(d.as<int64_t>(), m, first, keys.as<unsigned long long>());
+    inv_out_ = device(n * sizeof(T));
+    range_inverse_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(out_degree, n, inv_out_.as<T>());
     GPUML_CUDA_CHECK_LAUNCH();
-    d = Buffer();
+    Buffer keys = device(m * sizeof(unsigned long long)), order = device(m * sizeof(int64_t));
+    range_key_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(dst, m, first, keys.as<unsigned long long>());
+    GPUML_CUDA_CHECK_LAUNCH();
     const Buffer sorted = stable_order(keys, m, bits_for(static_cast<unsigned long long>(count) + 1), order, res);
     range_row_ptr_ = device((count + 1) * sizeof(int64_t));
     lower_bounds_kernel<<<blocks_for(count + 1), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), m, 0, 1, count,
@@ -938,48 +993,31 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     GPUML_CUDA_CHECK_LAUNCH();
     range_col_ = device(m * sizeof(int32_t));
     val_ = device(weighted_ ? m * sizeof(T) : 0);
-    range_gather_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(order.as<int64_t>(), s.as<int64_t>(),
-                                                                     weighted_ ? w.as<T>() : nullptr, m,
+    range_gather_kernel<T><<<blocks_for(m), kBlock, 0, res.stream>>>(order.as<int64_t>(), src, weights, m,
                                                                      range_col_.as<int32_t>(), val_.as<T>());
     GPUML_CUDA_CHECK_LAUNCH();
-    range_x_ = device(n * sizeof(T));
     range_y_ = device(n * sizeof(T));
     range_dangling_x_ = device(n * sizeof(double));
-    range_new_ = device(count * sizeof(T));
     range_change_ = device(count * sizeof(double));
     scalars_ = device(2 * sizeof(double));
-    range_p_host_ = range_dangling_host_ = nullptr;
-    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));  // the host edges may go once this returns
   }
 
+  // x, p and dangling are whole vectors on the device; x_new_range the range's new values.
   double iterate_range(const T* x, T* x_new_range, const T* p, const T* dangling, double alpha) override {
     cuda::Resources& res = cuda::activate(ctx_);
     const int64_t n = n_, count = range_count_;
-    res.copy_to_device(range_x_.data(), x, n * sizeof(T));
-    // p and dangling are the same vectors every iteration: the range's part goes up once.
-    if (p != nullptr && p != range_p_host_) {
-      range_p_ = device(count * sizeof(T));
-      res.copy_to_device(range_p_.data(), p + range_first_, count * sizeof(T));
-      range_p_host_ = p;
-    }
-    if (dangling != nullptr && dangling != range_dangling_host_) {
-      range_dangling_ = device(count * sizeof(T));
-      res.copy_to_device(range_dangling_.data(), dangling + range_first_, count * sizeof(T));
-      range_dangling_host_ = dangling;
-    }
     double* scalars = scalars_.as<double>();  // the dangling mass, the change
-    range_terms_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(range_x_.as<T>(), inv_out_.as<T>(), n, range_y_.as<T>(),
+    range_terms_kernel<T><<<blocks_for(n), kBlock, 0, res.stream>>>(x, inv_out_.as<T>(), n, range_y_.as<T>(),
                                                                   range_dangling_x_.as<double>());
     GPUML_CUDA_CHECK_LAUNCH();
     sum(range_dangling_x_.as<double>(), n, scalars, res);
     range_rows_kernel<T><<<blocks_for(count * kWarp), kBlock, 0, res.stream>>>(
-        range_row_ptr_.as<int64_t>(), range_col_.as<int32_t>(), weighted_ ? val_.as<T>() : nullptr, range_y_.as<T>(),
-        range_x_.as<T>(), p != nullptr ? range_p_.as<T>() : nullptr, dangling != nullptr ? range_dangling_.as<T>() : nullptr,
-        scalars, alpha, 1.0 / static_cast<double>(n), range_first_, count, range_new_.as<T>(), range_change_.as<double>());
+        range_row_ptr_.as<int64_t>(), range_col_.as<int32_t>(), weighted_ ? val_.as<T>() : nullptr, range_y_.as<T>(), x,
+        p != nullptr ? p + range_first_ : nullptr, dangling != nullptr ? dangling + range_first_ : nullptr, scalars, alpha,
+        1.0 / static_cast<double>(n), range_first_, count, x_new_range, range_change_.as<double>());
     GPUML_CUDA_CHECK_LAUNCH();
     sum(range_change_.as<double>(), count, scalars + 1, res);
     double err = 0.0;
-    GPUML_CUDA_CHECK(cudaMemcpyAsync(x_new_range, range_new_.data(), count * sizeof(T), cudaMemcpyDeviceToHost, res.stream));
     res.copy_to_host(&err, scalars + 1, sizeof(double));
     return err;
   }
@@ -1062,6 +1100,20 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     if (weighted_) GPUML_CUDA_CHECK(cudaMemsetAsync(weight.data(), 0, slots * sizeof(T), res.stream));
   }
 
+  // The edges by vertex id (src or dst), stably: order receives the edge indices (m), and the
+  // returned offsets (n + 1) where each vertex's run starts.
+  Buffer edges_by_vertex(const int64_t* ids, int64_t m, int64_t n, Buffer& order, cuda::Resources& res) {
+    Buffer keys = device(m * sizeof(unsigned long long));
+    vertex_key_kernel<<<blocks_for(m), kBlock, 0, res.stream>>>(ids, m, keys.as<unsigned long long>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    const Buffer sorted = stable_order(keys, m, bits_for(static_cast<unsigned long long>(n)), order, res);
+    Buffer offsets = device((n + 1) * sizeof(int64_t));
+    lower_bounds_kernel<<<blocks_for(n + 1), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), m, 0, 1, n,
+                                                                       offsets.as<int64_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    return offsets;
+  }
+
   Buffer counts_of(const int64_t* ids, int64_t m, int64_t n, cuda::Resources& res) {
     Buffer counts = device(n * sizeof(unsigned long long));
     GPUML_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, n * sizeof(unsigned long long), res.stream));
@@ -1123,12 +1175,9 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   Buffer terms_[2];
   Buffer hub_vertex_, hub_first_, hub_pieces_, hub_index_, hub_dst_offset_, hub_val_;
   Buffer hub_y_[2];  // the hubs' y for terms_[0] and terms_[1]
-  // The distributed range (build_range): its CSR, x and y of every vertex, the range's p and
-  // dangling entries (uploaded from these host vectors), and its new values and changes.
+  // The distributed range (build_range): its CSR, y of every vertex, and its changes.
   int64_t range_first_ = 0, range_count_ = 0;
-  Buffer range_row_ptr_, range_col_, range_x_, range_y_, range_dangling_x_, range_new_, range_change_, range_p_, range_dangling_;
-  const T* range_p_host_ = nullptr;
-  const T* range_dangling_host_ = nullptr;
+  Buffer range_row_ptr_, range_col_, range_y_, range_dangling_x_, range_change_;
 };
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <string>
 
 #include "core/comm_detail.hpp"
+#include "core/device_ops.hpp"
+#include "gpuml/core/array.hpp"
+#include "gpuml/core/context.hpp"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml {
@@ -17,6 +20,30 @@ void Comm::allgather(const void* send, int64_t count, void* recv, DType dtype) {
   detail::check_collective(*this, "allgather", recv, count * size(), dtype);
   const std::vector<int64_t> counts(static_cast<std::size_t>(size()), count);
   allgatherv(send, count, recv, counts.data(), dtype);
+}
+
+// Host communicators: a CPU context's memory is host memory already; a CUDA context's goes
+// through host copies.
+void Comm::allreduce_sum_on(const Context& ctx, void* data, int64_t count, DType dtype) {
+  if (!ctx.is_cuda()) return allreduce_sum(data, count, dtype);
+  detail::check_collective(*this, "allreduce_sum_on", data, count, dtype);
+  const std::size_t bytes = static_cast<std::size_t>(count) * dtype_size(dtype);
+  Buffer host = Buffer::host(bytes);
+  detail::copy_bytes(ctx, host.data(), Device{}, data, ctx.device(), bytes);
+  allreduce_sum(host.data(), count, dtype);
+  detail::copy_bytes(ctx, data, ctx.device(), host.data(), Device{}, bytes);
+}
+
+void Comm::allgatherv_on(const Context& ctx, const void* send, int64_t count, void* recv, const int64_t* counts,
+                         DType dtype) {
+  if (!ctx.is_cuda()) return allgatherv(send, count, recv, counts, dtype);
+  detail::check_collective(*this, "allgatherv_on", send, count, dtype);
+  const int64_t total = detail::check_counts(*this, count, counts);
+  const std::size_t unit = dtype_size(dtype);
+  Buffer mine = Buffer::host(static_cast<std::size_t>(count) * unit), all = Buffer::host(static_cast<std::size_t>(total) * unit);
+  detail::copy_bytes(ctx, mine.data(), Device{}, send, ctx.device(), static_cast<std::size_t>(count) * unit);
+  allgatherv(mine.data(), count, all.data(), counts, dtype);
+  detail::copy_bytes(ctx, recv, ctx.device(), all.data(), Device{}, static_cast<std::size_t>(total) * unit);
 }
 
 bool built_with_mpi() noexcept { return GPUML_WITH_MPI != 0; }

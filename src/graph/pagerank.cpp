@@ -14,6 +14,7 @@
 // that range, in order), the weighted out-degrees are summed over ranks, and each iteration each
 // rank computes its range of x_new from the whole x, the ranges are allgathered into the next x,
 // and the L1 change is summed over ranks (the same bits everywhere: the same stopping decision).
+// All of it in the context's memory: on a CUDA context with NCCL only scalars visit the host.
 // One rank: the single-process path, unchanged.
 #include "gpuml/graph/pagerank.hpp"
 
@@ -103,77 +104,69 @@ PageRankResult power_iteration(int64_t n, const PageRankParams& params, Step&& s
   return result;
 }
 
-// Several ranks: the rank's rows of the graph of every rank's edges, and the iteration
-// over them with the ranges allgathered. s, d, w: this rank's checked edges (host); weighted:
-// whether there are weights (w may be null then when this rank has no edges).
+// Several ranks: the rank's rows of the graph of every rank's edges, and the iteration over
+// them with the ranges allgathered. s, d, w: this rank's checked edges in the context's memory
+// (the GPU's for a CUDA context, where the collectives then run over NCCL without host copies);
+// weighted: whether there are weights (w may be null then when this rank has no edges).
 template <typename T>
 PageRankResult run_distributed(Context& ctx, detail::PageRankBackend<T>& backend, int64_t n, const int64_t* s,
-                               const int64_t* d, const T* w, bool weighted, int64_t m, std::vector<T>& x, const std::vector<T>& p,
-                               const std::vector<T>& dvec, const PageRankParams& params) {
+                               const int64_t* d, const T* w, bool weighted, int64_t m, const std::vector<T>& x_host,
+                               const std::vector<T>& p_host, const std::vector<T>& d_host, const PageRankParams& params,
+                               const ArrayView& ranks_out) {
   Comm& comm = ctx.comm();
   const int size = comm.size(), rank = comm.rank();
   std::vector<int64_t> first(static_cast<std::size_t>(size) + 1), rows(static_cast<std::size_t>(size));
   for (int r = 0; r <= size; ++r) first[r] = n * r / size;
   for (int r = 0; r < size; ++r) rows[r] = first[r + 1] - first[r];
+  const std::size_t wsize = sizeof(T);
 
   // Weighted out-degrees of the whole graph.
-  std::vector<double> out(static_cast<std::size_t>(n), 0.0);
-  for (int64_t e = 0; e < m; ++e) out[s[e]] += weighted ? static_cast<double>(w[e]) : 1.0;
-  comm.allreduce_sum(out.data(), n);
+  Buffer out(ctx, static_cast<std::size_t>(n) * sizeof(double));
+  backend.out_degrees(s, w, m, n, out.as<double>());
+  comm.allreduce_sum_on(ctx, out.data(), n, DType::float64);
 
-  // This rank's edges grouped by the range of their destination (stable: input order within).
-  std::vector<int64_t> start(static_cast<std::size_t>(size) + 1, 0), owner(static_cast<std::size_t>(m));
-  for (int64_t e = 0; e < m; ++e) {
-    owner[e] = std::upper_bound(first.begin(), first.end(), d[e]) - first.begin() - 1;
-    ++start[owner[e] + 1];
-  }
-  for (int r = 0; r < size; ++r) start[r + 1] += start[r];
-  std::vector<int64_t> gs(static_cast<std::size_t>(m)), gd(static_cast<std::size_t>(m));
-  std::vector<T> gw(weighted ? static_cast<std::size_t>(m) : 0);
+  // Range r's in-edges from every rank, in rank order: this rank's edges grouped by range, then
+  // one allgatherv per range (an alltoallv would send each edge to its owner only; Comm has none).
+  Buffer mine_s, mine_d, mine_w;
+  int64_t mine = 0;
   {
-    std::vector<int64_t> next(start.begin(), start.end() - 1);
-    for (int64_t e = 0; e < m; ++e) {
-      const int64_t at = next[owner[e]]++;
-      gs[at] = s[e];
-      gd[at] = d[e];
-      if (weighted) gw[at] = w[e];
+    std::vector<int64_t> start(static_cast<std::size_t>(size) + 1);
+    Buffer gs(ctx, static_cast<std::size_t>(m) * sizeof(int64_t)), gd(ctx, static_cast<std::size_t>(m) * sizeof(int64_t));
+    Buffer gw(ctx, weighted ? static_cast<std::size_t>(m) * wsize : 0);
+    backend.group_by_range(s, d, weighted ? w : nullptr, m, n, first.data(), size, gs.as<int64_t>(), gd.as<int64_t>(),
+                           weighted ? gw.as<T>() : nullptr, start.data());
+    for (int r = 0; r < size; ++r) {
+      const int64_t count = start[r + 1] - start[r];
+      const std::vector<int64_t> counts = comm.allgather(count);
+      int64_t total = 0;
+      for (int64_t c : counts) total += c;
+      Buffer rs(ctx, static_cast<std::size_t>(total) * sizeof(int64_t)), rd(ctx, static_cast<std::size_t>(total) * sizeof(int64_t));
+      Buffer rw(ctx, weighted ? static_cast<std::size_t>(total) * wsize : 0);
+      comm.allgatherv_on(ctx, gs.as<int64_t>() + start[r], count, rs.data(), counts.data(), DType::int64);
+      comm.allgatherv_on(ctx, gd.as<int64_t>() + start[r], count, rd.data(), counts.data(), DType::int64);
+      if (weighted) comm.allgatherv_on(ctx, gw.as<T>() + start[r], count, rw.data(), counts.data(), dtype_of<T>::value);
+      if (r == rank) mine_s = std::move(rs), mine_d = std::move(rd), mine_w = std::move(rw), mine = total;
     }
   }
-  owner = {};
-  // Range r's in-edges from every rank, in rank order: one allgatherv per range (an alltoallv
-  // would send each edge to its owner only; Comm has none).
-  std::vector<int64_t> my_src, my_dst;
-  std::vector<T> my_w;
-  for (int r = 0; r < size; ++r) {
-    const int64_t count = start[r + 1] - start[r];
-    const std::vector<int64_t> counts = comm.allgather(count);
-    int64_t total = 0;
-    for (int64_t c : counts) total += c;
-    std::vector<int64_t> rs(static_cast<std::size_t>(total)), rd(static_cast<std::size_t>(total));
-    std::vector<T> rw(weighted ? static_cast<std::size_t>(total) : 0);
-    comm.allgatherv(gs.data() + start[r], count, rs.data(), counts.data(), DType::int64);
-    comm.allgatherv(gd.data() + start[r], count, rd.data(), counts.data(), DType::int64);
-    if (weighted) comm.allgatherv(gw.data() + start[r], count, rw.data(), counts.data(), dtype_of<T>::value);
-    if (r == rank) my_src = std::move(rs), my_dst = std::move(rd), my_w = std::move(rw);
-  }
-  gs = {};
-  gd = {};
-  gw = {};
-  backend.build_range(my_src.data(), my_dst.data(), weighted ? my_w.data() : nullptr, static_cast<int64_t>(my_src.size()), n,
-                      first[rank], rows[rank], out.data());
-  my_src = {};
-  my_dst = {};
-  my_w = {};
+  backend.build_range(mine_s.as<int64_t>(), mine_d.as<int64_t>(), weighted ? mine_w.as<T>() : nullptr, mine, n, first[rank],
+                      rows[rank], out.as<double>());
+  mine_s = Buffer();
+  mine_d = Buffer();
+  mine_w = Buffer();
+  out = Buffer();
 
-  const T* p_ptr = p.empty() ? nullptr : p.data();
-  const T* d_ptr = dvec.empty() ? nullptr : dvec.data();
-  std::vector<T> range(static_cast<std::size_t>(rows[rank]));
-  return power_iteration(n, params, [&] {
-    double err = backend.iterate_range(x.data(), range.data(), p_ptr, d_ptr, params.alpha);
+  Buffer p_buf = upload(ctx, p_host), d_buf = upload(ctx, d_host), x = upload(ctx, x_host);
+  Buffer range(ctx, static_cast<std::size_t>(rows[rank]) * wsize);
+  const T* p_ptr = p_host.empty() ? nullptr : p_buf.as<const T>();
+  const T* d_ptr = d_host.empty() ? nullptr : d_buf.as<const T>();
+  const PageRankResult result = power_iteration(n, params, [&] {
+    double err = backend.iterate_range(x.as<const T>(), range.as<T>(), p_ptr, d_ptr, params.alpha);
     comm.allreduce_sum(&err, 1);
-    comm.allgatherv(range.data(), rows[rank], x.data(), rows.data(), dtype_of<T>::value);
+    comm.allgatherv_on(ctx, range.data(), rows[rank], x.data(), rows.data(), dtype_of<T>::value);
     return err;
   });
+  detail::write_output(ctx, make_view(x.data(), dtype_of<T>::value, ctx.device(), n), ranks_out, "ranks_out");
+  return result;
 }
 
 template <typename T>
@@ -223,28 +216,9 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
                                {"nstart (hash)", hash(x_host)},
                                {"dangling (hash)", hash(d_host)},
                                {"the device (0 CPU, 1 CUDA)", ctx.is_cuda() ? 1 : 0}});
-  if (comm.size() > 1) {
-    // The distributed driver works on host arrays (its collectives are host memory): a CUDA
-    // context's staged edges come back to the host first.
-    HostArray host_s, host_d, host_w;
-    if (ctx.is_cuda()) {
-      host_s = detail::to_host(ctx, s.view);
-      host_d = detail::to_host(ctx, d.view);
-      s = {};
-      d = {};
-      if (weights != nullptr) {
-        host_w = detail::to_host(ctx, w.view);
-        wp = host_w.as<const T>();
-        w = {};
-      }
-    }
-    const int64_t* sp = ctx.is_cuda() ? host_s.as<const int64_t>() : s.view.as<const int64_t>();
-    const int64_t* dp = ctx.is_cuda() ? host_d.as<const int64_t>() : d.view.as<const int64_t>();
-    const PageRankResult result =
-        run_distributed<T>(ctx, *backend, n, sp, dp, wp, weights != nullptr, m, x_host, p_host, d_host, params);
-    detail::write_output(ctx, make_view(x_host.data(), dtype_of<T>::value, Device{}, n), ranks_out, "ranks_out");
-    return result;
-  }
+  if (comm.size() > 1)
+    return run_distributed<T>(ctx, *backend, n, s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp,
+                              weights != nullptr, m, x_host, p_host, d_host, params, ranks_out);
 
   backend->build(s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp, m, n);
   s = {};

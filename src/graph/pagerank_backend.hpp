@@ -46,13 +46,23 @@ class PageRankBackend {
   // may keep what it derived from x_new for a next call whose x is that x_new.
   virtual double iterate(const T* x, T* x_new, const T* p, const T* dangling, double alpha) = 0;
 
-  // The distributed driver's primitives (several ranks). Their pointers are host memory on every
-  // backend: the driver's collectives run on the host. A rank builds the rows of its vertex range
-  // [first, first + count): the edges given all have dst in that range (ids in [0, n)), in the
-  // order of the union of the ranks' edges; out_degree_host (n doubles) is every vertex's
-  // weighted out-degree over all ranks' edges.
+  // The distributed driver's primitives (several ranks). Their pointers are in the backend's
+  // memory too (the driver's collectives run on it: NCCL on the GPU), except those named _host.
+  //
+  // out[v] = the weighted out-degree of v over these edges (n doubles; in input order, in double).
+  virtual void out_degrees(const int64_t* src, const T* weights, int64_t m, int64_t n, double* out) = 0;
+  // The edges grouped by the range of their destination (range r: dst in [first_host[r],
+  // first_host[r + 1]), r < ranges), in input order within a destination, into src_out, dst_out
+  // and weights_out (m each; weights_out unused without weights); starts_host[r] (ranges + 1
+  // entries) is where range r begins.
+  virtual void group_by_range(const int64_t* src, const int64_t* dst, const T* weights, int64_t m, int64_t n,
+                              const int64_t* first_host, int ranges, int64_t* src_out, int64_t* dst_out, T* weights_out,
+                              int64_t* starts_host) = 0;
+  // A rank builds the rows of its vertex range [first, first + count): the edges given all have
+  // dst in that range (ids in [0, n)), in the order of the union of the ranks' edges; out_degree
+  // (n doubles) is every vertex's weighted out-degree over all ranks' edges.
   virtual void build_range(const int64_t* src, const int64_t* dst, const T* weights, int64_t n_edges, int64_t n,
-                           int64_t first, int64_t count, const double* out_degree_host) = 0;
+                           int64_t first, int64_t count, const double* out_degree) = 0;
   // iterate for the range's rows only: x is the whole vector (n), x_new_range receives the
   // `count` new values of the range, p and dangling are whole vectors (or nullptr) as in
   // iterate. Returns the range's sum |x_new - x|.

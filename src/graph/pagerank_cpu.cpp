@@ -43,11 +43,34 @@ class CpuPageRankBackend final : public PageRankBackend<T> {
   }
 
   int64_t build(const int64_t* src, const int64_t* dst, const T* weights, int64_t m, int64_t n) override {
-    // Weighted out-degrees, in input order.
-    std::vector<double> out(static_cast<std::size_t>(n), 0.0);
-    for (int64_t e = 0; e < m; ++e) out[src[e]] += weights ? static_cast<double>(weights[e]) : 1.0;
+    std::vector<double> out(static_cast<std::size_t>(n));
+    out_degrees(src, weights, m, n, out.data());
     build_range(src, dst, weights, m, n, 0, n, out.data());
     return static_cast<int64_t>(std::count(inv_out_.begin(), inv_out_.end(), T(0)));
+  }
+
+  void out_degrees(const int64_t* src, const T* weights, int64_t m, int64_t n, double* out) override {
+    std::fill(out, out + n, 0.0);
+    for (int64_t e = 0; e < m; ++e) out[src[e]] += weights ? static_cast<double>(weights[e]) : 1.0;  // input order
+  }
+
+  // A counting sort by range (stable: input order within a range, so within a destination).
+  void group_by_range(const int64_t* src, const int64_t* dst, const T* weights, int64_t m, int64_t, const int64_t* first,
+                      int ranges, int64_t* src_out, int64_t* dst_out, T* weights_out, int64_t* starts) override {
+    std::vector<int32_t> owner(static_cast<std::size_t>(m));
+    std::fill(starts, starts + ranges + 1, 0);
+    for (int64_t e = 0; e < m; ++e) {
+      owner[e] = static_cast<int32_t>(std::upper_bound(first, first + ranges + 1, dst[e]) - first - 1);
+      ++starts[owner[e] + 1];
+    }
+    for (int r = 0; r < ranges; ++r) starts[r + 1] += starts[r];
+    std::vector<int64_t> next(starts, starts + ranges);
+    for (int64_t e = 0; e < m; ++e) {
+      const int64_t at = next[owner[e]]++;
+      src_out[at] = src[e];
+      dst_out[at] = dst[e];
+      if (weights) weights_out[at] = weights[e];
+    }
   }
 
   // One rank's rows [first, first + count) (all rows for one process), with the out-degrees of

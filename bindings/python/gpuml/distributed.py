@@ -16,8 +16,7 @@ also creates one CUDA context on this rank's GPU (its rank within the node, from
 launcher's environment) and attaches NCCL bootstrapped over MPI to it
 (``gpuml_context_attach_mpi`` again). From then on every estimator and ``gpuml.graph.pagerank``
 with ``device="cpu"`` or ``"auto"`` uses the CPU context, and with ``device="cuda"`` (this rank's
-GPU, whatever its number) the CUDA one, in every thread. Over several ranks on CUDA contexts the
-forests and PageRank raise (unsupported): use ``device="cpu"``.
+GPU, whatever its number) the CUDA one, in every thread.
 An explicit ``"cuda:N"`` of another GPU stays local (1 rank). Attaching happens once,
 in ``init()``, so estimators created later, predictions on one rank only and the like start no
 collective of their own. A fit is collective: every rank must make the same fits in the same
@@ -34,8 +33,8 @@ rank 0's context), so every rank grows the same model; an int must be the same o
 ``init(unique_id, n_ranks, rank)`` is the NCCL form (for engines other than MPI): it attaches an
 NCCL communicator to the package's default CUDA context (``nccl_unique_id()`` on one rank makes
 the id), when gpuml was built with NCCL (on this rank's GPU, as above, from the launcher's
-LOCAL_RANK and the like); otherwise NotImplementedError. NCCL has been run with one rank only
-(the C++ tests ``NcclCommGpu`` and ``tests/mpi``'s CUDA part); multi-GPU runs are pending.
+LOCAL_RANK and the like); otherwise NotImplementedError. Tested over NCCL on two GPUs
+(``tests/mpi``'s ``nccl`` parts and ``benchmarks/scaling.py``).
 """
 
 import ctypes

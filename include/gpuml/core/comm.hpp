@@ -9,7 +9,8 @@
 //
 // Rules: every rank calls the same collectives in the same order with matching dtypes and
 // counts (the estimators check that their inputs agree across ranks before their first
-// data collective). Buffers are host memory. Counts are elements, not bytes.
+// data collective). Buffers are host memory, except in the `_on` forms (a context's memory).
+// Counts are elements, not bytes.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -41,6 +42,13 @@ class GPUML_API Comm {
   // data (count elements) = root's data.
   virtual void broadcast(void* data, int64_t count, DType dtype, int root) = 0;
   virtual void barrier() = 0;
+
+  // allreduce_sum and allgatherv on memory of `ctx`'s device: device memory of a CUDA context
+  // (ordered on the context's stream), host memory of a CPU context. NCCL reads and writes device
+  // memory directly; the host communicators (local, MPI) stage it through host memory.
+  virtual void allreduce_sum_on(const Context& ctx, void* data, int64_t count, DType dtype);
+  virtual void allgatherv_on(const Context& ctx, const void* send, int64_t count, void* recv, const int64_t* counts,
+                             DType dtype);
 
   template <typename T>
   void allreduce_sum(T* data, int64_t count) {
