@@ -28,6 +28,7 @@
 #include "core/device_ops.hpp"
 #include "core/distributed.hpp"
 #include "core/staging.hpp"
+#include "core/trace.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 #include "graph/pagerank_backend.hpp"
@@ -119,11 +120,13 @@ PageRankResult run_distributed(Context& ctx, detail::PageRankBackend<T>& backend
   for (int r = 0; r <= size; ++r) first[r] = n * r / size;
   for (int r = 0; r < size; ++r) rows[r] = first[r + 1] - first[r];
   const std::size_t wsize = sizeof(T);
+  detail::Trace trace(ctx, "pagerank over ranks");  // GPUML_TRACE=1: the time of each phase
 
   // Weighted out-degrees of the whole graph.
   Buffer out(ctx, static_cast<std::size_t>(n) * sizeof(double));
   backend.out_degrees(s, w, m, n, out.as<double>());
   comm.allreduce_sum_on(ctx, out.data(), n, DType::float64);
+  trace.mark("out-degrees");
 
   // Range r's in-edges from every rank, in rank order: this rank's edges grouped by range, then
   // one allgatherv per range (an alltoallv would send each edge to its owner only; Comm has none).
@@ -135,6 +138,7 @@ PageRankResult run_distributed(Context& ctx, detail::PageRankBackend<T>& backend
     Buffer gw(ctx, weighted ? static_cast<std::size_t>(m) * wsize : 0);
     backend.group_by_range(s, d, weighted ? w : nullptr, m, n, first.data(), size, gs.as<int64_t>(), gd.as<int64_t>(),
                            weighted ? gw.as<T>() : nullptr, start.data());
+    trace.mark("group by range");
     for (int r = 0; r < size; ++r) {
       const int64_t count = start[r + 1] - start[r];
       const std::vector<int64_t> counts = comm.allgather(count);
@@ -147,6 +151,7 @@ PageRankResult run_distributed(Context& ctx, detail::PageRankBackend<T>& backend
       if (weighted) comm.allgatherv_on(ctx, gw.as<T>() + start[r], count, rw.data(), counts.data(), dtype_of<T>::value);
       if (r == rank) mine_s = std::move(rs), mine_d = std::move(rd), mine_w = std::move(rw), mine = total;
     }
+    trace.mark("exchange the ranges' edges");
   }
   backend.build_range(mine_s.as<int64_t>(), mine_d.as<int64_t>(), weighted ? mine_w.as<T>() : nullptr, mine, n, first[rank],
                       rows[rank], out.as<double>());
@@ -154,6 +159,7 @@ PageRankResult run_distributed(Context& ctx, detail::PageRankBackend<T>& backend
   mine_d = Buffer();
   mine_w = Buffer();
   out = Buffer();
+  trace.mark("build the range");
 
   Buffer p_buf = upload(ctx, p_host), d_buf = upload(ctx, d_host), x = upload(ctx, x_host);
   Buffer range(ctx, static_cast<std::size_t>(rows[rank]) * wsize);
@@ -165,6 +171,7 @@ PageRankResult run_distributed(Context& ctx, detail::PageRankBackend<T>& backend
     comm.allgatherv_on(ctx, range.data(), rows[rank], x.data(), rows.data(), dtype_of<T>::value);
     return err;
   });
+  trace.mark("iterations");
   detail::write_output(ctx, make_view(x.data(), dtype_of<T>::value, ctx.device(), n), ranks_out, "ranks_out");
   return result;
 }
@@ -179,6 +186,7 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
   const T* wp = nullptr;
   std::vector<T> p_host, x_host, d_host;
   std::unique_ptr<detail::PageRankBackend<T>> backend;
+  detail::Trace trace(ctx, "pagerank");
   detail::check_on_every_rank(comm, "pagerank", "checking the edges and vectors", [&] {
     s = detail::stage(ctx, src, DType::int64, "src");
     d = detail::stage(ctx, dst, DType::int64, "dst");
@@ -216,11 +224,13 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
                                {"nstart (hash)", hash(x_host)},
                                {"dangling (hash)", hash(d_host)},
                                {"the device (0 CPU, 1 CUDA)", ctx.is_cuda() ? 1 : 0}});
+  trace.mark("stage and check the input");
   if (comm.size() > 1)
     return run_distributed<T>(ctx, *backend, n, s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp,
                               weights != nullptr, m, x_host, p_host, d_host, params, ranks_out);
 
   backend->build(s.view.as<const int64_t>(), d.view.as<const int64_t>(), wp, m, n);
+  trace.mark("build");
   s = {};
   d = {};
   w = {};
@@ -235,6 +245,7 @@ PageRankResult run(Context& ctx, int64_t n, const ArrayView& src, const ArrayVie
     std::swap(x, x_new);
     return err;
   });
+  trace.mark("iterations");
   const ArrayView ranks = make_view(x.data(), dtype_of<T>::value, ctx.device(), n);
   detail::write_output(ctx, ranks, ranks_out, "ranks_out");
   return result;
