@@ -66,7 +66,8 @@ const detail::ParamTable<LogisticRegressionParams>& params_table() {
                 "The L1 share of the penalty: 0 L2, 1 L1, in between the elastic net."),
           field("dual", &P::dual, {boolean()},
                 "Accepted, without effect: liblinear's dual has the primal's solution, which gpuml computes."),
-          field("tol", &P::tol, {number_in(0)}, "Convergence: the largest (pseudo-)gradient entry <= tol."),
+          field("tol", &P::tol, {number_in(0)}, "Convergence: the largest (pseudo-)gradient entry <= tol; with solver \"sag\" or \"saga\", as theirs: a step's "
+                "largest weight change <= tol times the largest weight."),
           field("fit_intercept", &P::fit_intercept, {boolean()}, "Whether to fit an intercept."),
           ParamRow<P>{"intercept_scaling", {number_in(0, std::nullopt, "neither")},
                       "With solver=\"liblinear\" and fit_intercept: the intercept is intercept_scaling times the "
@@ -309,6 +310,7 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
     detail::QuasiNewtonOptions options;
     options.max_iter = params_.max_iter;
     options.gtol = params_.tol;
+    if (params_.solver == "sag" || params_.solver == "saga") options.xtol = params_.tol;  // their tol's meaning
     const detail::QuasiNewtonResult result = detail::minimize_quasi_newton(
         [&](const std::vector<double>& v, std::vector<double>& g) { return problem(v, g); }, x, problem.l1_weights(),
         options);

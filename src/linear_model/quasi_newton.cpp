@@ -43,16 +43,23 @@ class Minimizer {
     current.x = x;
     evaluate(current);
     Vec pg = pseudo_gradient(current);
-    result.converged = max_abs(pg) <= options_.gtol;
+    const double gtol = options_.xtol > 0 ? 0.0 : options_.gtol;
+    result.converged = max_abs(pg) <= gtol;
     for (int iter = 0; iter < options_.max_iter && !result.converged && std::isfinite(current.F); ++iter) {
       Point next;
       if (!step(current, pg, next)) break;  // no progress along any descent direction
       ++result.n_iter;
       remember(current, next);
       const double decrease = (current.F - next.F) / std::max({std::abs(current.F), std::abs(next.F), 1.0});
+      bool small_step = false;
+      if (options_.xtol > 0) {
+        double change = 0.0;
+        for (std::size_t i = 0; i < next.x.size(); ++i) change = std::max(change, std::abs(next.x[i] - current.x[i]));
+        small_step = change <= options_.xtol * max_abs(next.x);
+      }
       current = std::move(next);
       pg = pseudo_gradient(current);
-      result.converged = max_abs(pg) <= options_.gtol || decrease <= options_.ftol;
+      result.converged = max_abs(pg) <= gtol || decrease <= options_.ftol || small_step;
     }
     x = current.x;
     result.n_evaluations = evaluations_;

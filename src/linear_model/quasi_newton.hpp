@@ -12,6 +12,9 @@ struct QuasiNewtonOptions {
   int max_iter = 100;       // iterations (accepted steps)
   double gtol = 1e-4;       // converged when max |projected gradient| <= gtol (scipy's pgtol)
   double ftol = 64 * std::numeric_limits<double>::epsilon();  // or when the relative decrease is <= ftol
+  // > 0: converged instead when a step's max |dx| <= xtol * max |x| (scikit-learn's sag / saga
+  // rule, whose tol bounds the weights' change, not the gradient), or the gradient is 0.
+  double xtol = 0.0;
   int memory = 10;          // correction pairs kept (scipy's maxcor)
   int max_line_search = 50; // evaluations per line search (scikit-learn's maxls)
 };
