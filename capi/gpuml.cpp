@@ -194,6 +194,43 @@ gpuml::ArrayView to_view(const gpuml_array_t* a, const char* function, const cha
   return view;
 }
 
+// Checks a caller's sparse descriptor's fields (the core checks the arrays' contents).
+gpuml::SparseView to_sparse_view(const gpuml_sparse_t* a, const char* function, const char* name) {
+  require_arg(a, function, name);
+  const std::string where = std::string(function) + ": " + name;
+  if (a->format != GPUML_SPARSE_CSR && a->format != GPUML_SPARSE_CSC)
+    invalid(where + ".format is " + std::to_string(a->format) + ": expected 0 (GPUML_SPARSE_CSR) or 1 (GPUML_SPARSE_CSC)");
+  if (a->dtype != GPUML_FLOAT32 && a->dtype != GPUML_FLOAT64)
+    invalid(where + ".dtype is " + std::to_string(a->dtype) + ": expected 0 (float32) or 1 (float64)");
+  if (a->index_dtype != GPUML_INT32 && a->index_dtype != GPUML_INT64)
+    invalid(where + ".index_dtype is " + std::to_string(a->index_dtype) + ": expected 2 (int32) or 3 (int64)");
+  if (a->device_type != GPUML_DEVICE_CPU && a->device_type != GPUML_DEVICE_CUDA)
+    invalid(where + ".device_type is " + std::to_string(a->device_type) +
+            ": expected 1 (GPUML_DEVICE_CPU) or 2 (GPUML_DEVICE_CUDA)");
+  if (a->device_id < 0) invalid(where + ".device_id is " + std::to_string(a->device_id) + ": expected >= 0");
+  if (a->reserved != 0) invalid(where + ".reserved is " + std::to_string(a->reserved) + ": expected 0");
+  for (int i = 0; i < 2; ++i)
+    if (a->shape[i] < 0)
+      invalid(where + ".shape[" + std::to_string(i) + "] is " + std::to_string(a->shape[i]) + ": expected >= 0");
+  if (a->nnz < 0) invalid(where + ".nnz is " + std::to_string(a->nnz) + ": expected >= 0");
+  if (a->indptr == nullptr) invalid(where + ".indptr is NULL");
+  if (a->nnz > 0 && (a->indices == nullptr || a->values == nullptr))
+    invalid(where + ".indices or .values is NULL but nnz is " + std::to_string(a->nnz));
+  gpuml::SparseView view;
+  view.format = static_cast<gpuml::SparseFormat>(a->format);
+  view.dtype = static_cast<gpuml::DType>(a->dtype);
+  view.index_dtype = static_cast<gpuml::DType>(a->index_dtype);
+  view.device.type = static_cast<gpuml::DeviceType>(a->device_type);
+  view.device.id = a->device_type == GPUML_DEVICE_CUDA ? a->device_id : 0;
+  view.shape[0] = a->shape[0];
+  view.shape[1] = a->shape[1];
+  view.nnz = a->nnz;
+  view.indptr = a->indptr;
+  view.indices = a->indices;
+  view.values = a->values;
+  return view;
+}
+
 void write_spec(const gpuml::ArraySpec& spec, int32_t* dtype, int32_t* ndim, int64_t shape[2]) {
   *dtype = static_cast<int32_t>(spec.dtype);
   *ndim = spec.ndim;
@@ -242,6 +279,21 @@ gpuml_status_t apply(const char* function, ApplyMethod method, gpuml_context_t c
     gpuml::Context& context = context_of(ctx, function);
     gpuml::Estimator& estimator = estimator_of(est, function);
     const gpuml::ArrayView x = to_view(X, function, "X");
+    const gpuml::ArrayView o = to_view(out, function, "out");
+    std::shared_lock<std::shared_mutex> lock(est->mutex);
+    (estimator.*method)(context, x, o);
+  });
+}
+
+using SparseApplyMethod = void (gpuml::Estimator::*)(gpuml::Context&, const gpuml::SparseView&,
+                                                     const gpuml::ArrayView&) const;
+
+gpuml_status_t apply_sparse(const char* function, SparseApplyMethod method, gpuml_context_t ctx, gpuml_estimator_t est,
+                            const gpuml_sparse_t* X, gpuml_array_t* out) noexcept {
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    const gpuml::SparseView x = to_sparse_view(X, function, "X");
     const gpuml::ArrayView o = to_view(out, function, "out");
     std::shared_lock<std::shared_mutex> lock(est->mutex);
     (estimator.*method)(context, x, o);
@@ -453,6 +505,36 @@ gpuml_status_t gpuml_estimator_fit(gpuml_context_t ctx, gpuml_estimator_t est, c
     std::unique_lock<std::shared_mutex> lock(est->mutex);
     estimator.fit(context, x, y != nullptr ? &y_view : nullptr, sample_weight != nullptr ? &weight_view : nullptr);
   });
+}
+
+gpuml_status_t gpuml_estimator_fit_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X,
+                                          const gpuml_array_t* y, const gpuml_array_t* sample_weight) {
+  const char* function = "gpuml_estimator_fit_sparse";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    const gpuml::SparseView x = to_sparse_view(X, function, "X");
+    gpuml::ArrayView y_view, weight_view;
+    if (y != nullptr) y_view = to_view(y, function, "y");
+    if (sample_weight != nullptr) weight_view = to_view(sample_weight, function, "sample_weight");
+    std::unique_lock<std::shared_mutex> lock(est->mutex);
+    estimator.fit_sparse(context, x, y != nullptr ? &y_view : nullptr, sample_weight != nullptr ? &weight_view : nullptr);
+  });
+}
+
+gpuml_status_t gpuml_estimator_predict_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X,
+                                              gpuml_array_t* out) {
+  return apply_sparse("gpuml_estimator_predict_sparse", &gpuml::Estimator::predict_sparse, ctx, est, X, out);
+}
+
+gpuml_status_t gpuml_estimator_transform_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X,
+                                                gpuml_array_t* out) {
+  return apply_sparse("gpuml_estimator_transform_sparse", &gpuml::Estimator::transform_sparse, ctx, est, X, out);
+}
+
+gpuml_status_t gpuml_estimator_predict_proba_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X,
+                                                    gpuml_array_t* out) {
+  return apply_sparse("gpuml_estimator_predict_proba_sparse", &gpuml::Estimator::predict_proba_sparse, ctx, est, X, out);
 }
 
 gpuml_status_t gpuml_estimator_warm_start_from(gpuml_estimator_t est, gpuml_estimator_t previous) {

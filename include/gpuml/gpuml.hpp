@@ -6,6 +6,7 @@
 #include "gpuml/core/dtype.hpp"
 #include "gpuml/core/error.hpp"
 #include "gpuml/core/estimator.hpp"
+#include "gpuml/core/sparse.hpp"
 #include "gpuml/decomposition/pca.hpp"
 #include "gpuml/decomposition/truncated_svd.hpp"
 #include "gpuml/ensemble/random_forest.hpp"

@@ -24,6 +24,19 @@ void Estimator::transform(Context&, const ArrayView&, const ArrayView&) const {
 void Estimator::predict_proba(Context&, const ArrayView&, const ArrayView&) const {
   throw_error(ErrorCode::unsupported, std::string(kind()) + " has no predict_proba");
 }
+bool Estimator::accepts_sparse() const { return false; }
+namespace {
+[[noreturn]] void no_sparse(const Estimator& e, const char* method) {
+  throw_error(ErrorCode::unsupported, std::string(e.kind()) + "." + method +
+                                          ": sparse input is not supported for it yet (pass a dense array)");
+}
+}  // namespace
+void Estimator::fit_sparse(Context&, const SparseView&, const ArrayView*, const ArrayView*) { no_sparse(*this, "fit"); }
+void Estimator::predict_sparse(Context&, const SparseView&, const ArrayView&) const { no_sparse(*this, "predict"); }
+void Estimator::transform_sparse(Context&, const SparseView&, const ArrayView&) const { no_sparse(*this, "transform"); }
+void Estimator::predict_proba_sparse(Context&, const SparseView&, const ArrayView&) const {
+  no_sparse(*this, "predict_proba");
+}
 void Estimator::warm_start_from(const Estimator&) {
   throw_error(ErrorCode::unsupported, std::string(kind()) + " has no warm start from another estimator");
 }

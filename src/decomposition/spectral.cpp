@@ -156,9 +156,46 @@ RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int
   return out;
 }
 
+namespace {
+
+// A dense A in the backend's memory, through the backend's products.
 template <typename T>
-RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
-                        int64_t n_oversamples, int64_t n_iter, uint64_t seed) {
+class DenseProducts final : public MatrixProducts<T> {
+ public:
+  DenseProducts(LinearBackend<T>& backend, const T* A, int64_t n, int64_t d) : backend_(backend), A_(A), n_(n), d_(d) {}
+  void times(const T* M_host, int64_t t, T* out) override { backend_.predict(A_, n_, d_, M_host, nullptr, t, out); }
+  void transpose_times(const T* B, int64_t t, double* cross_host) override { backend_.cross(A_, B, n_, d_, t, cross_host); }
+
+ private:
+  LinearBackend<T>& backend_;
+  const T* A_;
+  int64_t n_, d_;
+};
+
+// A Mᵀ (n x t, a new buffer in the backend's memory) for M_host t x d.
+template <typename T>
+Buffer product(Context& ctx, MatrixProducts<T>& A, int64_t n, const Matrix& M) {
+  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * M.rows(), 1)) * sizeof(T));
+  const std::vector<T> coef = to_type<T>(M);
+  A.times(coef.data(), M.rows(), out.as<T>());
+  return out;
+}
+
+// An orthonormal basis Qd (d x r) of the columns of AᵀQ, and R of that QR (r x r).
+template <typename T>
+Matrix feature_basis(MatrixProducts<T>& A, const T* Q, int64_t d, int64_t r, Matrix* R = nullptr) {
+  Matrix Z(d, r);
+  A.transpose_times(Q, r, Z.data());
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr(Z);
+  if (R != nullptr) *R = qr.matrixQR().topRows(r).triangularView<Eigen::Upper>();
+  return qr.householderQ() * Eigen::MatrixXd::Identity(d, r);
+}
+
+}  // namespace
+
+template <typename T>
+RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
+                        int64_t count, int64_t n_oversamples, int64_t n_iter, uint64_t seed, double tolerance) {
   // More test vectors than min(n, d) add nothing: that many already span A's range.
   // (Summed after the cap: no int64 overflow whatever n_oversamples is.)
   const int64_t columns = std::min(count + std::min(n_oversamples, std::min(n, d)), std::min(n, d));
@@ -171,17 +208,28 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int
     omega_t.data()[i] = radius * std::cos(angle);
     if (i + 1 < omega_t.size()) omega_t.data()[i + 1] = radius * std::sin(angle);
   }
-  Buffer Y = multiply(ctx, backend, A, n, d, Matrix(omega_t.transpose()));
+  Buffer Y = product(ctx, A, n, omega_t);
   int64_t c = columns, r = 0;
+  Matrix leading;  // tolerance > 0: the previous iteration's `count` leading Ritz vectors (d x count)
   for (int64_t it = 0; it < n_iter; ++it) {
     Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r);
     if (r == 0) break;
-    Matrix Z(d, r);  // AᵀQ, then an orthonormal basis of its columns
-    backend.cross(A, Q.as<const T>(), n, d, r, Z.data());
-    Eigen::HouseholderQR<Eigen::MatrixXd> qr(Z);
-    const Matrix Qd = qr.householderQ() * Eigen::MatrixXd::Identity(d, r);
-    Y = multiply(ctx, backend, A, n, d, Qd);
+    Matrix R;
+    const Matrix Qd = feature_basis(A, Q.as<const T>(), d, r, tolerance > 0 ? &R : nullptr);
+    Y = product(ctx, A, n, Matrix(Qd.transpose()));
     c = r;
+    if (tolerance > 0 && r >= count) {
+      // Run to convergence: the Ritz vectors of the `count` largest values (AᵀQ = Qd R, so
+      // Qd times R's left singular vectors) stop moving: the sine of the largest principal angle
+      // between this iteration's span and the last one's is at most `tolerance`.
+      Eigen::JacobiSVD<Eigen::MatrixXd> small(R, Eigen::ComputeThinU);
+      const Matrix current = Qd * small.matrixU().leftCols(count);
+      if (leading.size() > 0) {
+        const Matrix residual = current - leading * (leading.transpose() * current);
+        if (residual.colwise().norm().maxCoeff() <= tolerance) break;
+      }
+      leading = current;
+    }
   }
   // The last half step lands on the feature side: Qd (d x r) an orthonormal basis of AᵀQ, whose
   // span holds the right singular vectors that the SVD of QᵀA would give; the SVD of A Qd then
@@ -192,11 +240,8 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int
   out.d = d;
   Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r);
   if (r > 0) {
-    Matrix Z(d, r);  // AᵀQ
-    backend.cross(A, Q.as<const T>(), n, d, r, Z.data());
-    Eigen::HouseholderQR<Eigen::MatrixXd> qr(Z);
-    const Matrix Qd = qr.householderQ() * Eigen::MatrixXd::Identity(d, r);
-    Buffer B = multiply(ctx, backend, A, n, d, Qd);  // A Qd (n x r)
+    const Matrix Qd = feature_basis(A, Q.as<const T>(), d, r);
+    Buffer B = product(ctx, A, n, Matrix(Qd.transpose()));  // A Qd (n x r)
     RightSvd small = exact_svd(ctx, backend, B.as<T>(), n, r);  // s and Wᵀ (min(n, r) x r)
     out.count = small.count;
     out.s = small.s;
@@ -205,6 +250,13 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int
   }
   truncate_svd(out, count);
   return out;
+}
+
+template <typename T>
+RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
+                        int64_t n_oversamples, int64_t n_iter, uint64_t seed) {
+  DenseProducts<T> products(backend, A, n, d);
+  return randomized_svd(ctx, backend, products, n, d, count, n_oversamples, n_iter, seed, 0.0);
 }
 
 template <typename T>
@@ -327,6 +379,10 @@ template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, const f
                                         int64_t, uint64_t);
 template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, const double*, int64_t, int64_t, int64_t,
                                          int64_t, int64_t, uint64_t);
+template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, MatrixProducts<float>&, int64_t, int64_t,
+                                        int64_t, int64_t, int64_t, uint64_t, double);
+template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, MatrixProducts<double>&, int64_t, int64_t,
+                                         int64_t, int64_t, int64_t, uint64_t, double);
 template double squared_norm<float>(LinearBackend<float>&, const float*, int64_t, int64_t);
 template double squared_norm<double>(LinearBackend<double>&, const double*, int64_t, int64_t);
 

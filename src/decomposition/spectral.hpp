@@ -10,6 +10,7 @@
 
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
+#include "core/sparse_backend.hpp"
 #include "linear_model/linear_backend.hpp"
 
 namespace gpuml::detail {
@@ -38,6 +39,13 @@ inline constexpr int64_t kMaxOversamples = int64_t{1} << 53;
 template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
                         int64_t n_oversamples, int64_t n_iter, uint64_t seed);
+// The same over A seen only through its products (a sparse X, say: core/sparse_backend.hpp);
+// the backend does the dense work on the blocks. tolerance > 0: run to convergence, n_iter
+// being the cap: stop once the span of the `count` leading Ritz vectors moves by at most
+// `tolerance` (the sine of the largest principal angle) in an iteration ("arpack" on sparse X).
+template <typename T>
+RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
+                        int64_t count, int64_t n_oversamples, int64_t n_iter, uint64_t seed, double tolerance);
 
 // scikit-learn's svd_flip(u_based_decision=False): each row of Vt is negated when its entry of
 // largest magnitude (the first such, on ties) is negative.

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "core/distributed.hpp"
 #include "core/param_table.hpp"
@@ -51,6 +53,33 @@ const detail::ParamTable<TruncatedSVDParams>& params_table() {
   return table;
 }
 
+// scikit-learn's rules and messages: ARPACK (scipy's svds) finds fewer than min(n_samples,
+// n_features) triplets; the randomized SVD at most n_features.
+void check_n_components(const TruncatedSVDParams& params, int64_t n, int64_t d) {
+  const int64_t k = params.n_components;
+  GPUML_EXPECT(n >= 2, "TruncatedSVD needs at least 2 samples (explained_variance_ratio_ divides by the variance of X), "
+                       "got n_samples=" + std::to_string(n));
+  if (params.algorithm == "arpack")
+    GPUML_EXPECT(k < std::min(n, d), "TruncatedSVD: `k` must be an integer satisfying `0 < k < min(A.shape)`. "
+                                     "(algorithm='arpack': n_components=" + std::to_string(k) +
+                                         ", min(n_samples, n_features)=" + std::to_string(std::min(n, d)) + ")");
+  GPUML_EXPECT(k <= d, "TruncatedSVD: n_components(" + std::to_string(k) + ") must be <= n_features(" +
+                           std::to_string(d) + ").");
+}
+
+// The variances of the k columns of P = X Vᵀ (n x k, the backend's memory), ddof = 0: P's
+// column means, then the squared norms of the centered copy (no cancellation in T).
+template <typename T>
+std::vector<double> column_variances(Context& ctx, detail::LinearBackend<T>& backend, const T* P, int64_t n, int64_t k) {
+  std::vector<double> mean(static_cast<std::size_t>(k)), G(static_cast<std::size_t>(k * k)), variance;
+  backend.weighted_means(P, n, k, nullptr, mean.data());
+  Buffer centered(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
+  backend.center_scale(P, n, k, mean.data(), nullptr, centered.as<T>());
+  backend.gram(centered.as<const T>(), nullptr, n, k, 0, G.data(), nullptr);
+  for (int64_t i = 0; i < k; ++i) variance.push_back(G[i * k + i] / static_cast<double>(n));
+  return variance;
+}
+
 }  // namespace
 
 TruncatedSVD::TruncatedSVD(TruncatedSVDParams params) : params_(std::move(params)) { params_table().check(params_); }
@@ -82,16 +111,7 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
   for (const detail::RankField& f : params_table().rank_fields(params_)) fields.push_back(f);
   const detail::RowCounts rows = detail::agree_on_every_rank(comm, "TruncatedSVD", local_n, fields);
   const int64_t n = rows.total;
-  GPUML_EXPECT(n >= 2, "TruncatedSVD needs at least 2 samples (explained_variance_ratio_ divides by the variance of X), "
-                       "got n_samples=" + std::to_string(n));
-  // scikit-learn's rules and messages: ARPACK (scipy's svds) finds fewer than min(n_samples,
-  // n_features) triplets; the randomized SVD at most n_features.
-  if (params_.algorithm == "arpack")
-    GPUML_EXPECT(k < std::min(n, d), "TruncatedSVD: `k` must be an integer satisfying `0 < k < min(A.shape)`. "
-                                     "(algorithm='arpack': n_components=" + std::to_string(k) +
-                                         ", min(n_samples, n_features)=" + std::to_string(std::min(n, d)) + ")");
-  GPUML_EXPECT(k <= d, "TruncatedSVD: n_components(" + std::to_string(k) + ") must be <= n_features(" +
-                           std::to_string(d) + ").");
+  check_n_components(params_, n, d);
 
   detail::RightSvd svd;
   std::vector<double> variance(static_cast<std::size_t>(k));
@@ -167,6 +187,98 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
   singular_values_ = detail::host_array(dtype, svd.s);
   n_features_in_ = detail::host_int64(d);
   return *this;
+}
+
+void TruncatedSVD::fit_sparse(Context& ctx, const SparseView& X, const ArrayView* /*y*/, const ArrayView* sample_weight) {
+  GPUML_EXPECT(sample_weight == nullptr, "TruncatedSVD.fit takes no sample_weight");
+  if (ctx.comm().size() > 1)
+    throw_error(ErrorCode::unsupported, "TruncatedSVD: sparse X over several ranks is not written yet");
+  const int64_t n = X.rows(), d = X.cols(), k = params_.n_components;
+  GPUML_EXPECT(n >= 1 && d >= 1, "X (sparse matrix) has shape (" + std::to_string(n) + ", " + std::to_string(d) +
+                                     "): at least 1 sample and 1 feature are required");
+  check_n_components(params_, n, d);
+  const DType dtype = X.dtype == DType::float32 ? DType::float32 : DType::float64;
+  detail::Trace trace(ctx, "TruncatedSVD (sparse)");
+  detail::RightSvd svd;
+  std::vector<double> variance;
+  double total_variance = 0.0;
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto A = detail::make_sparse_matrix<T>(ctx, X, "X");
+    auto backend = detail::make_linear_backend<T>(ctx);
+    trace.mark("check and canonicalize X");
+    const uint64_t seed = params_.random_state.value_or(ctx.seed());
+    if (params_.algorithm == "randomized") {
+      svd = detail::randomized_svd(ctx, *backend, *A, n, d, k, params_.n_oversamples, params_.n_iter, seed, 0.0);
+    } else {
+      // "arpack" (and "full"): the subspace iteration run until the k leading right singular
+      // vectors stop moving, over a block of 2k + 10 vectors (converging at the rate
+      // (s_{2k+11} / s_k)² per iteration; the whole space, hence exact at once, when that is
+      // min(n, d)). The angle tolerance: scikit-learn's `tol` when set, else ~1e-2 sqrt(eps),
+      // where the vectors' own rounding starts to show.
+      const double tolerance = params_.tol > 0 ? params_.tol : 1e-2 * std::sqrt(std::numeric_limits<T>::epsilon());
+      svd = detail::randomized_svd(ctx, *backend, *A, n, d, k, k + 10, 10000, seed, tolerance);
+    }
+    detail::svd_flip_rows(svd);
+    trace.mark("svd");
+    // explained_variance_: the columns of X Vᵀ; the total: Σ_j E[x_j²] − E[x_j]² from X's column
+    // sums and sums of squares (what scikit-learn's mean_variance_axis gives).
+    Buffer projected(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
+    const std::vector<T> coef(svd.Vt.begin(), svd.Vt.end());
+    A->times(coef.data(), k, projected.as<T>());
+    variance = column_variances(ctx, *backend, projected.as<const T>(), n, k);
+    std::vector<double> sums(static_cast<std::size_t>(d)), squares(static_cast<std::size_t>(d));
+    A->column_moments(sums.data(), squares.data());
+    for (int64_t j = 0; j < d; ++j) {
+      const double mean = sums[j] / static_cast<double>(n);
+      total_variance += std::max(squares[j] / static_cast<double>(n) - mean * mean, 0.0);
+    }
+    trace.mark("variances");
+  });
+  std::vector<double> ratio;
+  for (double v : variance) ratio.push_back(total_variance > 0 ? v / total_variance : 0.0);
+  detail::expect_finite_in(dtype, {&variance, &svd.s}, {},
+                           "TruncatedSVD: explained_variance_ or singular_values_ overflow " +
+                               std::string(dtype_name(dtype)) + ": X's values are too large");
+  components_ = detail::host_array(dtype, svd.Vt, k, d);
+  explained_variance_ = detail::host_array(dtype, variance);
+  explained_variance_ratio_ = detail::host_array(dtype, ratio);
+  singular_values_ = detail::host_array(dtype, svd.s);
+  n_features_in_ = detail::host_int64(d);
+}
+
+void TruncatedSVD::transform_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  require_fitted();
+  const int64_t k = components_.spec().shape[0], d = components_.spec().shape[1], n = X.rows();
+  GPUML_EXPECT(X.cols() == d, "X has " + std::to_string(X.cols()) + " features, but TruncatedSVD is expecting " +
+                                  std::to_string(d) + " features as input");
+  // Computed in the model's dtype, as the dense transform (X's values are converted once).
+  const DType dtype = components_.dtype();
+  GPUML_EXPECT(X.dtype == dtype || !X.device.is_cuda(),
+               "TruncatedSVD.transform: sparse X on the device must have the model's dtype (" +
+                   std::string(dtype_name(dtype)) + ")");
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    SparseHostMatrix converted;
+    SparseView input = X;
+    if (X.dtype != dtype) {  // a host copy in the model's dtype (the view is checked in make_sparse_matrix)
+      const SparseHostMatrix canonical = canonicalize(ctx, X, "X");
+      const SparseView c = canonical.view();
+      converted = SparseHostMatrix(c.format, dtype, c.index_dtype, c.rows(), c.cols(), c.nnz);
+      std::memcpy(converted.indptr(), c.indptr, dtype_size(c.index_dtype) * static_cast<std::size_t>(c.major() + 1));
+      std::memcpy(converted.indices(), c.indices, dtype_size(c.index_dtype) * static_cast<std::size_t>(c.nnz));
+      detail::with_float_type(c.dtype, [&](auto from) {
+        std::copy_n(static_cast<const decltype(from)*>(c.values), c.nnz, static_cast<T*>(converted.values()));
+      });
+      input = converted.view();
+    }
+    auto A = detail::make_sparse_matrix<T>(ctx, input, "X");
+    const std::vector<double> components = detail::host_values(components_);
+    const std::vector<T> coef(components.begin(), components.end());
+    Buffer result(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
+    A->times(coef.data(), k, result.as<T>());
+    detail::write_output(ctx, make_view(result.data(), dtype, ctx.device(), n, k), out, "transformed X");
+  });
 }
 
 void TruncatedSVD::fit(Context& ctx, const ArrayView& X, const ArrayView* /*y*/, const ArrayView* sample_weight) {

@@ -569,6 +569,130 @@ static void check_pagerank(gpuml_context_t ctx) {
                GPUML_ERROR_INVALID_ARGUMENT, "ranks_out");
 }
 
+/* ---- sparse X (ABI version 2): TruncatedSVD on a CSR matrix against the same matrix dense, the
+ * descriptor's bad-input matrix, and an estimator without sparse support ---- */
+static void check_sparse(gpuml_context_t ctx) {
+  enum { N = 40, D = 12, K = 3 };
+  int64_t indptr[N + 1], indices[N * D + N], saved;
+  double values[N * D + N], dense[N * D], s_sparse[K], s_dense[K], t_sparse[N * K], t_dense[N * K], v;
+  int64_t i, j, nnz = 0, shape[2] = {K, 0};
+  int32_t dtype = 0, ndim = 0;
+  gpuml_estimator_t est = NULL, dense_est = NULL, kmeans = NULL;
+  gpuml_sparse_t X;
+  gpuml_array_t dense_X = matrix(dense, GPUML_FLOAT64, N, D), out;
+  double worst = 0.0, scale = 0.0;
+
+  memset(dense, 0, sizeof dense);
+  indptr[0] = 0;
+  for (i = 0; i < N; ++i) {
+    for (j = D - 1; j >= 0; --j) { /* indices in decreasing order: unsorted */
+      if (uniform01() < 0.6) continue;
+      v = roughly_normal();
+      indices[nnz] = j;
+      values[nnz++] = v;
+      dense[i * D + j] += v;
+    }
+    if (i % 5 == 0 && nnz > indptr[i]) { /* a duplicate of the row's first entry */
+      indices[nnz] = indices[indptr[i]];
+      v = roughly_normal();
+      values[nnz++] = v;
+      dense[i * D + indices[indptr[i]]] += v;
+    }
+    indptr[i + 1] = nnz;
+  }
+  memset(&X, 0, sizeof X);
+  X.format = GPUML_SPARSE_CSR;
+  X.dtype = GPUML_FLOAT64;
+  X.index_dtype = GPUML_INT64;
+  X.device_type = GPUML_DEVICE_CPU;
+  X.shape[0] = N;
+  X.shape[1] = D;
+  X.nnz = nnz;
+  X.indptr = indptr;
+  X.indices = indices;
+  X.values = values;
+
+  CHECK_OK(gpuml_estimator_create("truncated_svd", "{\"n_components\": 3, \"algorithm\": \"arpack\"}", &est));
+  CHECK_OK(gpuml_estimator_create("truncated_svd", "{\"n_components\": 3, \"algorithm\": \"arpack\"}", &dense_est));
+  CHECK_OK(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL));
+  CHECK_OK(gpuml_estimator_fit(ctx, dense_est, &dense_X, NULL, NULL));
+  out = vector(s_sparse, GPUML_FLOAT64, K);
+  CHECK_OK(gpuml_estimator_get_attribute(ctx, est, "singular_values_", &out));
+  out = vector(s_dense, GPUML_FLOAT64, K);
+  CHECK_OK(gpuml_estimator_get_attribute(ctx, dense_est, "singular_values_", &out));
+  /* The converged subspace iteration and the exact SVD: within 1e-8 relative. */
+  for (i = 0; i < K; ++i) CHECK(absolute(s_sparse[i] - s_dense[i]) <= 1e-8 * s_dense[0]);
+  CHECK_OK(gpuml_estimator_output_shape(est, "transform", N, &dtype, &ndim, shape));
+  CHECK(ndim == 2 && shape[0] == N && shape[1] == K);
+  out = matrix(t_sparse, GPUML_FLOAT64, N, K);
+  CHECK_OK(gpuml_estimator_transform_sparse(ctx, est, &X, &out));
+  out = matrix(t_dense, GPUML_FLOAT64, N, K);
+  CHECK_OK(gpuml_estimator_transform(ctx, dense_est, &dense_X, &out));
+  for (i = 0; i < N * K; ++i) {
+    worst = absolute(t_sparse[i] - t_dense[i]) > worst ? absolute(t_sparse[i] - t_dense[i]) : worst;
+    scale = absolute(t_dense[i]) > scale ? absolute(t_dense[i]) : scale;
+  }
+  CHECK(worst <= 1e-6 * scale); /* components within ~1e-7: the values' scale times that */
+
+  /* The descriptor's bad-input matrix: each a named INVALID_ARGUMENT, the model kept. */
+  out = matrix(t_sparse, GPUML_FLOAT64, N, K);
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, NULL, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "X");
+  EXPECT_ERROR(gpuml_estimator_transform_sparse(ctx, est, NULL, &out), GPUML_ERROR_INVALID_ARGUMENT, "X");
+  X.format = 7;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "format");
+  X.format = GPUML_SPARSE_CSR;
+  X.dtype = GPUML_INT32;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "dtype");
+  X.dtype = GPUML_FLOAT64;
+  X.index_dtype = GPUML_FLOAT32;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "index_dtype");
+  X.index_dtype = GPUML_INT64;
+  X.reserved = 1;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "reserved");
+  X.reserved = 0;
+  X.nnz = -1;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "nnz");
+  X.nnz = nnz + 1;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "nnz|indptr");
+  X.nnz = nnz;
+  X.shape[0] = -2;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "shape");
+  X.shape[0] = N;
+  X.indptr = NULL;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "indptr");
+  X.indptr = indptr;
+  indptr[0] = 1;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "indptr");
+  indptr[0] = 0;
+  saved = indptr[N / 2];
+  indptr[N / 2] = nnz + 5;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "indptr");
+  indptr[N / 2] = saved;
+  saved = indices[1];
+  indices[1] = D;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "indices");
+  EXPECT_ERROR(gpuml_estimator_transform_sparse(ctx, est, &X, &out), GPUML_ERROR_INVALID_ARGUMENT, "indices");
+  indices[1] = -1;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "indices");
+  indices[1] = saved;
+  v = values[2];
+  values[2] = 0.0 / 0.0;
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, est, &X, NULL, NULL), GPUML_ERROR_INVALID_ARGUMENT, "values|NaN");
+  values[2] = v;
+  /* the model is the first fit's still */
+  out = vector(s_dense, GPUML_FLOAT64, K);
+  CHECK_OK(gpuml_estimator_get_attribute(ctx, est, "singular_values_", &out));
+  for (i = 0; i < K; ++i) CHECK(s_dense[i] == s_sparse[i]);
+
+  /* An estimator without sparse support: UNSUPPORTED, naming it. */
+  CHECK_OK(gpuml_estimator_create("kmeans", "{\"n_clusters\": 2}", &kmeans));
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, kmeans, &X, NULL, NULL), GPUML_ERROR_UNSUPPORTED, "kmeans");
+  EXPECT_ERROR(gpuml_estimator_predict_sparse(ctx, kmeans, &X, &out), GPUML_ERROR_UNSUPPORTED, "kmeans");
+  CHECK_OK(gpuml_estimator_free(kmeans));
+  CHECK_OK(gpuml_estimator_free(est));
+  CHECK_OK(gpuml_estimator_free(dense_est));
+}
+
 int main(void) {
   uint64_t seed;
   const char* seed_text = getenv("GPUML_TEST_SEED");
@@ -1080,6 +1204,7 @@ int main(void) {
   check_pca(ctx, &p);
   check_set_attribute(ctx, &p);
   check_pagerank(ctx);
+  check_sparse(ctx);
 
   free_attributes(attributes);
   CHECK_OK(gpuml_estimator_free(est));

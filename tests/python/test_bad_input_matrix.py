@@ -161,6 +161,25 @@ def one_sample_error(spec):
     return None
 
 
+def takes_sparse(spec):
+    return getattr(spec.make, "_gpuml_accepts_sparse", False)
+
+
+def sparse_error(spec):
+    # Estimators that take sparse X fit it; the others raise scikit-learn's TypeError.
+    return None if takes_sparse(spec) else TypeError
+
+
+def bad_csr(X, part, index, value):
+    """X as CSR with one entry of its indptr, indices or data replaced (a broken structure)."""
+    good = scipy.sparse.csr_matrix(X)
+    arrays = {"indptr": good.indptr.copy(), "indices": good.indices.copy(), "data": good.data.copy()}
+    arrays[part][index] = value(arrays[part]) if callable(value) else value
+    bad = scipy.sparse.csr_matrix(X.shape, dtype=X.dtype)
+    bad.indptr, bad.indices, bad.data = arrays["indptr"], arrays["indices"], arrays["data"]
+    return bad
+
+
 def one_feature_error(spec):
     return ValueError if decomposition(spec) else None
 
@@ -201,8 +220,20 @@ ROWS = [
      lambda b: b.fit(np.where(np.arange(b.data["X"].size).reshape(b.data["X"].shape) == 5, None,
                               b.data["X"]).astype(object))),
     ("integer X (converted)", any_kind, None, "fitted", lambda b: b.fit_apply(np.rint(4 * b.data["X"]).astype(np.int32))),
-    ("sparse X (dense data required)", any_kind, TypeError, "fitted",
-     lambda b: b.fit(scipy.sparse.csr_matrix(b.data["X"]))),
+    ("sparse X (dense data required unless taken)", any_kind, sparse_error, "fitted",
+     lambda b: b.fit_apply(scipy.sparse.csr_matrix(b.data["X"]))),
+    ("sparse X: indptr decreasing", takes_sparse, ValueError, "fitted",
+     lambda b: b.fit(bad_csr(b.data["X"], "indptr", 3, lambda p: p[5] + 1))),
+    ("sparse X: indptr[0] != 0", takes_sparse, ValueError, "fitted",
+     lambda b: b.fit(bad_csr(b.data["X"], "indptr", 0, 1))),
+    ("sparse X: index out of range", takes_sparse, ValueError, "fitted",
+     lambda b: b.fit(bad_csr(b.data["X"], "indices", 2, b.data["X"].shape[1]))),
+    ("sparse X: negative index", takes_sparse, ValueError, "fitted",
+     lambda b: b.fit(bad_csr(b.data["X"], "indices", 2, -1))),
+    ("sparse X: NaN value", takes_sparse, ValueError, "fitted",
+     lambda b: b.fit(bad_csr(b.data["X"], "data", 1, np.nan))),
+    ("sparse X: NaN value (transform)", takes_sparse, ValueError, "fitted",
+     lambda b: b.apply(bad_csr(b.test["X"], "data", 1, np.nan))),
     ("non-C-contiguous X (converted)", any_kind, None, "fitted",
      lambda b: b.fit_apply(np.asfortranarray(b.data["X"]))),
     ("predict before fit", any_kind, NotFittedError, "fresh", lambda b: b.apply()),

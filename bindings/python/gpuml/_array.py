@@ -293,3 +293,101 @@ def _device_descriptor(array, device_id):
     data = cai["data"][0]
     _fill(desc, data if data else None, _NUMPY_TO_GPUML[dtype], shape, elements)
     return desc, array
+
+
+# -- sparse matrices (gpuml_sparse_t) --------------------------------------------------------
+# SciPy CSR / CSC (host), CuPy sparse CSR / CSC and torch sparse CSR / CSC tensors (device or
+# host): zero-copy views of their indptr, indices and values.
+
+
+def _is_cupy_sparse(obj):
+    cupyx_sparse = sys.modules.get("cupyx.scipy.sparse")
+    return cupyx_sparse is not None and cupyx_sparse.issparse(obj)
+
+
+def _torch_sparse_layout(obj):
+    """"csr", "csc", another layout name for other sparse torch tensors, or None (dense / not torch)."""
+    if not _is_torch_tensor(obj):
+        return None
+    import torch
+
+    layouts = {torch.sparse_csr: "csr", torch.sparse_csc: "csc", torch.sparse_coo: "coo"}
+    return layouts.get(obj.layout, None if obj.layout == torch.strided else str(obj.layout))
+
+
+def is_sparse(obj):
+    """True for SciPy, CuPy and torch sparse matrices."""
+    from scipy import sparse
+
+    return sparse.issparse(obj) or _is_cupy_sparse(obj) or _torch_sparse_layout(obj) is not None
+
+
+def is_device_sparse(obj):
+    """True for sparse matrices in device memory (CuPy's, torch's on CUDA)."""
+    if _is_cupy_sparse(obj):
+        return True
+    return _torch_sparse_layout(obj) is not None and obj.device.type == "cuda"
+
+
+def sparse_kind(obj):
+    """The ArrayKind of a sparse matrix: where dense outputs of it are made."""
+    if _is_cupy_sparse(obj):
+        return ArrayKind("cupy", True, obj.data.device.id)
+    return ArrayKind.of(obj)
+
+
+def sparse_parts(obj):
+    """(format "csr"/"csc", shape, indptr, indices, values) of a CSR or CSC matrix of any library."""
+    layout = _torch_sparse_layout(obj)
+    if layout is not None:
+        if layout == "csr":
+            return "csr", tuple(obj.shape), obj.crow_indices(), obj.col_indices(), obj.values()
+        if layout == "csc":
+            return "csc", tuple(obj.shape), obj.ccol_indices(), obj.row_indices(), obj.values()
+        raise TypeError(f"gpuml takes torch sparse CSR or CSC tensors, got layout {obj.layout}")
+    if obj.format not in ("csr", "csc"):
+        raise TypeError(f"gpuml takes CSR or CSC sparse matrices, got format {obj.format!r}")
+    return obj.format, tuple(obj.shape), obj.indptr, obj.indices, obj.data
+
+
+def sparse_descriptor(X, device_id=0):
+    """A gpuml_sparse_t over a CSR / CSC matrix (values float32 or float64), zero-copy where its
+    arrays are contiguous and indptr and indices share an int32 / int64 dtype (else converted).
+    Returns (descriptor, keepalive)."""
+    fmt, shape, indptr, indices, values = sparse_parts(X)
+    desc = _lib.gpuml_sparse_t()
+    desc.format = _lib.SPARSE_CSR if fmt == "csr" else _lib.SPARSE_CSC
+    desc.shape[0], desc.shape[1] = shape
+    if is_device_sparse(X):
+        if _is_torch_tensor(values):
+            index_dtype = np.dtype(np.int64) if indptr.dtype != indices.dtype else device_dtype(indices)
+            parts = [t.contiguous() for t in (indptr, indices, values)]
+            if device_dtype(parts[0]) != index_dtype:
+                parts[0], parts[1] = device_astype(parts[0], index_dtype), device_astype(parts[1], index_dtype)
+            pointers = [t.data_ptr() for t in parts]
+            device_id = values.device.index or 0
+        else:
+            index_dtype = np.result_type(indptr.dtype, indices.dtype)
+            parts = [device_astype(indptr, index_dtype), device_astype(indices, index_dtype), device_astype(values, values.dtype)]
+            pointers = [p.data.ptr for p in parts]
+        value_dtype = device_dtype(parts[2])
+        desc.device_type = _lib.DEVICE_CUDA
+        desc.device_id = device_id
+    else:
+        index_dtype = np.result_type(indptr.dtype, indices.dtype)
+        parts = [np.ascontiguousarray(indptr, dtype=index_dtype), np.ascontiguousarray(indices, dtype=index_dtype),
+                 np.ascontiguousarray(values)]
+        pointers = [p.ctypes.data if p.size else None for p in parts]
+        value_dtype = parts[2].dtype
+        desc.device_type = _lib.DEVICE_CPU
+        desc.device_id = 0
+    if np.dtype(index_dtype) not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise ValueError(f"gpuml takes int32 or int64 sparse indices, got {np.dtype(index_dtype)}")
+    if np.dtype(value_dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"gpuml takes float32 or float64 sparse values, got {np.dtype(value_dtype)}")
+    desc.dtype = _NUMPY_TO_GPUML[np.dtype(value_dtype)]
+    desc.index_dtype = _NUMPY_TO_GPUML[np.dtype(index_dtype)]
+    desc.reserved = 0
+    desc.nnz = int(parts[1].shape[0])
+    desc.indptr, desc.indices, desc.values = pointers
+    return desc, parts

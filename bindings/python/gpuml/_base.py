@@ -12,7 +12,10 @@ An estimator subclass declares
   model is checked: shape, finite values). Other attributes are copies for reading: changing them
   changes no output and is not kept by pickling;
 - ``_gpuml_params(self, X)``: the JSON parameter object for the C ABI (called at fit, when the
-  scikit-learn parameters are final), built from ``get_params()``.
+  scikit-learn parameters are final), built from ``get_params()``;
+- ``_gpuml_accepts_sparse``: True for estimators whose C side takes sparse X (CSR / CSC:
+  SciPy's, CuPy's, torch's); their scikit-learn tag ``input_tags.sparse`` is then True. Others
+  refuse sparse X with scikit-learn's TypeError. Sparse X is never densified here.
 
 Every ``fit`` (and ``fit_transform``, ``fit_predict``, ``partial_fit``) of a subclass is wrapped
 (``__init_subclass__``) so that a call that raises leaves the estimator exactly as it was:
@@ -110,10 +113,12 @@ class EstimatorHandle:
         _lib.check(_lib.lib.gpuml_estimator_get_params(self.handle, ctypes.byref(text)))
         return json.loads(text.value.decode("utf-8"))
 
-    def fit(self, context, X, y=None, sample_weight=None):
-        """X, y, sample_weight: gpuml_array_t descriptors (y and sample_weight may be None)."""
+    def fit(self, context, X, y=None, sample_weight=None, sparse=False):
+        """X, y, sample_weight: gpuml_array_t descriptors (y and sample_weight may be None); X a
+        gpuml_sparse_t when `sparse`."""
+        function = _lib.lib.gpuml_estimator_fit_sparse if sparse else _lib.lib.gpuml_estimator_fit
         _lib.check(
-            _lib.lib.gpuml_estimator_fit(
+            function(
                 context.handle,
                 self.handle,
                 ctypes.byref(X),
@@ -132,9 +137,10 @@ class EstimatorHandle:
         )
         return dtype.value, tuple(shape[i] for i in range(ndim.value))
 
-    def apply(self, method, context, X, out):
-        """Runs predict / transform / predict_proba with descriptors X and out."""
-        function = getattr(_lib.lib, f"gpuml_estimator_{method}")
+    def apply(self, method, context, X, out, sparse=False):
+        """Runs predict / transform / predict_proba with descriptors X (gpuml_sparse_t when
+        `sparse`) and out."""
+        function = getattr(_lib.lib, f"gpuml_estimator_{method}_sparse" if sparse else f"gpuml_estimator_{method}")
         _lib.check(function(context.handle, self.handle, ctypes.byref(X), ctypes.byref(out)))
 
     def warm_start_from(self, previous):
@@ -212,6 +218,7 @@ class GpumlEstimator(BaseEstimator):
     _gpuml_kind = None
     _gpuml_attributes = ()
     _gpuml_settable = ()
+    _gpuml_accepts_sparse = False
     # Estimators whose parameters come from their C++ table (_params.py) name their scikit-learn
     # counterpart ("sklearn.cluster.KMeans"), how many leading parameters are positional, and the
     # values Python converts before the C ABI (e.g. {"init": [callable]}).
@@ -231,16 +238,24 @@ class GpumlEstimator(BaseEstimator):
     def _gpuml_params(self, X):
         raise NotImplementedError
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self._gpuml_accepts_sparse:
+            tags.input_tags.sparse = True
+        return tags
+
     def _json_params(self, **given):
         """The parameters as the C ABI's JSON (for estimators with a parameter table); `given`
         supplies values already converted (e.g. initial centers checked against X)."""
         return _params.json_params(self, self._gpuml_schema, **given)
 
     # -- devices and inputs ---------------------------------------------------------------
-    def _context_for(self, kind):
+    def _context_for(self, kind, sparse=False):
         """The context computing on an input of ArrayKind `kind` with this estimator's device."""
         device = check_device(self.device)
-        if device == "auto" and kind.is_device:
+        if device == "auto" and sparse:
+            device = "cpu"  # sparse products are written for the CPU only so far
+        elif device == "auto" and kind.is_device:
             device = f"cuda:{kind.device_id}"  # compute where the data already lives
         return get_context(device)
 
@@ -251,6 +266,8 @@ class GpumlEstimator(BaseEstimator):
         n_features_in_ and feature_names_in_). Device inputs are checked here without leaving
         the device; the C++ side checks their values for NaN and infinity.
         """
+        if self._gpuml_accepts_sparse and _array.is_sparse(X):
+            return self._prepare_sparse_X(X, reset=reset, dtype=dtype)
         kind = _array.ArrayKind.of(X)
         if not kind.is_device:
             X = validate_data(
@@ -259,6 +276,40 @@ class GpumlEstimator(BaseEstimator):
             return X, kind
         X = self._check_device_array(X, dtype=dtype, name="X")
         n_features = X.shape[1]
+        if reset:
+            self.n_features_in_ = n_features
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        elif n_features != self.n_features_in_:
+            raise ValueError(
+                f"X has {n_features} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        return X, kind
+
+    def _prepare_sparse_X(self, X, *, reset, dtype):
+        """Sparse X (estimators with _gpuml_accepts_sparse): SciPy matrices through validate_data
+        (CSR and CSC kept, other formats converted to CSR as scikit-learn does; NaN and infinity
+        refused there), device matrices checked here (values converted to a float dtype on the
+        device). Structure (indptr, indices) is checked by the C library, which names the problem."""
+        from scipy import sparse as sp
+
+        if sp.issparse(X):
+            X = validate_data(
+                self, X, reset=reset, dtype=list(dtype), accept_sparse=["csr", "csc"], accept_large_sparse=True
+            )
+            return X, _array.sparse_kind(X)
+        kind = _array.sparse_kind(X)
+        fmt, shape, _, _, values = _array.sparse_parts(X)
+        if len(shape) != 2:
+            raise ValueError(f"Expected 2D array, got {len(shape)}D sparse X of shape {shape}")
+        if shape[0] < 1 or shape[1] < 1:
+            raise ValueError(f"Found array with shape {shape}: a minimum of 1 sample and 1 feature is required.")
+        current = _array.device_dtype(values) if kind.is_device else np.dtype(values.dtype)
+        wanted = [np.dtype(d) for d in dtype]
+        if current not in wanted:
+            X = X.to(_array._torch_dtype(wanted[0])) if _array._is_torch_tensor(X) else X.astype(wanted[0])
+        n_features = shape[1]
         if reset:
             self.n_features_in_ = n_features
             if hasattr(self, "feature_names_in_"):
@@ -364,7 +415,8 @@ class GpumlEstimator(BaseEstimator):
         fitted attributes into this object. X (and y, sample_weight) are prepared arrays;
         `params` (the JSON parameters) defaults to ``self._gpuml_params(X)``. `previous` (an
         EstimatorHandle): a fitted model the fit continues (warm_start)."""
-        context = self._context_for(kind)
+        is_sparse = _array.is_sparse(X)
+        context = self._context_for(kind, sparse=is_sparse)
         params = self._gpuml_params(X) if params is None else params
         if "random_state" in params and getattr(self, "random_state", 0) is None and _n_ranks(context) > 1:
             # None over several ranks: each rank's NumPy RNG would draw its own seed, and the ranks
@@ -374,7 +426,7 @@ class GpumlEstimator(BaseEstimator):
         if previous is not None:
             handle.warm_start_from(previous)
         keep = []
-        X_desc, k = _array.descriptor(X, kind.device_id)
+        X_desc, k = (_array.sparse_descriptor if is_sparse else _array.descriptor)(X, kind.device_id)
         keep.append(k)
         y_desc = w_desc = None
         if y is not None:
@@ -384,7 +436,7 @@ class GpumlEstimator(BaseEstimator):
             w_desc, k = _array.descriptor(sample_weight, _array.ArrayKind.of(sample_weight).device_id)
             keep.append(k)
         kind.synchronize()
-        handle.fit(context, X_desc, y_desc, w_desc)
+        handle.fit(context, X_desc, y_desc, w_desc, sparse=is_sparse)
         self._gpuml_handle = handle
         self._read_fitted_attributes()
         return self
@@ -475,10 +527,11 @@ class GpumlEstimator(BaseEstimator):
         handle = self._fitted_handle()
         default_dtype, shape = handle.output_shape(method, X.shape[0])
         out = kind.empty(shape, dtype if dtype is not None else _array.numpy_dtype(default_dtype))
-        X_desc, keep_X = _array.descriptor(X, kind.device_id)
+        is_sparse = _array.is_sparse(X)
+        X_desc, keep_X = (_array.sparse_descriptor if is_sparse else _array.descriptor)(X, kind.device_id)
         out_desc, keep_out = _array.descriptor(out, kind.device_id)
         kind.synchronize()
-        handle.apply(method, self._context_for(kind), X_desc, out_desc)
+        handle.apply(method, self._context_for(kind, sparse=is_sparse), X_desc, out_desc, sparse=is_sparse)
         del keep_X, keep_out
         return kind.wrap(out)
 

@@ -13,7 +13,7 @@ import os
 
 from sklearn.exceptions import NotFittedError
 
-EXPECTED_ABI_VERSION = 1
+EXPECTED_ABI_VERSION = 2
 
 # gpuml_status_t
 OK = 0
@@ -49,10 +49,32 @@ class gpuml_array_t(ctypes.Structure):
     ]
 
 
+# gpuml_sparse_t (ABI version 2)
+SPARSE_CSR = 0
+SPARSE_CSC = 1
+
+
+class gpuml_sparse_t(ctypes.Structure):
+    _fields_ = [
+        ("format", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+        ("index_dtype", ctypes.c_int32),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * 2),
+        ("nnz", ctypes.c_int64),
+        ("indptr", ctypes.c_void_p),
+        ("indices", ctypes.c_void_p),
+        ("values", ctypes.c_void_p),
+    ]
+
+
 _context_t = ctypes.c_void_p
 _estimator_t = ctypes.c_void_p
 _status_t = ctypes.c_int
 _array_p = ctypes.POINTER(gpuml_array_t)
+_sparse_p = ctypes.POINTER(gpuml_sparse_t)
 _i32_p = ctypes.POINTER(ctypes.c_int32)
 _i64x2 = ctypes.c_int64 * 2
 
@@ -83,6 +105,10 @@ _SIGNATURES = {
     "gpuml_estimator_predict": (_status_t, [_context_t, _estimator_t, _array_p, _array_p]),
     "gpuml_estimator_transform": (_status_t, [_context_t, _estimator_t, _array_p, _array_p]),
     "gpuml_estimator_predict_proba": (_status_t, [_context_t, _estimator_t, _array_p, _array_p]),
+    "gpuml_estimator_fit_sparse": (_status_t, [_context_t, _estimator_t, _sparse_p, _array_p, _array_p]),
+    "gpuml_estimator_predict_sparse": (_status_t, [_context_t, _estimator_t, _sparse_p, _array_p]),
+    "gpuml_estimator_transform_sparse": (_status_t, [_context_t, _estimator_t, _sparse_p, _array_p]),
+    "gpuml_estimator_predict_proba_sparse": (_status_t, [_context_t, _estimator_t, _sparse_p, _array_p]),
     "gpuml_estimator_warm_start_from": (_status_t, [_estimator_t, _estimator_t]),
     "gpuml_estimator_attribute_shape": (_status_t, [_estimator_t, ctypes.c_char_p, _i32_p, _i32_p, _i64x2]),
     "gpuml_estimator_get_attribute": (_status_t, [_context_t, _estimator_t, ctypes.c_char_p, _array_p]),

@@ -240,12 +240,16 @@ class TruncatedSVD(_Decomposition):
     the device and the SVD of R on the host, so ``tol`` has no effect). Accepted with no effect:
     ``power_iteration_normalizer`` (the subspace iterations always orthonormalize, which spans
     the same subspace as LU or no normalization, more stably). Parameter values are checked as
-    scikit-learn checks them (InvalidParameterError, with its messages). Dense inputs only.
+    scikit-learn checks them (InvalidParameterError, with its messages). Sparse X (SciPy CSR /
+    CSC, CuPy sparse, torch sparse CSR / CSC) is taken without a dense copy, on the CPU (device
+    sparse matrices are read by the CPU context for now): the same solvers over sparse products,
+    "arpack" running the subspace iteration to convergence.
     ``device`` as in KMeans. inverse_transform runs on the host. components_ may be assigned or
     changed in place, as in scikit-learn: transform, pickling and save_model use it.
     """
 
     _gpuml_kind = "truncated_svd"
+    _gpuml_accepts_sparse = True
     _gpuml_attributes = ("components_", "explained_variance_", "explained_variance_ratio_", "singular_values_")
     _gpuml_settable = ("components_",)  # what transform uses
 

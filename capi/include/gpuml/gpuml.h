@@ -28,7 +28,23 @@ enum { GPUML_DEVICE_CPU = 1, GPUML_DEVICE_CUDA = 2 };      /* DLPack's kDLCPU / 
 typedef struct { void* data; int32_t dtype; int32_t device_type; int32_t device_id;
                  int32_t ndim; int64_t shape[2]; int64_t strides[2]; /* in elements */ } gpuml_array_t;
 
-#define GPUML_ABI_VERSION 1
+/* Sparse matrices (ABI version 2): CSR or CSC as SciPy keeps them. CSR: indptr has shape[0] + 1
+ * entries, row i holds the column indices indices[indptr[i] .. indptr[i + 1]) and the values
+ * beside them; CSC likewise with columns and row indices. values: GPUML_FLOAT32 or GPUML_FLOAT64;
+ * indptr and indices share index_dtype, GPUML_INT32 or GPUML_INT64; all three arrays are
+ * contiguous, in host or device memory (device_type, device_id as gpuml_array_t's). Indices need
+ * not be sorted, duplicates are summed, explicit zeros are allowed. Refused (INVALID_ARGUMENT,
+ * the message naming the problem): indptr[0] != 0, indptr decreasing, indptr's last entry !=
+ * nnz, an index outside [0, n_cols) (CSR) or [0, n_rows) (CSC), NaN or infinite values, a
+ * reserved field other than 0. */
+enum { GPUML_SPARSE_CSR = 0, GPUML_SPARSE_CSC = 1 };
+typedef struct { int32_t format; int32_t dtype; int32_t index_dtype; int32_t device_type; int32_t device_id;
+                 int32_t reserved; /* 0 */ int64_t shape[2]; int64_t nnz;
+                 const void* indptr; const void* indices; const void* values; } gpuml_sparse_t;
+
+/* Version history. 1: the first stable ABI. 2: adds gpuml_sparse_t and the *_sparse entry points
+ * (additions only: every version-1 symbol and struct is unchanged). */
+#define GPUML_ABI_VERSION 2
 
 GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-local, never NULL */
 GPUML_C_API void           gpuml_version(int* major, int* minor, int* patch);
@@ -93,6 +109,15 @@ GPUML_C_API gpuml_status_t gpuml_estimator_warm_start_from(gpuml_estimator_t est
 GPUML_C_API gpuml_status_t gpuml_estimator_predict(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_transform(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_predict_proba(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_array_t* X, gpuml_array_t* out);
+/* The same with a sparse X (ABI version 2). Estimators that do not take sparse input yet return
+ * GPUML_ERROR_UNSUPPORTED naming the estimator; so do CUDA contexts for now (sparse input on the
+ * device is computed by a CPU context: pass one). */
+GPUML_C_API gpuml_status_t gpuml_estimator_fit_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X,
+                                                      const gpuml_array_t* y /* or NULL */,
+                                                      const gpuml_array_t* sample_weight /* or NULL */);
+GPUML_C_API gpuml_status_t gpuml_estimator_predict_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X, gpuml_array_t* out);
+GPUML_C_API gpuml_status_t gpuml_estimator_transform_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X, gpuml_array_t* out);
+GPUML_C_API gpuml_status_t gpuml_estimator_predict_proba_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X, gpuml_array_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_attribute_shape(gpuml_estimator_t est, const char* name,
                                                            int32_t* dtype, int32_t* ndim, int64_t shape[2]);
 GPUML_C_API gpuml_status_t gpuml_estimator_get_attribute(gpuml_context_t ctx, gpuml_estimator_t est, const char* name, gpuml_array_t* out);

@@ -8,6 +8,7 @@
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/export.hpp"
+#include "gpuml/core/sparse.hpp"
 
 namespace gpuml {
 
@@ -30,6 +31,15 @@ class GPUML_API Estimator {
   virtual void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const;
   virtual void transform(Context& ctx, const ArrayView& X, const ArrayView& out) const;
   virtual void predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const;
+
+  // Sparse X (CSR or CSC, sparse.hpp), the same methods otherwise. An estimator that takes it
+  // overrides accepts_sparse and the methods it offers; the defaults throw unsupported, naming
+  // the estimator ("<kind>: sparse input is not supported for it yet").
+  virtual bool accepts_sparse() const;
+  virtual void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight);
+  virtual void predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const;
+  virtual void transform_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const;
+  virtual void predict_proba_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const;
 
   // Fitted attributes by scikit-learn name ("cluster_centers_", "inertia_"; scalars are 0-d).
   // Together they are the whole fitted state: serialization saves them and restores them.

@@ -38,6 +38,12 @@ class GPUML_API TruncatedSVD final : public Estimator {
   void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
   bool fitted() const override { return !components_.empty(); }
 
+  // Sparse X (CSR or CSC) on CPU contexts: the same solvers over the products X·M and Xᵀ·M
+  // (no dense copy of X); "arpack" runs the randomized subspace iteration to convergence.
+  bool accepts_sparse() const override { return true; }
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void transform_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
+
   ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
   void transform(Context& ctx, const ArrayView& X, const ArrayView& out) const override;  // X components_ᵀ
   // X components_ (n, n_features). Not in the C ABI.

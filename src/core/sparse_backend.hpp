@@ -1,0 +1,47 @@
+#pragma once
+// The primitives sparse estimators are written over: a caller's sparse X, checked and
+// canonicalized once (core/sparse.hpp), seen through products with dense blocks. The CPU
+// implements them with Eigen's sparse module (core/sparse_cpu.cpp); make_sparse_matrix is the one
+// dispatch point. Dense blocks live in the backend's memory (host for the CPU) and are
+// row-major, as in linear_backend.hpp; `_host` pointers are host memory.
+#include <cstdint>
+#include <memory>
+
+#include "gpuml/core/context.hpp"
+#include "gpuml/core/sparse.hpp"
+
+namespace gpuml::detail {
+
+// A matrix A (n x d) known only through its products with dense blocks: what the randomized
+// SVD driver (decomposition/spectral.hpp) needs. A dense A is one (spectral.cpp), a sparse X another.
+template <typename T>
+class MatrixProducts {
+ public:
+  virtual ~MatrixProducts() = default;
+  // out = A Mᵀ: M_host is t x d (row-major, host; the convention of LinearBackend::predict), out
+  // n x t in the backend's memory.
+  virtual void times(const T* M_host, int64_t t, T* out) = 0;
+  // cross_host = Aᵀ B (d x t, row-major double): B is n x t in the backend's memory.
+  virtual void transpose_times(const T* B, int64_t t, double* cross_host) = 0;
+};
+
+template <typename T>
+class SparseMatrix : public MatrixProducts<T> {
+ public:
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  // Per column j of X: sums_host[j] = Σ_i X_ij and squares_host[j] = Σ_i X_ij², in double.
+  virtual void column_moments(double* sums_host, double* squares_host) = 0;
+
+ protected:
+  int64_t rows_ = 0, cols_ = 0;
+};
+
+// X (any device; values of T, the caller passes X.dtype's type) checked and canonicalized
+// where `ctx` computes; errors name `what`. CUDA contexts: not written yet (unsupported).
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const SparseView& X, const char* what);
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what);
+
+}  // namespace gpuml::detail

@@ -1,0 +1,100 @@
+// The CPU's sparse primitives (core/sparse_backend.hpp): Eigen's sparse-dense products over
+// both storage orders of X, threaded over blocks of output rows (no reduction between threads,
+// so results do not depend on the thread count).
+#define EIGEN_DONT_PARALLELIZE  // this file threads its own loops (and see least_squares.cpp)
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/parallel.hpp"
+#include "core/sparse_backend.hpp"
+#include "core/sparse_eigen.hpp"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+
+namespace {
+
+template <typename T>
+using RowsOf = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+template <typename T, typename I>
+class SparseCpu final : public SparseMatrix<T> {
+ public:
+  SparseCpu(const Context& ctx, EigenSparse<T, I> X) : X_(std::move(X)), threads_(std::max(1, ctx.n_threads())) {
+    this->rows_ = X_.by_rows.rows();
+    this->cols_ = X_.by_rows.cols();
+  }
+
+  void times(const T* M_host, int64_t t, T* out) override {
+    const int64_t n = this->rows_, d = this->cols_;
+    const RowsOf<T> right = Eigen::Map<const RowsOf<T>>(M_host, t, d).transpose();  // d x t, rows read per entry
+    const RowBlocks blocks(n, threads_, 256);
+#pragma omp parallel for num_threads(threads_for(threads_, X_.by_rows.nonZeros() * t)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      const int64_t begin = blocks.begin(b), rows = blocks.end(b) - begin;
+      Eigen::Map<RowsOf<T>> slice(out + begin * t, rows, t);
+      slice.noalias() = X_.by_rows.middleRows(begin, rows) * right;
+    }
+  }
+
+  void transpose_times(const T* B, int64_t t, double* cross_host) override {
+    const int64_t n = this->rows_, d = this->cols_;
+    const Eigen::Map<const RowsOf<T>> right(B, n, t);
+    const RowBlocks blocks(d, threads_, 256);
+#pragma omp parallel for num_threads(threads_for(threads_, X_.by_rows.nonZeros() * t)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      const int64_t begin = blocks.begin(b), cols = blocks.end(b) - begin;
+      const RowsOf<T> part = X_.by_columns.middleCols(begin, cols).transpose() * right;  // Xᵀ's rows
+      Eigen::Map<RowsOf<double>>(cross_host + begin * t, cols, t) = part.template cast<double>();
+    }
+  }
+
+  void column_moments(double* sums_host, double* squares_host) override {
+    const auto& C = X_.by_columns;
+#pragma omp parallel for num_threads(threads_for(threads_, C.nonZeros())) schedule(static)
+    for (Eigen::Index j = 0; j < C.outerSize(); ++j) {
+      double sum = 0.0, squares = 0.0;
+      for (typename EigenSparse<T, I>::Cols_t::InnerIterator it(C, j); it; ++it) {
+        const double v = it.value();
+        sum += v;
+        squares += v * v;
+      }
+      sums_host[j] = sum;
+      squares_host[j] = squares;
+    }
+  }
+
+ private:
+  EigenSparse<T, I> X_;
+  int threads_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what) {
+  GPUML_EXPECT(X.dtype == dtype_of<T>::value, std::string(what) + ": internal: values of another dtype");
+  const HostSparse host = host_sparse(ctx, X, what);
+  if (X.index_dtype == DType::int32)
+    return std::make_unique<SparseCpu<T, int32_t>>(ctx, to_eigen<T, int32_t>(host.view));
+  return std::make_unique<SparseCpu<T, int64_t>>(ctx, to_eigen<T, int64_t>(host.view));
+}
+
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const SparseView& X, const char* what) {
+  if (ctx.is_cuda())
+    throw_error(ErrorCode::unsupported, std::string(what) +
+                                            ": sparse input on a CUDA context is not written yet (cuSPARSE); use "
+                                            "device=\"cpu\"");
+  return make_sparse_cpu_matrix<T>(ctx, X, what);
+}
+
+template std::unique_ptr<SparseMatrix<float>> make_sparse_matrix<float>(const Context&, const SparseView&, const char*);
+template std::unique_ptr<SparseMatrix<double>> make_sparse_matrix<double>(const Context&, const SparseView&, const char*);
+template std::unique_ptr<SparseMatrix<float>> make_sparse_cpu_matrix<float>(const Context&, const SparseView&, const char*);
+template std::unique_ptr<SparseMatrix<double>> make_sparse_cpu_matrix<double>(const Context&, const SparseView&,
+                                                                              const char*);
+
+}  // namespace gpuml::detail
