@@ -242,14 +242,15 @@ def test_pca_arpack_matches_scikit_learn(shape, device, rng):
 
 
 def test_pca_mle_matches_scikit_learn(device, rng):
-    # Rank-r signal plus small isotropic noise: Minka's MLE picks r; then the rest as "full".
+    # Rank-r signal plus small isotropic noise: Minka's MLE picks r, or on about 0.3% of draws
+    # (scikit-learn's as well) a higher rank; gpuml picks scikit-learn's rank, then fits as "full".
     n, d = 500, 15
     for r in (1, 4, 9):
         X = rng.standard_normal((n, r)) @ rng.standard_normal((r, d)) * 3 + 0.1 * rng.standard_normal((n, d))
         for solver in ("auto", "full", "covariance_eigh"):
             ours = PCA(n_components="mle", svd_solver=solver, device=device).fit(X)
             ref = skd.PCA(n_components="mle", svd_solver=solver).fit(X)
-            assert ours.n_components_ == ref.n_components_ == r, (r, solver)
+            assert ours.n_components_ == ref.n_components_ >= r, (r, solver)
             compare_pca(ours, ref, X)
     # Isotropic noise: the first rank (scikit-learn's argmax over ranks 1..d-1).
     X = rng.standard_normal((n, d))

@@ -166,7 +166,10 @@ TEST(PCA, ArpackIsTheExactSvdTruncated) {
 }
 
 // Minka's MLE (scikit-learn's _infer_dimension): a rank-r signal in small isotropic noise gives
-// r, for both exact solvers; the model is then that of n_components = r. One feature: 0
+// r, for both exact solvers; the model is then that of n_components = r. On about 0.3% of draws
+// the MLE (scikit-learn's as well, measured over 2000 seeds) picks a rank above r, never below,
+// so the test asks for at least r and checks the model against the rank it picked; the exact
+// choice is compared with scikit-learn's in tests/python/test_decomposition.py. One feature: 0
 // components (the argmax over an empty range of ranks is scikit-learn's 0 too).
 TEST(PCA, MleFindsTheRankOfTheSignal) {
   GPUML_FRESH_RNG(rng);
@@ -188,10 +191,12 @@ TEST(PCA, MleFindsTheRankOfTheSignal) {
       PCAParams p = params_for(solver, std::nullopt);
       p.n_components_mle = true;
       const PCA pca = fit_pca<double>(ctx, X, n, d, p);
-      EXPECT_EQ(pca.n_components(), r);
-      const PCA same = fit_pca<double>(ctx, X, n, d, params_for("full", static_cast<double>(r)));
+      const int64_t k = pca.n_components();
+      EXPECT_GE(k, r);
+      EXPECT_LT(k, d);
+      const PCA same = fit_pca<double>(ctx, X, n, d, params_for("full", static_cast<double>(k)));
       const std::vector<double> a = values(pca.explained_variance()), b = values(same.explained_variance());
-      for (int64_t i = 0; i < r; ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * b[0]);
+      for (int64_t i = 0; i < k; ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * b[0]);
       EXPECT_NEAR(pca.noise_variance(), same.noise_variance(), 1e-9 * b[0]);
       EXPECT_NE(pca.get_params_json().find(R"("n_components":"mle")"), std::string::npos);
     }
