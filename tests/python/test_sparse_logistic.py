@@ -158,3 +158,16 @@ def test_bad_sparse_input_is_named(rng):
 
 def test_tag():
     assert LogisticRegression().__sklearn_tags__().input_tags.sparse
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "liblinear", "saga"])
+def test_int64_indices_follow_sklearns_solver_rule(solver, rng):
+    # scikit-learn's liblinear, sag and saga refuse 64-bit indices (its ValueError); lbfgs takes them.
+    X, y = _labelled(rng, 60, 10, 0.3, 1, index_dtype=np.int64)
+    if solver == "lbfgs":
+        assert_same_model(LogisticRegression(**TIGHT).fit(X, y), sk_reference(**TIGHT).fit(X, y))
+        return
+    with pytest.raises(ValueError, match="32-bit integer indices"):
+        SkLogisticRegression(solver=solver).fit(X, y)
+    with pytest.raises(ValueError, match="32-bit integer indices"):
+        LogisticRegression(solver=solver).fit(X, y)

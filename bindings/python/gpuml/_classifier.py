@@ -101,6 +101,10 @@ class GpumlClassifier(ClassifierMixin, GpumlEstimator):
             )
         return classes, labels
 
+    def _accepts_large_sparse(self):
+        """Whether fit takes SciPy sparse X with int64 indices (scikit-learn's accept_large_sparse)."""
+        return True
+
     def _prepare_X_labels(self, X, y):
         """Validated X (for the C ABI) and the labels y; returns (X, y, ArrayKind of X), y either a
         host 1-d array of labels or, for a numeric 1-d torch / CuPy y, that device array."""
@@ -122,7 +126,7 @@ class GpumlClassifier(ClassifierMixin, GpumlEstimator):
                     reset=True,
                     dtype=[np.float64, np.float32],
                     accept_sparse=["csr", "csc"],
-                    accept_large_sparse=True,
+                    accept_large_sparse=self._accepts_large_sparse(),
                 )
                 return X, y, _array.sparse_kind(X)
             X, kind = self._prepare_sparse_X(X, reset=True, dtype=(np.float64, np.float32))

@@ -599,6 +599,11 @@ class LogisticRegression(GpumlClassifier):
         return params
 
     # -- fitting -------------------------------------------------------------------------
+    def _accepts_large_sparse(self):
+        # scikit-learn's rule (its liblinear, sag and saga take 32-bit indices only), kept so that
+        # the solvers refuse the same inputs; gpuml itself takes either width.
+        return self.solver not in ("liblinear", "sag", "saga")
+
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and the labels y (n_samples,); returns self.
 
