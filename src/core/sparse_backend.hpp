@@ -41,6 +41,10 @@ class SparseMatrix : public MatrixProducts<T> {
 // where `ctx` computes; errors name `what`. CUDA contexts: not written yet (unsupported).
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const SparseView& X, const char* what);
+// make_sparse_matrix for X of either float dtype: values of another dtype than T are converted
+// once into a host copy (what a fitted model's predict needs: it computes in the model's dtype).
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const SparseView& X, const char* what);
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what);
 

@@ -91,10 +91,31 @@ std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const Sp
   return make_sparse_cpu_matrix<T>(ctx, X, what);
 }
 
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const SparseView& X, const char* what) {
+  if (X.dtype == dtype_of<T>::value || ctx.is_cuda()) return make_sparse_matrix<T>(ctx, X, what);
+  const HostSparse host = host_sparse(ctx, X, what);  // checked
+  std::vector<T> values(static_cast<std::size_t>(host.view.nnz));
+  if (host.view.dtype == DType::float32)
+    std::copy_n(static_cast<const float*>(host.view.values), host.view.nnz, values.begin());
+  else
+    std::copy_n(static_cast<const double*>(host.view.values), host.view.nnz, values.begin());
+  SparseView converted = host.view;
+  converted.dtype = dtype_of<T>::value;
+  converted.values = values.data();
+  if (X.index_dtype == DType::int32)
+    return std::make_unique<SparseCpu<T, int32_t>>(ctx, to_eigen<T, int32_t>(converted));
+  return std::make_unique<SparseCpu<T, int64_t>>(ctx, to_eigen<T, int64_t>(converted));
+}
+
 template std::unique_ptr<SparseMatrix<float>> make_sparse_matrix<float>(const Context&, const SparseView&, const char*);
 template std::unique_ptr<SparseMatrix<double>> make_sparse_matrix<double>(const Context&, const SparseView&, const char*);
 template std::unique_ptr<SparseMatrix<float>> make_sparse_cpu_matrix<float>(const Context&, const SparseView&, const char*);
 template std::unique_ptr<SparseMatrix<double>> make_sparse_cpu_matrix<double>(const Context&, const SparseView&,
                                                                               const char*);
+
+template std::unique_ptr<SparseMatrix<float>> make_sparse_matrix_as<float>(const Context&, const SparseView&, const char*);
+template std::unique_ptr<SparseMatrix<double>> make_sparse_matrix_as<double>(const Context&, const SparseView&,
+                                                                             const char*);
 
 }  // namespace gpuml::detail

@@ -73,6 +73,31 @@ class LogisticCpuBackend final : public LogisticBackend<T> {
     return loss;
   }
 
+  double loss_residuals(const T* Z, const int32_t* labels, const T* w, int64_t n, int64_t k,
+                        const double* intercept_host, T* R, double* residual_sums_host) override {
+    const Eigen::VectorXd intercept = Eigen::Map<const Eigen::VectorXd>(intercept_host, k);
+    const RowBlocks blocks(n, threads_, kChunk);
+    const int64_t stride = k + 1;  // a block's residual sums, then its loss
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * stride), 0.0);
+#pragma omp parallel for num_threads(detail::threads_for(threads_, n * k * 16)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      double* sums = partial.data() + b * stride;
+      std::vector<double> scores(static_cast<std::size_t>(k));
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+        const double wi = w ? static_cast<double>(w[i]) : 1.0;
+        sums[k] += wi * residuals(Z + i * k, intercept, k, labels[i], R + i * k, wi, scores.data());
+        for (int64_t c = 0; c < k; ++c) sums[c] += static_cast<double>(R[i * k + c]);
+      }
+    }
+    std::fill(residual_sums_host, residual_sums_host + k, 0.0);
+    double loss = 0.0;
+    for (int b = 0; b < blocks.count(); ++b) {
+      for (int64_t c = 0; c < k; ++c) residual_sums_host[c] += partial[b * stride + c];
+      loss += partial[b * stride + k];
+    }
+    return loss;
+  }
+
   void probabilities(const T* Z, int64_t n, int64_t k, T* out) override {
 #pragma omp parallel for num_threads(detail::threads_for(threads_, n * k)) schedule(static)
     for (int64_t i = 0; i < n; ++i) {

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -27,6 +28,7 @@
 #include "core/labels.hpp"
 #include "core/registry.hpp"
 #include "core/staging.hpp"
+#include "core/sparse_backend.hpp"
 #include "core/trace.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
@@ -35,6 +37,15 @@
 #include "linear_model/quasi_newton.hpp"
 
 namespace gpuml {
+
+namespace detail {
+
+// What a fit leaves: the fitted attributes (LogisticRegression::adopt takes them).
+struct LogisticFitted {
+  HostArray classes, coef, intercept, n_iter, converged, n_features_in;
+};
+
+}  // namespace detail
 
 namespace {
 
@@ -161,17 +172,31 @@ std::vector<double> row_weights(std::vector<double> w, const detail::Labels& lab
   return w;
 }
 
+// X as the fit sees it: a staged dense n x d matrix (the backend's loss_gradient reads it), or a
+// sparse one seen through its products (core/sparse_backend.hpp). Exactly one is set.
+template <typename T>
+struct Design {
+  const T* dense = nullptr;
+  detail::SparseMatrix<T>* sparse = nullptr;
+};
+
 // The fit's problem, for one float type: the staged data, and the objective over the packed
 // variables [coef (k x d, row-major), intercept (k) when fit_intercept], summed over the ranks of
 // the context's communicator.
 template <typename T>
 class LogisticFit {
  public:
-  LogisticFit(Context& ctx, const LogisticRegressionParams& p, const ArrayView& X, const detail::Labels& labels,
-              const std::vector<double>& weights)
-      : backend_(make_backend<T>(ctx)), n_(X.shape[0]), d_(X.shape[1]),
+  LogisticFit(Context& ctx, const LogisticRegressionParams& p, int64_t n, int64_t d, Design<T> X,
+              const detail::Labels& labels, const std::vector<double>& weights)
+      : backend_(make_backend<T>(ctx)), n_(n), d_(d),
         k_(labels.classes.size() == 2 ? 1 : static_cast<int64_t>(labels.classes.size())),
-        fit_intercept_(p.fit_intercept), X_(X.as<const T>()), comm_(ctx.comm()) {
+        fit_intercept_(p.fit_intercept), X_(X), comm_(ctx.comm()) {
+    if (X_.sparse) {  // scratch of the sparse route: the scores, then the residuals, in place
+      scores_ = Buffer(ctx, static_cast<std::size_t>(std::max<int64_t>(n_ * k_, 1)) * sizeof(T));
+      coef_rows_.resize(static_cast<std::size_t>(k_ * d_));
+      intercepts_.resize(static_cast<std::size_t>(k_));
+      cross_.resize(static_cast<std::size_t>(d_ * k_));
+    }
     label_host_ = HostArray(DType::int32, n_);
     std::copy(labels.index.begin(), labels.index.end(), label_host_.as<int32_t>());
     labels_ = detail::stage_host(ctx, label_host_);
@@ -225,8 +250,9 @@ class LogisticFit {
       coef_host_[c * (d_ + 1) + d_] = fit_intercept_ ? x[k_ * d_ + c] : 0.0;
     }
     const T* w = weights_.view.data ? weights_.view.as<const T>() : nullptr;
-    grad_host_.back() = backend_->loss_gradient(X_, labels_.view.as<const int32_t>(), w, n_, d_, k_, coef_host_.data(),
-                                                grad_host_.data());
+    grad_host_.back() = X_.sparse ? sparse_loss_gradient(w)
+                                  : backend_->loss_gradient(X_.dense, labels_.view.as<const int32_t>(), w, n_, d_, k_,
+                                                            coef_host_.data(), grad_host_.data());
     comm_.allreduce_sum(grad_host_.data(), static_cast<int64_t>(grad_host_.size()));
     double f = grad_host_.back() / weight_sum_;
     for (int64_t c = 0; c < k_; ++c) {
@@ -245,22 +271,102 @@ class LogisticFit {
   }
 
  private:
+  // loss_gradient's loss and gradient (into grad_host_) for sparse X, in two passes over its
+  // entries: the scores Z = X coefᵀ, the residuals R from them, then the gradient Xᵀ R.
+  double sparse_loss_gradient(const T* w) {
+    const int64_t width = d_ + 1;
+    for (int64_t c = 0; c < k_; ++c) {
+      for (int64_t j = 0; j < d_; ++j) coef_rows_[c * d_ + j] = static_cast<T>(coef_host_[c * width + j]);
+      intercepts_[c] = coef_host_[c * width + d_];
+    }
+    T* Z = scores_.as<T>();
+    X_.sparse->times(coef_rows_.data(), k_, Z);
+    std::vector<double> residual_sums(static_cast<std::size_t>(k_));
+    const double loss = backend_->loss_residuals(Z, labels_.view.as<const int32_t>(), w, n_, k_, intercepts_.data(), Z,
+                                                 residual_sums.data());
+    X_.sparse->transpose_times(Z, k_, cross_.data());  // d x k
+    for (int64_t c = 0; c < k_; ++c) {
+      for (int64_t j = 0; j < d_; ++j) grad_host_[c * width + j] = cross_[j * k_ + c];
+      grad_host_[c * width + d_] = residual_sums[c];
+    }
+    return loss;
+  }
+
   std::unique_ptr<detail::LogisticBackend<T>> backend_;
   int64_t n_, d_, k_;
   bool fit_intercept_;
-  const T* X_;
+  Design<T> X_;
   Comm& comm_;
   HostArray label_host_, weight_host_;  // staged views alias these on the CPU
   detail::Staged labels_, weights_;
   double weight_sum_ = 0.0, l2_ = 0.0, l1_weight_ = 0.0;
   double intercept_l2_ = 0.0, intercept_l1_ = 0.0;  // nonzero only under liblinear's objective
   std::vector<double> coef_host_, grad_host_;
+  Buffer scores_;                                   // sparse X: Z, then R (n x k)
+  std::vector<T> coef_rows_;                        // sparse X: coef (k x d) in T
+  std::vector<double> intercepts_, cross_;          // sparse X: the intercepts; Xᵀ R (d x k)
 };
 
 HostArray int64_array(std::vector<int64_t> values, bool scalar) {
   HostArray a = scalar ? HostArray::scalar(DType::int64) : HostArray(DType::int64, static_cast<int64_t>(values.size()));
   std::copy(values.begin(), values.end(), a.as<int64_t>());
   return a;
+}
+
+
+// The fit once X, y and sample_weight are checked, the same for dense and sparse X: the classes
+// (the union over ranks), the rows' weights, then L-BFGS / OWL-QN from the warm start that
+// `start(x, k)` writes, over the objective on the Design that design_for(T{}) gives for the
+// model's float type T.
+template <typename DesignFor>
+detail::LogisticFitted fit_logistic(Context& ctx, const LogisticRegressionParams& p, DType dtype, int64_t n, int64_t d,
+                    detail::LabelValues& y_values, std::vector<double> sw,
+                    const std::function<void(std::vector<double>&, int64_t)>& start, detail::Trace& trace,
+                    DesignFor&& design_for) {
+  Comm& comm = ctx.comm();
+  // The classes of all ranks; the checks after this point see the same numbers on every rank
+  // (the classes, the summed weights), so they fail on all ranks together.
+  std::vector<double> classes = detail::union_over_ranks(comm, y_values.classes);
+  const detail::Labels labels = detail::index_labels(ctx, y_values, std::move(classes), "LogisticRegression");
+  y_values = {};
+  trace.mark("labels");
+  const std::vector<double> weights = row_weights(std::move(sw), labels, p, comm);
+  trace.mark("weights");
+
+  detail::LogisticFitted fitted;
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    LogisticFit<T> problem(ctx, p, n, d, design_for(tag), labels, weights);
+    trace.mark("stage labels and weights");
+    std::vector<double> x(static_cast<std::size_t>(problem.n_variables()), 0.0);
+    start(x, problem.k());
+    detail::QuasiNewtonOptions options;
+    options.max_iter = p.max_iter;
+    options.gtol = p.tol;
+    if (p.solver == "sag" || p.solver == "saga") options.xtol = p.tol;  // their tol's meaning
+    const detail::QuasiNewtonResult result = detail::minimize_quasi_newton(
+        [&](const std::vector<double>& v, std::vector<double>& g) { return problem(v, g); }, x, problem.l1_weights(),
+        options);
+    if (detail::Trace::enabled())  // the label costs string work: only when tracing
+      trace.mark(("optimize: " + std::to_string(result.n_iter) + " iterations, " +
+                  std::to_string(result.n_evaluations) + " evaluations").c_str());
+    GPUML_EXPECT(std::isfinite(result.objective), "LogisticRegression: the objective is not finite (X too large?)");
+
+    const int64_t k = problem.k();
+    HostArray coef(dtype, k, d), intercept(dtype, k), classes(DType::float64, static_cast<int64_t>(labels.classes.size()));
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < d; ++j) coef.as<T>()[c * d + j] = static_cast<T>(x[c * d + j]);
+      intercept.as<T>()[c] = p.fit_intercept ? static_cast<T>(x[k * d + c]) : T(0);
+    }
+    std::copy(labels.classes.begin(), labels.classes.end(), classes.as<double>());
+    fitted.classes = std::move(classes);
+    fitted.coef = std::move(coef);
+    fitted.intercept = std::move(intercept);
+    fitted.n_iter = int64_array({result.n_iter}, false);
+    fitted.converged = int64_array({result.converged ? 1 : 0}, true);
+    fitted.n_features_in = int64_array({d}, true);
+  });
+  return fitted;
 }
 
 }  // namespace
@@ -292,48 +398,46 @@ LogisticRegression& LogisticRegression::fit(Context& ctx, const ArrayView& X, co
   std::vector<detail::RankField> fields = {{"n_features", d}, {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)}};
   for (const detail::RankField& f : params_table().rank_fields(params_)) fields.push_back(f);
   detail::agree_on_every_rank(comm, "LogisticRegression", n, fields);
-  // The classes of all ranks; the checks after this point see the same numbers on every rank
-  // (the classes, the summed weights), so they fail on all ranks together.
-  std::vector<double> classes = detail::union_over_ranks(comm, y_values.classes);
-  const detail::Labels labels = detail::index_labels(ctx, y_values, std::move(classes), "LogisticRegression");
-  y_values = {};
-  trace.mark("labels");
-  const std::vector<double> weights = row_weights(std::move(sw), labels, params_, comm);
-  trace.mark("weights");
-
-  detail::with_float_type(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    LogisticFit<T> problem(ctx, params_, Xs.view, labels, weights);
-    trace.mark("stage labels and weights");
-    std::vector<double> x(static_cast<std::size_t>(problem.n_variables()), 0.0);
-    start_from_init(x, problem.k(), d);
-    detail::QuasiNewtonOptions options;
-    options.max_iter = params_.max_iter;
-    options.gtol = params_.tol;
-    if (params_.solver == "sag" || params_.solver == "saga") options.xtol = params_.tol;  // their tol's meaning
-    const detail::QuasiNewtonResult result = detail::minimize_quasi_newton(
-        [&](const std::vector<double>& v, std::vector<double>& g) { return problem(v, g); }, x, problem.l1_weights(),
-        options);
-    if (detail::Trace::enabled())  // the label costs string work: only when tracing
-      trace.mark(("optimize: " + std::to_string(result.n_iter) + " iterations, " +
-                  std::to_string(result.n_evaluations) + " evaluations").c_str());
-    GPUML_EXPECT(std::isfinite(result.objective), "LogisticRegression: the objective is not finite (X too large?)");
-
-    const int64_t k = problem.k();
-    HostArray coef(dtype, k, d), intercept(dtype, k), classes(DType::float64, static_cast<int64_t>(labels.classes.size()));
-    for (int64_t c = 0; c < k; ++c) {
-      for (int64_t j = 0; j < d; ++j) coef.as<T>()[c * d + j] = static_cast<T>(x[c * d + j]);
-      intercept.as<T>()[c] = params_.fit_intercept ? static_cast<T>(x[k * d + c]) : T(0);
-    }
-    std::copy(labels.classes.begin(), labels.classes.end(), classes.as<double>());
-    classes_ = std::move(classes);
-    coef_ = std::move(coef);
-    intercept_ = std::move(intercept);
-    n_iter_ = int64_array({result.n_iter}, false);
-    converged_ = int64_array({result.converged ? 1 : 0}, true);
-    n_features_in_ = int64_array({d}, true);
-  });
+  const Design<float> dense32{dtype == DType::float32 ? Xs.view.as<const float>() : nullptr, nullptr};
+  const Design<double> dense64{dtype == DType::float64 ? Xs.view.as<const double>() : nullptr, nullptr};
+  adopt(fit_logistic(ctx, params_, dtype, n, d, y_values, std::move(sw), [&](std::vector<double>& x, int64_t k) { start_from_init(x, k, d); }, trace, [&](auto tag) {
+    if constexpr (std::is_same_v<decltype(tag), float>) return dense32;
+    else return dense64;
+  }));
   return *this;
+}
+
+void LogisticRegression::fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y,
+                                    const ArrayView* sample_weight) {
+  GPUML_EXPECT(y != nullptr, "LogisticRegression.fit needs y");
+  if (ctx.comm().size() > 1)
+    throw_error(ErrorCode::unsupported, "LogisticRegression: sparse X over several ranks is not written yet");
+  const int64_t n = X.rows(), d = X.cols();
+  GPUML_EXPECT(n >= 1 && d >= 1, "X (sparse matrix) has shape (" + std::to_string(n) + ", " + std::to_string(d) +
+                                     "): at least 1 sample and 1 feature are required");
+  const DType dtype = X.dtype == DType::float32 ? DType::float32 : DType::float64;
+  detail::Trace trace(ctx, "LogisticRegression (sparse)");
+  // X checked and canonicalized first (its errors before y's), in its own float type.
+  std::unique_ptr<detail::SparseMatrix<float>> X32;
+  std::unique_ptr<detail::SparseMatrix<double>> X64;
+  if (dtype == DType::float32) X32 = detail::make_sparse_matrix<float>(ctx, X, "X");
+  else X64 = detail::make_sparse_matrix<double>(ctx, X, "X");
+  trace.mark("check and canonicalize X");
+  detail::LabelValues y_values = detail::read_labels(ctx, *y, n, "LogisticRegression");
+  std::vector<double> sw = detail::host_sample_weights(ctx, sample_weight, n);
+  adopt(fit_logistic(ctx, params_, dtype, n, d, y_values, std::move(sw), [&](std::vector<double>& x, int64_t k) { start_from_init(x, k, d); }, trace, [&](auto tag) {
+    if constexpr (std::is_same_v<decltype(tag), float>) return Design<float>{nullptr, X32.get()};
+    else return Design<double>{nullptr, X64.get()};
+  }));
+}
+
+void LogisticRegression::adopt(detail::LogisticFitted&& fitted) {
+  classes_ = std::move(fitted.classes);
+  coef_ = std::move(fitted.coef);
+  intercept_ = std::move(fitted.intercept);
+  n_iter_ = std::move(fitted.n_iter);
+  converged_ = std::move(fitted.converged);
+  n_features_in_ = std::move(fitted.n_features_in);
 }
 
 void LogisticRegression::start_from_init(std::vector<double>& x, int64_t k, int64_t d) const {
@@ -400,9 +504,32 @@ void with_scores(Context& ctx, const ArrayView& X, const HostArray& coef, const 
   });
 }
 
+// The same for sparse X (checked, in the model's dtype): Z = X coefᵀ by the sparse products, then
+// the intercept added (center_scale's centering by −intercept: one addition rounded in T, as
+// the dense predict).
+template <typename Finish>
+void with_scores(Context& ctx, const SparseView& X, const HostArray& coef, const HostArray& intercept, Finish&& finish) {
+  const int64_t k = coef.spec().shape[0], d = coef.spec().shape[1];
+  GPUML_EXPECT(X.cols() == d, "X has " + std::to_string(X.cols()) +
+                                  " features, but LogisticRegression was fitted with " + std::to_string(d) + " features");
+  const int64_t n = X.rows();
+  detail::with_float_type(coef.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto A = detail::make_sparse_matrix_as<T>(ctx, X, "X");
+    Buffer Z(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
+    A->times(coef.as<const T>(), k, Z.as<T>());
+    std::vector<double> shift(static_cast<std::size_t>(k));
+    for (int64_t c = 0; c < k; ++c) shift[c] = -static_cast<double>(intercept.as<const T>()[c]);
+    detail::make_linear_backend<T>(ctx)->center_scale(Z.as<T>(), n, k, shift.data(), nullptr, Z.as<T>());
+    finish(Z.as<T>(), n, k, *make_backend<T>(ctx));
+  });
+}
+
 }  // namespace
 
-void LogisticRegression::decision_function(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+// Each output once over the scores, for dense and sparse X alike.
+template <typename Matrix>
+void LogisticRegression::write_decision_function(Context& ctx, const Matrix& X, const ArrayView& out) const {
   require_fitted();
   with_scores(ctx, X, coef_, intercept_, [&](auto* Z, int64_t n, int64_t k, auto&) {
     const ArrayView view = k == 1 ? make_view(Z, coef_.dtype(), ctx.device(), n)
@@ -411,28 +538,51 @@ void LogisticRegression::decision_function(Context& ctx, const ArrayView& X, con
   });
 }
 
-void LogisticRegression::transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {
-  decision_function(ctx, X, out);
-}
-
-void LogisticRegression::predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+template <typename Matrix>
+void LogisticRegression::write_probabilities(Context& ctx, const Matrix& X, const ArrayView& out) const {
   require_fitted();
   with_scores(ctx, X, coef_, intercept_, [&](auto* Z, int64_t n, int64_t k, auto& backend) {
     using T = std::remove_pointer_t<decltype(Z)>;
     const int64_t n_classes = classes_.spec().shape[0];
-    Buffer proba(ctx, static_cast<std::size_t>(n * n_classes) * sizeof(T));
+    Buffer proba(ctx, static_cast<std::size_t>(std::max<int64_t>(n * n_classes, 1)) * sizeof(T));
     backend.probabilities(Z, n, k, proba.as<T>());
     detail::write_output(ctx, make_view(proba.data(), coef_.dtype(), ctx.device(), n, n_classes), out, "probabilities");
   });
 }
 
-void LogisticRegression::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+template <typename Matrix>
+void LogisticRegression::write_labels(Context& ctx, const Matrix& X, const ArrayView& out) const {
   require_fitted();
   with_scores(ctx, X, coef_, intercept_, [&](auto* Z, int64_t n, int64_t k, auto& backend) {
-    Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(double));
+    Buffer labels(ctx, static_cast<std::size_t>(std::max<int64_t>(n, 1)) * sizeof(double));
     backend.predict_labels(Z, n, k, classes_.as<const double>(), labels.as<double>());
     detail::write_labels(ctx, make_view(labels.data(), DType::float64, ctx.device(), n), classes_, out);
   });
+}
+
+void LogisticRegression::decision_function(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  write_decision_function(ctx, X, out);
+}
+void LogisticRegression::decision_function(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  write_decision_function(ctx, X, out);
+}
+void LogisticRegression::transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  write_decision_function(ctx, X, out);
+}
+void LogisticRegression::transform_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  write_decision_function(ctx, X, out);
+}
+void LogisticRegression::predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  write_probabilities(ctx, X, out);
+}
+void LogisticRegression::predict_proba_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  write_probabilities(ctx, X, out);
+}
+void LogisticRegression::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
+  write_labels(ctx, X, out);
+}
+void LogisticRegression::predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  write_labels(ctx, X, out);
 }
 
 const HostArray& LogisticRegression::classes() const {

@@ -192,8 +192,13 @@ def device_dtype(obj):
 
 
 def dtype_of(obj):
-    """The NumPy dtype of a NumPy or device array."""
-    return obj.dtype if isinstance(obj, np.ndarray) else device_dtype(obj)
+    """The NumPy dtype of a NumPy or device array, or of a sparse matrix's values."""
+    if isinstance(obj, np.ndarray):
+        return obj.dtype
+    if is_sparse(obj):
+        values = sparse_parts(obj)[4]
+        return np.dtype(values.dtype) if isinstance(values, np.ndarray) else device_dtype(values)
+    return device_dtype(obj)
 
 
 def device_astype(obj, dtype):

@@ -5,6 +5,7 @@ and predictions mapped back to the labels."""
 import numbers
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import ClassifierMixin
 from sklearn.metrics import accuracy_score
 from sklearn.utils.multiclass import check_classification_targets
@@ -100,6 +101,10 @@ class GpumlClassifier(ClassifierMixin, GpumlEstimator):
             )
         return classes, labels
 
+    def _accepts_large_sparse(self):
+        """Whether fit takes SciPy sparse X with int64 indices (scikit-learn's accept_large_sparse)."""
+        return True
+
     def _prepare_X_labels(self, X, y):
         """Validated X (for the C ABI) and the labels y; returns (X, y, ArrayKind of X), y either a
         host 1-d array of labels or, for a numeric 1-d torch / CuPy y, that device array."""
@@ -109,6 +114,27 @@ class GpumlClassifier(ClassifierMixin, GpumlEstimator):
                 f"This {type(self).__name__} estimator requires y to be passed, but the target y is None."
             )
         y_kind = _array.ArrayKind.of(y)
+        if self._gpuml_accepts_sparse and _array.is_sparse(X):
+            # Sparse X (never densified): SciPy's through validate_data with y, as scikit-learn;
+            # CuPy / torch sparse X checked by _prepare_sparse_X, y read on the host.
+            y_host = _array.to_numpy(y) if y_kind.is_device else _array.ArrayKind.host_input(y)
+            if sparse.issparse(X):
+                X, y = validate_data(
+                    self,
+                    X,
+                    y_host,
+                    reset=True,
+                    dtype=[np.float64, np.float32],
+                    accept_sparse=["csr", "csc"],
+                    accept_large_sparse=self._accepts_large_sparse(),
+                )
+                return X, y, _array.sparse_kind(X)
+            X, kind = self._prepare_sparse_X(X, reset=True, dtype=(np.float64, np.float32))
+            y = column_or_1d(y_host, warn=True)
+            if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+                raise ValueError("Input y contains NaN or infinity.")
+            check_consistent_length(np.empty((X.shape[0], 0)), y)
+            return X, y, kind
         if kind.is_device and y_kind.is_device and y_kind.library in ("torch", "cupy") and len(tuple(y.shape)) == 1:
             X, kind = self._prepare_X(X, reset=True)
             if y.shape[0] != X.shape[0]:

@@ -475,6 +475,15 @@ def _resolve_penalty(estimator):
     return penalty
 
 
+def _largest_value(X):
+    """max(X) over its entries (a sparse X's stored values and its implicit zeros)."""
+    if _array.is_sparse(X):
+        values = _array.to_numpy(_array.sparse_parts(X)[4])
+        implicit_zero = values.size < X.shape[0] * X.shape[1]
+        return float(max(values.max(initial=-np.inf), 0.0 if implicit_zero else -np.inf))
+    return float(X.max())
+
+
 class LogisticRegression(GpumlClassifier):
     """Logistic regression (binomial for two classes, multinomial for more), on the CPU or a CUDA GPU.
 
@@ -507,6 +516,11 @@ class LogisticRegression(GpumlClassifier):
     (gpuml prints nothing), ``n_jobs`` (no effect in scikit-learn 1.9 either; a value other than
     None gives its FutureWarning), ``intercept_scaling`` without liblinear.
 
+    Sparse X (SciPy CSR / CSC, CuPy sparse, torch sparse CSR / CSC) is taken without a dense copy,
+    on the CPU (device sparse matrices are read by the CPU context for now): the same objective and
+    solver over the sparse products X @ coef.T and X.T @ residuals. predict, predict_proba and
+    decision_function take sparse X as well.
+
     Labels may be of any type np.unique sorts (ints, floats, bools, strings); ``class_weight``:
     None, "balanced", or a dict {label: weight} (labels not in the dict weigh 1). ``device`` as
     in LinearRegression. Inputs may be NumPy arrays, CuPy arrays or PyTorch tensors; outputs have
@@ -526,6 +540,7 @@ class LogisticRegression(GpumlClassifier):
     """
 
     _gpuml_kind = "logistic_regression"
+    _gpuml_accepts_sparse = True
     # classes_ stays in Python (and in the pickle): the C model only sees the class indices 0..K-1.
     _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "converged_")
     _gpuml_settable = ("coef_", "intercept_")
@@ -584,6 +599,11 @@ class LogisticRegression(GpumlClassifier):
         return params
 
     # -- fitting -------------------------------------------------------------------------
+    def _accepts_large_sparse(self):
+        # scikit-learn's rule (its liblinear, sag and saga take 32-bit indices only), kept so that
+        # the solvers refuse the same inputs; gpuml itself takes either width.
+        return self.solver not in ("liblinear", "sag", "saga")
+
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and the labels y (n_samples,); returns self.
 
@@ -598,7 +618,7 @@ class LogisticRegression(GpumlClassifier):
                     "another solver or wrap the estimator in a OneVsRestClassifier to keep applying a one-versus-rest "
                     "scheme."
                 )
-            if X.shape[0] > 0 and float(X.max()) > 1e30:
+            if X.shape[0] > 0 and _largest_value(X) > 1e30:
                 raise ValueError(
                     "Using the 'liblinear' solver while X contains a maximum value > 1e30 results in a frozen fit. "
                     "Please choose another solver or rescale the input X."

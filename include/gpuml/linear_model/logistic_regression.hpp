@@ -9,6 +9,10 @@
 
 namespace gpuml {
 
+namespace detail {
+struct LogisticFitted;
+}
+
 // scikit-learn's LogisticRegression parameters (its "lbfgs" solver, and OWL-QN where the penalty
 // has an L1 part). With sample weights s_i (times the class weights), S = Σ s_i and the penalty r,
 // the objective is
@@ -73,6 +77,16 @@ class GPUML_API LogisticRegression final : public Estimator {
   // The C ABI has no decision_function entry: transform is it, for a classifier.
   void transform(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
 
+  // Sparse X (CSR or CSC) on CPU contexts: the same objective and L-BFGS / OWL-QN, the loss's
+  // products X·coefᵀ and Xᵀ·R by Eigen's sparse module (core/sparse_backend.hpp); X is never
+  // densified. Predictions compute in the model's dtype (X's values converted once if needed).
+  bool accepts_sparse() const override { return true; }
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
+  void predict_proba_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
+  void decision_function(Context& ctx, const SparseView& X, const ArrayView& out) const;
+  void transform_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
+
   const HostArray& classes() const;    // (n_classes,) float64, ascending
   const HostArray& coef() const;       // (1, d) for two classes, else (n_classes, d); X's float dtype
   const HostArray& intercept() const;  // (1,) or (n_classes,); zeros without fit_intercept
@@ -89,6 +103,11 @@ class GPUML_API LogisticRegression final : public Estimator {
   // warm_start, this model's own fit) into the packed variables x of a fit with k score columns
   // and d features.
   void start_from_init(std::vector<double>& x, int64_t k, int64_t d) const;
+  void adopt(detail::LogisticFitted&& fitted);  // a fit's attributes become this model's
+  // decision_function, predict_proba and predict on dense (ArrayView) or sparse (SparseView) X.
+  template <typename Matrix> void write_decision_function(Context& ctx, const Matrix& X, const ArrayView& out) const;
+  template <typename Matrix> void write_probabilities(Context& ctx, const Matrix& X, const ArrayView& out) const;
+  template <typename Matrix> void write_labels(Context& ctx, const Matrix& X, const ArrayView& out) const;
 
   LogisticRegressionParams params_;
   HostArray classes_, coef_, intercept_, n_iter_, converged_, n_features_in_;
