@@ -32,6 +32,10 @@ class SparseMatrix : public MatrixProducts<T> {
   int64_t cols() const { return cols_; }
   // Per column j of X: sums_host[j] = Σ_i X_ij and squares_host[j] = Σ_i X_ij², in double.
   virtual void column_moments(double* sums_host, double* squares_host) = 0;
+  // gram_host = Xᵀ diag(w) X (d x d, row-major double; exactly symmetric), w_host of n weights
+  // (nullptr: all 1). Formed from the sparse product, so its cost follows the squares of the rows'
+  // non-zeros, not n d²; the caller decides whether d x d fits.
+  virtual void weighted_gram(const T* w_host, double* gram_host) = 0;
 
  protected:
   int64_t rows_ = 0, cols_ = 0;
@@ -41,6 +45,10 @@ class SparseMatrix : public MatrixProducts<T> {
 // where `ctx` computes; errors name `what`. CUDA contexts: not written yet (unsupported).
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const SparseView& X, const char* what);
+// As make_sparse_matrix, for X of any float dtype: values of another dtype than T are converted
+// in a host copy (the indices are shared with the checked view; no dense copy).
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const SparseView& X, const char* what);
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what);
 
