@@ -697,7 +697,13 @@ class LeastSquares {
     sol.rank = rank_of(sol.singular_values, std::max(gram_cutoff(), request_.lstsq_cond));
     const double s_max = sol.singular_values.empty() ? 0.0 : sol.singular_values.front();
     const double s_cut = std::max(gram_cutoff(), request_.lstsq_cond) * s_max;
-    sol.coef = spectral_solve(es, cross_matrix(), request_.alpha, s_cut * s_cut);
+    // A penalty below the eigenvalues' own noise (alpha = 1e-16, say) cannot regularize the noise
+    // of G's null space: such an alpha counts as 0 there (the minimum-norm solution, which the
+    // SVD of A gives on dense X); above it, every eigenvalue is divided by λ + alpha as usual.
+    std::vector<double> alpha = request_.alpha;
+    for (double& a : alpha)
+      if (a <= s_cut * s_cut) a = 0.0;
+    sol.coef = spectral_solve(es, cross_matrix(), alpha, s_cut * s_cut);
     return sol;
   }
 

@@ -245,6 +245,14 @@ class Ridge(_LinearRegressor):
                 f"solver='{self.solver}' does not support fitting the intercept on sparse data. Please set the "
                 "solver to 'auto' or 'lsqr', 'sparse_cg', 'sag', 'lbfgs' or set `fit_intercept=False`"
             )
+        if self.fit_intercept and self.solver == "sag" and self.max_iter is None and self.tol > 1e-4:
+            warnings.warn(  # scikit-learn's warning, for the same call; gpuml's own solve is exact
+                '"sag" solver requires many iterations to fit an intercept with sparse inputs. Either set the solver '
+                'to "auto" or "sparse_cg", or set a low "tol" and a high "max_iter" (especially if inputs are not '
+                "standardized). (gpuml solves the same objective exactly; the warning is scikit-learn's.)",
+                UserWarning,
+                stacklevel=3,
+            )
 
     # Parameters: the table in src/linear_model/ridge.cpp (see _params.py).
     _gpuml_sklearn_class = "sklearn.linear_model.Ridge"
