@@ -132,6 +132,8 @@ def test_sklearn_refusals():
     rng = np.random.default_rng()
     X, y = _problem(rng, 0.3)
     with pytest.raises(TypeError, match="SVD solver does not support sparse"):
+        gpuml.Ridge(solver="svd", fit_intercept=False).fit(X, y)
+    with pytest.raises(ValueError, match="does not support fitting the intercept on sparse"):
         gpuml.Ridge(solver="svd").fit(X, y)
     with pytest.raises(ValueError, match="does not support fitting the intercept on sparse"):
         gpuml.Ridge(solver="cholesky").fit(X, y)

@@ -238,13 +238,14 @@ class Ridge(_LinearRegressor):
         """scikit-learn's refusals of sparse X for some solvers, with its errors and messages."""
         if not (sparse.issparse(X) or _array.is_sparse(X)) or self.positive:
             return
-        if self.solver == "svd":
-            raise TypeError("SVD solver does not support sparse inputs currently")
+        # In scikit-learn's order: the intercept's rule first, then "svd"'s.
         if self.fit_intercept and self.solver not in ("auto", "lbfgs", "lsqr", "sag", "sparse_cg"):
             raise ValueError(
                 f"solver='{self.solver}' does not support fitting the intercept on sparse data. Please set the "
                 "solver to 'auto' or 'lsqr', 'sparse_cg', 'sag', 'lbfgs' or set `fit_intercept=False`"
             )
+        if self.solver == "svd":
+            raise TypeError("SVD solver does not support sparse inputs currently")
         if self.fit_intercept and self.solver == "sag" and self.max_iter is None and self.tol > 1e-4:
             warnings.warn(  # scikit-learn's warning, for the same call; gpuml's own solve is exact
                 '"sag" solver requires many iterations to fit an intercept with sparse inputs. Either set the solver '
