@@ -1135,7 +1135,8 @@ struct SparseGramParts {
 };
 
 template <typename T>
-SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, int64_t t, bool fit_intercept) {
+SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, int64_t t, bool fit_intercept,
+                                  bool with_gram = true) {
   const int64_t n = X.rows(), d = X.cols();
   SparseGramParts p;
   p.weight_sum = static_cast<double>(n);
@@ -1166,6 +1167,7 @@ SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, in
   X.transpose_times(b.data(), t, p.cross.data());
   for (int64_t j = 0; j < d; ++j)
     for (int64_t k = 0; k < t; ++k) p.cross[j * t + k] -= p.x_mean[j] * b_sums[k];
+  if (!with_gram) return p;
   p.gram.assign(static_cast<std::size_t>(d * d), 0.0);
   X.weighted_gram(w, p.gram.data());
   if (fit_intercept)
@@ -1185,7 +1187,8 @@ struct SparseProblem {
 };
 
 SparseProblem stage_sparse_problem(Context& ctx, const SparseView& X, const ArrayView& y, const ArrayView* sample_weight,
-                                   const std::string& estimator, const std::vector<double>& alpha) {
+                                   const std::string& estimator, const std::vector<double>& alpha,
+                                   bool needs_gram) {
   if (ctx.comm().size() > 1)
     throw_error(ErrorCode::unsupported, estimator + ": sparse X over several ranks is not written yet");
   if (ctx.is_cuda())
@@ -1196,12 +1199,12 @@ SparseProblem stage_sparse_problem(Context& ctx, const SparseView& X, const Arra
   p.d = X.cols();
   GPUML_EXPECT(p.n >= 1 && p.d >= 1, "X (sparse matrix) has shape (" + std::to_string(p.n) + ", " +
                                          std::to_string(p.d) + "): at least 1 sample and 1 feature are required");
-  if (p.d > kSparseGramFeatures)
+  if (needs_gram && p.d > kSparseGramFeatures)
     throw_error(ErrorCode::unsupported,
                 estimator + ": sparse X with " + std::to_string(p.d) + " features (more than " +
                     std::to_string(kSparseGramFeatures) +
-                    "): the exact route forms a d x d Gram matrix, and the iterative one (lsqr / sparse_cg over "
-                    "sparse products) is not written yet");
+                    "): coordinate descent runs on a d x d Gram matrix here, and over CSC columns is not written "
+                    "yet");
   p.t = check_targets(y, p.n);
   p.y_is_1d = y.ndim == 1;
   if (!alpha.empty())
@@ -1216,17 +1219,94 @@ SparseProblem stage_sparse_problem(Context& ctx, const SparseView& X, const Arra
   return p;
 }
 
+
+// Wide sparse X (more than kSparseGramFeatures features): conjugate gradients on the normal
+// equations (AᵀA + alpha_k I) c = AᵀB_k, A = √w (X − x̄) applied through the sparse products and
+// never formed (scikit-learn's sparse_cg; lsqr's problem too). From zero, the iterates stay in the
+// row space of A, so with alpha = 0 and rank-deficient X they reach the minimum-norm solution, as
+// lsqr's. Stops at a residual of √eps_T / 100 relative to |AᵀB_k| (1.5e-10 in float64, far below
+// scikit-learn's tolerances), or after max_iter steps (default 2 d, lsqr's), then converged_ = 0.
+// rank_ and singular_values_ are not computed there (-1 and empty; scikit-learn's sparse fit sets
+// neither).
+template <typename T>
+HostSolution sparse_normal_cg(SparseMatrix<T>& X, const T* w, const SparseGramParts& parts, int64_t t,
+                              const LeastSquaresRequest& request) {
+  const int64_t n = X.rows(), d = X.cols();
+  const std::vector<double>& mean = parts.x_mean;
+  std::vector<T> v_t(static_cast<std::size_t>(d)), Xv(static_cast<std::size_t>(n));
+  // out = AᵀA v = Xᵀ W (X v − 1 x̄ᵀv) − x̄ Σ w (X v − x̄ᵀv) (the last sum is zero but for rounding).
+  auto normal = [&](const Vector& v, double alpha, Vector& out) {
+    for (int64_t j = 0; j < d; ++j) v_t[j] = static_cast<T>(v[j]);
+    X.times(v_t.data(), 1, Xv.data());
+    const double shift = Eigen::Map<const Vector>(mean.data(), d).dot(v);
+    double total = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double u = (w ? static_cast<double>(w[i]) : 1.0) * (static_cast<double>(Xv[i]) - shift);
+      Xv[i] = static_cast<T>(u);
+      total += static_cast<double>(Xv[i]);
+    }
+    out.resize(d);
+    X.transpose_times(Xv.data(), 1, out.data());
+    out -= total * Eigen::Map<const Vector>(mean.data(), d);
+    out += alpha * v;
+  };
+  const double rtol = 1e-2 * std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon()));
+  const int64_t max_iter = request.max_iter > 0 ? request.max_iter : std::max<int64_t>(2 * d, 100);
+  HostSolution sol;
+  sol.coef = Matrix::Zero(t, d);
+  sol.rank = -1;
+  for (int64_t k = 0; k < t; ++k) {
+    const double alpha = request.alpha.empty() ? 0.0 : request.alpha[request.alpha.size() == 1 ? 0 : k];
+    Vector b(d);
+    for (int64_t j = 0; j < d; ++j) b[j] = parts.cross[j * t + k];
+    const double target = rtol * b.norm();
+    Vector c = Vector::Zero(d), r = b, p = r, Ap;
+    double rr = r.squaredNorm();
+    bool converged = std::sqrt(rr) <= target;
+    for (int64_t it = 0; it < max_iter && !converged; ++it) {
+      normal(p, alpha, Ap);
+      const double pAp = p.dot(Ap);
+      if (!(pAp > 0)) break;  // p in A's null space (alpha = 0): nothing left to reduce
+      const double step = rr / pAp;
+      c += step * p;
+      r -= step * Ap;
+      const double rr_next = r.squaredNorm();
+      converged = std::sqrt(rr_next) <= target;
+      p = r + (rr_next / rr) * p;
+      rr = rr_next;
+    }
+    sol.coef.row(k) = c.transpose();
+    sol.converged = sol.converged && converged;
+  }
+  return sol;
+}
 }  // namespace
 
 LinearFit fit_least_squares_sparse(Context& ctx, const SparseView& X, const ArrayView& y,
                                    const ArrayView* sample_weight, const LeastSquaresRequest& request) {
   const std::string label = std::string(request.estimator) + " (sparse)";
   Trace trace(ctx, label.c_str());
-  const SparseProblem p = stage_sparse_problem(ctx, X, y, sample_weight, request.estimator, request.alpha);
+  const bool iterative = X.cols() > kSparseGramFeatures;
+  if (iterative && request.solver == LeastSquaresSolver::nonnegative)
+    throw_error(ErrorCode::unsupported, std::string(request.estimator) + ": positive=True on sparse X with more than " +
+                                            std::to_string(kSparseGramFeatures) +
+                                            " features is not written yet (the active set runs on X^T X)");
+  const SparseProblem p =
+      stage_sparse_problem(ctx, X, y, sample_weight, request.estimator, request.alpha, false);
   return with_float_type(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     auto A = make_sparse_matrix<T>(ctx, X, "X");
     trace.mark("check and canonicalize X");
+    if (iterative) {
+      const T* w = p.weighted ? p.w.view.as<const T>() : nullptr;
+      const SparseGramParts parts = sparse_gram_parts<T>(*A, p.y.view.as<const T>(), w, p.t, request.fit_intercept, false);
+      HostSolution sol = sparse_normal_cg<T>(*A, w, parts, p.t, request);
+      std::vector<double> intercept(static_cast<std::size_t>(p.t), 0.0);
+      for (int64_t k = 0; k < p.t && request.fit_intercept; ++k)
+        intercept[k] = parts.y_mean[k] - sol.coef.row(k).dot(Eigen::Map<const Vector>(parts.x_mean.data(), p.d));
+      trace.mark("conjugate gradients");
+      return linear_fit<T>(sol, intercept, p.d, p.t, p.y_is_1d, p.dtype, request.estimator);
+    }
     SparseGramParts parts = sparse_gram_parts<T>(*A, p.y.view.as<const T>(),
                                                  p.weighted ? p.w.view.as<const T>() : nullptr, p.t,
                                                  request.fit_intercept);
@@ -1249,7 +1329,7 @@ GramSystem gram_system_sparse(Context& ctx, const SparseView& X, const ArrayView
                               bool fit_intercept, bool rescale_weights, const std::string& estimator) {
   const std::string label = estimator + " (sparse Gram system)";
   Trace trace(ctx, label.c_str());
-  const SparseProblem p = stage_sparse_problem(ctx, X, y, sample_weight, estimator, {});
+  const SparseProblem p = stage_sparse_problem(ctx, X, y, sample_weight, estimator, {}, true);
   GramSystem sys;
   sys.n = p.n;
   sys.d = p.d;
@@ -1378,9 +1458,10 @@ void check_linear_attributes(const std::map<std::string, HostArray>& attributes,
 
   if (attributes.count("rank_")) {
     const HostArray& rank = attributes.at("rank_");
-    GPUML_EXPECT(rank.dtype() == DType::int64 && rank.spec().ndim == 0 && *rank.as<const int64_t>() >= 0 &&
+    // -1: not computed (sparse X on the iterative route, fit_least_squares_sparse).
+    GPUML_EXPECT(rank.dtype() == DType::int64 && rank.spec().ndim == 0 && *rank.as<const int64_t>() >= -1 &&
                      *rank.as<const int64_t>() <= d,
-                 where + "rank_ must be an int64 scalar in [0, n_features]");
+                 where + "rank_ must be an int64 scalar in [-1, n_features] (-1: not computed)");
   }
   if (attributes.count("singular_values_")) {
     const HostArray& s = attributes.at("singular_values_");

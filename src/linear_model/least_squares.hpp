@@ -132,9 +132,11 @@ MergedSums merge_centered_over_ranks(Comm& comm, double weight_sum, std::vector<
 // intercept, X is centered implicitly: x̄ = Xᵀw / Σw, and the Gram system of A = √w (X − x̄) is
 // Xᵀ W X − (Σw) x̄ x̄ᵀ, XᵀW(y − ȳ) − x̄ Σ w (y − ȳ), from the sparse products (SparseMatrix). Up to
 // kSparseGramFeatures features, the Gram routes of the dense driver solve it exactly ("qr" as
-// "eig"; "svd" and the minimum-norm fallbacks from G's eigen-decomposition); above, a d x d Gram
-// matrix is too large and the iterative route (lsqr / sparse_cg over the products) is not
-// written yet: unsupported, named.
+// "eig"; "svd" and the minimum-norm fallbacks from G's eigen-decomposition); above, conjugate
+// gradients on the normal equations over the sparse products (scikit-learn's sparse_cg; the
+// minimum-norm solution for rank-deficient X, as lsqr's), to a residual far below scikit-learn's
+// tolerances; rank_ is then -1 and singular_values_ empty (not computed). gram_system_sparse
+// (coordinate descent) needs the Gram matrix: wider X is unsupported there, named.
 inline constexpr int64_t kSparseGramFeatures = 4096;
 LinearFit fit_least_squares_sparse(Context& ctx, const SparseView& X, const ArrayView& y,
                                    const ArrayView* sample_weight, const LeastSquaresRequest& request);

@@ -148,9 +148,23 @@ def test_sklearn_refusals():
         gpuml.Lasso().fit(X, y)
 
 
-def test_wide_sparse_x_is_named():
+def test_wide_sparse_x_iterative_route():
     rng = np.random.default_rng()
-    X = sparse.random(50, 5000, density=0.001, format="csr", random_state=rng)
-    y = rng.standard_normal(50)
+    n, d = 300, 5000  # beyond the Gram route's 4096 features: conjugate gradients
+    X = sparse.random(n, d, density=0.004, format="csr", random_state=rng)
+    y = X @ rng.standard_normal(d) + 1.0 + 0.1 * rng.standard_normal(n)
+    ours = gpuml.Ridge(alpha=0.5).fit(X, y)
+    theirs = sk.Ridge(alpha=0.5, solver="sparse_cg", tol=1e-12, max_iter=100000).fit(X, y)
+    # Both CG on the same normal equations, ours to a 1.5e-10 residual, theirs to 1e-12: 1e-7.
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, rtol=1e-7, atol=1e-7)
+    _check_predict(ours, theirs, X, 1e-7)
+    # n < d: the minimum-norm least-squares solution (scikit-learn's lstsq on the dense copy).
+    ours = gpuml.LinearRegression().fit(X, y)
+    exact = sk.LinearRegression().fit(X.toarray(), y)
+    # CG's residual 1.5e-10 relative on XᵀX's system, amplified by cond(X) (~10 for this X): 1e-6.
+    np.testing.assert_allclose(ours.coef_, exact.coef_, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours.intercept_, exact.intercept_, rtol=1e-6, atol=1e-6)
+    assert ours.rank_ == -1  # not computed on this route
     with pytest.raises(Exception, match="5000 features"):
-        gpuml.Ridge().fit(X, y)
+        gpuml.Lasso().fit(X, y)  # coordinate descent still needs the Gram matrix

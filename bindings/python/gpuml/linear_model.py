@@ -94,9 +94,11 @@ class LinearRegression(_LinearRegressor):
     ``copy_X`` (gpuml never writes to X), ``n_jobs`` (the CPU backend's threads are the
     context's).
     Sparse X (SciPy CSR / CSC; CuPy and torch sparse matrices are read on the host) is fitted on
-    the CPU without a dense copy: X is centered implicitly and the normal equations (X^T X and X^T y) are formed from sparse
-    products (n_features x n_features, so up to 4096 features for now; wider sparse X is a named
-    error until the iterative route is written). predict takes sparse X too.
+    the CPU without a dense copy: X is centered implicitly; up to 4096 features the normal
+    equations (X^T X and X^T y) are formed from sparse products and solved exactly as on dense X,
+    beyond that conjugate gradients on them run over the sparse products (the least-squares
+    solution scikit-learn's lsqr approaches, the minimum-norm one for rank-deficient X; rank_ is
+    then -1 and singular_values_ empty: not computed). predict takes sparse X too.
     ``positive=True`` refuses sparse X (TypeError), as scikit-learn's.
 
     ``device``: "auto" (the first GPU when there is one, else the CPU; for CUDA inputs, the GPU
@@ -205,9 +207,10 @@ class Ridge(_LinearRegressor):
     ``device`` as in LinearRegression. Parameter values are checked as scikit-learn checks them
     (InvalidParameterError, a ValueError, with its messages).
     Sparse X (SciPy CSR / CSC; CuPy and torch sparse matrices are read on the host) is fitted on
-    the CPU without a dense copy: X is centered implicitly and the normal equations (X^T X + alpha I and X^T y) are formed from sparse
-    products (n_features x n_features, so up to 4096 features for now; wider sparse X is a named
-    error until the iterative route is written). predict takes sparse X too.
+    the CPU without a dense copy: X is centered implicitly; up to 4096 features the normal
+    equations (X^T X + alpha I and X^T y) are formed from sparse products and solved exactly as on
+    dense X, beyond that conjugate gradients on them run over the sparse products (scikit-learn's
+    sparse_cg, to a residual far below its tolerance). predict takes sparse X too.
     scikit-learn's rules for sparse X hold: "svd" refuses it (TypeError), "cholesky" and "saga" refuse
     it with fit_intercept (ValueError); the others solve the same objective exactly.
 
