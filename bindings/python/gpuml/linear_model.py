@@ -317,11 +317,12 @@ class ElasticNet(_LinearRegressor):
     requires). ``max_iter=None``, which scikit-learn's constraints admit but its solver refuses, is
     a TypeError here too.
     Sparse X (SciPy CSR / CSC; CuPy and torch sparse matrices are read on the host) is fitted on
-    the CPU without a dense copy: X is centered implicitly and the Gram system (X^T X, X^T y) is formed from sparse
-    products (n_features x n_features, so up to 4096 features for now; wider sparse X is a named
-    error until the iterative route is written). predict takes sparse X too.
-    Coordinate descent then runs on that Gram system: scikit-learn's objective and duality-gap
-    test, so its minimizer within ``tol`` (scikit-learn iterates over CSC columns instead).
+    the CPU without a dense copy: X is centered implicitly and the Gram system (X^T X, X^T y) is
+    formed from sparse products; coordinate descent then runs on it, with scikit-learn's objective
+    and duality-gap test, so its minimizer within ``tol`` (scikit-learn iterates over CSC columns
+    instead). The Gram matrix is n_features x n_features: up to 4096 features for now, wider sparse
+    X is a named error until coordinate descent over CSC columns is written. predict takes sparse X
+    too.
 
     Attributes
     ----------
