@@ -328,8 +328,9 @@ class GpumlEstimator(BaseEstimator):
         device y of a host X is copied to the host). Host inputs go through validate_data (which
         also records n_features_in_ and feature_names_in_, and checks y for NaN and infinity).
         """
-        sparse_host = self._gpuml_accepts_sparse and sparse.issparse(X)
-        kind = _array.sparse_kind(X) if sparse_host else _array.ArrayKind.of(X)
+        takes_sparse = self._gpuml_accepts_sparse and _array.is_sparse(X)
+        sparse_host = takes_sparse and sparse.issparse(X)  # SciPy's: validate_data below; others: _prepare_X
+        kind = _array.sparse_kind(X) if takes_sparse else _array.ArrayKind.of(X)
         y_is_device = y is not None and _array.ArrayKind.of(y).is_device
         if not kind.is_device:
             y_host = _array.to_numpy(y) if y_is_device else _array.ArrayKind.host_input(y)
