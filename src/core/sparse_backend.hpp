@@ -32,6 +32,10 @@ class SparseMatrix : public MatrixProducts<T> {
   int64_t cols() const { return cols_; }
   // Per column j of X: sums_host[j] = Σ_i X_ij and squares_host[j] = Σ_i X_ij², in double.
   virtual void column_moments(double* sums_host, double* squares_host) = 0;
+  // gram_host = Xᵀ diag(w) X (d x d, row-major double; exactly symmetric), w_host of n weights
+  // (nullptr: all 1). Formed from the sparse product, so its cost follows the squares of the rows'
+  // non-zeros, not n d²; the caller decides whether d x d fits.
+  virtual void weighted_gram(const T* w_host, double* gram_host) = 0;
 
  protected:
   int64_t rows_ = 0, cols_ = 0;

@@ -66,6 +66,31 @@ class SparseCpu final : public SparseMatrix<T> {
     }
   }
 
+  void weighted_gram(const T* w_host, double* gram_host) override {
+    const int64_t d = this->cols_;
+    const auto& R = X_.by_rows;
+    // Σ_i w_i x_i x_iᵀ, one thread per block of output rows j: row j of the Gram matrix is
+    // Σ_i w_i x_ij x_i over the rows i where column j is stored (X's CSC column j), so threads
+    // write disjoint rows and nothing is reduced between them (the result does not depend on the
+    // thread count).
+    const auto& C = X_.by_columns;
+    std::fill(gram_host, gram_host + d * d, 0.0);
+    const RowBlocks blocks(d, threads_, 16);
+#pragma omp parallel for num_threads(threads_for(threads_, R.nonZeros() * 16)) schedule(dynamic)
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t j = blocks.begin(b); j < blocks.end(b); ++j) {
+        double* row = gram_host + j * d;
+        for (typename EigenSparse<T, I>::Cols_t::InnerIterator c(C, j); c; ++c) {
+          const double scaled = static_cast<double>(c.value()) * (w_host ? static_cast<double>(w_host[c.row()]) : 1.0);
+          for (typename EigenSparse<T, I>::Rows_t::InnerIterator r(R, c.row()); r; ++r)
+            row[r.col()] += scaled * static_cast<double>(r.value());
+        }
+      }
+    // Symmetric in exact arithmetic; made exactly so (the solvers read one triangle or both).
+    for (int64_t j = 0; j < d; ++j)
+      for (int64_t k = j + 1; k < d; ++k) gram_host[k * d + j] = gram_host[j * d + k];
+  }
+
  private:
   EigenSparse<T, I> X_;
   int threads_;
@@ -83,23 +108,13 @@ std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, cons
 }
 
 template <typename T>
-std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const SparseView& X, const char* what) {
-  if (ctx.is_cuda())
-    throw_error(ErrorCode::unsupported, std::string(what) +
-                                            ": sparse input on a CUDA context is not written yet (cuSPARSE); use "
-                                            "device=\"cpu\"");
-  return make_sparse_cpu_matrix<T>(ctx, X, what);
-}
-
-template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const SparseView& X, const char* what) {
   if (X.dtype == dtype_of<T>::value || ctx.is_cuda()) return make_sparse_matrix<T>(ctx, X, what);
   const HostSparse host = host_sparse(ctx, X, what);  // checked
-  std::vector<T> values(static_cast<std::size_t>(host.view.nnz));
-  if (host.view.dtype == DType::float32)
-    std::copy_n(static_cast<const float*>(host.view.values), host.view.nnz, values.begin());
-  else
-    std::copy_n(static_cast<const double*>(host.view.values), host.view.nnz, values.begin());
+  std::vector<T> values(static_cast<std::size_t>(X.nnz));
+  with_sparse_types(X.dtype, X.index_dtype, [&](auto from, auto) {
+    std::copy_n(static_cast<const decltype(from)*>(host.view.values), X.nnz, values.data());
+  });
   SparseView converted = host.view;
   converted.dtype = dtype_of<T>::value;
   converted.values = values.data();
@@ -108,14 +123,22 @@ std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const
   return std::make_unique<SparseCpu<T, int64_t>>(ctx, to_eigen<T, int64_t>(converted));
 }
 
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const SparseView& X, const char* what) {
+  if (ctx.is_cuda())
+    throw_error(ErrorCode::unsupported, std::string(what) +
+                                            ": sparse input on a CUDA context is not written yet (cuSPARSE); use "
+                                            "device=\"cpu\"");
+  return make_sparse_cpu_matrix<T>(ctx, X, what);
+}
+
 template std::unique_ptr<SparseMatrix<float>> make_sparse_matrix<float>(const Context&, const SparseView&, const char*);
 template std::unique_ptr<SparseMatrix<double>> make_sparse_matrix<double>(const Context&, const SparseView&, const char*);
-template std::unique_ptr<SparseMatrix<float>> make_sparse_cpu_matrix<float>(const Context&, const SparseView&, const char*);
-template std::unique_ptr<SparseMatrix<double>> make_sparse_cpu_matrix<double>(const Context&, const SparseView&,
-                                                                              const char*);
-
 template std::unique_ptr<SparseMatrix<float>> make_sparse_matrix_as<float>(const Context&, const SparseView&, const char*);
 template std::unique_ptr<SparseMatrix<double>> make_sparse_matrix_as<double>(const Context&, const SparseView&,
                                                                              const char*);
+template std::unique_ptr<SparseMatrix<float>> make_sparse_cpu_matrix<float>(const Context&, const SparseView&, const char*);
+template std::unique_ptr<SparseMatrix<double>> make_sparse_cpu_matrix<double>(const Context&, const SparseView&,
+                                                                              const char*);
 
 }  // namespace gpuml::detail

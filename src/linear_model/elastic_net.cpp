@@ -102,6 +102,24 @@ ElasticNet& ElasticNet::fit(Context& ctx, const ArrayView& X, const ArrayView& y
   const detail::GramSystem sys =
       detail::gram_system(ctx, X, y, sample_weight, params_.fit_intercept, true, name,
                           params_table(name == "Lasso").rank_fields(params_));
+  fit_system(ctx, sys);
+  return *this;
+}
+
+void ElasticNet::fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) {
+  GPUML_EXPECT(y != nullptr, std::string(display_name_) + ".fit needs y");
+  // The Gram form of scikit-learn's sparse coordinate descent (precompute=False over CSC columns):
+  // the same objective and the same duality-gap test, so the same minimizer within tol.
+  fit_system(ctx, detail::gram_system_sparse(ctx, X, *y, sample_weight, params_.fit_intercept, true, display_name_));
+}
+
+void ElasticNet::predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  require_fitted();
+  detail::linear_predict_sparse(ctx, X, coef_, intercept_, out, display_name_);
+}
+
+void ElasticNet::fit_system(Context& ctx, const detail::GramSystem& sys) {
+  const std::string name = display_name_;
   const int64_t n = sys.n, d = sys.d, t = sys.t;
   GPUML_EXPECT(params_.init_coef.empty() || static_cast<int64_t>(params_.init_coef.size()) == t * d,
                name + ": init_coef has " + std::to_string(params_.init_coef.size()) + " values but the fit needs " +
@@ -161,7 +179,6 @@ ElasticNet& ElasticNet::fit(Context& ctx, const ArrayView& X, const ArrayView& y
   n_iter_ = scalar_i64(n_iter);
   converged_ = scalar_i64(converged ? 1 : 0);
   n_features_in_ = scalar_i64(d);
-  return *this;
 }
 
 void ElasticNet::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {

@@ -32,9 +32,11 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 
 #include "core/distributed.hpp"
+#include "core/sparse_backend.hpp"
 #include "core/staging.hpp"
 #include "core/trace.hpp"
 #include "gpuml/core/error.hpp"
@@ -248,6 +250,20 @@ class LeastSquares {
       expect_finite_sums(sums);
     });
     trace_.mark("means, center and sums");
+  }
+
+  // Sparse X (one rank): the Gram system formed by the caller from sparse products, centered on
+  // the means of all rows; the minimum-norm routes then use G's eigen-decomposition (by_svd).
+  void adopt_gram(std::vector<double> G, std::vector<double> C, std::vector<double> x_mean,
+                  std::vector<double> y_mean, double total_weight) {
+    G_ = std::move(G);
+    C_ = std::move(C);
+    x_mean_ = std::move(x_mean);
+    y_mean_ = std::move(y_mean);
+    y_offset_.assign(static_cast<std::size_t>(t_), 0.0);
+    total_weight_ = total_weight;
+    gram_only_ = from_gram_ = true;
+    check_gram_scale<T>(G_, d_, false, request_.estimator);  // no rescaled refit for sparse X: overflow is named
   }
 
   // y_mean_ = the weighted means of this rank's y (zeros without intercept).
@@ -670,7 +686,29 @@ class LeastSquares {
     return sol;
   }
 
+  // The minimum-norm (and Ridge "svd") solution from G = AᵀA alone (sparse X: no A to factor):
+  // coef_k = V diag(1 / (λ + alpha_k)) Vᵀ C_k, eigenvalues below the cutoff dropped when alpha_k = 0.
+  // G's eigenvalues are known to about eps λ_max, hence the cutoff on λ: max(rcond, lstsq_cond²).
+  HostSolution by_gram_spectrum() {
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(gram_matrix());
+    GPUML_EXPECT(es.info() == Eigen::Success, std::string(request_.estimator) + ": the eigen-decomposition of XᵀX failed");
+    HostSolution sol;
+    sol.singular_values = singular_values_from(es.eigenvalues());
+    sol.rank = rank_of(sol.singular_values, std::max(gram_cutoff(), request_.lstsq_cond));
+    const double s_max = sol.singular_values.empty() ? 0.0 : sol.singular_values.front();
+    const double s_cut = std::max(gram_cutoff(), request_.lstsq_cond) * s_max;
+    // A penalty below the eigenvalues' own noise (alpha = 1e-16, say) cannot regularize the noise
+    // of G's null space: such an alpha counts as 0 there (the minimum-norm solution, which the
+    // SVD of A gives on dense X); above it, every eigenvalue is divided by λ + alpha as usual.
+    std::vector<double> alpha = request_.alpha;
+    for (double& a : alpha)
+      if (a <= s_cut * s_cut) a = 0.0;
+    sol.coef = spectral_solve(es, cross_matrix(), alpha, s_cut * s_cut);
+    return sol;
+  }
+
   HostSolution by_svd() {
+    if (from_gram_) return by_gram_spectrum();
     require_exact_centering();
     HostSolution sol;
     if (n_ < d_) {
@@ -780,6 +818,7 @@ class LeastSquares {
   std::vector<double> x_mean_, y_mean_;
   Buffer A_, B_;                  // the centered, weighted working copies
   bool gram_only_ = false;        // prepared without A: G and C straight from X (see prepare)
+  bool from_gram_ = false;        // sparse X: G and C given (adopt_gram), no X to factor
   std::vector<double> G_, C_;     // AᵀA and AᵀB once computed
 };
 
@@ -991,6 +1030,47 @@ GramSystem gram_system(Context& ctx, const ArrayView& X, const ArrayView& y, con
   return sys;
 }
 
+namespace {
+
+// The fitted arrays from a host solution; never a non-finite attribute (values beyond T's range
+// are an error).
+template <typename T>
+LinearFit linear_fit(HostSolution& sol, const std::vector<double>& intercept, int64_t d, int64_t t, bool y_is_1d,
+                     DType dtype, const char* estimator) {
+  const auto finite_in_t = [](double v) { return std::isfinite(static_cast<T>(v)); };
+  GPUML_EXPECT(sol.coef.unaryExpr([&](double v) { return finite_in_t(v) ? 0.0 : 1.0; }).sum() == 0 &&
+                   std::all_of(intercept.begin(), intercept.end(), finite_in_t),
+               std::string(estimator) + ": the coefficients or intercept overflow " + dtype_name(dtype) +
+                   " (X or y too large or too small)");
+  GPUML_EXPECT(std::all_of(sol.singular_values.begin(), sol.singular_values.end(), finite_in_t),
+               std::string(estimator) + ": singular_values_ overflow " + dtype_name(dtype) +
+                   ": X's values are too large");
+
+  LinearFit fit;
+  fit.coef = y_is_1d ? HostArray(dtype, d) : HostArray(dtype, t, d);
+  fit.intercept = y_is_1d ? HostArray::scalar(dtype) : HostArray(dtype, t);
+  for (int64_t k = 0; k < t; ++k) {
+    for (int64_t j = 0; j < d; ++j) fit.coef.as<T>()[k * d + j] = static_cast<T>(sol.coef(k, j));
+    fit.intercept.as<T>()[k] = static_cast<T>(intercept[k]);
+  }
+  auto as_array = [dtype](const std::vector<double>& values) {
+    HostArray a(dtype, static_cast<int64_t>(values.size()));
+    std::copy(values.begin(), values.end(), a.as<T>());
+    return a;
+  };
+  fit.singular_values = sol.singular_values_later
+                            ? std::make_shared<DeferredArray>([later = sol.singular_values_later, as_array] {
+                                return as_array(later());
+                              })
+                            : std::make_shared<DeferredArray>(as_array(sol.singular_values));
+  fit.rank = scalar_i64(sol.rank);
+  fit.n_features_in = scalar_i64(d);
+  fit.converged = scalar_i64(sol.converged ? 1 : 0);
+  return fit;
+}
+
+}  // namespace
+
 LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight,
                             const LeastSquaresRequest& request) {
   Trace trace(ctx, request.estimator);
@@ -1039,37 +1119,265 @@ LinearFit fit_least_squares(Context& ctx, const ArrayView& X, const ArrayView& y
       sol.singular_values_later = nullptr;
       for (double& v : sol.singular_values) v = std::ldexp(v, -exponent);
     }
-    // Never a non-finite attribute: values beyond T's range are an error.
-    const auto finite_in_t = [](double v) { return std::isfinite(static_cast<T>(v)); };
-    GPUML_EXPECT(sol.coef.unaryExpr([&](double v) { return finite_in_t(v) ? 0.0 : 1.0; }).sum() == 0 &&
-                     std::all_of(intercept.begin(), intercept.end(), finite_in_t),
-                 std::string(request.estimator) + ": the coefficients or intercept overflow " + dtype_name(dtype) +
-                     " (X or y too large or too small)");
-    GPUML_EXPECT(std::all_of(sol.singular_values.begin(), sol.singular_values.end(), finite_in_t),
-                 std::string(request.estimator) + ": singular_values_ overflow " + dtype_name(dtype) +
-                     ": X's values are too large");
+    return linear_fit<T>(sol, intercept, d, t, y_is_1d, dtype, request.estimator);
+  });
+}
 
-    LinearFit fit;
-    fit.coef = y_is_1d ? HostArray(dtype, d) : HostArray(dtype, t, d);
-    fit.intercept = y_is_1d ? HostArray::scalar(dtype) : HostArray(dtype, t);
+namespace {
+
+// The Gram system of the implicitly centered sparse X (least_squares.hpp), one pass of products
+// each: x̄ = Xᵀw / Σw, C = Xᵀ b − x̄ Σ b with b = w (y − ȳ) (Σ b is zero but for rounding), and, when
+// `with_gram`, G = XᵀWX − (Σw) x̄ x̄ᵀ. The subtraction cancels where a column's mean is large
+// beside its spread (a dense column far from 0); sparse columns, mostly zeros, are not such.
+struct SparseGramParts {
+  std::vector<double> gram, cross, x_mean, y_mean, y_sq_norm;
+  double weight_sum = 0.0;
+};
+
+template <typename T>
+SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, int64_t t, bool fit_intercept,
+                                  bool with_gram = true) {
+  const int64_t n = X.rows(), d = X.cols();
+  SparseGramParts p;
+  p.weight_sum = static_cast<double>(n);
+  if (w) p.weight_sum = std::accumulate(w, w + n, 0.0);
+  auto weight = [&](int64_t i) { return w ? static_cast<double>(w[i]) : 1.0; };
+  p.x_mean.assign(static_cast<std::size_t>(d), 0.0);
+  p.y_mean.assign(static_cast<std::size_t>(t), 0.0);
+  if (fit_intercept) {
+    std::vector<T> ones;
+    if (!w) ones.assign(static_cast<std::size_t>(n), T(1));
+    X.transpose_times(w ? w : ones.data(), 1, p.x_mean.data());
+    for (double& v : p.x_mean) v /= p.weight_sum;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < t; ++k) p.y_mean[k] += weight(i) * static_cast<double>(y[i * t + k]);
+    for (double& v : p.y_mean) v /= p.weight_sum;
+  }
+  std::vector<T> b(static_cast<std::size_t>(n * t));
+  std::vector<double> b_sums(static_cast<std::size_t>(t), 0.0);
+  p.y_sq_norm.assign(static_cast<std::size_t>(t), 0.0);
+  for (int64_t i = 0; i < n; ++i)
     for (int64_t k = 0; k < t; ++k) {
-      for (int64_t j = 0; j < d; ++j) fit.coef.as<T>()[k * d + j] = static_cast<T>(sol.coef(k, j));
-      fit.intercept.as<T>()[k] = static_cast<T>(intercept[k]);
+      const double r = static_cast<double>(y[i * t + k]) - p.y_mean[k];
+      b[i * t + k] = static_cast<T>(weight(i) * r);
+      b_sums[k] += static_cast<double>(b[i * t + k]);
+      p.y_sq_norm[k] += weight(i) * r * r;
     }
-    auto as_array = [dtype](const std::vector<double>& values) {
-      HostArray a(dtype, static_cast<int64_t>(values.size()));
-      std::copy(values.begin(), values.end(), a.as<T>());
-      return a;
-    };
-    fit.singular_values = sol.singular_values_later
-                              ? std::make_shared<DeferredArray>([later = sol.singular_values_later, as_array] {
-                                  return as_array(later());
-                                })
-                              : std::make_shared<DeferredArray>(as_array(sol.singular_values));
-    fit.rank = scalar_i64(sol.rank);
-    fit.n_features_in = scalar_i64(d);
-    fit.converged = scalar_i64(sol.converged ? 1 : 0);
-    return fit;
+  p.cross.assign(static_cast<std::size_t>(d * t), 0.0);
+  X.transpose_times(b.data(), t, p.cross.data());
+  for (int64_t j = 0; j < d; ++j)
+    for (int64_t k = 0; k < t; ++k) p.cross[j * t + k] -= p.x_mean[j] * b_sums[k];
+  if (!with_gram) return p;
+  p.gram.assign(static_cast<std::size_t>(d * d), 0.0);
+  X.weighted_gram(w, p.gram.data());
+  if (fit_intercept)
+    for (int64_t j = 0; j < d; ++j)
+      for (int64_t k = 0; k < d; ++k) p.gram[j * d + k] -= p.weight_sum * p.x_mean[j] * p.x_mean[k];
+  return p;
+}
+
+// Sparse X's shape, y and sample_weight checked and staged on the host in X's float dtype
+// (float32 stays float32, as scikit-learn keeps it).
+struct SparseProblem {
+  int64_t n = 0, d = 0, t = 0;
+  bool y_is_1d = true;
+  DType dtype = DType::float64;
+  detail::Staged y, w;
+  bool weighted = false;
+};
+
+SparseProblem stage_sparse_problem(Context& ctx, const SparseView& X, const ArrayView& y, const ArrayView* sample_weight,
+                                   const std::string& estimator, const std::vector<double>& alpha,
+                                   bool needs_gram) {
+  if (ctx.comm().size() > 1)
+    throw_error(ErrorCode::unsupported, estimator + ": sparse X over several ranks is not written yet");
+  if (ctx.is_cuda())
+    throw_error(ErrorCode::unsupported,
+                estimator + ": sparse X on a CUDA context is not written yet (cuSPARSE); use device=\"cpu\"");
+  SparseProblem p;
+  p.n = X.rows();
+  p.d = X.cols();
+  GPUML_EXPECT(p.n >= 1 && p.d >= 1, "X (sparse matrix) has shape (" + std::to_string(p.n) + ", " +
+                                         std::to_string(p.d) + "): at least 1 sample and 1 feature are required");
+  if (needs_gram && p.d > kSparseGramFeatures)
+    throw_error(ErrorCode::unsupported,
+                estimator + ": sparse X with " + std::to_string(p.d) + " features (more than " +
+                    std::to_string(kSparseGramFeatures) +
+                    "): coordinate descent runs on a d x d Gram matrix here, and over CSC columns is not written "
+                    "yet");
+  p.t = check_targets(y, p.n);
+  p.y_is_1d = y.ndim == 1;
+  if (!alpha.empty())
+    GPUML_EXPECT(alpha.size() == 1 || static_cast<int64_t>(alpha.size()) == p.t,
+                 estimator + ": Number of targets and number of penalties do not correspond: " +
+                     std::to_string(alpha.size()) + " != " + std::to_string(p.t) + " (give one alpha or one per target)");
+  p.dtype = X.dtype == DType::float32 ? DType::float32 : DType::float64;
+  p.y = detail::stage(ctx, y, p.dtype, "y");
+  detail::require_finite(ctx, p.y.view, "y");
+  p.weighted = sample_weight != nullptr;
+  if (sample_weight) p.w = stage_weights(ctx, *sample_weight, p.dtype, p.n);
+  return p;
+}
+
+
+// Wide sparse X (more than kSparseGramFeatures features): conjugate gradients on the normal
+// equations (AᵀA + alpha_k I) c = AᵀB_k, A = √w (X − x̄) applied through the sparse products and
+// never formed (scikit-learn's sparse_cg; lsqr's problem too). From zero, the iterates stay in the
+// row space of A, so with alpha = 0 and rank-deficient X they reach the minimum-norm solution, as
+// lsqr's. Stops at a residual of √eps_T / 100 relative to |AᵀB_k| (1.5e-10 in float64, far below
+// scikit-learn's tolerances), or after max_iter steps (default 2 d, lsqr's), then converged_ = 0.
+// rank_ and singular_values_ are not computed there (-1 and empty; scikit-learn's sparse fit sets
+// neither).
+template <typename T>
+HostSolution sparse_normal_cg(SparseMatrix<T>& X, const T* w, const SparseGramParts& parts, int64_t t,
+                              const LeastSquaresRequest& request) {
+  const int64_t n = X.rows(), d = X.cols();
+  const std::vector<double>& mean = parts.x_mean;
+  std::vector<T> v_t(static_cast<std::size_t>(d)), Xv(static_cast<std::size_t>(n));
+  // out = AᵀA v = Xᵀ W (X v − 1 x̄ᵀv) − x̄ Σ w (X v − x̄ᵀv) (the last sum is zero but for rounding).
+  auto normal = [&](const Vector& v, double alpha, Vector& out) {
+    for (int64_t j = 0; j < d; ++j) v_t[j] = static_cast<T>(v[j]);
+    X.times(v_t.data(), 1, Xv.data());
+    const double shift = Eigen::Map<const Vector>(mean.data(), d).dot(v);
+    double total = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double u = (w ? static_cast<double>(w[i]) : 1.0) * (static_cast<double>(Xv[i]) - shift);
+      Xv[i] = static_cast<T>(u);
+      total += static_cast<double>(Xv[i]);
+    }
+    out.resize(d);
+    X.transpose_times(Xv.data(), 1, out.data());
+    out -= total * Eigen::Map<const Vector>(mean.data(), d);
+    out += alpha * v;
+  };
+  const double rtol = 1e-2 * std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon()));
+  const int64_t max_iter = request.max_iter > 0 ? request.max_iter : std::max<int64_t>(2 * d, 100);
+  HostSolution sol;
+  sol.coef = Matrix::Zero(t, d);
+  sol.rank = -1;
+  for (int64_t k = 0; k < t; ++k) {
+    const double alpha = request.alpha.empty() ? 0.0 : request.alpha[request.alpha.size() == 1 ? 0 : k];
+    Vector b(d);
+    for (int64_t j = 0; j < d; ++j) b[j] = parts.cross[j * t + k];
+    const double target = rtol * b.norm();
+    Vector c = Vector::Zero(d), r = b, p = r, Ap;
+    double rr = r.squaredNorm();
+    bool converged = std::sqrt(rr) <= target;
+    for (int64_t it = 0; it < max_iter && !converged; ++it) {
+      normal(p, alpha, Ap);
+      const double pAp = p.dot(Ap);
+      if (!(pAp > 0)) break;  // p in A's null space (alpha = 0): nothing left to reduce
+      const double step = rr / pAp;
+      c += step * p;
+      r -= step * Ap;
+      const double rr_next = r.squaredNorm();
+      converged = std::sqrt(rr_next) <= target;
+      p = r + (rr_next / rr) * p;
+      rr = rr_next;
+    }
+    sol.coef.row(k) = c.transpose();
+    sol.converged = sol.converged && converged;
+  }
+  return sol;
+}
+}  // namespace
+
+LinearFit fit_least_squares_sparse(Context& ctx, const SparseView& X, const ArrayView& y,
+                                   const ArrayView* sample_weight, const LeastSquaresRequest& request) {
+  const std::string label = std::string(request.estimator) + " (sparse)";
+  Trace trace(ctx, label.c_str());
+  const bool iterative = X.cols() > kSparseGramFeatures;
+  if (iterative && request.solver == LeastSquaresSolver::nonnegative)
+    throw_error(ErrorCode::unsupported, std::string(request.estimator) + ": positive=True on sparse X with more than " +
+                                            std::to_string(kSparseGramFeatures) +
+                                            " features is not written yet (the active set runs on X^T X)");
+  const SparseProblem p =
+      stage_sparse_problem(ctx, X, y, sample_weight, request.estimator, request.alpha, false);
+  return with_float_type(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto A = make_sparse_matrix<T>(ctx, X, "X");
+    trace.mark("check and canonicalize X");
+    if (iterative) {
+      const T* w = p.weighted ? p.w.view.as<const T>() : nullptr;
+      const SparseGramParts parts = sparse_gram_parts<T>(*A, p.y.view.as<const T>(), w, p.t, request.fit_intercept, false);
+      HostSolution sol = sparse_normal_cg<T>(*A, w, parts, p.t, request);
+      std::vector<double> intercept(static_cast<std::size_t>(p.t), 0.0);
+      for (int64_t k = 0; k < p.t && request.fit_intercept; ++k)
+        intercept[k] = parts.y_mean[k] - sol.coef.row(k).dot(Eigen::Map<const Vector>(parts.x_mean.data(), p.d));
+      trace.mark("conjugate gradients");
+      return linear_fit<T>(sol, intercept, p.d, p.t, p.y_is_1d, p.dtype, request.estimator);
+    }
+    SparseGramParts parts = sparse_gram_parts<T>(*A, p.y.view.as<const T>(),
+                                                 p.weighted ? p.w.view.as<const T>() : nullptr, p.t,
+                                                 request.fit_intercept);
+    trace.mark("sparse Gram system");
+    // No X to factor: "qr" solves as "eig" (both exact for full-rank X), "svd" from G's spectrum.
+    LeastSquaresRequest r = request;
+    if (r.solver == LeastSquaresSolver::qr) r.solver = LeastSquaresSolver::eig;
+    const RowCounts rows{{p.n}, p.n};
+    LeastSquares<T> ls(ctx, r, rows, p.d, p.t, parts.weight_sum, trace, false);
+    ls.adopt_gram(std::move(parts.gram), std::move(parts.cross), std::move(parts.x_mean), std::move(parts.y_mean),
+                  parts.weight_sum);
+    HostSolution sol = ls.solve();
+    const std::vector<double> intercept = ls.intercept(sol.coef);
+    trace.mark("solve");
+    return linear_fit<T>(sol, intercept, p.d, p.t, p.y_is_1d, p.dtype, request.estimator);
+  });
+}
+
+GramSystem gram_system_sparse(Context& ctx, const SparseView& X, const ArrayView& y, const ArrayView* sample_weight,
+                              bool fit_intercept, bool rescale_weights, const std::string& estimator) {
+  const std::string label = estimator + " (sparse Gram system)";
+  Trace trace(ctx, label.c_str());
+  const SparseProblem p = stage_sparse_problem(ctx, X, y, sample_weight, estimator, {}, true);
+  GramSystem sys;
+  sys.n = p.n;
+  sys.d = p.d;
+  sys.t = p.t;
+  sys.y_is_1d = p.y_is_1d;
+  sys.dtype = p.dtype;
+  double total_weight = 0.0;
+  with_float_type(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto A = make_sparse_matrix<T>(ctx, X, "X");
+    SparseGramParts parts = sparse_gram_parts<T>(*A, p.y.view.as<const T>(),
+                                                 p.weighted ? p.w.view.as<const T>() : nullptr, p.t, fit_intercept);
+    check_gram_scale<T>(parts.gram, p.d, false, estimator);
+    sys.gram = std::move(parts.gram);
+    sys.cross = std::move(parts.cross);
+    sys.y_sq_norm = std::move(parts.y_sq_norm);
+    sys.x_mean = std::move(parts.x_mean);
+    sys.y_mean = std::move(parts.y_mean);
+    total_weight = parts.weight_sum;
+  });
+  // As gram_system: weights rescaled to sum to n scale every entry by n / Σw.
+  if (rescale_weights && total_weight != static_cast<double>(sys.n)) {
+    const double scale = static_cast<double>(sys.n) / total_weight;
+    for (auto* v : {&sys.gram, &sys.cross, &sys.y_sq_norm})
+      for (double& x : *v) x *= scale;
+  }
+  return sys;
+}
+
+void linear_predict_sparse(Context& ctx, const SparseView& X, const HostArray& coef, const HostArray& intercept,
+                           const ArrayView& out, const char* estimator) {
+  const bool one_target = coef.spec().ndim == 1;
+  const int64_t d = one_target ? coef.spec().shape[0] : coef.spec().shape[1];
+  const int64_t t = one_target ? 1 : coef.spec().shape[0];
+  GPUML_EXPECT(X.cols() == d, "X has " + std::to_string(X.cols()) + " features, but " + estimator +
+                                  " was fitted with " + std::to_string(d) + " features");
+  const int64_t n = X.rows();
+  with_float_type(coef.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto A = make_sparse_matrix_as<T>(ctx, X, "X");  // values in coef's dtype, as the dense predict
+    std::vector<T> result(static_cast<std::size_t>(std::max<int64_t>(n * t, 1)));
+    A->times(coef.as<const T>(), t, result.data());
+    const T* b = intercept.as<const T>();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < t; ++k) result[i * t + k] += b[k];
+    const ArrayView view = one_target ? make_view(result.data(), coef.dtype(), Device{}, n)
+                                      : make_view(result.data(), coef.dtype(), Device{}, n, t);
+    detail::write_output(ctx, view, out, "predictions");
   });
 }
 
@@ -1150,9 +1458,10 @@ void check_linear_attributes(const std::map<std::string, HostArray>& attributes,
 
   if (attributes.count("rank_")) {
     const HostArray& rank = attributes.at("rank_");
-    GPUML_EXPECT(rank.dtype() == DType::int64 && rank.spec().ndim == 0 && *rank.as<const int64_t>() >= 0 &&
+    // -1: not computed (sparse X on the iterative route, fit_least_squares_sparse).
+    GPUML_EXPECT(rank.dtype() == DType::int64 && rank.spec().ndim == 0 && *rank.as<const int64_t>() >= -1 &&
                      *rank.as<const int64_t>() <= d,
-                 where + "rank_ must be an int64 scalar in [0, n_features]");
+                 where + "rank_ must be an int64 scalar in [-1, n_features] (-1: not computed)");
   }
   if (attributes.count("singular_values_")) {
     const HostArray& s = attributes.at("singular_values_");

@@ -12,6 +12,7 @@
 #include "core/magnitudes.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
+#include "gpuml/core/sparse.hpp"
 #include "linear_model/linear_backend.hpp"
 
 namespace gpuml::detail {
@@ -126,6 +127,24 @@ struct MergedSums {
 MergedSums merge_centered_over_ranks(Comm& comm, double weight_sum, std::vector<double>& x_mean,
                                      std::vector<double>& y_mean, std::vector<double>* gram, std::vector<double>* cross,
                                      const std::vector<double>* y_sums = nullptr);
+
+// Sparse X (CSR or CSC, host memory or a host copy; one rank), never densified. With an
+// intercept, X is centered implicitly: x̄ = Xᵀw / Σw, and the Gram system of A = √w (X − x̄) is
+// Xᵀ W X − (Σw) x̄ x̄ᵀ, XᵀW(y − ȳ) − x̄ Σ w (y − ȳ), from the sparse products (SparseMatrix). Up to
+// kSparseGramFeatures features, the Gram routes of the dense driver solve it exactly ("qr" as
+// "eig"; "svd" and the minimum-norm fallbacks from G's eigen-decomposition); above, conjugate
+// gradients on the normal equations over the sparse products (scikit-learn's sparse_cg; the
+// minimum-norm solution for rank-deficient X, as lsqr's), to a residual far below scikit-learn's
+// tolerances; rank_ is then -1 and singular_values_ empty (not computed). gram_system_sparse
+// (coordinate descent) needs the Gram matrix: wider X is unsupported there, named.
+inline constexpr int64_t kSparseGramFeatures = 4096;
+LinearFit fit_least_squares_sparse(Context& ctx, const SparseView& X, const ArrayView& y,
+                                   const ArrayView* sample_weight, const LeastSquaresRequest& request);
+GramSystem gram_system_sparse(Context& ctx, const SparseView& X, const ArrayView& y, const ArrayView* sample_weight,
+                              bool fit_intercept, bool rescale_weights, const std::string& estimator);
+// out = X coef^T + intercept for sparse X (any float dtype; computed in coef's).
+void linear_predict_sparse(Context& ctx, const SparseView& X, const HostArray& coef, const HostArray& intercept,
+                           const ArrayView& out, const char* estimator);
 
 // What predict returns: (n,) or (n, t) in coef's dtype.
 ArraySpec linear_output_spec(const HostArray& coef, int64_t n_rows);

@@ -59,16 +59,38 @@ LinearRegression::LinearRegression(LinearRegressionParams params) : params_(std:
   params_table().check(params_);
 }
 
-LinearRegression& LinearRegression::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
-                                        const ArrayView* sample_weight) {
+namespace {
+
+detail::LeastSquaresRequest request_for(const LinearRegressionParams& params) {
   detail::LeastSquaresRequest request;
   request.estimator = "LinearRegression";
-  request.solver = params_.positive ? detail::LeastSquaresSolver::nonnegative : solver_for(params_.algorithm);
-  request.fit_intercept = params_.fit_intercept;
-  request.lstsq_cond = params_.tol;
-  request.tol = params_.tol;
-  request.rank_fields = params_table().rank_fields(params_);
-  detail::LinearFit fit = detail::fit_least_squares(ctx, X, y, sample_weight, request);
+  request.solver = params.positive ? detail::LeastSquaresSolver::nonnegative : solver_for(params.algorithm);
+  request.fit_intercept = params.fit_intercept;
+  request.lstsq_cond = params.tol;
+  request.tol = params.tol;
+  request.rank_fields = params_table().rank_fields(params);
+  return request;
+}
+
+}  // namespace
+
+LinearRegression& LinearRegression::fit(Context& ctx, const ArrayView& X, const ArrayView& y,
+                                        const ArrayView* sample_weight) {
+  adopt(detail::fit_least_squares(ctx, X, y, sample_weight, request_for(params_)));
+  return *this;
+}
+
+void LinearRegression::fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) {
+  GPUML_EXPECT(y != nullptr, "LinearRegression.fit needs y");
+  adopt(detail::fit_least_squares_sparse(ctx, X, *y, sample_weight, request_for(params_)));
+}
+
+void LinearRegression::predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  require_fitted();
+  detail::linear_predict_sparse(ctx, X, coef_, intercept_, out, "LinearRegression");
+}
+
+void LinearRegression::adopt(detail::LinearFit fit) {
   // Replace the fitted state only once everything has succeeded.
   coef_ = std::move(fit.coef);
   intercept_ = std::move(fit.intercept);
@@ -76,7 +98,6 @@ LinearRegression& LinearRegression::fit(Context& ctx, const ArrayView& X, const 
   rank_ = std::move(fit.rank);
   n_features_in_ = std::move(fit.n_features_in);
   converged_ = std::move(fit.converged);
-  return *this;
 }
 
 void LinearRegression::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {

@@ -79,21 +79,42 @@ detail::LeastSquaresSolver solver_for(const RidgeParams& p) {
 
 Ridge::Ridge(RidgeParams params) : params_(std::move(params)) { params_table().check(params_); }
 
-Ridge& Ridge::fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight) {
+namespace {
+
+detail::LeastSquaresRequest request_for(const RidgeParams& params) {
   detail::LeastSquaresRequest request;
   request.estimator = "Ridge";
-  request.solver = solver_for(params_);
-  request.fit_intercept = params_.fit_intercept;
-  request.alpha = params_.alpha;
-  request.max_iter = params_.max_iter.value_or(0);
-  request.tol = params_.tol;
-  request.rank_fields = params_table().rank_fields(params_);
-  detail::LinearFit fit = detail::fit_least_squares(ctx, X, y, sample_weight, request);
+  request.solver = solver_for(params);
+  request.fit_intercept = params.fit_intercept;
+  request.alpha = params.alpha;
+  request.max_iter = params.max_iter.value_or(0);
+  request.tol = params.tol;
+  request.rank_fields = params_table().rank_fields(params);
+  return request;
+}
+
+}  // namespace
+
+Ridge& Ridge::fit(Context& ctx, const ArrayView& X, const ArrayView& y, const ArrayView* sample_weight) {
+  adopt(detail::fit_least_squares(ctx, X, y, sample_weight, request_for(params_)));
+  return *this;
+}
+
+void Ridge::fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) {
+  GPUML_EXPECT(y != nullptr, "Ridge.fit needs y");
+  adopt(detail::fit_least_squares_sparse(ctx, X, *y, sample_weight, request_for(params_)));
+}
+
+void Ridge::predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  require_fitted();
+  detail::linear_predict_sparse(ctx, X, coef_, intercept_, out, "Ridge");
+}
+
+void Ridge::adopt(detail::LinearFit fit) {
   coef_ = std::move(fit.coef);
   intercept_ = std::move(fit.intercept);
   n_features_in_ = std::move(fit.n_features_in);
   converged_ = std::move(fit.converged);
-  return *this;
 }
 
 void Ridge::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {

@@ -328,7 +328,9 @@ class GpumlEstimator(BaseEstimator):
         device y of a host X is copied to the host). Host inputs go through validate_data (which
         also records n_features_in_ and feature_names_in_, and checks y for NaN and infinity).
         """
-        kind = _array.ArrayKind.of(X)
+        takes_sparse = self._gpuml_accepts_sparse and _array.is_sparse(X)
+        sparse_host = takes_sparse and sparse.issparse(X)  # SciPy's: validate_data below; others: _prepare_X
+        kind = _array.sparse_kind(X) if takes_sparse else _array.ArrayKind.of(X)
         y_is_device = y is not None and _array.ArrayKind.of(y).is_device
         if not kind.is_device:
             y_host = _array.to_numpy(y) if y_is_device else _array.ArrayKind.host_input(y)
@@ -339,7 +341,9 @@ class GpumlEstimator(BaseEstimator):
                 reset=True,
                 dtype=list(dtype),
                 order="C",
-                accept_sparse=False,
+                # SciPy CSR / CSC kept (other formats converted to CSR), for estimators that take them.
+                accept_sparse=["csr", "csc"] if sparse_host else False,
+                accept_large_sparse=True,
                 y_numeric=True,
                 multi_output=True,
             )
@@ -370,7 +374,7 @@ class GpumlEstimator(BaseEstimator):
         """None, or the weights as a 1-d array of X's dtype (on the device for device weights)."""
         if sample_weight is None:
             return None
-        dtype = _array.dtype_of(X)
+        dtype = X.dtype if sparse.issparse(X) else _array.dtype_of(X)
         if _array.ArrayKind.of(sample_weight).is_device:
             weights = self._check_device_array(sample_weight, dtype=(dtype,), name="sample_weight", ndim=1)
             if weights.shape[0] != X.shape[0]:

@@ -93,6 +93,13 @@ class LinearRegression(_LinearRegressor):
     meeting them raises ``sklearn.exceptions.ConvergenceWarning``. Accepted without effect:
     ``copy_X`` (gpuml never writes to X), ``n_jobs`` (the CPU backend's threads are the
     context's).
+    Sparse X (SciPy CSR / CSC; CuPy and torch sparse matrices are read on the host) is fitted on
+    the CPU without a dense copy: X is centered implicitly; up to 4096 features the normal
+    equations (X^T X and X^T y) are formed from sparse products and solved exactly as on dense X,
+    beyond that conjugate gradients on them run over the sparse products (the least-squares
+    solution scikit-learn's lsqr approaches, the minimum-norm one for rank-deficient X; rank_ is
+    then -1 and singular_values_ empty: not computed). predict takes sparse X too.
+    ``positive=True`` refuses sparse X (TypeError), as scikit-learn's.
 
     ``device``: "auto" (the first GPU when there is one, else the CPU; for CUDA inputs, the GPU
     that holds them), "cpu", "cuda" or "cuda:N". Inputs may be NumPy arrays, CuPy arrays or
@@ -118,6 +125,10 @@ class LinearRegression(_LinearRegressor):
 
     _gpuml_kind = "linear_regression"
     _gpuml_attributes = ("coef_", "intercept_", "rank_")
+
+    @property
+    def _gpuml_accepts_sparse(self):
+        return not self.positive  # scikit-learn's: positive=True needs dense X
     _gpuml_settable = ("coef_", "intercept_")
     _column_y_is_1d = False
 
@@ -195,6 +206,13 @@ class Ridge(_LinearRegressor):
     ``random_state`` (only scikit-learn's sag and saga draw at random; gpuml's solves do not).
     ``device`` as in LinearRegression. Parameter values are checked as scikit-learn checks them
     (InvalidParameterError, a ValueError, with its messages).
+    Sparse X (SciPy CSR / CSC; CuPy and torch sparse matrices are read on the host) is fitted on
+    the CPU without a dense copy: X is centered implicitly; up to 4096 features the normal
+    equations (X^T X + alpha I and X^T y) are formed from sparse products and solved exactly as on
+    dense X, beyond that conjugate gradients on them run over the sparse products (scikit-learn's
+    sparse_cg, to a residual far below its tolerance). predict takes sparse X too.
+    scikit-learn's rules for sparse X hold: "svd" refuses it (TypeError), "cholesky" and "saga" refuse
+    it with fit_intercept (ValueError); the others solve the same objective exactly.
 
     Attributes
     ----------
@@ -211,6 +229,34 @@ class Ridge(_LinearRegressor):
     _gpuml_kind = "ridge"
     _gpuml_attributes = ("coef_", "intercept_")
     _gpuml_settable = ("coef_", "intercept_")
+    _gpuml_accepts_sparse = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # scikit-learn's rule: which solvers take sparse X (see _check_sparse_solver).
+        tags.input_tags.sparse = self.solver != "svd" and (self.solver != "cholesky" or not self.fit_intercept)
+        return tags
+
+    def _check_sparse_solver(self, X):
+        """scikit-learn's refusals of sparse X for some solvers, with its errors and messages."""
+        if not (sparse.issparse(X) or _array.is_sparse(X)) or self.positive:
+            return
+        # In scikit-learn's order: the intercept's rule first, then "svd"'s.
+        if self.fit_intercept and self.solver not in ("auto", "lbfgs", "lsqr", "sag", "sparse_cg"):
+            raise ValueError(
+                f"solver='{self.solver}' does not support fitting the intercept on sparse data. Please set the "
+                "solver to 'auto' or 'lsqr', 'sparse_cg', 'sag', 'lbfgs' or set `fit_intercept=False`"
+            )
+        if self.solver == "svd":
+            raise TypeError("SVD solver does not support sparse inputs currently")
+        if self.fit_intercept and self.solver == "sag" and self.max_iter is None and self.tol > 1e-4:
+            warnings.warn(  # scikit-learn's warning, for the same call; gpuml's own solve is exact
+                '"sag" solver requires many iterations to fit an intercept with sparse inputs. Either set the solver '
+                'to "auto" or "sparse_cg", or set a low "tol" and a high "max_iter" (especially if inputs are not '
+                "standardized). (gpuml solves the same objective exactly; the warning is scikit-learn's.)",
+                UserWarning,
+                stacklevel=3,
+            )
 
     # Parameters: the table in src/linear_model/ridge.cpp (see _params.py).
     _gpuml_sklearn_class = "sklearn.linear_model.Ridge"
@@ -229,10 +275,12 @@ class Ridge(_LinearRegressor):
         before meeting tol."""
         self._validate_params()  # bad parameters fail before the data is looked at
         check_device(self.device)
+        self._check_sparse_solver(X)
         params = self._gpuml_params()
         self._fit(X, y, sample_weight, lambda n_targets: params)
         self.n_iter_ = None
-        self.solver_ = "lbfgs" if self.positive else ("cholesky" if self.solver == "auto" else self.solver)
+        auto = "sparse_cg" if sparse.issparse(X) or _array.is_sparse(X) else "cholesky"  # scikit-learn's choice
+        self.solver_ = "lbfgs" if self.positive else (auto if self.solver == "auto" else self.solver)
         if self.positive and not self._fit_converged():
             warnings.warn(
                 f"The lbfgs solver did not converge. Try increasing max_iter or tol. Currently: "
@@ -268,6 +316,13 @@ class ElasticNet(_LinearRegressor):
     ``check_input=False`` a NumPy X must be in Fortran order, as scikit-learn's coordinate descent
     requires). ``max_iter=None``, which scikit-learn's constraints admit but its solver refuses, is
     a TypeError here too.
+    Sparse X (SciPy CSR / CSC; CuPy and torch sparse matrices are read on the host) is fitted on
+    the CPU without a dense copy: X is centered implicitly and the Gram system (X^T X, X^T y) is
+    formed from sparse products; coordinate descent then runs on it, with scikit-learn's objective
+    and duality-gap test, so its minimizer within ``tol`` (scikit-learn iterates over CSC columns
+    instead). The Gram matrix is n_features x n_features: up to 4096 features for now, wider sparse
+    X is a named error until coordinate descent over CSC columns is written. predict takes sparse X
+    too.
 
     Attributes
     ----------
@@ -285,6 +340,7 @@ class ElasticNet(_LinearRegressor):
     _gpuml_kind = "elastic_net"
     _gpuml_attributes = ("coef_", "intercept_", "n_iter_", "dual_gap_", "converged_")
     _gpuml_settable = ("coef_", "intercept_")
+    _gpuml_accepts_sparse = True
     # Parameters: the tables in src/linear_model/elastic_net.cpp (see _params.py). A Gram array as
     # precompute is checked here, then gpuml forms its own; max_iter=None fails at fit (TypeError).
     _gpuml_sklearn_class = "sklearn.linear_model.ElasticNet"

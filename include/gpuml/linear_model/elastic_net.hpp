@@ -8,6 +8,10 @@
 
 namespace gpuml {
 
+namespace detail {
+struct GramSystem;
+}
+
 // scikit-learn's ElasticNet parameters. The objective, per target, is
 //   1/(2 n) |y − X w − b|² + alpha * l1_ratio * |w|₁ + alpha * (1 − l1_ratio) / 2 * |w|²
 // (sample weights are rescaled to sum to n and weight the squared errors).
@@ -61,6 +65,11 @@ class GPUML_API ElasticNet : public Estimator {
 
   ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
   void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const override;  // (n,) or (n, t)
+  // Sparse X (CSR / CSC, core/sparse.hpp), on a CPU context: the same fit and predictions, X
+  // centered implicitly, never densified (least_squares.hpp, fit_least_squares_sparse).
+  bool accepts_sparse() const override { return true; }
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
 
   const HostArray& coef() const;       // (d,) when y was 1-d, else (t, d); X's float dtype
   const HostArray& intercept() const;  // 0-d when y was 1-d, else (t,)
@@ -78,6 +87,7 @@ class GPUML_API ElasticNet : public Estimator {
   const char* display_name_;  // "ElasticNet" or "Lasso", for messages
 
  private:
+  void fit_system(Context& ctx, const detail::GramSystem& sys);  // coordinate descent on the Gram system
   ElasticNetParams params_;
   HostArray coef_, intercept_, n_iter_, dual_gap_, converged_, n_features_in_;
 };

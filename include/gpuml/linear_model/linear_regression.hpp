@@ -10,6 +10,7 @@ namespace gpuml {
 
 namespace detail {
 class DeferredArray;
+struct LinearFit;
 }
 
 // scikit-learn's LinearRegression parameters, with its defaults, and gpuml's algorithm (those
@@ -49,6 +50,11 @@ class GPUML_API LinearRegression final : public Estimator {
 
   ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
   void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const override;  // (n,) or (n, t)
+  // Sparse X (CSR / CSC, core/sparse.hpp), on a CPU context: the same fit and predictions, X
+  // centered implicitly, never densified (least_squares.hpp, fit_least_squares_sparse).
+  bool accepts_sparse() const override { return true; }
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
 
   // Fitted attributes, on the host, in X's float dtype (rank and n_features_in are int64).
   const HostArray& coef() const;              // (d,) when y was 1-d, else (t, d)
@@ -65,6 +71,7 @@ class GPUML_API LinearRegression final : public Estimator {
   void restore(std::map<std::string, HostArray> attributes) override;
 
  private:
+  void adopt(detail::LinearFit fit);  // the fitted state, replaced once a fit has succeeded
   LinearRegressionParams params_;
   HostArray coef_, intercept_, rank_, n_features_in_, converged_;
   std::shared_ptr<const detail::DeferredArray> singular_values_;

@@ -8,6 +8,10 @@
 
 namespace gpuml {
 
+namespace detail {
+struct LinearFit;
+}
+
 // scikit-learn's Ridge parameters, with its defaults (those added later last, so that aggregate
 // initializations keep their meaning). Each is declared once, with its forms and documentation
 // (what every solver name runs), in the parameter table in src/linear_model/ridge.cpp.
@@ -38,6 +42,11 @@ class GPUML_API Ridge final : public Estimator {
 
   ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
   void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const override;  // (n,) or (n, t)
+  // Sparse X (CSR / CSC, core/sparse.hpp), on a CPU context: the same fit and predictions, X
+  // centered implicitly, never densified (least_squares.hpp, fit_least_squares_sparse).
+  bool accepts_sparse() const override { return true; }
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
 
   const HostArray& coef() const;       // (d,) when y was 1-d, else (t, d); X's float dtype
   const HostArray& intercept() const;  // 0-d when y was 1-d, else (t,)
@@ -49,6 +58,7 @@ class GPUML_API Ridge final : public Estimator {
   void restore(std::map<std::string, HostArray> attributes) override;
 
  private:
+  void adopt(detail::LinearFit fit);  // the fitted state, replaced once a fit has succeeded
   RidgeParams params_;
   HostArray coef_, intercept_, n_features_in_, converged_;
 };
