@@ -28,6 +28,9 @@ namespace detail {
 struct WarmStart {
   Forest forest;
   std::vector<double> classes;  // the classifier's labels
+  // The kept nodes' nodes_value_ and nodes_weighted_n_samples_ as they were: the forest holds
+  // them as weighted statistics, and value * weight / sum back is not always the same double.
+  std::vector<double> value, weighted;
 };
 }  // namespace detail
 
@@ -227,8 +230,9 @@ HostArray scalar_of(DType dtype, T value) {
   return a;
 }
 
-// The fitted trees as the attribute arrays (see random_forest.hpp).
-void tree_attributes(const detail::Forest& forest, std::map<std::string, HostArray>& out) {
+// The fitted trees as the attribute arrays (see random_forest.hpp); a warm start's kept trees
+// (the first ones) keep their node values and weights to the bit.
+void tree_attributes(const detail::Forest& forest, const detail::WarmStart* kept, std::map<std::string, HostArray>& out) {
   HostArray seeds(DType::int64, static_cast<int64_t>(forest.tree_seeds.size()));
   for (std::size_t t = 0; t < forest.tree_seeds.size(); ++t) seeds.as<int64_t>()[t] = static_cast<int64_t>(forest.tree_seeds[t]);
   out["estimator_seeds_"] = std::move(seeds);
@@ -261,6 +265,10 @@ void tree_attributes(const detail::Forest& forest, std::map<std::string, HostArr
       }
       weighted.as<double>()[at] = w;
     }
+  }
+  if (kept) {
+    std::copy(kept->value.begin(), kept->value.end(), value.as<double>());
+    std::copy(kept->weighted.begin(), kept->weighted.end(), weighted.as<double>());
   }
   out["estimator_node_offsets_"] = array_of(DType::int64, offsets);
   out["nodes_feature_"] = std::move(feature);
@@ -331,6 +339,9 @@ detail::Forest forest_of_attributes(const std::map<std::string, HostArray>& a, b
 std::shared_ptr<const detail::WarmStart> warm_start_of(const std::map<std::string, HostArray>& a, bool classification) {
   auto kept = std::make_shared<detail::WarmStart>();
   kept->forest = forest_of_attributes(a, classification);
+  const HostArray &value = a.at("nodes_value_"), &weighted = a.at("nodes_weighted_n_samples_");
+  kept->value.assign(value.as<const double>(), value.as<const double>() + value.bytes() / sizeof(double));
+  kept->weighted.assign(weighted.as<const double>(), weighted.as<const double>() + weighted.bytes() / sizeof(double));
   if (classification) {
     const HostArray& classes = a.at("classes_");
     kept->classes.assign(classes.as<const double>(), classes.as<const double>() + classes.spec().shape[0]);
@@ -492,7 +503,7 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   });
 
   std::map<std::string, HostArray> attributes;
-  tree_attributes(forest, attributes);
+  tree_attributes(forest, kept.get(), attributes);
   attributes["feature_importances_"] = array_of(DType::float64, forest.feature_importances);
   if (classification_) {
     attributes["classes_"] = array_of(DType::float64, labels.classes);
