@@ -51,3 +51,37 @@ def test_train_writes_the_report_figures_and_a_loadable_model(tmp_path):
     assert forest._fitted_handle().serialize() == (out / "model.gpuml").read_bytes()
     # Refit on every row by the grid search: a forest of full-depth trees fits its training rows.
     assert np.mean(forest.predict(X) == y) >= 0.95
+
+
+def readme_block(after):
+    """The first ```python block of README.md after the line starting with `after`."""
+    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    start = text.index("```python\n", text.index(after)) + len("```python\n")
+    return text[start:text.index("```", start)]
+
+
+def test_readme_text_classification_example_runs_and_agrees_with_scikit_learn():
+    # The README's sparse example, run as written on fresh random "documents": two topics whose
+    # words overlap. gpuml's predictions are those of scikit-learn's LogisticRegression(C=10) on
+    # the same TF-IDF matrix (both solve the same strictly convex problem; 2% of rows may fall
+    # differently where the margin is within the solvers' tolerance), and the LSA is dense (n, 100).
+    from sklearn.linear_model import LogisticRegression as SkLogisticRegression
+
+    rng = np.random.default_rng()
+    vocabulary = [f"w{i}" for i in range(400)]
+
+    def document(topic):
+        words = rng.choice(200, size=rng.integers(5, 30)) + topic * 150  # topics share words 150..199
+        return " ".join(vocabulary[w] for w in words)
+
+    labels = rng.integers(0, 2, 300)
+    texts = [document(t) for t in labels]
+    new_labels = rng.integers(0, 2, 100)
+    new_texts = [document(t) for t in new_labels]
+    scope = {"texts": texts, "labels": labels, "new_texts": new_texts}
+    exec(readme_block("Text classification on sparse TF-IDF"), scope)
+    X = scope["X"]
+    assert X.format == "csr"
+    reference = SkLogisticRegression(C=10).fit(X, labels).predict(scope["vectorizer"].transform(new_texts))
+    assert np.mean(scope["predicted"] == reference) >= 0.98
+    assert scope["lsa"].shape == (300, 100) and np.all(np.isfinite(scope["lsa"]))
