@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "core/distributed.hpp"
 #include "core/param_table.hpp"
@@ -78,6 +79,19 @@ std::vector<double> column_variances(Context& ctx, detail::LinearBackend<T>& bac
   backend.gram(centered.as<const T>(), nullptr, n, k, 0, G.data(), nullptr);
   for (int64_t i = 0; i < k; ++i) variance.push_back(G[i * k + i] / static_cast<double>(n));
   return variance;
+}
+
+// components_, explained_variance_, explained_variance_ratio_ and singular_values_ of a fit (dense
+// or sparse), refused when they overflow X's dtype.
+std::tuple<HostArray, HostArray, HostArray, HostArray> fitted_arrays(DType dtype, const detail::RightSvd& svd,
+                                                                     const std::vector<double>& variance,
+                                                                     const std::vector<double>& ratio, int64_t k,
+                                                                     int64_t d) {
+  detail::expect_finite_in(dtype, {&variance, &svd.s}, {},
+                           "TruncatedSVD: explained_variance_ or singular_values_ overflow " +
+                               std::string(dtype_name(dtype)) + ": X's values are too large");
+  return {detail::host_array(dtype, svd.Vt, k, d), detail::host_array(dtype, variance),
+          detail::host_array(dtype, ratio), detail::host_array(dtype, svd.s)};
 }
 
 }  // namespace
@@ -178,13 +192,8 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
   // Back from the units of 2^exponent X: ratios and components are the same.
   for (double& v : variance) v = std::ldexp(v, -2 * exponent);
   for (double& v : svd.s) v = std::ldexp(v, -exponent);
-  detail::expect_finite_in(dtype, {&variance, &svd.s}, {},
-                           "TruncatedSVD: explained_variance_ or singular_values_ overflow " +
-                               std::string(dtype_name(dtype)) + ": X's values are too large");
-  components_ = detail::host_array(dtype, svd.Vt, k, d);
-  explained_variance_ = detail::host_array(dtype, variance);
-  explained_variance_ratio_ = detail::host_array(dtype, ratio);
-  singular_values_ = detail::host_array(dtype, svd.s);
+  std::tie(components_, explained_variance_, explained_variance_ratio_, singular_values_) =
+      fitted_arrays(dtype, svd, variance, ratio, k, d);
   n_features_in_ = detail::host_int64(d);
   return *this;
 }
@@ -237,13 +246,8 @@ void TruncatedSVD::fit_sparse(Context& ctx, const SparseView& X, const ArrayView
   });
   std::vector<double> ratio;
   for (double v : variance) ratio.push_back(total_variance > 0 ? v / total_variance : 0.0);
-  detail::expect_finite_in(dtype, {&variance, &svd.s}, {},
-                           "TruncatedSVD: explained_variance_ or singular_values_ overflow " +
-                               std::string(dtype_name(dtype)) + ": X's values are too large");
-  components_ = detail::host_array(dtype, svd.Vt, k, d);
-  explained_variance_ = detail::host_array(dtype, variance);
-  explained_variance_ratio_ = detail::host_array(dtype, ratio);
-  singular_values_ = detail::host_array(dtype, svd.s);
+  std::tie(components_, explained_variance_, explained_variance_ratio_, singular_values_) =
+      fitted_arrays(dtype, svd, variance, ratio, k, d);
   n_features_in_ = detail::host_int64(d);
 }
 

@@ -275,16 +275,7 @@ class GpumlEstimator(BaseEstimator):
             )
             return X, kind
         X = self._check_device_array(X, dtype=dtype, name="X")
-        n_features = X.shape[1]
-        if reset:
-            self.n_features_in_ = n_features
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        elif n_features != self.n_features_in_:
-            raise ValueError(
-                f"X has {n_features} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input."
-            )
+        self._record_n_features(X.shape[1], reset)
         return X, kind
 
     def _prepare_sparse_X(self, X, *, reset, dtype):
@@ -309,7 +300,12 @@ class GpumlEstimator(BaseEstimator):
         wanted = [np.dtype(d) for d in dtype]
         if current not in wanted:
             X = X.to(_array._torch_dtype(wanted[0])) if _array._is_torch_tensor(X) else X.astype(wanted[0])
-        n_features = shape[1]
+        self._record_n_features(shape[1], reset)
+        return X, kind
+
+    def _record_n_features(self, n_features, reset):
+        """n_features_in_ as validate_data keeps it: set on fit (dropping feature names of an
+        earlier fit), checked against X on predict."""
         if reset:
             self.n_features_in_ = n_features
             if hasattr(self, "feature_names_in_"):
@@ -319,7 +315,6 @@ class GpumlEstimator(BaseEstimator):
                 f"X has {n_features} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
-        return X, kind
 
     def _prepare_X_y(self, X, y, *, dtype=(np.float64, np.float32)):
         """Validates X and a numeric target y (1-d or 2-d) for fit; returns (X, y, ArrayKind of X).

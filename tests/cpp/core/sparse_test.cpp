@@ -10,63 +10,21 @@
 #include <vector>
 
 #include "gpuml/gpuml.hpp"
+#include "random_sparse.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
 namespace {
 
-// A messy CSR / CSC matrix and the dense matrix it stands for.
+// A messy CSR / CSC matrix (5 to 24 rows and columns, 10% of the entries explicit zeros) and the
+// dense matrix it stands for.
 template <typename I>
-struct Messy {
-  int64_t rows = 0, cols = 0;
-  SparseFormat format = SparseFormat::csr;
-  std::vector<I> indptr, indices;
-  std::vector<double> values;
-  std::vector<double> dense;  // rows x cols, row-major: every stored entry added in
-  SparseView view() const {
-    SparseView v;
-    v.format = format;
-    v.dtype = DType::float64;
-    v.index_dtype = dtype_of<I>::value;
-    v.shape[0] = rows;
-    v.shape[1] = cols;
-    v.nnz = static_cast<int64_t>(values.size());
-    v.indptr = indptr.data();
-    v.indices = indices.data();
-    v.values = values.data();
-    return v;
-  }
-};
+using Messy = test::RandomSparse<I>;
 
 template <typename I>
 Messy<I> make_messy(std::mt19937_64& rng, SparseFormat format) {
-  Messy<I> m;
-  m.rows = 5 + static_cast<int64_t>(rng() % 20);
-  m.cols = 5 + static_cast<int64_t>(rng() % 20);
-  m.format = format;
-  m.dense.assign(static_cast<std::size_t>(m.rows * m.cols), 0.0);
-  const bool csr = format == SparseFormat::csr;
-  const int64_t major = csr ? m.rows : m.cols, minor = csr ? m.cols : m.rows;
-  std::uniform_real_distribution<double> value(-3.0, 3.0);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  m.indptr.push_back(0);
-  for (int64_t i = 0; i < major; ++i) {
-    if (i != 1) {  // line 1 stays empty
-      std::vector<I> line;
-      for (int64_t j = 0; j < minor; ++j)
-        if (j != 2 && unit(rng) < 0.3) line.push_back(static_cast<I>(j));  // minor line 2 stays empty
-      if (!line.empty()) line.push_back(line[rng() % line.size()]);        // a duplicate
-      std::shuffle(line.begin(), line.end(), rng);                        // unsorted
-      for (I j : line) {
-        const double v = unit(rng) < 0.1 ? 0.0 : value(rng);  // explicit zeros too
-        m.indices.push_back(j);
-        m.values.push_back(v);
-        m.dense[static_cast<std::size_t>(csr ? i * m.cols + j : j * m.cols + i)] += v;
-      }
-    }
-    m.indptr.push_back(static_cast<I>(m.indices.size()));
-  }
-  return m;
+  const int64_t rows = 5 + static_cast<int64_t>(rng() % 20), cols = 5 + static_cast<int64_t>(rng() % 20);
+  return test::random_sparse<I>(rng, rows, cols, 0.3, format, 0.1);
 }
 
 template <typename I>
