@@ -36,9 +36,14 @@ def test_matches_sklearn(fmt, index_dtype, density, n_classes, rng):
     X, y = _labelled(rng, 400, 30, density, n_classes, index_dtype=index_dtype, fmt=fmt)
     ours = LogisticRegression(**TIGHT).fit(X, y)
     ref = sk_reference(**TIGHT).fit(X, y)
-    # Both L-BFGS runs stop with gradients ~1e-10 on an objective whose curvature is >= 1/(C n):
-    # coefficients within 1e-6 max|coef| (the dense tests' default, assert_same_model's reason).
-    assert_same_model(ours, ref)
+    # gpuml stops on the gradient (~1e-10); scikit-learn's L-BFGS-B may stop first on its
+    # relative decrease (ftol = 64 eps), leaving coefficients a few 1e-6 apart (measured up to
+    # 2.1e-6 with max|coef| ~1.5): coefficients within 1e-5 max|coef|, and the two objectives
+    # equal up to the rounding of evaluating one (a sum of 400 terms: measured 1.4e-13 relative).
+    C = TIGHT.get("C", 1.0)
+    f_ours, f_ref = objective(ours, X.toarray(), y, C=C), objective(ref, X.toarray(), y, C=C)
+    assert abs(f_ours - f_ref) <= 1e-12 * f_ref, (f_ours, f_ref)
+    assert_same_model(ours, ref, atol=1e-5)
     assert ours.converged_ == 1 and ours.coef_.dtype == np.float64
     assert ours.n_features_in_ == X.shape[1]
     # Coefficients ~1e-6 apart times rows of at most 30 values in [0, 1): scores within ~3e-5.
