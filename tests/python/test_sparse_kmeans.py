@@ -34,6 +34,15 @@ def _init_rows(X, k, rng):
     return X.tocsr()[rng.choice(stored, k, replace=False)].toarray()
 
 
+def _int32(X):
+    """X with int32 indices: scikit-learn's KMeans refuses int64 ones (accept_large_sparse=False),
+    gpuml takes both."""
+    X = X.copy()
+    X.indptr = X.indptr.astype(np.int32)
+    X.indices = X.indices.astype(np.int32)
+    return X
+
+
 def relative(a, b):
     return abs(a - b) / max(abs(b), 1e-300)
 
@@ -47,7 +56,7 @@ def test_same_init_matches_sklearn(fmt, index_dtype, density):
     X = _clustered_sparse(rng, density, k=k, fmt=fmt, index_dtype=index_dtype)
     init = _init_rows(X, k, rng)
     ours = gpuml.KMeans(k, init=init, n_init=1, device="cpu").fit(X)
-    ref = SkKMeans(k, init=init, n_init=1, algorithm="lloyd").fit(X)
+    ref = SkKMeans(k, init=init, n_init=1, algorithm="lloyd").fit(_int32(X))
     # Same start, same Lloyd steps on the same distances (|x|² - 2 x·c + |c|²): only the order of
     # float64 sums differs.
     np.testing.assert_array_equal(ours.labels_, ref.labels_)  # no float64 near-ties on these draws
@@ -57,9 +66,9 @@ def test_same_init_matches_sklearn(fmt, index_dtype, density):
     assert ours.n_iter_ == ref.n_iter_  # same labels each step, same tolerance
     assert ours.cluster_centers_.dtype == np.float64 and ours.labels_.dtype == np.int32
     # The fitted model on the same sparse X.
-    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
-    np.testing.assert_allclose(ours.transform(X), ref.transform(X), rtol=1e-7, atol=1e-7 * scale)  # sqrt of float64 sums
-    np.testing.assert_allclose(ours.score(X), ref.score(X), rtol=1e-9)  # squared back, float64
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(_int32(X)))
+    np.testing.assert_allclose(ours.transform(X), ref.transform(_int32(X)), rtol=1e-7, atol=1e-7 * scale)  # sqrt of float64 sums
+    np.testing.assert_allclose(ours.score(X), ref.score(_int32(X)), rtol=1e-9)  # squared back, float64
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
@@ -70,12 +79,12 @@ def test_sample_weight_matches_sklearn(fmt):
     w = rng.uniform(0.2, 3.0, X.shape[0])
     init = _init_rows(X, k, rng)
     ours = gpuml.KMeans(k, init=init, n_init=1, device="cpu").fit(X, sample_weight=w)
-    ref = SkKMeans(k, init=init, n_init=1).fit(X, sample_weight=w)
+    ref = SkKMeans(k, init=init, n_init=1).fit(_int32(X), sample_weight=w)
     np.testing.assert_array_equal(ours.labels_, ref.labels_)  # no float64 near-ties on these draws
     np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=1e-6, atol=1e-12)  # weighted means
     assert relative(ours.inertia_, ref.inertia_) <= 1e-9  # float64, sum order only
     assert ours.n_iter_ == ref.n_iter_
-    np.testing.assert_allclose(ours.score(X, sample_weight=w), ref.score(X, sample_weight=w), rtol=1e-9)  # same centers
+    np.testing.assert_allclose(ours.score(X, sample_weight=w), ref.score(_int32(X), sample_weight=w), rtol=1e-9)  # same centers
 
 
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
@@ -85,7 +94,7 @@ def test_float32_matches_sklearn(index_dtype):
     X = _clustered_sparse(rng, 0.3, k=k, index_dtype=index_dtype, dtype=np.float32)
     init = _init_rows(X, k, rng).astype(np.float32)
     ours = gpuml.KMeans(k, init=init, n_init=1, device="cpu").fit(X)
-    ref = SkKMeans(k, init=init, n_init=1).fit(X)
+    ref = SkKMeans(k, init=init, n_init=1).fit(_int32(X))
     assert ours.cluster_centers_.dtype == np.float32
     assert ours.transform(X).dtype == np.float32
     # float32 sums (scikit-learn) against double ones (gpuml): a row within float32 rounding of a
