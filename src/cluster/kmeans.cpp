@@ -313,6 +313,33 @@ class SparseRows final : public Rows<T> {
   Buffer products_;   // X Cᵀ, n x (centers or candidates)
 };
 
+// Sparse X times 2^exponent: its canonical host copy with the values scaled (exact, but for
+// values below 2^-1000 of the largest). exponent == 0 when X is all zeros.
+struct ScaledSparse {
+  SparseHostMatrix matrix;
+  int exponent = 0;
+};
+
+// X scaled so that max |value| lies in [1/2, 1), or by the given exponent.
+ScaledSparse scaled_sparse(Context& ctx, const SparseView& X, std::optional<int> exponent = std::nullopt) {
+  ScaledSparse out;
+  out.matrix = canonicalize(ctx, X, "X");
+  const SparseView v = out.matrix.view();
+  with_float_type(v.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* values = static_cast<T*>(out.matrix.values());
+    if (exponent) {
+      out.exponent = *exponent;
+    } else {
+      double top = 0.0;
+      for (int64_t e = 0; e < v.nnz; ++e) top = std::max(top, std::abs(static_cast<double>(values[e])));
+      out.exponent = top == 0.0 ? 0 : -(std::ilogb(top) + 1);
+    }
+    for (int64_t e = 0; e < v.nnz; ++e) values[e] = std::ldexp(values[e], out.exponent);
+  });
+  return out;
+}
+
 // One fit: the data, the weights and a backend, and the algorithm on top of them.
 //
 // As scikit-learn's KMeans.fit, the algorithm runs on X minus its column means, and the means
@@ -378,6 +405,15 @@ class Fitter {
     }
     local_variance_ = variance / static_cast<double>(d_);
     local_means_ = means_;
+    // Uncentered distances: |x|² itself must stay in range (the mean row norm; the sums catch
+    // values whose squares underflow to 0).
+    double mean_row_norm = 0.0;
+    bool nonzero = false;
+    for (int64_t j = 0; j < d_; ++j) {
+      mean_row_norm += squares[j] / static_cast<double>(n_);
+      nonzero = nonzero || squares[j] != 0.0 || means_[j] != 0.0;
+    }
+    uncentered_in_range_ = !nonzero || detail::squares_in_range<T>(mean_row_norm);
     rows_ = std::make_unique<SparseRows<T>>(ctx, *backend_, X);
   }
 
@@ -387,7 +423,8 @@ class Fitter {
   // squared distances would overflow, or underflow and tie; least_squares.hpp).
   Run fit(Buffer& labels, bool rescalable) {
     const double variance = mean_column_variance();
-    if (rescalable && !detail::squares_in_range<T>(variance * static_cast<double>(d_))) throw detail::BadlyScaled{};
+    if (rescalable && (!uncentered_in_range_ || !detail::squares_in_range<T>(variance * static_cast<double>(d_))))
+      throw detail::BadlyScaled{};
     const double tol_abs = params_.tol * variance;
     int n_runs = params_.n_init;
     if (params_.init == "array") n_runs = 1;  // a given init is deterministic: one run is enough
@@ -699,6 +736,7 @@ class Fitter {
   std::unique_ptr<Rows<T>> rows_;  // the centered dense rows, or sparse X: everything in the fit reads these
   bool centered_ = false;      // dense: the means are added back to the centers
   double local_variance_ = 0.0;  // this rank's mean column variance about its own means
+  bool uncentered_in_range_ = true;  // sparse X: its rows' squared norms are within squares_in_range
 };
 
 // The best run's centers as the fitted attribute, once checked for overflow.
@@ -825,9 +863,22 @@ KMeans& KMeans::fit(Context& ctx, const SparseView& X, const ArrayView* sample_w
     const Weights<T> weights = prepare_weights<T>(ctx, sample_weight, n);
     GPUML_EXPECT(weights.total > 0, "sample_weight must have a positive sum");
     Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
-    Fitter<T> fitter(ctx, params_, *A, weights, layout, seed);
-    // Not rescaled: extreme magnitudes end in the overflow error below.
-    const typename Fitter<T>::Run best = fitter.fit(labels, false);
+    typename Fitter<T>::Run best;
+    try {
+      Fitter<T> fitter(ctx, params_, *A, weights, layout, seed);
+      best = fitter.fit(labels, true);
+    } catch (const detail::BadlyScaled&) {
+      // Extreme magnitudes (|x|² or the variance out of range): fit 2^e X and 2^e init, then
+      // centers times 2^-e, inertia times 4^-e, as for dense X.
+      const ScaledSparse scaled = scaled_sparse(ctx, X);
+      A = detail::make_sparse_matrix<T>(ctx, scaled.matrix.view(), "X");
+      KMeansParams scaled_params = params_;
+      for (double& v : scaled_params.init_array) v = std::ldexp(v, scaled.exponent);
+      Fitter<T> fitter(ctx, scaled_params, *A, weights, layout, seed);
+      best = fitter.fit(labels, false);
+      for (T& v : best.centers) v = std::ldexp(v, -scaled.exponent);
+      best.inertia = std::ldexp(best.inertia, -2 * scaled.exponent);
+    }
     adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, labels, n);
   });
   return *this;
@@ -935,8 +986,9 @@ void KMeans::fit_predict(Context& ctx, const ArrayView& X, const ArrayView& labe
 
 namespace {
 
-// Sparse X for predict/transform/score: checked against the fitted width, then f(rows, centers)
-// with X seen through its products in its own float type (as dense X is) and the centers in it.
+// Sparse X for predict/transform/score: checked against the fitted width, then f(rows, centers,
+// e) with X seen through its products in its own float type (as dense X is) and the centers in
+// it, both times 2^e (e != 0 only for extreme magnitudes: distances are then 2^e times the true ones).
 template <typename F>
 void with_sparse_rows(Context& ctx, const SparseView& X, const HostArray& fitted_centers, int64_t n_features, F&& f) {
   GPUML_EXPECT(X.cols() == n_features, "X has " + std::to_string(X.cols()) + " features, but KMeans was fitted with " +
@@ -945,10 +997,21 @@ void with_sparse_rows(Context& ctx, const SparseView& X, const HostArray& fitted
   with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     auto A = detail::make_sparse_matrix<T>(ctx, X, "X");
+    std::vector<T> centers = host_centers_as<T>(fitted_centers);
+    // Extreme magnitudes, as rescale_for_distances: X and the centers times 2^e, centers near 1.
+    double top = 0.0;
+    for (T c : centers) top = std::max(top, std::abs(static_cast<double>(c)));
+    int exponent = 0;
+    ScaledSparse scaled;
+    if (top != 0.0 && !detail::squares_in_range<T>(top * top * static_cast<double>(n_features))) {
+      exponent = -(std::ilogb(top) + 1);
+      scaled = scaled_sparse(ctx, X, exponent);
+      A = detail::make_sparse_matrix<T>(ctx, scaled.matrix.view(), "X");
+      for (T& c : centers) c = std::ldexp(c, exponent);
+    }
     auto backend = make_backend<T>(ctx);
     SparseRows<T> rows(ctx, *backend, *A);
-    const std::vector<T> centers = host_centers_as<T>(fitted_centers);
-    f(rows, centers);
+    f(rows, centers, exponent);
   });
 }
 
@@ -959,7 +1022,7 @@ bool KMeans::accepts_sparse() const { return true; }
 void KMeans::predict_sparse(Context& ctx, const SparseView& X, const ArrayView& labels) const {
   require_fitted();
   const int64_t n = X.rows(), k = params_.n_clusters;
-  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers) {
+  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers, int) {
     using T = typename std::decay_t<decltype(centers)>::value_type;
     Buffer out(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
     Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
@@ -971,11 +1034,17 @@ void KMeans::predict_sparse(Context& ctx, const SparseView& X, const ArrayView& 
 void KMeans::transform_sparse(Context& ctx, const SparseView& X, const ArrayView& distances) const {
   require_fitted();
   const int64_t n = X.rows(), k = params_.n_clusters;
-  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers) {
+  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers, int exponent) {
     using T = typename std::decay_t<decltype(centers)>::value_type;
     Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
     rows.distances(centers.data(), k, out.as<T>());
-    detail::write_output(ctx, make_view(out.data(), dtype_of<T>::value, ctx.device(), n, k), distances, "distances");
+    const ArrayView scaled = make_view(out.data(), dtype_of<T>::value, ctx.device(), n, k);
+    if (exponent == 0) {
+      detail::write_output(ctx, scaled, distances, "distances");
+    } else {
+      const detail::ScaledCopy back = detail::scaled_copy(ctx, scaled, -exponent);  // back to X's units
+      detail::write_output(ctx, back.view(), distances, "distances");
+    }
   });
 }
 
@@ -983,13 +1052,13 @@ double KMeans::score(Context& ctx, const SparseView& X, const ArrayView* sample_
   require_fitted();
   const int64_t n = X.rows(), k = params_.n_clusters;
   double inertia = 0.0;
-  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers) {
+  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers, int exponent) {
     using T = typename std::decay_t<decltype(centers)>::value_type;
     const Weights<T> weights = prepare_weights<T>(ctx, sample_weight, n);
     Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
     Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
     rows.assign(centers.data(), k, labels.as<int32_t>(), dist2.as<T>(), false);
-    inertia = make_backend<T>(ctx)->weighted_sum(weights.device(), dist2.as<const T>(), n);
+    inertia = std::ldexp(make_backend<T>(ctx)->weighted_sum(weights.device(), dist2.as<const T>(), n), -2 * exponent);
   });
   return -inertia;
 }

@@ -193,3 +193,29 @@ def test_bad_sparse_input_is_named():
 
 def test_tags():
     assert gpuml.KMeans().__sklearn_tags__().input_tags.sparse
+
+
+@pytest.mark.parametrize("exponent", [-500, -400, 400, 480])
+def test_extreme_magnitudes_fit_the_unit_scale_model(exponent):
+    """Squares out of float64's comfortable range (|x|² past 2^±600): X is scaled by a power of
+    two (exact) and fitted again, as dense X is; the model is the unit-scale one times 2^e."""
+    rng = np.random.default_rng()
+    X = _clustered_sparse(rng, 0.3, n=120, d=10)
+    init = _init_rows(X, 3, rng)
+    scale = 2.0**exponent
+    base = gpuml.KMeans(3, init=init, n_init=1, device="cpu").fit(X)
+    model = gpuml.KMeans(3, init=init * scale, n_init=1, device="cpu").fit(X * scale)
+    np.testing.assert_array_equal(model.labels_, base.labels_)
+    # Powers of two scale exactly; the rescaled fit is the unit one up to summation order: 1e-12.
+    np.testing.assert_allclose(model.cluster_centers_ / scale, base.cluster_centers_, rtol=1e-12, atol=1e-12)
+    assert relative(model.inertia_ / scale**2, base.inertia_) <= 1e-12
+    np.testing.assert_array_equal(model.predict(X * scale), base.labels_)
+    np.testing.assert_allclose(model.transform(X * scale) / scale, base.transform(X), rtol=1e-10, atol=1e-10)
+    assert relative(model.score(X * scale) / scale**2, base.score(X)) <= 1e-10
+
+
+def test_unrepresentable_inertia_is_named():
+    rng = np.random.default_rng()
+    X = _clustered_sparse(rng, 0.3, n=40, d=5) * 1e200  # squared distances ~1e400: past float64
+    with pytest.raises(ValueError, match="overflow"):
+        gpuml.KMeans(2, n_init=1, device="cpu").fit(X)
