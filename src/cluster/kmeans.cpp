@@ -1,6 +1,7 @@
 // KMeans: validation, the dispatch to a backend, and the whole algorithm (n_init restarts,
 // k-means++ seeding, Lloyd iterations, empty-cluster relocation), written once on top of the
-// KMeansBackend<T> primitives. It follows scikit-learn's KMeans(algorithm="lloyd").
+// KMeansBackend<T> primitives. It follows scikit-learn's KMeans(algorithm="lloyd"). Sparse X
+// (CPU, one rank) runs the same algorithm through Rows<T>: distances from the sparse products.
 //
 // Distributed (SPMD): every rank of the context's communicator calls fit with its own rows.
 // The fit is that of one process on all rows in rank order, with the same seed: the column
