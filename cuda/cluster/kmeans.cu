@@ -941,7 +941,23 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
   }
 
+  // X known through products (sparse X) needs cuSPARSE, a later step: make_sparse_matrix refuses
+  // CUDA contexts before these could be reached.
+  int64_t assign_from_products(const T*, const T*, int64_t, const T*, int64_t, int32_t*, T*, bool) override {
+    not_written_yet();
+  }
+  void candidate_potentials_from_products(const T*, const T*, const T*, const T*, int64_t, const T*, int64_t,
+                                          double*) override {
+    not_written_yet();
+  }
+  void update_closest_from_products(const T*, const T*, int64_t, T, T*, bool) override { not_written_yet(); }
+  void distances_from_products(T*, const T*, int64_t, const T*, int64_t) override { not_written_yet(); }
+
  private:
+  [[noreturn]] static void not_written_yet() {
+    throw_error(ErrorCode::unsupported, "KMeans: sparse X on a CUDA context is not written yet (cuSPARSE); use device=\"cpu\"");
+  }
+
   static int64_t round_up(int64_t v, int64_t multiple) { return ceil_div(v, multiple) * multiple; }
 
   Buffer device(std::size_t bytes) { return Buffer(ctx_, bytes); }

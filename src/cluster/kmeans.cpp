@@ -1,6 +1,7 @@
 // KMeans: validation, the dispatch to a backend, and the whole algorithm (n_init restarts,
 // k-means++ seeding, Lloyd iterations, empty-cluster relocation), written once on top of the
-// KMeansBackend<T> primitives. It follows scikit-learn's KMeans(algorithm="lloyd").
+// KMeansBackend<T> primitives. It follows scikit-learn's KMeans(algorithm="lloyd"). Sparse X
+// (CPU, one rank) runs the same algorithm through Rows<T>: distances from the sparse products.
 //
 // Distributed (SPMD): every rank of the context's communicator calls fit with its own rows.
 // The fit is that of one process on all rows in rank order, with the same seed: the column
@@ -27,6 +28,7 @@
 #include "core/param_table.hpp"
 #include "core/random.hpp"
 #include "core/registry.hpp"
+#include "core/sparse_backend.hpp"
 #include "core/staging.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
@@ -207,6 +209,138 @@ int rescale_for_distances(Context& ctx, const detail::Staged& staged, detail::Sc
   return exponent;
 }
 
+// X as the algorithm reads it: every step that touches the rows, for dense X (the backend's
+// primitives on the rows themselves) and for sparse X (the backend's primitives from the
+// products X Cᵀ, with |x - c|² = |x|² - 2 x·c + |c|²: X is never made dense). n x d rows.
+template <typename T>
+class Rows {
+ public:
+  virtual ~Rows() = default;
+  virtual int64_t assign(const T* centers_host, int64_t k, int32_t* labels, T* dist2, bool count_changes) = 0;
+  virtual void accumulate(const T* weights, const int32_t* labels, int64_t k, double* sums_host,
+                          double* weight_sums_host) = 0;
+  virtual void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) = 0;
+  virtual void candidate_potentials(const T* weights, const T* closest, const T* candidates_host, int64_t m,
+                                    double* potentials_host) = 0;
+  virtual void update_closest(const T* center_host, T* closest, bool reset) = 0;
+  virtual void distances(const T* centers_host, int64_t k, T* out) = 0;
+};
+
+template <typename T>
+class DenseRows final : public Rows<T> {
+ public:
+  DenseRows(detail::KMeansBackend<T>& backend, const T* X, int64_t n, int64_t d) : backend_(backend), X_(X), n_(n), d_(d) {}
+  int64_t assign(const T* centers_host, int64_t k, int32_t* labels, T* dist2, bool count_changes) override {
+    return backend_.assign(X_, n_, d_, centers_host, k, labels, dist2, count_changes);
+  }
+  void accumulate(const T* weights, const int32_t* labels, int64_t k, double* sums_host, double* weight_sums_host) override {
+    backend_.accumulate(X_, weights, labels, n_, d_, k, sums_host, weight_sums_host);
+  }
+  void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) override {
+    backend_.gather_rows(X_, n_, d_, idx_host, m, out_host);
+  }
+  void candidate_potentials(const T* weights, const T* closest, const T* candidates_host, int64_t m,
+                            double* potentials_host) override {
+    backend_.candidate_potentials(X_, weights, closest, n_, d_, candidates_host, m, potentials_host);
+  }
+  void update_closest(const T* center_host, T* closest, bool reset) override {
+    backend_.update_closest(X_, n_, d_, center_host, closest, reset);
+  }
+  void distances(const T* centers_host, int64_t k, T* out) override { backend_.distances(X_, n_, d_, centers_host, k, out); }
+
+ private:
+  detail::KMeansBackend<T>& backend_;
+  const T* X_;
+  int64_t n_, d_;
+};
+
+template <typename T>
+class SparseRows final : public Rows<T> {
+ public:
+  SparseRows(Context& ctx, detail::KMeansBackend<T>& backend, detail::SparseMatrix<T>& X)
+      : ctx_(ctx), backend_(backend), X_(X), n_(X.rows()), d_(X.cols()),
+        row_norms_(ctx, static_cast<std::size_t>(X.rows()) * sizeof(T)) {
+    X_.row_squared_norms(row_norms_.as<T>());
+  }
+  int64_t assign(const T* centers_host, int64_t k, int32_t* labels, T* dist2, bool count_changes) override {
+    const T* products = times(centers_host, k);
+    return backend_.assign_from_products(products, row_norms_.as<const T>(), n_, squared_norms(centers_host, k).data(), k,
+                                         labels, dist2, count_changes);
+  }
+  void accumulate(const T* weights, const int32_t* labels, int64_t k, double* sums_host, double* weight_sums_host) override {
+    X_.grouped_row_sums(labels, weights, k, sums_host, weight_sums_host);
+  }
+  void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) override { X_.dense_rows(idx_host, m, out_host); }
+  void candidate_potentials(const T* weights, const T* closest, const T* candidates_host, int64_t m,
+                            double* potentials_host) override {
+    const T* products = times(candidates_host, m);
+    backend_.candidate_potentials_from_products(products, row_norms_.as<const T>(), weights, closest, n_,
+                                                squared_norms(candidates_host, m).data(), m, potentials_host);
+  }
+  void update_closest(const T* center_host, T* closest, bool reset) override {
+    const T* products = times(center_host, 1);
+    backend_.update_closest_from_products(products, row_norms_.as<const T>(), n_, squared_norms(center_host, 1)[0],
+                                          closest, reset);
+  }
+  void distances(const T* centers_host, int64_t k, T* out) override {
+    X_.times(centers_host, k, out);
+    backend_.distances_from_products(out, row_norms_.as<const T>(), n_, squared_norms(centers_host, k).data(), k);
+  }
+
+ private:
+  // X Mᵀ for m dense rows M (host) into a scratch buffer kept between calls.
+  const T* times(const T* rows_host, int64_t m) {
+    const std::size_t bytes = static_cast<std::size_t>(n_ * m) * sizeof(T);
+    if (products_.bytes() < bytes) products_ = Buffer(ctx_, bytes);
+    X_.times(rows_host, m, products_.as<T>());
+    return products_.as<const T>();
+  }
+  // |c|² of m dense rows, summed in double and rounded to T.
+  std::vector<T> squared_norms(const T* rows_host, int64_t m) const {
+    std::vector<T> norms(static_cast<std::size_t>(m));
+    for (int64_t c = 0; c < m; ++c) {
+      double sum = 0.0;
+      for (int64_t j = 0; j < d_; ++j) sum += static_cast<double>(rows_host[c * d_ + j]) * static_cast<double>(rows_host[c * d_ + j]);
+      norms[c] = static_cast<T>(sum);
+    }
+    return norms;
+  }
+
+  Context& ctx_;
+  detail::KMeansBackend<T>& backend_;
+  detail::SparseMatrix<T>& X_;
+  int64_t n_, d_;
+  Buffer row_norms_;  // |x_i|², n values
+  Buffer products_;   // X Cᵀ, n x (centers or candidates)
+};
+
+// Sparse X times 2^exponent: its canonical host copy with the values scaled (exact, but for
+// values below 2^-1000 of the largest). exponent == 0 when X is all zeros.
+struct ScaledSparse {
+  SparseHostMatrix matrix;
+  int exponent = 0;
+};
+
+// X scaled so that max |value| lies in [1/2, 1), or by the given exponent.
+ScaledSparse scaled_sparse(Context& ctx, const SparseView& X, std::optional<int> exponent = std::nullopt) {
+  ScaledSparse out;
+  out.matrix = canonicalize(ctx, X, "X");
+  const SparseView v = out.matrix.view();
+  with_float_type(v.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* values = static_cast<T*>(out.matrix.values());
+    if (exponent) {
+      out.exponent = *exponent;
+    } else {
+      double top = 0.0;
+      for (int64_t e = 0; e < v.nnz; ++e) top = std::max(top, std::abs(static_cast<double>(values[e])));
+      out.exponent = top == 0.0 ? 0 : -(std::ilogb(top) + 1);
+    }
+    for (int64_t e = 0; e < v.nnz; ++e) values[e] = std::ldexp(values[e], out.exponent);
+  });
+  return out;
+}
+
 // One fit: the data, the weights and a backend, and the algorithm on top of them.
 //
 // As scikit-learn's KMeans.fit, the algorithm runs on X minus its column means, and the means
@@ -215,7 +349,8 @@ int rescale_for_distances(Context& ctx, const detail::Staged& staged, detail::Sc
 // relative to its spread (float32 values ~1e3 spread ~10, say) that error is larger than the
 // distances themselves. Centering makes |x| the size of the data's spread around its mean.
 // Labels and inertia come from the centered fit (the same distances, up to rounding), as in
-// scikit-learn.
+// scikit-learn. Sparse X, as in scikit-learn, is not centered (that would make it dense): its
+// distances come from the products (SparseRows).
 template <typename T>
 class Fitter {
  public:
@@ -249,7 +384,38 @@ class Fitter {
       centered = centered_copy_.as<T>();
     }
     backend_->subtract_columns(original, n_, d_, means_.data(), centered);
-    X_ = centered;
+    rows_ = std::make_unique<DenseRows<T>>(*backend_, centered, n_, d_);
+    centered_ = true;
+    // The variance does not change with centering: computed on the centered rows.
+    local_variance_ = backend_->mean_column_variance(centered, n_, d_);
+  }
+
+  // Sparse X on one rank: used as it is, through its products.
+  Fitter(Context& ctx, const KMeansParams& params, detail::SparseMatrix<T>& X, const Weights<T>& weights,
+         const RowLayout& layout, uint64_t seed)
+      : ctx_(ctx), params_(params), backend_(make_backend<T>(ctx)), n_(X.rows()), d_(X.cols()), k_(params.n_clusters),
+        weights_(weights), means_(static_cast<std::size_t>(X.cols())), comm_(*layout.comm), layout_(layout), seed_(seed) {
+    std::vector<double> squares(static_cast<std::size_t>(d_));
+    X.column_moments(means_.data(), squares.data());
+    // The population variance of each column, E[x²] - E[x]² (sparse columns are rarely far
+    // from 0 relative to their spread; the tolerance is all it scales).
+    double variance = 0.0;
+    for (int64_t j = 0; j < d_; ++j) {
+      means_[j] /= static_cast<double>(n_);
+      variance += std::max(0.0, squares[j] / static_cast<double>(n_) - means_[j] * means_[j]);
+    }
+    local_variance_ = variance / static_cast<double>(d_);
+    local_means_ = means_;
+    // Uncentered distances: |x|² itself must stay in range (the mean row norm; the sums catch
+    // values whose squares underflow to 0).
+    double mean_row_norm = 0.0;
+    bool nonzero = false;
+    for (int64_t j = 0; j < d_; ++j) {
+      mean_row_norm += squares[j] / static_cast<double>(n_);
+      nonzero = nonzero || squares[j] != 0.0 || means_[j] != 0.0;
+    }
+    uncentered_in_range_ = !nonzero || detail::squares_in_range<T>(mean_row_norm);
+    rows_ = std::make_unique<SparseRows<T>>(ctx, *backend_, X);
   }
 
   // Runs n_init restarts and keeps the one with the lowest inertia (the first on ties).
@@ -257,9 +423,9 @@ class Fitter {
   // `rescalable`: a variance whose squares leave T's comfortable range throws BadlyScaled (the
   // squared distances would overflow, or underflow and tie; least_squares.hpp).
   Run fit(Buffer& labels, bool rescalable) {
-    // The variance does not change with centering: computed on the centered rows.
     const double variance = mean_column_variance();
-    if (rescalable && !detail::squares_in_range<T>(variance * static_cast<double>(d_))) throw detail::BadlyScaled{};
+    if (rescalable && (!uncentered_in_range_ || !detail::squares_in_range<T>(variance * static_cast<double>(d_))))
+      throw detail::BadlyScaled{};
     const double tol_abs = params_.tol * variance;
     int n_runs = params_.n_init;
     if (params_.init == "array") n_runs = 1;  // a given init is deterministic: one run is enough
@@ -279,11 +445,12 @@ class Fitter {
         std::swap(labels, run_labels);
       }
     }
-    for (int64_t c = 0; c < k_; ++c)
-      for (int64_t j = 0; j < d_; ++j) {
-        T& v = best.centers[c * d_ + j];
-        v = static_cast<T>(static_cast<double>(v) + means_[j]);
-      }
+    if (centered_)
+      for (int64_t c = 0; c < k_; ++c)
+        for (int64_t j = 0; j < d_; ++j) {
+          T& v = best.centers[c * d_ + j];
+          v = static_cast<T>(static_cast<double>(v) + means_[j]);
+        }
     return best;
   }
 
@@ -297,7 +464,7 @@ class Fitter {
     int64_t iter = 0;
     while (iter < params_.max_iter) {
       // The first assignment has no previous labels to compare with: it always "changes".
-      int64_t changed = backend_->assign(X_, n_, d_, centers.data(), k_, labels, dist2, iter > 0);
+      int64_t changed = rows_->assign(centers.data(), k_, labels, dist2, iter > 0);
       comm_.allreduce_sum(&changed, 1);
       if (params_.verbose > 0) {  // the inertia of the previous centers, as scikit-learn prints it
         double inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
@@ -306,7 +473,7 @@ class Fitter {
       }
       std::fill(sums.begin(), sums.end(), 0.0);
       std::fill(weight_sums.begin(), weight_sums.end(), 0.0);
-      backend_->accumulate(X_, weights_.device(), labels, n_, d_, k_, sums.data(), weight_sums.data());
+      rows_->accumulate(weights_.device(), labels, k_, sums.data(), weight_sums.data());
       comm_.allreduce_sum(sums.data(), kd);
       comm_.allreduce_sum(weight_sums.data(), k_);
       relocate_empty_clusters(labels, dist2, centers, sums, weight_sums);
@@ -343,7 +510,7 @@ class Fitter {
     }
     // Labels and dist2 must belong to the final centers. After a strict convergence they do,
     // unless a relocation moved a center in that last iteration.
-    if (!strict_convergence || shift != 0.0) backend_->assign(X_, n_, d_, centers.data(), k_, labels, dist2, false);
+    if (!strict_convergence || shift != 0.0) rows_->assign(centers.data(), k_, labels, dist2, false);
     Run run;
     run.inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
     comm_.allreduce_sum(&run.inertia, 1);
@@ -363,7 +530,8 @@ class Fitter {
     if (params_.init == "array") {
       // Given in X's coordinates: moved to the centered ones. Chosen rows need nothing.
       for (int64_t c = 0; c < k_; ++c)
-        for (int64_t j = 0; j < d_; ++j) centers[c * d_ + j] = static_cast<T>(params_.init_array[c * d_ + j] - means_[j]);
+        for (int64_t j = 0; j < d_; ++j)
+          centers[c * d_ + j] = static_cast<T>(params_.init_array[c * d_ + j] - (centered_ ? means_[j] : 0.0));
     } else if (params_.init == "random") {
       const std::vector<int64_t> rows = rng.sample_without_replacement(layout_.total, k_);  // global rows
       share_rows(rows, centers.data());
@@ -384,7 +552,7 @@ class Fitter {
     std::vector<double> prefix;  // the cumulative sums of the ranks' totals
     double threshold = rng.uniform() * rank_prefix(weights_.total, prefix);
     search_rows(w, nullptr, prefix, &threshold, 1, centers.data());
-    backend_->update_closest(X_, n_, d_, centers.data(), closest, /*reset=*/true);
+    rows_->update_closest(centers.data(), closest, /*reset=*/true);
     double local_potential = backend_->weighted_sum(w, closest, n_);
 
     std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
@@ -393,12 +561,12 @@ class Fitter {
       const double potential = rank_prefix(local_potential, prefix);
       for (auto& t : thresholds) t = rng.uniform() * potential;
       search_rows(w, closest, prefix, thresholds.data(), trials, candidate_rows.data());
-      backend_->candidate_potentials(X_, w, closest, n_, d_, candidate_rows.data(), trials, potentials.data());
+      rows_->candidate_potentials(w, closest, candidate_rows.data(), trials, potentials.data());
       const std::vector<double> local_potentials = potentials;
       comm_.allreduce_sum(potentials.data(), trials);
       const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
       std::copy_n(candidate_rows.begin() + best * d_, d_, centers.begin() + c * d_);
-      backend_->update_closest(X_, n_, d_, centers.data() + c * d_, closest, /*reset=*/false);
+      rows_->update_closest(centers.data() + c * d_, closest, /*reset=*/false);
       local_potential = local_potentials[best];
     }
   }
@@ -407,7 +575,7 @@ class Fitter {
   // variance about its own mean, plus its mean's squared distance to the global one, weighted
   // by its share of the rows and summed. (One rank: the distance is 0 and the share 1.)
   double mean_column_variance() {
-    double variance = backend_->mean_column_variance(X_, n_, d_);
+    double variance = local_variance_;
     double offset = 0.0;
     for (int64_t j = 0; j < d_; ++j) {
       const double delta = local_means_[j] - means_[j];
@@ -470,7 +638,7 @@ class Fitter {
   // (exact for T) and are summed with the zeros of the other ranks, which leaves them unchanged.
   void share_local_rows(const std::vector<int64_t>& mine, const std::vector<int64_t>& slot, int64_t m, T* out_host) {
     std::vector<T> rows(mine.size() * static_cast<std::size_t>(d_));
-    if (!mine.empty()) backend_->gather_rows(X_, n_, d_, mine.data(), static_cast<int64_t>(mine.size()), rows.data());
+    if (!mine.empty()) rows_->gather_rows(mine.data(), static_cast<int64_t>(mine.size()), rows.data());
     std::vector<double> shared(static_cast<std::size_t>(m * d_), 0.0);
     for (std::size_t e = 0; e < slot.size(); ++e)
       for (int64_t j = 0; j < d_; ++j) shared[slot[e] * d_ + j] = static_cast<double>(rows[e * d_ + j]);
@@ -499,7 +667,7 @@ class Fitter {
     std::vector<int64_t> far(static_cast<std::size_t>(local_m));
     std::vector<T> local_rows(static_cast<std::size_t>(local_m * d_));
     backend_->largest(dist2, n_, local_m, far.data());
-    backend_->gather_rows(X_, n_, d_, far.data(), local_m, local_rows.data());
+    rows_->gather_rows(far.data(), local_m, local_rows.data());
     std::vector<double> records(static_cast<std::size_t>(local_m * width));
     for (int64_t e = 0; e < local_m; ++e) {
       const int64_t row = far[e];
@@ -565,9 +733,26 @@ class Fitter {
   Comm& comm_;
   const RowLayout& layout_;
   uint64_t seed_;
-  Buffer centered_copy_;       // X - means_, unless X was centered in place
-  const T* X_ = nullptr;       // the centered rows: everything in the fit reads these
+  Buffer centered_copy_;       // dense X - means_, unless X was centered in place
+  std::unique_ptr<Rows<T>> rows_;  // the centered dense rows, or sparse X: everything in the fit reads these
+  bool centered_ = false;      // dense: the means are added back to the centers
+  double local_variance_ = 0.0;  // this rank's mean column variance about its own means
+  bool uncentered_in_range_ = true;  // sparse X: its rows' squared norms are within squares_in_range
 };
+
+// The best run's centers as the fitted attribute, once checked for overflow.
+template <typename Run>
+HostArray finished_centers(const Run& best, int64_t k, int64_t d) {
+  using T = typename decltype(best.centers)::value_type;
+  const DType dtype = dtype_of<T>::value;
+  GPUML_EXPECT(std::isfinite(best.inertia) &&
+                   std::all_of(best.centers.begin(), best.centers.end(), [](T v) { return std::isfinite(v); }),
+               std::string("KMeans: inertia_ or cluster_centers_ overflow ") + dtype_name(dtype) +
+                   ": X's values are too large");
+  HostArray centers(dtype, k, d);
+  std::copy(best.centers.begin(), best.centers.end(), centers.as<T>());
+  return centers;
+}
 
 HostArray scalar_f64(double v) {
   HostArray a = HostArray::scalar(DType::float64);
@@ -646,25 +831,72 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
       for (T& v : best.centers) v = std::ldexp(v, -exponent);
       best.inertia = std::ldexp(best.inertia, -2 * exponent);
     }
-    GPUML_EXPECT(std::isfinite(best.inertia) &&
-                     std::all_of(best.centers.begin(), best.centers.end(), [](T v) { return std::isfinite(v); }),
-                 std::string("KMeans: inertia_ or cluster_centers_ overflow ") + dtype_name(dtype) +
-                     ": X's values are too large");
-
-    // Replace the fitted state only once everything has succeeded.
-    HostArray centers(dtype, k, d);
-    std::copy(best.centers.begin(), best.centers.end(), centers.as<T>());
-    labels_ = detail::to_host(ctx, make_view(labels.data(), DType::int32, ctx.device(), n));
-    centers_ = std::move(centers);
-    inertia_ = scalar_f64(best.inertia);
-    n_iter_ = scalar_i64(best.n_iter);
-    n_features_in_ = scalar_i64(d);
+    adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, labels, n);
   });
   return *this;
 }
 
 void KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView*, const ArrayView* sample_weight) {
   fit(ctx, X, sample_weight);  // y is ignored, as in scikit-learn
+}
+
+KMeans& KMeans::fit(Context& ctx, const SparseView& X, const ArrayView* sample_weight) {
+  if (ctx.comm().size() > 1) throw_error(ErrorCode::unsupported, "KMeans: sparse X over several ranks is not written yet");
+  const int64_t k = params_.n_clusters, n = X.rows(), d = X.cols();
+  GPUML_EXPECT(n >= 1 && d >= 1, "X (sparse matrix) has shape (" + std::to_string(n) + ", " + std::to_string(d) +
+                                     "): at least 1 sample and 1 feature are required");
+  if (params_.init == "array")
+    GPUML_EXPECT(static_cast<int64_t>(params_.init_array.size()) == k * d,
+                 "KMeans: init_array has shape (" + std::to_string(k) + ", " +
+                     std::to_string(params_.init_array.size() / static_cast<std::size_t>(k)) +
+                     ") but it must be (n_clusters, n_features) = (" + std::to_string(k) + ", " + std::to_string(d) + ")");
+  GPUML_EXPECT(n >= k, "KMeans: n_samples=" + std::to_string(n) + " should be >= n_clusters=" + std::to_string(k));
+  const DType dtype = X.dtype == DType::float32 ? DType::float32 : DType::float64;
+  RowLayout layout;
+  layout.comm = &ctx.comm();
+  layout.rows = {n};
+  layout.offset = {0};
+  layout.total = n;
+  const uint64_t seed = params_.random_state.value_or(ctx.seed());
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto A = detail::make_sparse_matrix<T>(ctx, X, "X");  // checked first: its errors before sample_weight's
+    const Weights<T> weights = prepare_weights<T>(ctx, sample_weight, n);
+    GPUML_EXPECT(weights.total > 0, "sample_weight must have a positive sum");
+    Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
+    typename Fitter<T>::Run best;
+    try {
+      Fitter<T> fitter(ctx, params_, *A, weights, layout, seed);
+      best = fitter.fit(labels, true);
+    } catch (const detail::BadlyScaled&) {
+      // Extreme magnitudes (|x|² or the variance out of range): fit 2^e X and 2^e init, then
+      // centers times 2^-e, inertia times 4^-e, as for dense X.
+      const ScaledSparse scaled = scaled_sparse(ctx, X);
+      A = detail::make_sparse_matrix<T>(ctx, scaled.matrix.view(), "X");
+      KMeansParams scaled_params = params_;
+      for (double& v : scaled_params.init_array) v = std::ldexp(v, scaled.exponent);
+      Fitter<T> fitter(ctx, scaled_params, *A, weights, layout, seed);
+      best = fitter.fit(labels, false);
+      for (T& v : best.centers) v = std::ldexp(v, -scaled.exponent);
+      best.inertia = std::ldexp(best.inertia, -2 * scaled.exponent);
+    }
+    adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, labels, n);
+  });
+  return *this;
+}
+
+void KMeans::fit_sparse(Context& ctx, const SparseView& X, const ArrayView*, const ArrayView* sample_weight) {
+  fit(ctx, X, sample_weight);
+}
+
+void KMeans::adopt(Context& ctx, HostArray centers, double inertia, int64_t n_iter, const Buffer& labels, int64_t n) {
+  // Replace the fitted state only once everything has succeeded.
+  const int64_t d = centers.spec().shape[1];
+  labels_ = detail::to_host(ctx, make_view(labels.data(), DType::int32, ctx.device(), n));
+  centers_ = std::move(centers);
+  inertia_ = scalar_f64(inertia);
+  n_iter_ = scalar_i64(n_iter);
+  n_features_in_ = scalar_i64(d);
 }
 
 namespace {
@@ -748,6 +980,91 @@ double KMeans::score(Context& ctx, const ArrayView& X, const ArrayView* sample_w
 }
 
 void KMeans::fit_predict(Context& ctx, const ArrayView& X, const ArrayView& labels, const ArrayView* sample_weight) {
+  fit(ctx, X, sample_weight);
+  detail::Staged staged = detail::stage_host(ctx, labels_);
+  detail::write_output(ctx, staged.view, labels, "labels");
+}
+
+namespace {
+
+// Sparse X for predict/transform/score: checked against the fitted width, then f(rows, centers,
+// e) with X seen through its products in its own float type (as dense X is) and the centers in
+// it, both times 2^e (e != 0 only for extreme magnitudes: distances are then 2^e times the true ones).
+template <typename F>
+void with_sparse_rows(Context& ctx, const SparseView& X, const HostArray& fitted_centers, int64_t n_features, F&& f) {
+  GPUML_EXPECT(X.cols() == n_features, "X has " + std::to_string(X.cols()) + " features, but KMeans was fitted with " +
+                                           std::to_string(n_features) + " features");
+  const DType dtype = X.dtype == DType::float32 ? DType::float32 : DType::float64;
+  with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto A = detail::make_sparse_matrix<T>(ctx, X, "X");
+    std::vector<T> centers = host_centers_as<T>(fitted_centers);
+    // Extreme magnitudes, as rescale_for_distances: X and the centers times 2^e, centers near 1.
+    double top = 0.0;
+    for (T c : centers) top = std::max(top, std::abs(static_cast<double>(c)));
+    int exponent = 0;
+    ScaledSparse scaled;
+    if (top != 0.0 && !detail::squares_in_range<T>(top * top * static_cast<double>(n_features))) {
+      exponent = -(std::ilogb(top) + 1);
+      scaled = scaled_sparse(ctx, X, exponent);
+      A = detail::make_sparse_matrix<T>(ctx, scaled.matrix.view(), "X");
+      for (T& c : centers) c = std::ldexp(c, exponent);
+    }
+    auto backend = make_backend<T>(ctx);
+    SparseRows<T> rows(ctx, *backend, *A);
+    f(rows, centers, exponent);
+  });
+}
+
+}  // namespace
+
+bool KMeans::accepts_sparse() const { return true; }
+
+void KMeans::predict_sparse(Context& ctx, const SparseView& X, const ArrayView& labels) const {
+  require_fitted();
+  const int64_t n = X.rows(), k = params_.n_clusters;
+  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers, int) {
+    using T = typename std::decay_t<decltype(centers)>::value_type;
+    Buffer out(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
+    Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
+    rows.assign(centers.data(), k, out.as<int32_t>(), dist2.as<T>(), false);
+    detail::write_output(ctx, make_view(out.data(), DType::int32, ctx.device(), n), labels, "labels");
+  });
+}
+
+void KMeans::transform_sparse(Context& ctx, const SparseView& X, const ArrayView& distances) const {
+  require_fitted();
+  const int64_t n = X.rows(), k = params_.n_clusters;
+  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers, int exponent) {
+    using T = typename std::decay_t<decltype(centers)>::value_type;
+    Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
+    rows.distances(centers.data(), k, out.as<T>());
+    const ArrayView scaled = make_view(out.data(), dtype_of<T>::value, ctx.device(), n, k);
+    if (exponent == 0) {
+      detail::write_output(ctx, scaled, distances, "distances");
+    } else {
+      const detail::ScaledCopy back = detail::scaled_copy(ctx, scaled, -exponent);  // back to X's units
+      detail::write_output(ctx, back.view(), distances, "distances");
+    }
+  });
+}
+
+double KMeans::score(Context& ctx, const SparseView& X, const ArrayView* sample_weight) const {
+  require_fitted();
+  const int64_t n = X.rows(), k = params_.n_clusters;
+  double inertia = 0.0;
+  with_sparse_rows(ctx, X, centers_, n_features_in(), [&](auto& rows, const auto& centers, int exponent) {
+    using T = typename std::decay_t<decltype(centers)>::value_type;
+    const Weights<T> weights = prepare_weights<T>(ctx, sample_weight, n);
+    Buffer labels(ctx, static_cast<std::size_t>(n) * sizeof(int32_t));
+    Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
+    rows.assign(centers.data(), k, labels.as<int32_t>(), dist2.as<T>(), false);
+    inertia = std::ldexp(make_backend<T>(ctx)->weighted_sum(weights.device(), dist2.as<const T>(), n), -2 * exponent);
+  });
+  return -inertia;
+}
+
+void KMeans::fit_predict(Context& ctx, const SparseView& X, const ArrayView& labels, const ArrayView* sample_weight) {
   fit(ctx, X, sample_weight);
   detail::Staged staged = detail::stage_host(ctx, labels_);
   detail::write_output(ctx, staged.view, labels, "labels");

@@ -64,6 +64,23 @@ class KMeansBackend {
 
   // Euclidean (not squared) distances to every center: out is n x k in the backend's memory.
   virtual void distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, T* out) = 0;
+
+  // The same steps for an X known through its products with the centers (sparse X:
+  // core/sparse_backend.hpp): products = X Cᵀ (n x m, the backend's memory), row_norms[i] = |x_i|²
+  // and center_norms_host[c] = |c|², and |x - c|² taken as max(0, |x|² - 2 x·c + |c|²), in double.
+  // As assign; the nearest center is the one of least |c|² - 2 x·c (lowest index on ties).
+  virtual int64_t assign_from_products(const T* products, const T* row_norms, int64_t n, const T* center_norms_host,
+                                       int64_t k, int32_t* labels, T* dist2, bool count_changes) = 0;
+  // As candidate_potentials, for m candidates.
+  virtual void candidate_potentials_from_products(const T* products, const T* row_norms, const T* weights,
+                                                  const T* closest, int64_t n, const T* candidate_norms_host,
+                                                  int64_t m, double* potentials_host) = 0;
+  // As update_closest, for one center (products: n x 1).
+  virtual void update_closest_from_products(const T* products, const T* row_norms, int64_t n, T center_norm,
+                                            T* closest, bool reset) = 0;
+  // As distances, in place: products (n x k) become the Euclidean distances.
+  virtual void distances_from_products(T* products, const T* row_norms, int64_t n, const T* center_norms_host,
+                                       int64_t k) = 0;
 };
 
 template <typename T> std::unique_ptr<KMeansBackend<T>> make_kmeans_cpu_backend(const Context& ctx);

@@ -32,6 +32,14 @@ inline T squared_distance(const T* a, const T* b, int64_t d) {
   return sum;
 }
 
+// |x - c|² from |x|², x·c and |c|² (X known through its products), in double; rounding can make
+// it slightly negative for a row on its center, hence the clip.
+template <typename T>
+inline T squared_distance_from_product(T row_norm, T product, T center_norm) {
+  const double d2 = static_cast<double>(row_norm) - 2.0 * static_cast<double>(product) + static_cast<double>(center_norm);
+  return static_cast<T>(std::max(0.0, d2));
+}
+
 // Centers stored tile by tile and transposed (feature-major inside a tile), so that the
 // distances from one row to all centers of a tile vectorize across centers while each
 // distance is still summed in feature order.
@@ -303,6 +311,69 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
           for (int64_t c = 0; c < tiles.width(t); ++c) row_out[c] = std::sqrt(acc[c]);
         }
     }
+  }
+
+  int64_t assign_from_products(const T* products, const T* row_norms, int64_t n, const T* center_norms_host, int64_t k,
+                               int32_t* labels, T* dist2, bool count_changes) override {
+    int64_t changes = 0;
+#pragma omp parallel for num_threads(threads_for(n * k)) schedule(static) reduction(+ : changes)
+    for (int64_t i = 0; i < n; ++i) {
+      const T* p = products + i * k;
+      // |x|² is the same for every center: compared without it, as scikit-learn's sparse Lloyd.
+      double best = static_cast<double>(center_norms_host[0]) - 2.0 * static_cast<double>(p[0]);
+      int32_t label = 0;
+      for (int64_t c = 1; c < k; ++c) {
+        const double partial = static_cast<double>(center_norms_host[c]) - 2.0 * static_cast<double>(p[c]);
+        if (partial < best) {
+          best = partial;
+          label = static_cast<int32_t>(c);
+        }
+      }
+      if (count_changes && labels[i] != label) ++changes;
+      labels[i] = label;
+      dist2[i] = static_cast<T>(std::max(0.0, static_cast<double>(row_norms[i]) + best));  // as squared_distance_from_product
+    }
+    return changes;
+  }
+
+  void candidate_potentials_from_products(const T* products, const T* row_norms, const T* weights, const T* closest,
+                                          int64_t n, const T* candidate_norms_host, int64_t m,
+                                          double* potentials_host) override {
+    const RowBlocks blocks(n, threads_, 1024);
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * m), 0.0);
+#pragma omp parallel for num_threads(threads_for(n * m)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      double* acc = partial.data() + static_cast<int64_t>(b) * m;
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+        const double w = static_cast<double>(weights[i]);
+        for (int64_t c = 0; c < m; ++c) {
+          const T dist = squared_distance_from_product(row_norms[i], products[i * m + c], candidate_norms_host[c]);
+          acc[c] += w * static_cast<double>(std::min(closest[i], dist));
+        }
+      }
+    }
+    std::fill(potentials_host, potentials_host + m, 0.0);
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t c = 0; c < m; ++c) potentials_host[c] += partial[b * m + c];
+  }
+
+  void update_closest_from_products(const T* products, const T* row_norms, int64_t n, T center_norm, T* closest,
+                                    bool reset) override {
+#pragma omp parallel for num_threads(threads_for(n)) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const T dist = squared_distance_from_product(row_norms[i], products[i], center_norm);
+      closest[i] = reset ? dist : std::min(closest[i], dist);
+    }
+  }
+
+  void distances_from_products(T* products, const T* row_norms, int64_t n, const T* center_norms_host,
+                               int64_t k) override {
+#pragma omp parallel for num_threads(threads_for(n * k)) schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < k; ++c) {
+        T& p = products[i * k + c];
+        p = std::sqrt(squared_distance_from_product(row_norms[i], p, center_norms_host[c]));
+      }
   }
 
   int threads_for(int64_t work) const { return detail::threads_for(threads_, work); }

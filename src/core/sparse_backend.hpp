@@ -36,6 +36,15 @@ class SparseMatrix : public MatrixProducts<T> {
   // (nullptr: all 1). Formed from the sparse product, so its cost follows the squares of the rows'
   // non-zeros, not n d²; the caller decides whether d x d fits.
   virtual void weighted_gram(const T* w_host, double* gram_host) = 0;
+  // norms[i] = Σ_j X_ij² (summed in double, rounded to T), n values in the backend's memory.
+  virtual void row_squared_norms(T* norms) = 0;
+  // Rows rows_host[0..m) of X, dense, into out_host (m x d, row-major, zeros where nothing is stored).
+  virtual void dense_rows(const int64_t* rows_host, int64_t m, T* out_host) = 0;
+  // Weighted row sums by group (Xᵀ times the n x k matrix of w_i at (i, groups[i])): row g of
+  // sums_host (k x d, double) = Σ_{i in g} w_i X_i, and group_weights_host[g] = Σ_{i in g} w_i.
+  // groups (values in [0, k)) and w (nullptr: all 1) are n values in the backend's memory.
+  virtual void grouped_row_sums(const int32_t* groups, const T* w, int64_t k, double* sums_host,
+                                double* group_weights_host) = 0;
 
  protected:
   int64_t rows_ = 0, cols_ = 0;

@@ -91,6 +91,46 @@ class SparseCpu final : public SparseMatrix<T> {
       for (int64_t k = j + 1; k < d; ++k) gram_host[k * d + j] = gram_host[j * d + k];
   }
 
+  void row_squared_norms(T* norms) override {
+    const auto& R = X_.by_rows;
+#pragma omp parallel for num_threads(threads_for(threads_, R.nonZeros())) schedule(static)
+    for (Eigen::Index i = 0; i < R.outerSize(); ++i) {
+      double sum = 0.0;
+      for (typename EigenSparse<T, I>::Rows_t::InnerIterator it(R, i); it; ++it)
+        sum += static_cast<double>(it.value()) * static_cast<double>(it.value());
+      norms[i] = static_cast<T>(sum);
+    }
+  }
+
+  void dense_rows(const int64_t* rows_host, int64_t m, T* out_host) override {
+    const int64_t n = this->rows_, d = this->cols_;
+    std::fill(out_host, out_host + m * d, T(0));
+    for (int64_t r = 0; r < m; ++r) {
+      GPUML_EXPECT(rows_host[r] >= 0 && rows_host[r] < n, "sparse dense_rows: row index out of range");
+      for (typename EigenSparse<T, I>::Rows_t::InnerIterator it(X_.by_rows, rows_host[r]); it; ++it)
+        out_host[r * d + it.col()] = it.value();
+    }
+  }
+
+  void grouped_row_sums(const int32_t* groups, const T* w, int64_t k, double* sums_host,
+                        double* group_weights_host) override {
+    const int64_t n = this->rows_, d = this->cols_;
+    const auto& C = X_.by_columns;
+    std::fill(sums_host, sums_host + k * d, 0.0);
+    // One thread per block of columns, each column's entries in row order: threads write
+    // disjoint columns of the sums (nothing reduced between threads, no dependence on their count).
+    const RowBlocks blocks(d, threads_, 64);
+#pragma omp parallel for num_threads(threads_for(threads_, C.nonZeros())) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t j = blocks.begin(b); j < blocks.end(b); ++j)
+        for (typename EigenSparse<T, I>::Cols_t::InnerIterator it(C, j); it; ++it) {
+          const int64_t i = it.row();
+          sums_host[groups[i] * d + j] += static_cast<double>(it.value()) * (w ? static_cast<double>(w[i]) : 1.0);
+        }
+    std::fill(group_weights_host, group_weights_host + k, 0.0);
+    for (int64_t i = 0; i < n; ++i) group_weights_host[groups[i]] += w ? static_cast<double>(w[i]) : 1.0;
+  }
+
  private:
   EigenSparse<T, I> X_;
   int threads_;

@@ -577,7 +577,7 @@ static void check_sparse(gpuml_context_t ctx) {
   double values[N * D + N], dense[N * D], s_sparse[K], s_dense[K], t_sparse[N * K], t_dense[N * K], v;
   int64_t i, j, nnz = 0, shape[2] = {K, 0};
   int32_t dtype = 0, ndim = 0;
-  gpuml_estimator_t est = NULL, dense_est = NULL, kmeans = NULL;
+  gpuml_estimator_t est = NULL, dense_est = NULL, forest = NULL;
   gpuml_sparse_t X;
   gpuml_array_t dense_X = matrix(dense, GPUML_FLOAT64, N, D), out;
   double worst = 0.0, scale = 0.0;
@@ -685,10 +685,10 @@ static void check_sparse(gpuml_context_t ctx) {
   for (i = 0; i < K; ++i) CHECK(s_dense[i] == s_sparse[i]);
 
   /* An estimator without sparse support: UNSUPPORTED, naming it. */
-  CHECK_OK(gpuml_estimator_create("kmeans", "{\"n_clusters\": 2}", &kmeans));
-  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, kmeans, &X, NULL, NULL), GPUML_ERROR_UNSUPPORTED, "kmeans");
-  EXPECT_ERROR(gpuml_estimator_predict_sparse(ctx, kmeans, &X, &out), GPUML_ERROR_UNSUPPORTED, "kmeans");
-  CHECK_OK(gpuml_estimator_free(kmeans));
+  CHECK_OK(gpuml_estimator_create("random_forest_regressor", "{\"n_estimators\": 2}", &forest));
+  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, forest, &X, NULL, NULL), GPUML_ERROR_UNSUPPORTED, "random_forest_regressor");
+  EXPECT_ERROR(gpuml_estimator_predict_sparse(ctx, forest, &X, &out), GPUML_ERROR_UNSUPPORTED, "random_forest_regressor");
+  CHECK_OK(gpuml_estimator_free(forest));
   CHECK_OK(gpuml_estimator_free(est));
   CHECK_OK(gpuml_estimator_free(dense_est));
 }

@@ -152,7 +152,7 @@ def test_dense_only_estimators_still_refuse_sparse():
     rng = np.random.default_rng()
     X = _random_sparse(rng, 20, 5, 0.5)
     with pytest.raises(TypeError, match="Sparse data"):
-        gpuml.KMeans(n_clusters=2, n_init=1).fit(X)
+        gpuml.RandomForestRegressor(n_estimators=2).fit(X, rng.standard_normal(20))
 
 
 def test_tags():

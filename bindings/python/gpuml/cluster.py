@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
@@ -23,7 +24,10 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
 
     Inputs may be NumPy arrays (or anything scikit-learn accepts), CuPy arrays, or PyTorch
     tensors; outputs of predict / transform / fit_predict / fit_transform have the input's type
-    and device. Fitted attributes are NumPy arrays.
+    and device. Fitted attributes are NumPy arrays. Sparse X (SciPy CSR / CSC, CuPy sparse, torch
+    sparse CSR / CSC) is taken without a dense copy, on the CPU (device sparse matrices are read
+    by the CPU context for now): as in scikit-learn it is not centered, and distances come from
+    the sparse products (|x|² - 2 x·c + |c|²); the centers are dense.
 
     Attributes
     ----------
@@ -39,6 +43,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
     """
 
     _gpuml_kind = "kmeans"
+    _gpuml_accepts_sparse = True
     _gpuml_attributes = ("cluster_centers_", "labels_", "inertia_", "n_iter_")
     _gpuml_settable = ("cluster_centers_",)  # what predict / transform / score use
 
@@ -124,7 +129,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         run of least inertia is kept (refitted from its centers: Lloyd from given centers is
         deterministic)."""
         random_state = check_random_state(self.random_state)
-        X_host = _array.to_numpy(X)
+        X_host = X if sparse.issparse(X) else _array.to_numpy(X)  # scikit-learn hands sparse X to init as it is
         starts, inertias = [], []
         for _ in range(self._resolved_n_init(False)):
             centers = self._init_centers(X, self.init(X_host, self.n_clusters, random_state=random_state))
@@ -137,7 +142,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fits and returns the cluster index of each sample (in X's array type)."""
-        kind = _array.ArrayKind.of(X)
+        kind = _array.sparse_kind(X) if _array.is_sparse(X) else _array.ArrayKind.of(X)
         self.fit(X, sample_weight=sample_weight)
         return kind.from_numpy(self.labels_)
 

@@ -24,6 +24,8 @@ struct KMeansParams {
 };
 
 // Lloyd's k-means with k-means++ seeding, as scikit-learn's KMeans(algorithm="lloyd").
+// Sparse X (CSR / CSC, core/sparse.hpp) is accepted on the CPU: the same fit through the sparse
+// products, X never made dense and not centered (as scikit-learn); one rank only.
 class GPUML_API KMeans final : public Estimator {
  public:
   explicit KMeans(KMeansParams params = {});
@@ -42,6 +44,15 @@ class GPUML_API KMeans final : public Estimator {
   double score(Context& ctx, const ArrayView& X, const ArrayView* sample_weight = nullptr) const;  // -inertia
   void fit_predict(Context& ctx, const ArrayView& X, const ArrayView& labels, const ArrayView* sample_weight = nullptr);
 
+  // The same for sparse X.
+  bool accepts_sparse() const override;
+  KMeans& fit(Context& ctx, const SparseView& X, const ArrayView* sample_weight = nullptr);
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void predict_sparse(Context& ctx, const SparseView& X, const ArrayView& labels) const override;
+  void transform_sparse(Context& ctx, const SparseView& X, const ArrayView& distances) const override;
+  double score(Context& ctx, const SparseView& X, const ArrayView* sample_weight = nullptr) const;
+  void fit_predict(Context& ctx, const SparseView& X, const ArrayView& labels, const ArrayView* sample_weight = nullptr);
+
   // Fitted attributes, on the host.
   const HostArray& cluster_centers() const;  // k x d, the dtype of X
   const HostArray& labels() const;           // n, int32
@@ -54,6 +65,8 @@ class GPUML_API KMeans final : public Estimator {
   void restore(std::map<std::string, HostArray> attributes) override;
 
  private:
+  void adopt(Context& ctx, HostArray centers, double inertia, int64_t n_iter, const Buffer& labels, int64_t n);
+
   KMeansParams params_;
   HostArray centers_, labels_, inertia_, n_iter_, n_features_in_;
 };

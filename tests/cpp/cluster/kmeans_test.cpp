@@ -283,6 +283,82 @@ TEST(KMeansCpu, LloydMatchesReferenceFloat64) {
   }
 }
 
+// X (n x d, row-major) as CSR or CSC over its non-zeros, int64 indices; owns its arrays.
+struct SparseCopy {
+  std::vector<int64_t> indptr, indices;
+  std::vector<double> values;
+  SparseView view;
+};
+
+SparseCopy sparse_copy(const std::vector<double>& X, int64_t n, int64_t d, SparseFormat format) {
+  SparseCopy s;
+  const bool csr = format == SparseFormat::csr;
+  const int64_t major = csr ? n : d, minor = csr ? d : n;
+  s.indptr.push_back(0);
+  for (int64_t a = 0; a < major; ++a) {
+    for (int64_t b = 0; b < minor; ++b) {
+      const double v = csr ? X[a * d + b] : X[b * d + a];
+      if (v == 0.0) continue;
+      s.indices.push_back(b);
+      s.values.push_back(v);
+    }
+    s.indptr.push_back(static_cast<int64_t>(s.indices.size()));
+  }
+  s.view.format = format;
+  s.view.dtype = DType::float64;
+  s.view.index_dtype = DType::int64;
+  s.view.shape[0] = n;
+  s.view.shape[1] = d;
+  s.view.nnz = static_cast<int64_t>(s.values.size());
+  s.view.indptr = s.indptr.data();
+  s.view.indices = s.indices.data();
+  s.view.values = s.values.data();
+  return s;
+}
+
+// Sparse X runs the same Lloyd iterations as the dense reference, its distances from the sparse
+// products (|x|² - 2 x·c + |c|²) rather than from the centered rows.
+TEST(KMeansCpu, SparseMatchesReference) {
+  GPUML_FRESH_RNG(rng);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int64_t n = uniform_int(rng, 50, 800), d = uniform_int(rng, 2, 30), k = uniform_int(rng, 1, 6);
+    Blobs b = make_blobs(rng, n, d, uniform_int(rng, 1, 6), uniform_real(rng, 0.5, 2.0), 5.0);
+    const double density = uniform_real(rng, 0.05, 0.8);
+    for (double& v : b.X)
+      if (uniform_real(rng, 0.0, 1.0) > density) v = 0.0;
+    const bool weighted = trial % 2 == 1;
+    std::vector<double> w = weighted ? random_weights(rng, n) : std::vector<double>(n, 1.0);
+    const std::vector<double> init = random_rows(rng, b.X, n, d, k);
+    const Reference ref = reference_lloyd(b.X, n, d, w, init, k, 300, 1e-4 * reference_mean_variance(b.X, n, d));
+    for (SparseFormat format : {SparseFormat::csr, SparseFormat::csc}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " d=" + std::to_string(d) + " k=" + std::to_string(k) + " density=" +
+                   std::to_string(density) + (format == SparseFormat::csr ? " csr" : " csc") + (weighted ? " weighted" : ""));
+      const SparseCopy X = sparse_copy(b.X, n, d, format);
+      Context ctx = Context::cpu(3);
+      KMeans km(array_init(init, k, 300, 1e-4));
+      ArrayView wv = host_view(w.data(), n);
+      km.fit(ctx, X.view, weighted ? &wv : nullptr);
+      const Fitted got = summarize(km);
+      // Distances through products round at eps |x|² instead of eps |x - c|²: 1e-9 at the data's scale.
+      expect_near_scaled(got.centers, ref.centers, 1e-9, "centers");
+      // A label flip would need two centers within ~1e-13 relative: not in random data.
+      EXPECT_EQ(got.labels, ref.labels);
+      expect_rel_near(got.inertia, ref.inertia, 1e-9, "inertia");
+      EXPECT_EQ(got.n_iter, ref.n_iter);
+      // predict / transform / score on the same sparse X agree with the fit.
+      std::vector<int32_t> predicted(n, -1);
+      km.predict_sparse(ctx, X.view, host_view(predicted.data(), n));
+      EXPECT_EQ(predicted, got.labels);
+      std::vector<double> dist(n * k, -1.0);
+      km.transform_sparse(ctx, X.view, host_view(dist.data(), n, k));
+      double inertia = 0.0;
+      for (int64_t i = 0; i < n; ++i) inertia += w[i] * dist[i * k + got.labels[i]] * dist[i * k + got.labels[i]];
+      expect_rel_near(inertia, got.inertia, 1e-9, "inertia from transform");
+      expect_rel_near(-km.score(ctx, X.view, weighted ? &wv : nullptr), got.inertia, 1e-12, "score");
+    }
+  }
+}
+
 TEST(KMeansCpu, ConvergesLikeReferenceWithTolerance) {
   GPUML_FRESH_RNG(rng);
   const int64_t n = uniform_int(rng, 300, 3000), d = uniform_int(rng, 2, 6), k = uniform_int(rng, 2, 6);
