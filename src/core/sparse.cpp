@@ -111,6 +111,7 @@ SparseHostMatrix canonicalize(const Context& ctx, const SparseView& X, const cha
     auto copy = [&](const auto& m) {
       out = SparseHostMatrix(X.format, X.dtype, X.index_dtype, X.rows(), X.cols(), m.nonZeros());
       std::memcpy(out.indptr(), m.outerIndexPtr(), sizeof(I) * static_cast<std::size_t>(m.outerSize() + 1));
+      if (m.nonZeros() == 0) return;  // no entries: Eigen's arrays may be null, memcpy's may not
       std::memcpy(out.indices(), m.innerIndexPtr(), sizeof(I) * static_cast<std::size_t>(m.nonZeros()));
       std::memcpy(out.values(), m.valuePtr(), sizeof(T) * static_cast<std::size_t>(m.nonZeros()));
     };
