@@ -260,6 +260,35 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int
 }
 
 template <typename T>
+RightSvd converged_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
+                       int64_t count, uint64_t seed, double tol) {
+  const double tolerance = tol > 0 ? tol : 1e-2 * std::sqrt(std::numeric_limits<T>::epsilon());
+  return randomized_svd(ctx, backend, A, n, d, count, count + 10, 10000, seed, tolerance);
+}
+
+template <typename T>
+void CenteredProducts<T>::times(const T* M_host, int64_t t, T* out) {
+  A_.times(M_host, t, out);
+  const int64_t d = static_cast<int64_t>(mean_.size());
+  std::vector<double> shift(static_cast<std::size_t>(t), 0.0);  // M μ
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t j = 0; j < d; ++j) shift[r] += static_cast<double>(M_host[r * d + j]) * mean_[j];
+  backend_.center_scale(out, n_, t, shift.data(), nullptr, out);  // in place
+}
+
+template <typename T>
+void CenteredProducts<T>::transpose_times(const T* B, int64_t t, double* cross_host) {
+  A_.transpose_times(B, t, cross_host);
+  if (n_ == 0 || t == 0) return;
+  std::vector<double> column_sums(static_cast<std::size_t>(t));  // 1ᵀB, from B's column means
+  backend_.weighted_means(B, n_, t, nullptr, column_sums.data());
+  for (double& v : column_sums) v *= static_cast<double>(n_);
+  const int64_t d = static_cast<int64_t>(mean_.size());
+  for (int64_t j = 0; j < d; ++j)
+    for (int64_t r = 0; r < t; ++r) cross_host[j * t + r] -= mean_[j] * column_sums[r];
+}
+
+template <typename T>
 double squared_norm(LinearBackend<T>& backend, const T* A, int64_t n, int64_t d) {
   const int64_t total = n * d;
   if (total == 0) return 0.0;
@@ -383,6 +412,12 @@ template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, MatrixP
                                         int64_t, int64_t, int64_t, uint64_t, double);
 template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, MatrixProducts<double>&, int64_t, int64_t,
                                          int64_t, int64_t, int64_t, uint64_t, double);
+template RightSvd converged_svd<float>(Context&, LinearBackend<float>&, MatrixProducts<float>&, int64_t, int64_t,
+                                       int64_t, uint64_t, double);
+template RightSvd converged_svd<double>(Context&, LinearBackend<double>&, MatrixProducts<double>&, int64_t, int64_t,
+                                        int64_t, uint64_t, double);
+template class CenteredProducts<float>;
+template class CenteredProducts<double>;
 template double squared_norm<float>(LinearBackend<float>&, const float*, int64_t, int64_t);
 template double squared_norm<double>(LinearBackend<double>&, const double*, int64_t, int64_t);
 

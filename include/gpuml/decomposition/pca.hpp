@@ -34,8 +34,8 @@ struct PCAParams {
   std::optional<uint64_t> random_state;  // unset: the context's seed
 };
 
-// Principal component analysis, as scikit-learn's PCA (float32 and float64; signs follow its
-// svd_flip convention on the rows of components_). Fitted attributes are host arrays in X's
+// Principal component analysis, as scikit-learn's PCA (float32 and float64, dense or, on the
+// CPU, sparse X; signs follow its svd_flip convention on the rows of components_). Fitted attributes are host arrays in X's
 // float dtype; n_components_, n_features_in_ and n_samples_ are int64 scalars, noise_variance_ a
 // 0-d array. A constant column gives finite results (a zero-variance direction), never NaN.
 class GPUML_API PCA final : public Estimator {
@@ -49,6 +49,16 @@ class GPUML_API PCA final : public Estimator {
   PCA& fit(Context& ctx, const ArrayView& X);
   void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
   bool fitted() const override { return !components_.empty(); }
+
+  // Sparse X (CSR / CSC, float32 / float64, int32 / int64 indices), CPU contexts on one rank,
+  // as scikit-learn: svd_solver "arpack" ("auto" picks it; the subspace iteration over X's
+  // products run to convergence) or "covariance_eigh" (XᵀX − n x̄x̄ᵀ from the sparse product, a
+  // dense d x d matrix: at most kSparseGramFeatures features), both centering X implicitly;
+  // other solvers throw invalid_argument with scikit-learn's message. transform_sparse takes
+  // sparse X whatever the solver of the fit.
+  bool accepts_sparse() const override { return true; }
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void transform_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
 
   ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
   // (n, n_components_): (X - mean_) components_ᵀ, divided by sqrt(explained_variance_) when whiten.
