@@ -240,8 +240,8 @@ class PCA(_Decomposition):
         """score and score_samples take dense X only, as scikit-learn's (its TypeError and message)."""
         if _array.is_sparse(X):
             raise TypeError(
-                f"Sparse data was passed for {type(self).__name__}, but dense data is required. Use '.toarray()' to "
-                "convert to a dense numpy array."
+                "Sparse data was passed for X, but dense data is required. Use '.toarray()' to convert to a dense "
+                "numpy array."
             )
 
     def score_samples(self, X):
