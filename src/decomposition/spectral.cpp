@@ -66,7 +66,7 @@ Buffer orthonormalize(Context& ctx, LinearBackend<T>& backend, const T* Y, int64
       R = (es.eigenvectors() * lambda.cwiseSqrt().asDiagonal()).transpose();  // RᵀR = G
     }
   }
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd(R, Eigen::ComputeFullV);
+  Eigen::BDCSVD<Eigen::MatrixXd> svd(R, Eigen::ComputeFullV);  // Jacobi's for small c, faster past it
   const Vector& s = svd.singularValues();
   const double cutoff = 100.0 * static_cast<double>(c) * eps * (s.size() ? s[0] : 0.0);
   int64_t r1 = 0;
@@ -222,7 +222,7 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
       // Run to convergence: the Ritz vectors of the `count` largest values (AᵀQ = Qd R, so
       // Qd times R's left singular vectors) stop moving: the sine of the largest principal angle
       // between this iteration's span and the last one's is at most `tolerance`.
-      Eigen::JacobiSVD<Eigen::MatrixXd> small(R, Eigen::ComputeThinU);
+      Eigen::BDCSVD<Eigen::MatrixXd> small(R, Eigen::ComputeThinU);
       const Matrix current = Qd * small.matrixU().leftCols(count);
       if (leading.size() > 0) {
         const Matrix residual = current - leading * (leading.transpose() * current);
@@ -263,6 +263,13 @@ template <typename T>
 RightSvd converged_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
                        int64_t count, uint64_t seed, double tol) {
   const double tolerance = tol > 0 ? tol : 1e-2 * std::sqrt(std::numeric_limits<T>::epsilon());
+  // Small problems: a block spanning the whole space (min(n, d) vectors) costs about a dense
+  // SVD (n min(n, d)² <= 2^32 flops) and is exact at once, to working precision rather than to
+  // the tolerance, as scikit-learn's ARPACK (tol = 0) is.
+  // One power iteration then replaces the random block by an orthonormal basis of A's row space.
+  const double width = static_cast<double>(std::min(n, d));
+  if (static_cast<double>(n) * width * width <= 4294967296.0)
+    return randomized_svd(ctx, backend, A, n, d, count, std::min(n, d), 1, seed, 0.0);
   return randomized_svd(ctx, backend, A, n, d, count, count + 10, 10000, seed, tolerance);
 }
 
