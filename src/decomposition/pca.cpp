@@ -72,8 +72,11 @@ const detail::ParamTable<PCAParams>& params_table() {
           field("svd_solver", &P::svd_solver, {one_of({"auto", "full", "covariance_eigh", "arpack", "randomized"})},
                 "\"covariance_eigh\": eigen-decomposition of the centered covariance (one pass over X); \"full\": "
                 "the SVD of R from a QR of the centered X; \"arpack\": scikit-learn's rules for it, answered by "
-                "the exact SVD; \"randomized\": Halko et al.'s; \"auto\": scikit-learn's rule."),
-          field("tol", &P::tol, {number_in(0)}, "Accepted, without effect: \"arpack\" is answered by the exact SVD.")
+                "the exact SVD (sparse X: a subspace iteration run to convergence); \"randomized\": Halko et "
+                "al.'s; \"auto\": scikit-learn's rule (\"arpack\" for sparse X)."),
+          field("tol", &P::tol, {number_in(0)},
+                "\"arpack\" on large sparse X: the subspace iteration's tolerance on the angle the leading "
+                "vectors move by (0: ~1e-2 sqrt(eps)); otherwise without effect (exact answers).")
               .per_rank(),
           ParamRow<P>{"iterated_power", {one_of({"auto"}), integer_in(0)},
                       "The randomized solver's power iterations; \"auto\": 7 when n_components < 0.1 "

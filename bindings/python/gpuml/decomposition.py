@@ -123,7 +123,7 @@ class PCA(_Decomposition):
     MLE, as scikit-learn's; "full" and "covariance_eigh" only). X is always centered (in float64
     arithmetic) before any product, so data with a large mean keeps its precision in float32.
     Accepted with no effect on the fit: ``copy`` (gpuml never writes to X), ``tol`` (the "arpack"
-    answer is exact), ``power_iteration_normalizer`` (the randomized subspace iterations always
+    answer is exact; on large sparse X it is the subspace iteration's tolerance), ``power_iteration_normalizer`` (the randomized subspace iterations always
     orthonormalize, which spans the same subspace as LU or no normalization, more stably). A
     constant column gives a zero-variance direction, never NaN. ``device`` as in KMeans.
     Parameter values are checked as scikit-learn checks them (InvalidParameterError, with its
