@@ -539,7 +539,8 @@ void expect_sparse_fit_matches_dense(const test::RandomSparse<I>& X, const std::
                                      double tolerance) {
   SCOPED_TRACE(solver + " k=" + (k ? std::to_string(*k) : std::string("default")));
   Context ctx = Context::cpu();
-  PCA on_sparse(params_for(solver, k)), on_dense(params_for(solver, k));
+  // "auto" is "arpack" on sparse X (scikit-learn's rule), not on dense X.
+  PCA on_sparse(params_for(solver, k)), on_dense(params_for(solver == "auto" ? "arpack" : solver, k));
   ASSERT_TRUE(on_sparse.accepts_sparse());
   on_sparse.fit_sparse(ctx, X.view(), nullptr, nullptr);
   on_dense.fit(ctx, host_view(X.dense.data(), X.rows, X.cols));
