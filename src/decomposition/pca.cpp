@@ -75,8 +75,9 @@ const detail::ParamTable<PCAParams>& params_table() {
                 "the exact SVD (sparse X: a subspace iteration run to convergence); \"randomized\": Halko et "
                 "al.'s; \"auto\": scikit-learn's rule (\"arpack\" for sparse X)."),
           field("tol", &P::tol, {number_in(0)},
-                "\"arpack\" on large sparse X: the subspace iteration's tolerance on the angle the leading "
-                "vectors move by (0: ~1e-2 sqrt(eps)); otherwise without effect (exact answers).")
+                "\"arpack\" on sparse X: the subspace iteration's tolerance on the angle the leading vectors "
+                "move by; 0: exact where n_samples min(n_samples, n_features)^2 <= 2^32, else ~1e-2 sqrt(eps). "
+                "Dense X: without effect (exact answers).")
               .per_rank(),
           ParamRow<P>{"iterated_power", {one_of({"auto"}), integer_in(0)},
                       "The randomized solver's power iterations; \"auto\": 7 when n_components < 0.1 "

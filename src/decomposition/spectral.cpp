@@ -263,12 +263,12 @@ template <typename T>
 RightSvd converged_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
                        int64_t count, uint64_t seed, double tol) {
   const double tolerance = tol > 0 ? tol : 1e-2 * std::sqrt(std::numeric_limits<T>::epsilon());
-  // Small problems: a block spanning the whole space (min(n, d) vectors) costs about a dense
-  // SVD (n min(n, d)² <= 2^32 flops) and is exact at once, to working precision rather than to
-  // the tolerance, as scikit-learn's ARPACK (tol = 0) is.
-  // One power iteration then replaces the random block by an orthonormal basis of A's row space.
+  // tol = 0 (ARPACK's "machine precision") on small problems: a block spanning the whole space
+  // (min(n, d) vectors) costs about a dense SVD (n min(n, d)² <= 2^32 flops) and is exact at
+  // once. One power iteration then replaces the random block by an orthonormal basis of A's row
+  // space.
   const double width = static_cast<double>(std::min(n, d));
-  if (static_cast<double>(n) * width * width <= 4294967296.0)
+  if (!(tol > 0) && static_cast<double>(n) * width * width <= 4294967296.0)
     return randomized_svd(ctx, backend, A, n, d, count, std::min(n, d), 1, seed, 0.0);
   return randomized_svd(ctx, backend, A, n, d, count, count + 10, 10000, seed, tolerance);
 }

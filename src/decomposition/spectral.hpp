@@ -50,8 +50,8 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
 
 // "arpack" on A seen through its products (a sparse X): the randomized_svd above run to
 // convergence over a block of 2 count + 10 vectors (converging at the rate (s_{2count+11} /
-// s_count)² per iteration), or of min(n, d) vectors when n min(n, d)² <= 2^32 (the whole space,
-// hence exact at once, at about a dense SVD's cost). The
+// s_count)² per iteration), or, with tol = 0 and n min(n, d)² <= 2^32, of min(n, d) vectors
+// (the whole space, hence exact at once, at about a dense SVD's cost). The
 // angle tolerance: scikit-learn's `tol` when set (> 0), else ~1e-2 sqrt(eps), where the
 // vectors' own rounding starts to show.
 template <typename T>

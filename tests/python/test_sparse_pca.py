@@ -68,6 +68,19 @@ def test_pca_sparse_messy_input(fmt, solver):
     np.testing.assert_allclose(ours.transform(messy)[:, :m], Z, atol=FLOAT64 * np.abs(Z).max())
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_pca_sparse_arpack_subspace_iteration(fmt):
+    # tol > 0: the subspace iteration over a block of 2k + 10 vectors, stopped once the leading
+    # vectors move by at most tol a step (tol = 0 spans the whole space of a small X instead).
+    rng = np.random.default_rng()
+    X = _sparse_X(rng, 0.2, fmt=fmt, n=400, d=60)
+    ours = PCA(n_components=4, svd_solver="arpack", tol=1e-12).fit(X)
+    ref = skd.PCA(n_components=4, svd_solver="arpack", random_state=0).fit(X)
+    # The error is about tol * rho / (1 - rho), rho = (s_19 / s_4)² the rate: 1e-7 allows rho
+    # up to 1 - 1e-5.
+    compare_pca(ours, ref, X, exact=1e-7)
+
+
 @pytest.mark.parametrize("solver", ["arpack", "covariance_eigh"])
 def test_pca_sparse_matches_dense_fit(solver):
     # The same matrix sparse and dense: covariance_eigh is the same method on both routes (1e-10

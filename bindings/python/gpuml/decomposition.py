@@ -114,7 +114,8 @@ class PCA(_Decomposition):
     int64 indices) is taken on the CPU (device sparse matrices are read by the CPU context for
     now) with scikit-learn's rules: svd_solver "arpack", "covariance_eigh" or "auto" (others raise
     its TypeError), X centered implicitly, never densified. "arpack" runs a subspace iteration
-    over X's products to convergence (``tol`` when set, else ~1e-10 in float64); "covariance_eigh"
+    over X's products to convergence (``tol`` when set; with tol=0, exact where n_samples
+    min(n_samples, n_features)² <= 2**32, else to ~1e-10 in float64); "covariance_eigh"
     forms XᵀX − n x̄x̄ᵀ from the sparse product, a dense (n_features, n_features) matrix (at most
     4096 features). transform takes sparse X whatever the fit's solver; score and score_samples
     take dense X only, as scikit-learn's.
@@ -123,7 +124,7 @@ class PCA(_Decomposition):
     MLE, as scikit-learn's; "full" and "covariance_eigh" only). X is always centered (in float64
     arithmetic) before any product, so data with a large mean keeps its precision in float32.
     Accepted with no effect on the fit: ``copy`` (gpuml never writes to X), ``tol`` (the "arpack"
-    answer is exact; on large sparse X it is the subspace iteration's tolerance), ``power_iteration_normalizer`` (the randomized subspace iterations always
+    answer is exact; on sparse X it is the subspace iteration's tolerance), ``power_iteration_normalizer`` (the randomized subspace iterations always
     orthonormalize, which spans the same subspace as LU or no normalization, more stably). A
     constant column gives a zero-variance direction, never NaN. ``device`` as in KMeans.
     Parameter values are checked as scikit-learn checks them (InvalidParameterError, with its
