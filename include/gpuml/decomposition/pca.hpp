@@ -23,10 +23,13 @@ struct PCAParams {
   // 10 n_features, else full for small data, else randomized for few components), "full" (SVD of
   // R from a QR of the centered X), "covariance_eigh" (eigen-decomposition of the centered
   // covariance; one pass over X), "arpack" (scikit-learn's rules for it: n_components an integer
-  // below min(n_samples, n_features); answered by full's exact SVD restricted to n_components),
-  // "randomized" (Halko et al.).
+  // below min(n_samples, n_features); answered by full's exact SVD restricted to n_components,
+  // on sparse X by a subspace iteration, see fit_sparse), "randomized" (Halko et al.). Sparse X:
+  // "auto" is "arpack".
   std::string svd_solver = "auto";
-  double tol = 0.0;  // accepted, without effect: "arpack" is answered by the exact SVD
+  // "arpack" on sparse X: the subspace iteration's tolerance (0: exact where n min(n, d)² <=
+  // 2^32, else ~1e-2 sqrt(eps)); dense X: without effect (the exact SVD).
+  double tol = 0.0;
   int64_t iterated_power = -1;  // randomized power iterations; -1: "auto" (7 if n_components < 0.1 min(n, d), else 4)
   int64_t n_oversamples = 10;
   // Accepted, without effect: the randomized power iterations always orthonormalize.
