@@ -72,8 +72,12 @@ const detail::ParamTable<PCAParams>& params_table() {
           field("svd_solver", &P::svd_solver, {one_of({"auto", "full", "covariance_eigh", "arpack", "randomized"})},
                 "\"covariance_eigh\": eigen-decomposition of the centered covariance (one pass over X); \"full\": "
                 "the SVD of R from a QR of the centered X; \"arpack\": scikit-learn's rules for it, answered by "
-                "the exact SVD; \"randomized\": Halko et al.'s; \"auto\": scikit-learn's rule."),
-          field("tol", &P::tol, {number_in(0)}, "Accepted, without effect: \"arpack\" is answered by the exact SVD.")
+                "the exact SVD (sparse X: a subspace iteration run to convergence); \"randomized\": Halko et "
+                "al.'s; \"auto\": scikit-learn's rule (\"arpack\" for sparse X)."),
+          field("tol", &P::tol, {number_in(0)},
+                "\"arpack\" on sparse X: the subspace iteration's tolerance on the angle the leading vectors "
+                "move by; 0: exact where n_samples min(n_samples, n_features)^2 <= 2^32, else ~1e-2 sqrt(eps). "
+                "Dense X: without effect (exact answers).")
               .per_rank(),
           ParamRow<P>{"iterated_power", {one_of({"auto"}), integer_in(0)},
                       "The randomized solver's power iterations; \"auto\": 7 when n_components < 0.1 "
@@ -167,6 +171,150 @@ int64_t infer_dimension(const std::vector<double>& spectrum, int64_t n_samples) 
   return best;
 }
 
+// What a fit computes, after scikit-learn's checks (PCA._fit, _fit_full, _fit_truncated).
+struct ComponentRequest {
+  std::string solver;     // after "auto"
+  double requested = 0;   // n_components as a number (unused with mle)
+  bool mle = false, fraction = false, exact = false;
+};
+
+// scikit-learn's choices and checks, with its messages. Sparse X: "auto" is "arpack".
+ComponentRequest plan_components(const PCAParams& params, int64_t n, int64_t d, bool sparse) {
+  const int64_t min_nd = std::min(n, d);
+  ComponentRequest plan;
+  plan.mle = params.n_components_mle;
+  const std::string chosen = sparse && params.svd_solver == "auto" ? "arpack" : params.svd_solver;
+  // scikit-learn's default: every component, one less for arpack (it cannot find them all).
+  plan.requested = params.n_components.value_or(static_cast<double>(chosen == "arpack" ? min_nd - 1 : min_nd));
+  plan.solver = resolve_solver(chosen, n, d, plan.requested, plan.mle);
+  plan.exact = plan.solver == "full" || plan.solver == "covariance_eigh";
+  plan.fraction = !plan.mle && plan.requested > 0 && plan.requested < 1;
+  const std::string with_solver = " with svd_solver='" + plan.solver + "'";
+  const std::string between = " must be between " + std::string(plan.exact ? "0" : "1") +
+                              " and min(n_samples, n_features)=" + std::to_string(min_nd) + with_solver;
+  if (plan.exact && plan.mle)
+    GPUML_EXPECT(n >= d, "PCA: n_components='mle' is only supported if n_samples >= n_features");
+  else if (plan.mle)
+    throw_error(ErrorCode::invalid_argument, "PCA: n_components='mle' cannot be a string" + with_solver);
+  else
+    GPUML_EXPECT((plan.exact || plan.requested >= 1) && plan.requested <= static_cast<double>(min_nd),
+                 "PCA: n_components=" + python_number(plan.requested) + between);
+  GPUML_EXPECT(plan.solver != "arpack" || plan.requested < static_cast<double>(min_nd),
+               "PCA: n_components=" + python_number(plan.requested) +
+                   " must be strictly less than min(n_samples, n_features)=" + std::to_string(min_nd) + with_solver);
+  return plan;
+}
+
+// A solver's answer before n_components is settled: the triplets, X's mean, and either every
+// component's explained variance (exact solvers) or the total variance (truncated ones: arpack on
+// sparse X, randomized).
+struct SpectralFit {
+  detail::RightSvd svd;
+  std::vector<double> mean, variance_all;
+  double total_variance = 0.0;
+};
+
+// "covariance_eigh" from the centered Gram matrix G (d x d; overwritten by the covariance):
+// every eigenvalue (the variances), and the vectors of the components kept (all of them when a
+// variance fraction or the MLE decides how many).
+template <typename T>
+void eigen_of_centered_gram(detail::LinearBackend<T>& backend, std::vector<double>& G, int64_t d, double dof,
+                            const ComponentRequest& plan, SpectralFit& fit) {
+  for (double& g : G) g /= dof;  // the covariance
+  const int64_t vectors =
+      plan.fraction || plan.mle ? d : std::min<int64_t>(d, static_cast<int64_t>(plan.requested));
+  std::vector<double> eigenvalues(static_cast<std::size_t>(d));
+  fit.svd.count = vectors;
+  fit.svd.d = d;
+  fit.svd.Vt.resize(static_cast<std::size_t>(vectors * d));
+  backend.symmetric_eigen(G.data(), d, vectors, eigenvalues.data(), fit.svd.Vt.data());  // largest first
+  fit.svd.s.resize(static_cast<std::size_t>(d));
+  fit.variance_all.resize(static_cast<std::size_t>(d));
+  for (int64_t i = 0; i < d; ++i) {  // descending; rounding-negative eigenvalues are 0, as in scikit-learn
+    const double lambda = std::max(eigenvalues[d - 1 - i], 0.0);
+    fit.variance_all[i] = lambda;
+    fit.svd.s[i] = std::sqrt(lambda * dof);
+  }
+}
+
+// The fitted attributes (named as PCA::attribute_names) from a solver's answer, with
+// scikit-learn's formulas: n_components settled (MLE, variance fraction), noise_variance_, and
+// everything back from the units of 2^exponent X.
+std::map<std::string, HostArray> fitted_attributes(const ComponentRequest& plan, SpectralFit fit, int64_t n,
+                                                   int64_t d, DType dtype, int exponent) {
+  const int64_t min_nd = std::min(n, d);
+  const double dof = static_cast<double>(n - 1);
+  detail::svd_flip_rows(fit.svd);
+  int64_t k = plan.mle ? 0 : static_cast<int64_t>(plan.requested);
+  double noise_variance = 0.0;
+  std::vector<double> variance, ratio;
+  if (fit.variance_all.empty()) {  // truncated: the variances of the triplets found, over the total
+    const double total = fit.total_variance;
+    for (double s : fit.svd.s) variance.push_back(s * s / dof);
+    for (double v : variance) ratio.push_back(total > 0 ? v / total : 0.0);
+    if (k < min_nd)
+      noise_variance = (total - std::accumulate(variance.begin(), variance.end(), 0.0)) / static_cast<double>(min_nd - k);
+  } else {
+    const std::vector<double>& all = fit.variance_all;
+    const double total = std::accumulate(all.begin(), all.end(), 0.0);
+    std::vector<double> ratio_all;
+    for (double v : all) ratio_all.push_back(total > 0 ? v / total : 0.0);
+    if (plan.mle) {
+      k = infer_dimension(all, n);
+    } else if (plan.fraction) {  // scikit-learn: searchsorted(cumsum(ratio), fraction, side="right") + 1
+      double cumulative = 0.0;
+      k = 1;
+      for (std::size_t i = 0; i + 1 < ratio_all.size(); ++i) {
+        cumulative += ratio_all[i];
+        if (cumulative <= plan.requested) k = static_cast<int64_t>(i) + 2;
+        else break;
+      }
+      k = std::min(k, min_nd);
+    }
+    if (k < min_nd)
+      noise_variance = std::accumulate(all.begin() + k, all.end(), 0.0) / static_cast<double>(all.size() - k);
+    variance.assign(all.begin(), all.begin() + k);
+    ratio.assign(ratio_all.begin(), ratio_all.begin() + k);
+  }
+  detail::truncate_svd(fit.svd, k);
+  std::vector<double>& mean = fit.mean;
+  if (exponent != 0) {  // back from the units of 2^exponent X: ratios and components are the same
+    noise_variance = std::ldexp(noise_variance, -2 * exponent);
+    for (double& v : variance) v = std::ldexp(v, -2 * exponent);
+    for (double& v : fit.svd.s) v = std::ldexp(v, -exponent);
+    for (double& v : mean) v = std::ldexp(v, -exponent);
+  }
+  detail::expect_finite_in(dtype, {&variance, &fit.svd.s, &mean}, {noise_variance},
+                           "PCA: explained_variance_ or singular_values_ overflow " + std::string(dtype_name(dtype)) +
+                               ": X's values are too large");
+  std::map<std::string, HostArray> attributes;
+  attributes["components_"] = detail::host_array(dtype, fit.svd.Vt, k, d);
+  attributes["explained_variance_"] = detail::host_array(dtype, variance);
+  attributes["explained_variance_ratio_"] = detail::host_array(dtype, ratio);
+  attributes["singular_values_"] = detail::host_array(dtype, fit.svd.s);
+  attributes["mean_"] = detail::host_array(dtype, mean);
+  attributes["noise_variance_"] = detail::host_scalar(dtype, noise_variance);
+  attributes["n_components_"] = detail::host_int64(k);
+  attributes["n_features_in_"] = detail::host_int64(d);
+  attributes["n_samples_"] = detail::host_int64(n);
+  return attributes;
+}
+
+// transform's coefficients: components_, each row divided by sqrt(explained_variance_) when
+// whitening (floored at the dtype's epsilon, as scikit-learn).
+std::vector<double> transform_coefficients(const HostArray& components, const HostArray& explained_variance,
+                                           bool whiten) {
+  std::vector<double> coef = detail::host_values(components);
+  if (!whiten) return coef;
+  const int64_t k = components.spec().shape[0], d = components.spec().shape[1];
+  const double floor = components.dtype() == DType::float32 ? std::numeric_limits<float>::epsilon()
+                                                             : std::numeric_limits<double>::epsilon();
+  const std::vector<double> variance = detail::host_values(explained_variance);
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < d; ++j) coef[i * d + j] /= std::max(std::sqrt(variance[i]), floor);
+  return coef;
+}
+
 }  // namespace
 
 PCA::PCA(PCAParams params) : params_(std::move(params)) { params_table().check(params_); }
@@ -198,37 +346,17 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
   const int64_t n = rows.total, min_nd = std::min(n, d);
   GPUML_EXPECT(n >= 2, "PCA needs at least 2 samples (the variances divide by n_samples - 1), got n_samples=" +
                            std::to_string(n));
-  // scikit-learn's default: every component, one less for arpack (it cannot find them all).
-  const bool mle = params_.n_components_mle;
-  const double requested =
-      params_.n_components.value_or(static_cast<double>(params_.svd_solver == "arpack" ? min_nd - 1 : min_nd));
-  std::string solver = resolve_solver(params_.svd_solver, n, d, requested, mle);
-  const bool exact = solver == "full" || solver == "covariance_eigh";
-  const bool fraction = !mle && requested > 0 && requested < 1;
-  // scikit-learn's checks and messages (PCA._fit_full, _fit_truncated).
-  const std::string with_solver = " with svd_solver='" + solver + "'";
-  const std::string between = " must be between " + std::string(exact ? "0" : "1") +
-                              " and min(n_samples, n_features)=" + std::to_string(min_nd) + with_solver;
-  if (exact && mle)
-    GPUML_EXPECT(n >= d, "PCA: n_components='mle' is only supported if n_samples >= n_features");
-  else if (mle)
-    throw_error(ErrorCode::invalid_argument, "PCA: n_components='mle' cannot be a string" + with_solver);
-  else
-    GPUML_EXPECT((exact || requested >= 1) && requested <= static_cast<double>(min_nd),
-                 "PCA: n_components=" + python_number(requested) + between);
-  GPUML_EXPECT(solver != "arpack" || requested < static_cast<double>(min_nd),
-               "PCA: n_components=" + python_number(requested) +
-                   " must be strictly less than min(n_samples, n_features)=" + std::to_string(min_nd) + with_solver);
+  const ComponentRequest plan = plan_components(params_, n, d, false);
+  std::string solver = plan.solver;
   if (comm.size() > 1) solver = "covariance_eigh";
 
-  std::vector<double> mean(static_cast<std::size_t>(d));
-  detail::RightSvd svd;
-  std::vector<double> variance_all;  // full, covariance_eigh: every component's explained variance
-  double total_variance = 0.0;
+  SpectralFit fit;
   const double dof = static_cast<double>(n - 1);
   // One fit of X as given, or times 2^exponent (extreme magnitudes, least_squares.hpp: where
   // `rescalable`, squares out of range throw BadlyScaled, and X is scaled and fitted again).
   auto compute = [&](const ArrayView& Xv, bool rescalable) {
+    fit = SpectralFit{};
+    fit.mean.assign(static_cast<std::size_t>(d), 0.0);
     detail::with_float_type(dtype, [&](auto tag) {
       using T = decltype(tag);
       auto backend = detail::make_linear_backend<T>(ctx);
@@ -250,107 +378,99 @@ PCA& PCA::fit(Context& ctx, const ArrayView& X) {
         std::vector<double> no_targets;
         detail::merge_centered_over_ranks(comm, static_cast<double>(local_n), centered.mean, no_targets, &G, nullptr);
         detail::check_gram_scale<T>(G, d, rescalable, "PCA");
-        mean = centered.mean;
+        fit.mean = centered.mean;
         trace.mark("sums and gram");
-        for (double& g : G) g /= dof;  // the covariance
-        // Every eigenvalue (the variances), and the vectors of the components kept: all of them
-        // when a variance fraction decides how many.
-        const int64_t vectors = fraction || mle ? d : std::min<int64_t>(d, static_cast<int64_t>(requested));
-        std::vector<double> eigenvalues(static_cast<std::size_t>(d));
-        svd.count = vectors;
-        svd.d = d;
-        svd.Vt.resize(static_cast<std::size_t>(vectors * d));
-        backend->symmetric_eigen(G.data(), d, vectors, eigenvalues.data(), svd.Vt.data());  // largest first
-        svd.s.resize(static_cast<std::size_t>(d));
-        variance_all.resize(static_cast<std::size_t>(d));
-        for (int64_t i = 0; i < d; ++i) {  // descending; rounding-negative eigenvalues are 0, as in scikit-learn
-          const double lambda = std::max(eigenvalues[d - 1 - i], 0.0);
-          variance_all[i] = lambda;
-          svd.s[i] = std::sqrt(lambda * dof);
-        }
+        eigen_of_centered_gram(*backend, G, d, dof, plan, fit);
         trace.mark("eigen-decomposition");
         return;
       }
-      backend->weighted_means(Xv.as<const T>(), n, d, nullptr, mean.data());
-      expect_finite(mean);
+      backend->weighted_means(Xv.as<const T>(), n, d, nullptr, fit.mean.data());
+      expect_finite(fit.mean);
       Buffer A(ctx, static_cast<std::size_t>(n * d) * sizeof(T));
-      backend->center_scale(Xv.as<const T>(), n, d, mean.data(), nullptr, A.as<T>());
+      backend->center_scale(Xv.as<const T>(), n, d, fit.mean.data(), nullptr, A.as<T>());
       trace.mark("mean and center");
-      if (solver == "full" || solver == "arpack") {  // arpack: the exact SVD, truncated below
-        svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d, rescalable);
+      if (solver == "full" || solver == "arpack") {  // arpack: the exact SVD, truncated later
+        fit.svd = detail::exact_svd(ctx, *backend, A.as<T>(), n, d, rescalable);
         // The QR's squares overflow or underflow with s_max² (NaN or 0 when it broke down).
-        expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
-        variance_all.clear();
-        for (double s : svd.s) variance_all.push_back(s * s / dof);
+        expect_squares_in_range(fit.svd.s.empty() ? 1.0 : fit.svd.s[0] * fit.svd.s[0]);
+        for (double s : fit.svd.s) fit.variance_all.push_back(s * s / dof);
         trace.mark("svd");
       } else {
-        const int64_t k = static_cast<int64_t>(requested);
+        const int64_t k = static_cast<int64_t>(plan.requested);
         const int64_t n_iter = params_.iterated_power >= 0 ? params_.iterated_power : (k < 0.1 * min_nd ? 7 : 4);
         const double squared_norm = detail::squared_norm(*backend, A.as<const T>(), n, d);
         expect_squares_in_range(squared_norm);
-        total_variance = squared_norm / dof;
-        svd = detail::randomized_svd(ctx, *backend, A.as<const T>(), n, d, k, params_.n_oversamples, n_iter,
-                                     params_.random_state.value_or(ctx.seed()));
-        expect_squares_in_range(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]);
+        fit.total_variance = squared_norm / dof;
+        fit.svd = detail::randomized_svd(ctx, *backend, A.as<const T>(), n, d, k, params_.n_oversamples, n_iter,
+                                         params_.random_state.value_or(ctx.seed()));
+        expect_squares_in_range(fit.svd.s.empty() ? 1.0 : fit.svd.s[0] * fit.svd.s[0]);
         trace.mark("randomized svd");
       }
     });
   };
   const int exponent = detail::with_rescaling(ctx, Xs.view, compute);
-  detail::svd_flip_rows(svd);
-
-  int64_t k = mle ? 0 : static_cast<int64_t>(requested);
-  double noise_variance = 0.0;
-  std::vector<double> variance, ratio;
-  if (solver == "randomized") {
-    for (double s : svd.s) variance.push_back(s * s / dof);
-    for (double v : variance) ratio.push_back(total_variance > 0 ? v / total_variance : 0.0);
-    if (k < min_nd)
-      noise_variance = (total_variance - std::accumulate(variance.begin(), variance.end(), 0.0)) /
-                       static_cast<double>(min_nd - k);
-  } else {
-    total_variance = std::accumulate(variance_all.begin(), variance_all.end(), 0.0);
-    std::vector<double> ratio_all;
-    for (double v : variance_all) ratio_all.push_back(total_variance > 0 ? v / total_variance : 0.0);
-    if (mle) {
-      k = infer_dimension(variance_all, n);
-    } else if (fraction) {  // scikit-learn: searchsorted(cumsum(ratio), fraction, side="right") + 1
-      double cumulative = 0.0;
-      k = 1;
-      for (std::size_t i = 0; i + 1 < ratio_all.size(); ++i) {
-        cumulative += ratio_all[i];
-        if (cumulative <= requested) k = static_cast<int64_t>(i) + 2;
-        else break;
-      }
-      k = std::min(k, min_nd);
-    }
-    if (k < min_nd)
-      noise_variance = std::accumulate(variance_all.begin() + k, variance_all.end(), 0.0) /
-                       static_cast<double>(variance_all.size() - k);
-    variance.assign(variance_all.begin(), variance_all.begin() + k);
-    ratio.assign(ratio_all.begin(), ratio_all.begin() + k);
-  }
-  detail::truncate_svd(svd, k);
-  if (exponent != 0) {  // back from the units of 2^exponent X: ratios and components are the same
-    noise_variance = std::ldexp(noise_variance, -2 * exponent);
-    for (double& v : variance) v = std::ldexp(v, -2 * exponent);
-    for (double& v : svd.s) v = std::ldexp(v, -exponent);
-    for (double& v : mean) v = std::ldexp(v, -exponent);
-  }
-  detail::expect_finite_in(dtype, {&variance, &svd.s, &mean}, {noise_variance},
-                           "PCA: explained_variance_ or singular_values_ overflow " + std::string(dtype_name(dtype)) +
-                               ": X's values are too large");
-
-  components_ = detail::host_array(dtype, svd.Vt, k, d);
-  explained_variance_ = detail::host_array(dtype, variance);
-  explained_variance_ratio_ = detail::host_array(dtype, ratio);
-  singular_values_ = detail::host_array(dtype, svd.s);
-  mean_ = detail::host_array(dtype, mean);
-  noise_variance_ = detail::host_scalar(dtype, noise_variance);
-  n_components_ = detail::host_int64(k);
-  n_features_in_ = detail::host_int64(d);
-  n_samples_ = detail::host_int64(n);
+  restore(fitted_attributes(plan, std::move(fit), n, d, dtype, exponent));
   return *this;
+}
+
+void PCA::fit_sparse(Context& ctx, const SparseView& X, const ArrayView* /*y*/, const ArrayView* sample_weight) {
+  // scikit-learn's rules for sparse X: "arpack" (also what "auto" picks) and "covariance_eigh"
+  // only, both centering implicitly: X itself is never densified or copied centered.
+  GPUML_EXPECT(sample_weight == nullptr, "PCA.fit takes no sample_weight");
+  const std::string& requested_solver = params_.svd_solver;
+  GPUML_EXPECT(requested_solver == "auto" || requested_solver == "arpack" || requested_solver == "covariance_eigh",
+               "PCA only support sparse inputs with the \"arpack\" and \"covariance_eigh\" solvers, while \"" +
+                   requested_solver + "\" was passed. See TruncatedSVD for a possible alternative.");
+  if (ctx.comm().size() > 1) throw_error(ErrorCode::unsupported, "PCA: sparse X over several ranks is not written yet");
+  const int64_t n = X.rows(), d = X.cols();
+  GPUML_EXPECT(n >= 1 && d >= 1, "X (sparse matrix) has shape (" + std::to_string(n) + ", " + std::to_string(d) +
+                                     "): at least 1 sample and 1 feature are required");
+  GPUML_EXPECT(n >= 2, "PCA needs at least 2 samples (the variances divide by n_samples - 1), got n_samples=" +
+                           std::to_string(n));
+  const ComponentRequest plan = plan_components(params_, n, d, true);
+  // covariance_eigh forms the d x d covariance densely, as scikit-learn does; past this width
+  // that is gigabytes and a cubic eigen-decomposition.
+  if (plan.solver == "covariance_eigh" && d > detail::kSparseGramFeatures)
+    throw_error(ErrorCode::unsupported, "PCA: svd_solver='covariance_eigh' on sparse X with " + std::to_string(d) +
+                                            " features (more than " + std::to_string(detail::kSparseGramFeatures) +
+                                            ") would form a dense " + std::to_string(d) + " x " + std::to_string(d) +
+                                            " covariance; use svd_solver='arpack'");
+  const DType dtype = X.dtype == DType::float32 ? DType::float32 : DType::float64;
+  const double dof = static_cast<double>(n - 1);
+  detail::Trace trace(ctx, "PCA (sparse)");
+  SpectralFit fit;
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto A = detail::make_sparse_matrix<T>(ctx, X, "X");
+    auto backend = detail::make_linear_backend<T>(ctx);
+    trace.mark("check and canonicalize X");
+    std::vector<double> sums(static_cast<std::size_t>(d)), squares(static_cast<std::size_t>(d));
+    A->column_moments(sums.data(), squares.data());
+    fit.mean.resize(static_cast<std::size_t>(d));
+    for (int64_t j = 0; j < d; ++j) fit.mean[j] = sums[j] / static_cast<double>(n);
+    if (plan.solver == "covariance_eigh") {
+      // scikit-learn's: XᵀX − n x̄x̄ᵀ (sparse columns, mostly zeros, lose little to the subtraction).
+      std::vector<double> G(static_cast<std::size_t>(d * d));
+      A->weighted_gram(nullptr, G.data());
+      for (int64_t i = 0; i < d; ++i)
+        for (int64_t j = 0; j < d; ++j) G[i * d + j] -= static_cast<double>(n) * fit.mean[i] * fit.mean[j];
+      detail::check_gram_scale<T>(G, d, false, "PCA");
+      trace.mark("gram");
+      eigen_of_centered_gram(*backend, G, d, dof, plan, fit);
+      trace.mark("eigen-decomposition");
+      return;
+    }
+    // arpack: the total variance from the column moments (scikit-learn's mean_variance_axis,
+    // times n / (n - 1)), the leading triplets of X − 1x̄ᵀ through its products.
+    for (int64_t j = 0; j < d; ++j)
+      fit.total_variance += std::max(squares[j] / static_cast<double>(n) - fit.mean[j] * fit.mean[j], 0.0);
+    fit.total_variance *= static_cast<double>(n) / dof;
+    detail::CenteredProducts<T> centered(*backend, *A, n, fit.mean);
+    fit.svd = detail::converged_svd(ctx, *backend, centered, n, d, static_cast<int64_t>(plan.requested),
+                                    params_.random_state.value_or(ctx.seed()), params_.tol);
+    trace.mark("svd");
+  });
+  restore(fitted_attributes(plan, std::move(fit), n, d, dtype, 0));
 }
 
 void PCA::fit(Context& ctx, const ArrayView& X, const ArrayView* /*y*/, const ArrayView* sample_weight) {
@@ -376,17 +496,28 @@ ArraySpec PCA::inverse_transform_spec(int64_t n_rows) const {
 void PCA::transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {
   require_fitted();
   const int64_t k = n_components(), d = n_features_in();
-  std::vector<double> coef = detail::host_values(components_);
-  if (params_.whiten) {
-    // scikit-learn divides by sqrt(explained_variance_), floored at the dtype's epsilon.
-    const double floor = components_.dtype() == DType::float32 ? std::numeric_limits<float>::epsilon()
-                                                                : std::numeric_limits<double>::epsilon();
-    const std::vector<double> variance = detail::host_values(explained_variance_);
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0; j < d; ++j) coef[i * d + j] /= std::max(std::sqrt(variance[i]), floor);
-  }
-  detail::apply_linear_map(ctx, X, components_.dtype(), coef, k, d, detail::host_values(mean_), {}, out, "PCA",
-                           "features");
+  detail::apply_linear_map(ctx, X, components_.dtype(), transform_coefficients(components_, explained_variance_, params_.whiten),
+                           k, d, detail::host_values(mean_), {}, out, "PCA", "features");
+}
+
+void PCA::transform_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  require_fitted();
+  const int64_t k = n_components(), d = n_features_in(), n = X.rows();
+  GPUML_EXPECT(X.cols() == d, "X has " + std::to_string(X.cols()) + " features, but PCA is expecting " +
+                                  std::to_string(d) + " features as input");
+  const DType dtype = components_.dtype();  // computed in the model's dtype, as the dense transform
+  const std::vector<double> coef = transform_coefficients(components_, explained_variance_, params_.whiten);
+  detail::with_float_type(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto A = detail::make_sparse_matrix_as<T>(ctx, X, "X");
+    auto backend = detail::make_linear_backend<T>(ctx);
+    // (X − 1 mean_ᵀ) coefᵀ without centering X: X coefᵀ − 1 (coef mean_)ᵀ.
+    detail::CenteredProducts<T> centered(*backend, *A, n, detail::host_values(mean_));
+    const std::vector<T> coef_t(coef.begin(), coef.end());
+    Buffer result(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
+    centered.times(coef_t.data(), k, result.as<T>());
+    detail::write_output(ctx, make_view(result.data(), dtype, ctx.device(), n, k), out, "transformed X");
+  });
 }
 
 void PCA::inverse_transform(Context& ctx, const ArrayView& X, const ArrayView& out) const {

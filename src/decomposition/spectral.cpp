@@ -66,7 +66,7 @@ Buffer orthonormalize(Context& ctx, LinearBackend<T>& backend, const T* Y, int64
       R = (es.eigenvectors() * lambda.cwiseSqrt().asDiagonal()).transpose();  // RᵀR = G
     }
   }
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd(R, Eigen::ComputeFullV);
+  Eigen::BDCSVD<Eigen::MatrixXd> svd(R, Eigen::ComputeFullV);  // Jacobi's for small c, faster past it
   const Vector& s = svd.singularValues();
   const double cutoff = 100.0 * static_cast<double>(c) * eps * (s.size() ? s[0] : 0.0);
   int64_t r1 = 0;
@@ -222,7 +222,7 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
       // Run to convergence: the Ritz vectors of the `count` largest values (AᵀQ = Qd R, so
       // Qd times R's left singular vectors) stop moving: the sine of the largest principal angle
       // between this iteration's span and the last one's is at most `tolerance`.
-      Eigen::JacobiSVD<Eigen::MatrixXd> small(R, Eigen::ComputeThinU);
+      Eigen::BDCSVD<Eigen::MatrixXd> small(R, Eigen::ComputeThinU);
       const Matrix current = Qd * small.matrixU().leftCols(count);
       if (leading.size() > 0) {
         const Matrix residual = current - leading * (leading.transpose() * current);
@@ -257,6 +257,42 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int
                         int64_t n_oversamples, int64_t n_iter, uint64_t seed) {
   DenseProducts<T> products(backend, A, n, d);
   return randomized_svd(ctx, backend, products, n, d, count, n_oversamples, n_iter, seed, 0.0);
+}
+
+template <typename T>
+RightSvd converged_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
+                       int64_t count, uint64_t seed, double tol) {
+  const double tolerance = tol > 0 ? tol : 1e-2 * std::sqrt(std::numeric_limits<T>::epsilon());
+  // tol = 0 (ARPACK's "machine precision") on small problems: a block spanning the whole space
+  // (min(n, d) vectors) costs about a dense SVD (n min(n, d)² <= 2^32 flops) and is exact at
+  // once. One power iteration then replaces the random block by an orthonormal basis of A's row
+  // space.
+  const double width = static_cast<double>(std::min(n, d));
+  if (!(tol > 0) && static_cast<double>(n) * width * width <= 4294967296.0)
+    return randomized_svd(ctx, backend, A, n, d, count, std::min(n, d), 1, seed, 0.0);
+  return randomized_svd(ctx, backend, A, n, d, count, count + 10, 10000, seed, tolerance);
+}
+
+template <typename T>
+void CenteredProducts<T>::times(const T* M_host, int64_t t, T* out) {
+  A_.times(M_host, t, out);
+  const int64_t d = static_cast<int64_t>(mean_.size());
+  std::vector<double> shift(static_cast<std::size_t>(t), 0.0);  // M μ
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t j = 0; j < d; ++j) shift[r] += static_cast<double>(M_host[r * d + j]) * mean_[j];
+  backend_.center_scale(out, n_, t, shift.data(), nullptr, out);  // in place
+}
+
+template <typename T>
+void CenteredProducts<T>::transpose_times(const T* B, int64_t t, double* cross_host) {
+  A_.transpose_times(B, t, cross_host);
+  if (n_ == 0 || t == 0) return;
+  std::vector<double> column_sums(static_cast<std::size_t>(t));  // 1ᵀB, from B's column means
+  backend_.weighted_means(B, n_, t, nullptr, column_sums.data());
+  for (double& v : column_sums) v *= static_cast<double>(n_);
+  const int64_t d = static_cast<int64_t>(mean_.size());
+  for (int64_t j = 0; j < d; ++j)
+    for (int64_t r = 0; r < t; ++r) cross_host[j * t + r] -= mean_[j] * column_sums[r];
 }
 
 template <typename T>
@@ -383,6 +419,12 @@ template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, MatrixP
                                         int64_t, int64_t, int64_t, uint64_t, double);
 template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, MatrixProducts<double>&, int64_t, int64_t,
                                          int64_t, int64_t, int64_t, uint64_t, double);
+template RightSvd converged_svd<float>(Context&, LinearBackend<float>&, MatrixProducts<float>&, int64_t, int64_t,
+                                       int64_t, uint64_t, double);
+template RightSvd converged_svd<double>(Context&, LinearBackend<double>&, MatrixProducts<double>&, int64_t, int64_t,
+                                        int64_t, uint64_t, double);
+template class CenteredProducts<float>;
+template class CenteredProducts<double>;
 template double squared_norm<float>(LinearBackend<float>&, const float*, int64_t, int64_t);
 template double squared_norm<double>(LinearBackend<double>&, const double*, int64_t, int64_t);
 

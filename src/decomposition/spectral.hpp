@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuml/core/array.hpp"
@@ -46,6 +47,34 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int
 template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
                         int64_t count, int64_t n_oversamples, int64_t n_iter, uint64_t seed, double tolerance);
+
+// "arpack" on A seen through its products (a sparse X): the randomized_svd above run to
+// convergence over a block of 2 count + 10 vectors (converging at the rate (s_{2count+11} /
+// s_count)² per iteration), or, with tol = 0 and n min(n, d)² <= 2^32, of min(n, d) vectors
+// (the whole space, hence exact at once, at about a dense SVD's cost). The
+// angle tolerance: scikit-learn's `tol` when set (> 0), else ~1e-2 sqrt(eps), where the
+// vectors' own rounding starts to show.
+template <typename T>
+RightSvd converged_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
+                       int64_t count, uint64_t seed, double tol);
+
+// A − 1μᵀ for A (n x d) known through its products and μ (d, host double): the implicitly
+// centered matrix PCA needs of sparse X, never formed: (A − 1μᵀ)Mᵀ = AMᵀ − 1(Mμ)ᵀ and
+// (A − 1μᵀ)ᵀB = AᵀB − μ(1ᵀB). The subtractions run in double before rounding to T.
+template <typename T>
+class CenteredProducts final : public MatrixProducts<T> {
+ public:
+  CenteredProducts(LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, std::vector<double> mean)
+      : backend_(backend), A_(A), n_(n), mean_(std::move(mean)) {}
+  void times(const T* M_host, int64_t t, T* out) override;
+  void transpose_times(const T* B, int64_t t, double* cross_host) override;
+
+ private:
+  LinearBackend<T>& backend_;
+  MatrixProducts<T>& A_;
+  int64_t n_;
+  std::vector<double> mean_;
+};
 
 // scikit-learn's svd_flip(u_based_decision=False): each row of Vt is negated when its entry of
 // largest magnitude (the first such, on ties) is negative.

@@ -220,13 +220,7 @@ void TruncatedSVD::fit_sparse(Context& ctx, const SparseView& X, const ArrayView
     if (params_.algorithm == "randomized") {
       svd = detail::randomized_svd(ctx, *backend, *A, n, d, k, params_.n_oversamples, params_.n_iter, seed, 0.0);
     } else {
-      // "arpack" (and "full"): the subspace iteration run until the k leading right singular
-      // vectors stop moving, over a block of 2k + 10 vectors (converging at the rate
-      // (s_{2k+11} / s_k)² per iteration; the whole space, hence exact at once, when that is
-      // min(n, d)). The angle tolerance: scikit-learn's `tol` when set, else ~1e-2 sqrt(eps),
-      // where the vectors' own rounding starts to show.
-      const double tolerance = params_.tol > 0 ? params_.tol : 1e-2 * std::sqrt(std::numeric_limits<T>::epsilon());
-      svd = detail::randomized_svd(ctx, *backend, *A, n, d, k, k + 10, 10000, seed, tolerance);
+      svd = detail::converged_svd(ctx, *backend, *A, n, d, k, seed, params_.tol);  // "arpack" (and "full")
     }
     detail::svd_flip_rows(svd);
     trace.mark("svd");

@@ -157,4 +157,6 @@ def test_dense_only_estimators_still_refuse_sparse():
 
 def test_tags():
     assert TruncatedSVD().__sklearn_tags__().input_tags.sparse
-    assert not gpuml.PCA().__sklearn_tags__().input_tags.sparse
+    # PCA: scikit-learn's tag, by solver (sparse X with "auto", "arpack", "covariance_eigh" only).
+    assert gpuml.PCA().__sklearn_tags__().input_tags.sparse
+    assert not gpuml.PCA(svd_solver="full").__sklearn_tags__().input_tags.sparse

@@ -16,6 +16,9 @@ from ._context import check_device
 
 __all__ = ["PCA", "TruncatedSVD"]
 
+# The solvers scikit-learn's PCA runs on sparse X ("auto" picks "arpack" there).
+_SPARSE_SOLVERS = ("auto", "arpack", "covariance_eigh")
+
 # The library's bound (more test vectors than min(n_samples, n_features) add nothing, so larger
 # values are passed as this one: the same fit).
 _MAX_OVERSAMPLES = 2**53
@@ -105,13 +108,23 @@ class PCA(_Decomposition):
     - "randomized": Halko et al.'s randomized SVD (``iterated_power``, ``n_oversamples``,
       ``random_state``); random draws differ from scikit-learn's, so results agree to the
       accuracy of the method, not bit for bit.
-    - "auto": scikit-learn's rule.
+    - "auto": scikit-learn's rule ("arpack" for sparse X).
+
+    Sparse X (SciPy CSR / CSC, CuPy sparse, torch sparse CSR / CSC; float32 or float64, int32 or
+    int64 indices) is taken on the CPU (device sparse matrices are read by the CPU context for
+    now) with scikit-learn's rules: svd_solver "arpack", "covariance_eigh" or "auto" (others raise
+    its TypeError), X centered implicitly, never densified. "arpack" runs a subspace iteration
+    over X's products to convergence (``tol`` when set; with tol=0, exact where n_samples
+    min(n_samples, n_features)² <= 2**32, else to ~1e-10 in float64); "covariance_eigh"
+    forms XᵀX − n x̄x̄ᵀ from the sparse product, a dense (n_features, n_features) matrix (at most
+    4096 features). transform takes sparse X whatever the fit's solver; score and score_samples
+    take dense X only, as scikit-learn's.
 
     ``n_components`` may be an integer, a fraction of the variance in (0, 1), or "mle" (Minka's
     MLE, as scikit-learn's; "full" and "covariance_eigh" only). X is always centered (in float64
     arithmetic) before any product, so data with a large mean keeps its precision in float32.
     Accepted with no effect on the fit: ``copy`` (gpuml never writes to X), ``tol`` (the "arpack"
-    answer is exact), ``power_iteration_normalizer`` (the randomized subspace iterations always
+    answer is exact; on sparse X it is the subspace iteration's tolerance), ``power_iteration_normalizer`` (the randomized subspace iterations always
     orthonormalize, which spans the same subspace as LU or no normalization, more stably). A
     constant column gives a zero-variance direction, never NaN. ``device`` as in KMeans.
     Parameter values are checked as scikit-learn checks them (InvalidParameterError, with its
@@ -122,6 +135,7 @@ class PCA(_Decomposition):
     """
 
     _gpuml_kind = "pca"
+    _gpuml_accepts_sparse = True  # transform: whatever the solver; fit: _SPARSE_SOLVERS (checked in fit)
     _gpuml_attributes = (
         "components_",
         "explained_variance_",
@@ -138,17 +152,33 @@ class PCA(_Decomposition):
     _gpuml_sklearn_class = "sklearn.decomposition.PCA"
 
     def fit(self, X, y=None):
-        """Fits on X (n_samples, n_features); returns self."""
-        super().fit(X)
-        self._fit_svd_solver = self._resolved_solver(self.n_samples_, self.n_features_in_)
+        """Fits on X (n_samples, n_features; dense, or sparse with "arpack" / "covariance_eigh" /
+        "auto"); returns self."""
+        params = self._gpuml_params()  # bad parameters fail before the data is looked at
+        is_sparse = _array.is_sparse(X)
+        if is_sparse and self.svd_solver not in _SPARSE_SOLVERS:  # scikit-learn's check and message
+            raise TypeError(
+                'PCA only support sparse inputs with the "arpack" and "covariance_eigh" solvers, while '
+                f'"{self.svd_solver}" was passed. See TruncatedSVD for a possible alternative.'
+            )
+        X, kind = self._prepare_X(X, reset=True)
+        self._gpuml_fit(X, kind, params=params)
+        self._fit_svd_solver = self._resolved_solver(self.n_samples_, self.n_features_in_, is_sparse)
         return self
 
-    def _resolved_solver(self, n_samples, n_features):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.svd_solver in _SPARSE_SOLVERS  # as scikit-learn's
+        return tags
+
+    def _resolved_solver(self, n_samples, n_features, is_sparse=False):
         """The solver "auto" picks, by scikit-learn's rule (as the C++ fit's resolve_solver), for
         code that reads scikit-learn's private _fit_svd_solver. (Over several ranks the fit
         itself always takes covariance_eigh.)"""
         if self.svd_solver != "auto":
             return self.svd_solver
+        if is_sparse:
+            return "arpack"
         k = min(n_samples, n_features) if self.n_components is None else self.n_components
         if n_features <= 1000 and n_samples >= 10 * n_features:
             return "covariance_eigh"
@@ -207,9 +237,18 @@ class PCA(_Decomposition):
         precision.flat[:: precision.shape[0] + 1] += 1.0 / noise
         return precision
 
+    def _refuse_sparse(self, X):
+        """score and score_samples take dense X only, as scikit-learn's (its TypeError and message)."""
+        if _array.is_sparse(X):
+            raise TypeError(
+                "Sparse data was passed for X, but dense data is required. Use '.toarray()' to convert to a dense "
+                "numpy array."
+            )
+
     def score_samples(self, X):
         """The log-likelihood of each sample under the model, shape (n_samples,), in X's array type."""
         check_is_fitted(self)
+        self._refuse_sparse(X)
         kind = _array.ArrayKind.of(X)
         X, _ = self._prepare_X(X, reset=False)
         log_like = self._log_likelihood(_array.to_numpy(X) if kind.is_device else X)
@@ -218,6 +257,7 @@ class PCA(_Decomposition):
     def score(self, X, y=None):
         """The average log-likelihood of the samples of X under the model (a float)."""
         check_is_fitted(self)
+        self._refuse_sparse(X)
         kind = _array.ArrayKind.of(X)
         X, _ = self._prepare_X(X, reset=False)
         return float(np.mean(self._log_likelihood(_array.to_numpy(X) if kind.is_device else X)))

@@ -23,10 +23,13 @@ struct PCAParams {
   // 10 n_features, else full for small data, else randomized for few components), "full" (SVD of
   // R from a QR of the centered X), "covariance_eigh" (eigen-decomposition of the centered
   // covariance; one pass over X), "arpack" (scikit-learn's rules for it: n_components an integer
-  // below min(n_samples, n_features); answered by full's exact SVD restricted to n_components),
-  // "randomized" (Halko et al.).
+  // below min(n_samples, n_features); answered by full's exact SVD restricted to n_components,
+  // on sparse X by a subspace iteration, see fit_sparse), "randomized" (Halko et al.). Sparse X:
+  // "auto" is "arpack".
   std::string svd_solver = "auto";
-  double tol = 0.0;  // accepted, without effect: "arpack" is answered by the exact SVD
+  // "arpack" on sparse X: the subspace iteration's tolerance (0: exact where n min(n, d)² <=
+  // 2^32, else ~1e-2 sqrt(eps)); dense X: without effect (the exact SVD).
+  double tol = 0.0;
   int64_t iterated_power = -1;  // randomized power iterations; -1: "auto" (7 if n_components < 0.1 min(n, d), else 4)
   int64_t n_oversamples = 10;
   // Accepted, without effect: the randomized power iterations always orthonormalize.
@@ -34,8 +37,8 @@ struct PCAParams {
   std::optional<uint64_t> random_state;  // unset: the context's seed
 };
 
-// Principal component analysis, as scikit-learn's PCA (float32 and float64; signs follow its
-// svd_flip convention on the rows of components_). Fitted attributes are host arrays in X's
+// Principal component analysis, as scikit-learn's PCA (float32 and float64, dense or, on the
+// CPU, sparse X; signs follow its svd_flip convention on the rows of components_). Fitted attributes are host arrays in X's
 // float dtype; n_components_, n_features_in_ and n_samples_ are int64 scalars, noise_variance_ a
 // 0-d array. A constant column gives finite results (a zero-variance direction), never NaN.
 class GPUML_API PCA final : public Estimator {
@@ -49,6 +52,16 @@ class GPUML_API PCA final : public Estimator {
   PCA& fit(Context& ctx, const ArrayView& X);
   void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
   bool fitted() const override { return !components_.empty(); }
+
+  // Sparse X (CSR / CSC, float32 / float64, int32 / int64 indices), CPU contexts on one rank,
+  // as scikit-learn: svd_solver "arpack" ("auto" picks it; the subspace iteration over X's
+  // products run to convergence) or "covariance_eigh" (XᵀX − n x̄x̄ᵀ from the sparse product, a
+  // dense d x d matrix: at most kSparseGramFeatures features), both centering X implicitly;
+  // other solvers throw invalid_argument with scikit-learn's message. transform_sparse takes
+  // sparse X whatever the solver of the fit.
+  bool accepts_sparse() const override { return true; }
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void transform_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
 
   ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
   // (n, n_components_): (X - mean_) components_ᵀ, divided by sqrt(explained_variance_) when whiten.

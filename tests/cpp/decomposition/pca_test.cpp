@@ -9,11 +9,13 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "decomposition/decomposition_reference.hpp"
+#include "sparse_random.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
@@ -526,6 +528,117 @@ TEST(PCA, GpuMatchesCpu) {
     expect_gpu_matches_cpu<double>(gpu, solver, 1e-10, 1e-9);
     expect_gpu_matches_cpu<float>(gpu, solver, 1e-4, 1e-3);
   }
+}
+
+// Sparse X (CPU): fit_sparse against fit on the dense matrix it stands for (duplicates summed),
+// both formats and index widths. covariance_eigh is the same method on both routes (the sparse
+// one subtracts n x̄x̄ᵀ from XᵀX, the dense one centers first): 1e-10. arpack: the dense route is
+// an exact SVD, the sparse one a subspace iteration converged to ~1.5e-10 in angle: 1e-8.
+template <typename I>
+void expect_sparse_fit_matches_dense(const test::RandomSparse<I>& X, const std::string& solver, std::optional<double> k,
+                                     double tolerance, double tol = 0.0) {
+  SCOPED_TRACE(solver + " k=" + (k ? std::to_string(*k) : std::string("default")) + " tol=" + std::to_string(tol));
+  Context ctx = Context::cpu();
+  PCAParams sparse_params = params_for(solver, k);
+  sparse_params.tol = tol;
+  // "auto" is "arpack" on sparse X (scikit-learn's rule), not on dense X.
+  PCA on_sparse(sparse_params), on_dense(params_for(solver == "auto" ? "arpack" : solver, k));
+  ASSERT_TRUE(on_sparse.accepts_sparse());
+  on_sparse.fit_sparse(ctx, X.view(), nullptr, nullptr);
+  on_dense.fit(ctx, host_view(X.dense.data(), X.rows, X.cols));
+  ASSERT_EQ(on_sparse.n_components(), on_dense.n_components());
+  const int64_t m = on_sparse.n_components(), d = X.cols;
+  const std::vector<double> variance = values(on_dense.explained_variance());
+  const double largest = variance.empty() ? 1.0 : variance[0];
+  for (const char* name : {"explained_variance_", "noise_variance_"}) {
+    const std::vector<double> a = values(on_sparse.attribute(name)), b = values(on_dense.attribute(name));
+    ASSERT_EQ(a.size(), b.size()) << name;
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tolerance * largest) << name << i;
+  }
+  for (const char* name : {"explained_variance_ratio_", "mean_"}) {
+    const std::vector<double> a = values(on_sparse.attribute(name)), b = values(on_dense.attribute(name));
+    ASSERT_EQ(a.size(), b.size()) << name;
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tolerance) << name << i;
+  }
+  // Components with signs (the same svd_flip), where the variance is not ~0 and is apart from
+  // its neighbours in the whole spectrum (a full fit's) by 1e-3 of the largest: a vector's error
+  // is ~ tolerance * largest / gap there; elsewhere it is not unique.
+  PCA full(params_for("full", std::nullopt));
+  full.fit(ctx, host_view(X.dense.data(), X.rows, X.cols));
+  const std::vector<double> spectrum = values(full.explained_variance());
+  const std::vector<double> a = values(on_sparse.components()), b = values(on_dense.components());
+  for (int64_t i = 0; i < m; ++i) {
+    const double gap = std::min(i > 0 ? spectrum[i - 1] - spectrum[i] : largest,
+                                i + 1 < static_cast<int64_t>(spectrum.size()) ? spectrum[i] - spectrum[i + 1] : largest);
+    if (gap < 1e-3 * largest || spectrum[i] <= 1e-8 * largest) continue;
+    for (int64_t j = 0; j < d; ++j) EXPECT_NEAR(a[i * d + j], b[i * d + j], 1e3 * tolerance) << "component " << i;
+  }
+  // transform_sparse of the sparse X and transform of the dense one, by the sparse model: the
+  // same map, products in another order (1e-12 of the largest output).
+  std::vector<double> z_sparse(static_cast<std::size_t>(X.rows * m)), z_dense(z_sparse.size());
+  on_sparse.transform_sparse(ctx, X.view(), host_view(z_sparse.data(), X.rows, m));
+  on_sparse.transform(ctx, host_view(X.dense.data(), X.rows, X.cols), host_view(z_dense.data(), X.rows, m));
+  double scale = 1.0;
+  for (double v : z_dense) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < z_sparse.size(); ++i) EXPECT_NEAR(z_sparse[i], z_dense[i], 1e-12 * scale) << i;
+}
+
+TEST(PCA, SparseFitMatchesDenseFit) {
+  GPUML_FRESH_RNG(rng);
+  for (SparseFormat format : {SparseFormat::csr, SparseFormat::csc}) {
+    const auto tall = test::random_sparse<int32_t>(rng, 150, 12, 0.3, format);
+    const auto wide = test::random_sparse<int64_t>(rng, 20, 40, 0.15, format);
+    for (const auto* X : {&tall}) {
+      expect_sparse_fit_matches_dense(*X, "covariance_eigh", std::nullopt, 1e-10);
+      expect_sparse_fit_matches_dense(*X, "covariance_eigh", 0.6, 1e-10);
+      expect_sparse_fit_matches_dense(*X, "arpack", 4.0, 1e-8);
+      expect_sparse_fit_matches_dense(*X, "arpack", std::nullopt, 1e-8);
+    }
+    // tol > 0: the subspace iteration over 2k + 10 = 14 of the 20 vectors (tol = 0 spans the
+    // whole space of these small X), stopped once they move by 1e-11 a step: 1e-8 covers a slow rate.
+    expect_sparse_fit_matches_dense(wide, "arpack", 2.0, 1e-8, 1e-11);
+    expect_sparse_fit_matches_dense(wide, "arpack", 5.0, 1e-8);
+    expect_sparse_fit_matches_dense(wide, "auto", std::nullopt, 1e-8);  // "auto" is arpack on sparse X: 19
+    expect_sparse_fit_matches_dense(wide, "covariance_eigh", 5.0, 1e-10);
+  }
+}
+
+// `call` throws gpuml's Error of `code`, its message holding `fragment`.
+void expect_named_error(ErrorCode code, const std::string& fragment, const std::function<void()>& call) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected one with \"" << fragment << "\"";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(PCA, SparseFitRefusesWhatScikitLearnRefuses) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const auto X = test::random_sparse<int32_t>(rng, 30, 6, 0.4, SparseFormat::csr);
+  for (const char* solver : {"full", "randomized"}) {
+    PCA pca(params_for(solver, 2.0));
+    expect_named_error(ErrorCode::invalid_argument, "PCA only support sparse inputs with the \"arpack\" and",
+                       [&] { pca.fit_sparse(ctx, X.view(), nullptr, nullptr); });
+  }
+  PCAParams mle_params;
+  mle_params.n_components_mle = true;  // "auto" is arpack on sparse X: no MLE there
+  expect_named_error(ErrorCode::invalid_argument, "n_components='mle' cannot be a string with svd_solver='arpack'",
+                     [&] { PCA(mle_params).fit_sparse(ctx, X.view(), nullptr, nullptr); });
+  expect_named_error(ErrorCode::invalid_argument, "must be strictly less than min(n_samples, n_features)=6",
+                     [&] { PCA(params_for("arpack", 6.0)).fit_sparse(ctx, X.view(), nullptr, nullptr); });
+  std::vector<double> w(30, 1.0);
+  const ArrayView wv = host_view(w.data(), 30);
+  expect_named_error(ErrorCode::invalid_argument, "PCA.fit takes no sample_weight",
+                     [&] { PCA(params_for("arpack", 2.0)).fit_sparse(ctx, X.view(), nullptr, &wv); });
+  PCA fitted(params_for("arpack", 2.0));
+  fitted.fit_sparse(ctx, X.view(), nullptr, nullptr);
+  const auto narrow = test::random_sparse<int32_t>(rng, 30, 5, 0.4, SparseFormat::csr);
+  std::vector<double> out(60);
+  expect_named_error(ErrorCode::invalid_argument, "X has 5 features, but PCA is expecting 6 features",
+                     [&] { fitted.transform_sparse(ctx, narrow.view(), host_view(out.data(), 30, 2)); });
 }
 
 }  // namespace
