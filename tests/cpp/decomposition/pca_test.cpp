@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decomposition/decomposition_reference.hpp"
-#include "sparse_random.hpp"
+#include "random_sparse.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
