@@ -42,7 +42,10 @@ const detail::ParamTable<TruncatedSVDParams>& params_table() {
                 "min(n_samples, n_features)), answered by the exact SVD (Householder QR, then the SVD of R)."),
           field("n_iter", &P::n_iter, {integer_in(0)}, "The randomized SVD's power iterations."),
       }, randomized_svd_rows<P>(), {
-          field("tol", &P::tol, {number_in(0)}, "Accepted, without effect: \"arpack\" is answered by the exact SVD.")
+          field("tol", &P::tol, {number_in(0)},
+                "\"arpack\" on sparse X: the subspace iteration's tolerance on the angle the leading vectors "
+                "move by; 0: exact where n_samples min(n_samples, n_features)^2 <= 2^32, else ~1e-2 sqrt(eps). "
+                "Dense X: without effect (\"arpack\" is the exact SVD).")
               .per_rank(),
       }}),
       [](const P& p) {
