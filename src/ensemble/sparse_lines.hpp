@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpuml/core/export.hpp"
 #include "gpuml/core/sparse.hpp"
 
 namespace gpuml {
@@ -37,6 +38,6 @@ struct SparseLines {
 
 // X checked (validate_sparse's errors, naming `what`) and canonicalized in `format`. A CUDA
 // context is an unsupported error, as for every sparse estimator (sparse_backend.hpp).
-SparseLines sparse_lines(const Context& ctx, const SparseView& X, SparseFormat format, const char* what);
+GPUML_API SparseLines sparse_lines(const Context& ctx, const SparseView& X, SparseFormat format, const char* what);
 
 }  // namespace gpuml::detail
