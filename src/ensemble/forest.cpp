@@ -229,9 +229,8 @@ struct SparseInput {
   double value(int64_t i, int64_t f) const { return X.at(f, i); }
 };
 
-// The n x d one-byte codes of a fit (dense or sparse X alike), refused by name before they are
-// allocated when they cannot fit in this machine's memory: sparse X can describe far more cells
-// than it stores.
+}  // namespace
+
 void check_codes_fit(int64_t n, int64_t d) {
   const double cells = static_cast<double>(n) * static_cast<double>(d);
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
@@ -242,6 +241,8 @@ void check_codes_fit(int64_t n, int64_t d) {
                     std::to_string(d) + " bytes exceed this machine's memory (" +
                     std::to_string(static_cast<int64_t>(memory / 0x1p30)) + " GiB)");
 }
+
+namespace {
 
 // The fit, written once for dense and sparse X (DenseInput, SparseInput).
 template <typename T, typename Input>

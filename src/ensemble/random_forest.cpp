@@ -392,6 +392,7 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
   detail::check_on_every_rank(comm, name, "checking X, y and sample_weight", [&] {
     GPUML_EXPECT(y != nullptr, name + ".fit needs y");
     if (X_sparse) {  // checked and canonicalized first: its errors before y's
+      if (X_sparse->rows() >= 1 && X_sparse->cols() >= 1) detail::check_codes_fit(X_sparse->rows(), X_sparse->cols());
       columns = detail::sparse_lines(ctx, *X_sparse, SparseFormat::csc, "X");
       n = columns.rows, d = columns.cols;
       dtype = X_sparse->dtype;

@@ -163,6 +163,12 @@ template <typename T>
 GPUML_API Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const double* sample_weight,
                             const ForestRules& rules);
 
+// The n x d one-byte codes of a fit (dense or sparse X alike) are refused by name, as an
+// out_of_memory error, before anything is allocated for them when they cannot fit in this
+// machine's memory: sparse X can describe far more cells than it stores. fit_forest checks;
+// callers holding sparse X check before converting it.
+GPUML_API void check_codes_fit(int64_t n, int64_t d);
+
 // fit_forest on sparse X: a canonical CSC matrix in host memory (sparse_lines), one process,
 // host threads (rules.device and a communicator of several ranks are invalid_argument errors).
 // The same forest, bit for bit, as fit_forest on the dense matrix with the same values; the out-of-

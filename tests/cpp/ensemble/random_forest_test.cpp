@@ -421,6 +421,7 @@ void check_sparse_fit(Context& ctx, std::mt19937_64& rng, const char* kind, int 
     w[i] = static_cast<double>(uniform_int(rng, classification ? 1 : 0, 3));  // "balanced" needs weight in every class
   }
   w[0] = 1.0;
+  if (classification) y[0] = 0.0, y[n - 1] = 1.0;  // two classes even when X is nearly empty
   const ArrayView X = host_view(dense.data(), n, d), yv = host_view(y.data(), n), wv = host_view(w.data(), n);
   std::string params = R"({"n_estimators": 6, "oob_score": true, "max_features": 0.6, "random_state": )" +
                        std::to_string(rng() >> 12);
@@ -489,6 +490,15 @@ TEST(RandomForest, SparseBadInputGetsNamedErrors) {
   std::vector<double> out(30 * 2);
   GPUML_EXPECT_ERROR(forest->predict_sparse(ctx, wide.view(), host_view(out.data(), 30)), ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(forest->predict_proba_sparse(ctx, wide.view(), host_view(out.data(), 30, 2)), ErrorCode::invalid_argument);
+  // Sparse X describing more n x d one-byte codes than any memory holds: a named error, before
+  // anything of that size is allocated.
+  std::vector<int32_t> indptr(31, 0);
+  SparseView huge{};
+  huge.format = SparseFormat::csr;
+  huge.shape[0] = 30;
+  huge.shape[1] = int64_t(1) << 58;
+  huge.indptr = indptr.data();
+  GPUML_EXPECT_ERROR(forest->fit_sparse(ctx, huge, &yv, nullptr), ErrorCode::out_of_memory);
   // A regressor has no predict_proba, sparse or dense: unsupported, naming it.
   auto regressor = make_estimator("random_forest_regressor", R"({"n_estimators": 2})");
   regressor->fit_sparse(ctx, m.view(), &yv, nullptr);
