@@ -1,5 +1,6 @@
 // The host reference forest (tree_builder.hpp): bootstrap, per-row statistics, trees grown in
-// parallel (each from its own seed: the same forest whatever the thread count), predictions.
+// parallel (each from its own seed: the same forest whatever the thread count), predictions. One
+// driver (grow_forest) for dense X and sparse X (DenseInput, SparseInput).
 #include <omp.h>
 #include <unistd.h>
 

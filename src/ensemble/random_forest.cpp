@@ -2,7 +2,9 @@
 // predictions, written once for both. The trees are grown by fit_forest (tree_builder.hpp,
 // docs/random_forest.md): on the host threads, on a CUDA context level by level on the device,
 // and over the ranks of the context's communicator (CPU contexts) level by level with summed
-// histograms. Predictions run on the context's backend (forest_backend.hpp).
+// histograms. Predictions run on the context's backend (forest_backend.hpp). Sparse X (CPU, one
+// rank) takes the same fit through its CSC columns (fit_forest_sparse) and predicts from its CSR
+// rows (forest_predict_sparse).
 #include "gpuml/ensemble/random_forest.hpp"
 
 #include <algorithm>
