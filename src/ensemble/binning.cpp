@@ -17,11 +17,39 @@
 namespace gpuml::detail {
 namespace {
 
+// A feature's sampled values in ascending order: the sorted stored values with `zeros` more
+// 0.0s among them (sparse X's implicit zeros: counted, never stored). Dense X has none.
+struct SortedValues {
+  const std::vector<double>& stored;
+  int64_t zeros = 0;
+  int64_t negatives = 0;  // stored values below 0: the zeros come after them
+
+  SortedValues(const std::vector<double>& sorted, int64_t zeros_) : stored(sorted), zeros(zeros_) {
+    negatives = std::lower_bound(stored.begin(), stored.end(), 0.0) - stored.begin();
+  }
+  int64_t size() const { return static_cast<int64_t>(stored.size()) + zeros; }
+  double operator[](int64_t i) const {
+    return i < negatives ? stored[i] : i < negatives + zeros ? 0.0 : stored[i - zeros];
+  }
+  // The distinct values, ascending (0.0 once among them when there are zeros).
+  std::vector<double> distinct() const {
+    std::vector<double> out;
+    auto add = [&](double v) {
+      if (out.empty() || out.back() != v) out.push_back(v);
+    };
+    for (int64_t i = 0; i < static_cast<int64_t>(stored.size()); ++i) {
+      if (i == negatives && zeros > 0) add(0.0);
+      add(stored[i]);
+    }
+    if (negatives == static_cast<int64_t>(stored.size()) && zeros > 0) add(0.0);
+    return out;
+  }
+};
+
 // The thresholds of one feature from its sorted, finite sample values.
-void thresholds_of(const std::vector<double>& sorted, int max_bins, std::vector<double>& out) {
+void thresholds_of(const SortedValues& sorted, int max_bins, std::vector<double>& out) {
   out.clear();
-  std::vector<double> distinct;
-  std::unique_copy(sorted.begin(), sorted.end(), std::back_inserter(distinct));
+  const std::vector<double> distinct = sorted.distinct();
   if (static_cast<int64_t>(distinct.size()) <= max_bins) {
     for (std::size_t i = 0; i + 1 < distinct.size(); ++i) out.push_back(0.5 * (distinct[i] + distinct[i + 1]));
     return;
@@ -33,7 +61,7 @@ void thresholds_of(const std::vector<double>& sorted, int max_bins, std::vector<
   const double step = 100.0 / static_cast<double>(max_bins);
   const auto at = [&](double index) {
     const double clamped = std::min(std::max(index, 0.0), count - 1.0);
-    return sorted[static_cast<std::size_t>(clamped)];
+    return sorted[static_cast<int64_t>(clamped)];
   };
   for (int k = 1; k < max_bins; ++k) {
     const double index = count * (static_cast<double>(k) * step / 100.0) - 1.0;
@@ -42,6 +70,37 @@ void thresholds_of(const std::vector<double>& sorted, int max_bins, std::vector<
     const double value = index == below ? b - (b - a) * 0.5 : b;
     if (out.empty() || value > out.back()) out.push_back(value);
   }
+}
+
+// The rows the thresholds are found from: all `total`, or sample_rows of them drawn without
+// replacement with `seed`, ascending.
+std::vector<int64_t> sampled_rows(int64_t total, int64_t sample_rows, uint64_t seed) {
+  std::vector<int64_t> rows;
+  if (total > sample_rows) {
+    Random random(seed);
+    rows = random.sample_without_replacement(total, sample_rows);
+    std::sort(rows.begin(), rows.end());  // the same rows in a cache-friendlier order; the set is what counts
+  } else {
+    rows.resize(static_cast<std::size_t>(total));
+    std::iota(rows.begin(), rows.end(), int64_t{0});
+  }
+  return rows;
+}
+
+FeatureBins bins_of(const std::vector<std::vector<double>>& per_feature) {
+  FeatureBins bins;
+  bins.offsets.assign(1, 0);
+  for (const auto& t : per_feature) {
+    bins.values.insert(bins.values.end(), t.begin(), t.end());
+    bins.offsets.push_back(static_cast<int64_t>(bins.values.size()));
+  }
+  return bins;
+}
+
+// The bin of x in feature j: the number of thresholds strictly below x (x <= threshold goes left).
+uint8_t code_of(const FeatureBins& bins, int64_t j, double x) {
+  const double* first = bins.begin(j);
+  return static_cast<uint8_t>(std::lower_bound(first, first + bins.thresholds(j), x) - first);
 }
 
 }  // namespace
@@ -60,15 +119,7 @@ FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sa
     if (distributed && static_cast<int>(r) == comm->rank()) offset = total;
     total += counts[r];
   }
-  std::vector<int64_t> rows;  // sampled indices of all rows, ascending
-  if (total > sample_rows) {
-    Random random(seed);
-    rows = random.sample_without_replacement(total, sample_rows);
-    std::sort(rows.begin(), rows.end());  // the same rows in a cache-friendlier order; the set is what counts
-  } else {
-    rows.resize(static_cast<std::size_t>(total));
-    std::iota(rows.begin(), rows.end(), int64_t{0});
-  }
+  const std::vector<int64_t> rows = sampled_rows(total, sample_rows, seed);  // indices of all rows
   // Over several ranks the sampled rows are gathered (in rank order: ascending, as above); one
   // process reads them in X.
   std::vector<T> gathered;
@@ -102,17 +153,41 @@ FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sa
         continue;
       }
       std::sort(column.begin(), column.end());
-      thresholds_of(column, max_bins, per_feature[j]);
+      thresholds_of(SortedValues(column, 0), max_bins, per_feature[j]);
     }
   }
   GPUML_EXPECT(finite, "X contains NaN or infinity");
-  FeatureBins bins;
-  bins.offsets.assign(1, 0);
-  for (const auto& t : per_feature) {
-    bins.values.insert(bins.values.end(), t.begin(), t.end());
-    bins.offsets.push_back(static_cast<int64_t>(bins.values.size()));
+  return bins_of(per_feature);
+}
+
+FeatureBins find_bins_sparse(const SparseLines& X, int max_bins, int64_t sample_rows, uint64_t seed, int threads) {
+  GPUML_EXPECT(max_bins >= 2 && max_bins <= 256, "max_bins must be in [2, 256], got " + std::to_string(max_bins));
+  GPUML_EXPECT(X.format == SparseFormat::csc, "find_bins_sparse: X must be CSC");
+  const int64_t n = X.rows, d = X.cols;
+  GPUML_EXPECT(n >= 1 && d >= 1, "binning needs at least one sample and one feature");
+  // The rows dense X's binning samples; a mask says which stored entries are among them.
+  const std::vector<int64_t> rows = sampled_rows(n, sample_rows, seed);
+  std::vector<uint8_t> in_sample;
+  if (static_cast<int64_t>(rows.size()) < n) {
+    in_sample.assign(static_cast<std::size_t>(n), 0);
+    for (int64_t r : rows) in_sample[r] = 1;
   }
-  return bins;
+  const int64_t sampled = static_cast<int64_t>(rows.size());
+  std::vector<std::vector<double>> per_feature(static_cast<std::size_t>(d));
+#pragma omp parallel num_threads(threads_for(threads, static_cast<int64_t>(X.values.size())))
+  {
+    std::vector<double> stored;
+#pragma omp for schedule(dynamic)
+    for (int64_t j = 0; j < d; ++j) {
+      stored.clear();
+      for (int64_t k = X.indptr[j]; k < X.indptr[j + 1]; ++k)
+        if (in_sample.empty() || in_sample[X.indices[k]]) stored.push_back(X.values[k]);
+      std::sort(stored.begin(), stored.end());
+      // Canonical columns hold each row once: the sampled rows not stored are implicit zeros.
+      thresholds_of(SortedValues(stored, sampled - static_cast<int64_t>(stored.size())), max_bins, per_feature[j]);
+    }
+  }
+  return bins_of(per_feature);
 }
 
 template <typename T>
@@ -128,9 +203,7 @@ void bin_rows(const T* X, int64_t n, int64_t d, const FeatureBins& bins, uint8_t
       for (int64_t j = 0; j < d; ++j) {
         const double x = static_cast<double>(X[i * d + j]);
         ok = ok && std::isfinite(x);
-        const double* first = bins.begin(j);
-        // The number of thresholds strictly below x: x <= threshold goes left.
-        codes[j * n + i] = static_cast<uint8_t>(std::lower_bound(first, first + bins.thresholds(j), x) - first);
+        codes[j * n + i] = code_of(bins, j, x);
       }
     }
     if (!ok) finite = false;
@@ -165,6 +238,37 @@ void value_ranges(const T* X, int64_t n, int64_t d, const uint8_t* codes, Featur
       bins.low[c] = std::min(bins.low[c], lows[b][c]);
       bins.high[c] = std::max(bins.high[c], highs[b][c]);
     }
+}
+
+void bin_sparse_columns(const SparseLines& X, FeatureBins& bins, uint8_t* codes, int threads) {
+  GPUML_EXPECT(X.format == SparseFormat::csc, "bin_sparse_columns: X must be CSC");
+  const int64_t n = X.rows, d = X.cols;
+  GPUML_EXPECT(bins.n_features() == d, "binning: X has " + std::to_string(d) + " features, the bins " +
+                                           std::to_string(bins.n_features()));
+  const std::size_t cells = static_cast<std::size_t>(bins.values.size() + d);
+  bins.low.assign(cells, std::numeric_limits<double>::infinity());
+  bins.high.assign(cells, -std::numeric_limits<double>::infinity());
+  // One feature per iteration: its codes and its bins' ranges are its own (no merging).
+#pragma omp parallel for num_threads(threads_for(threads, n * d)) schedule(dynamic)
+  for (int64_t j = 0; j < d; ++j) {
+    uint8_t* column = codes + j * n;
+    const int64_t begin = X.indptr[j], end = X.indptr[j + 1];
+    const uint8_t zero = code_of(bins, j, 0.0);
+    std::fill(column, column + n, zero);
+    if (end - begin < n) {  // some row of the column is an implicit zero
+      const int64_t cell = bins.bin_index(j, zero);
+      bins.low[cell] = std::min(bins.low[cell], 0.0);
+      bins.high[cell] = std::max(bins.high[cell], 0.0);
+    }
+    for (int64_t k = begin; k < end; ++k) {
+      const double x = X.values[k];
+      const uint8_t code = code_of(bins, j, x);
+      column[X.indices[k]] = code;
+      const int64_t cell = bins.bin_index(j, code);
+      bins.low[cell] = std::min(bins.low[cell], x);
+      bins.high[cell] = std::max(bins.high[cell], x);
+    }
+  }
 }
 
 void merge_value_ranges(FeatureBins& bins, Comm& comm) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sparse_lines.hpp"
 #include "gpuml/core/export.hpp"
 
 namespace gpuml {
@@ -56,6 +57,13 @@ GPUML_API void bin_rows(const T* X, int64_t n, int64_t d, const FeatureBins& bin
 // Fills bins.low and bins.high from X and its codes (bin_rows's), over every row.
 template <typename T>
 GPUML_API void value_ranges(const T* X, int64_t n, int64_t d, const uint8_t* codes, FeatureBins& bins, int threads);
+
+// Sparse X (CSC, canonical; one process): find_bins's thresholds of the dense matrix with the
+// same values (the same sampled rows; each feature's implicit zeros among them counted, not
+// stored), and bin_rows's codes with value_ranges's ranges in one pass (every implicit zero gets
+// the code of 0.0 of its feature). The codes are the one dense structure: n x d bytes.
+GPUML_API FeatureBins find_bins_sparse(const SparseLines& X, int max_bins, int64_t sample_rows, uint64_t seed, int threads);
+GPUML_API void bin_sparse_columns(const SparseLines& X, FeatureBins& bins, uint8_t* codes, int threads);
 
 // The ranges of every rank's rows (each rank's from value_ranges): the smallest low and the
 // largest high of each bin over the ranks, the same on every rank. Collective.

@@ -1,6 +1,8 @@
 // The host reference forest (tree_builder.hpp): bootstrap, per-row statistics, trees grown in
-// parallel (each from its own seed: the same forest whatever the thread count), predictions.
+// parallel (each from its own seed: the same forest whatever the thread count), predictions. One
+// driver (grow_forest) for dense X and sparse X (DenseInput, SparseInput).
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -140,9 +142,10 @@ void prune_grown_trees(Forest& forest, int64_t first, const ForestRules& rules) 
 }
 
 // The out-of-bag predictions of this rank's rows; the score over every rank's rows.
-template <typename T>
-void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const ForestRules& rules,
+template <typename T, typename Input>
+void compute_oob(Forest& forest, const Input& X, const int32_t* labels, const T* y, const ForestRules& rules,
                  const RowShare& share, const Cumulative& cumulative, Comm& comm) {
+  const int64_t n = X.n;
   const int k = forest.classification ? forest.width : 1;
   std::vector<double> sums(static_cast<std::size_t>(n * k), 0.0);
   std::vector<int32_t> trees_out(static_cast<std::size_t>(n), 0);
@@ -152,8 +155,7 @@ void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t
 #pragma omp parallel for num_threads(rules.threads) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       if (counts[i] != 0) continue;
-      int32_t leaf = 0;
-      tree_leaves(tree, X + i * d, 1, d, &leaf);
+      const int32_t leaf = leaf_of(tree, [&](int64_t f) { return X.value(i, f); });
       add_leaf(forest, tree, leaf, 1.0, sums.data() + i * k);
       ++trees_out[i];
     }
@@ -195,11 +197,58 @@ void compute_oob(Forest& forest, const T* X, int64_t n, int64_t d, const int32_t
   }
 }
 
+// The rows the bins' thresholds are found from (find_bins's sample_rows).
+constexpr int64_t kBinSampleRows = 200000;
+
+// X as the fit reads it: its bins, its codes (with the bins' value ranges), a row's value of a
+// feature (the out-of-bag walks), and for dense X the matrix (the level-by-level builders bin
+// it where they grow). Dense: row-major n x d.
+template <typename T>
+struct DenseInput {
+  static constexpr bool dense = true;
+  const T* X;
+  int64_t n, d;
+  FeatureBins bins(const ForestRules& rules, Comm* comm) const {
+    return find_bins(X, n, d, rules.max_bins, kBinSampleRows, rules.seed, rules.threads, comm);
+  }
+  void codes(FeatureBins& bins, uint8_t* codes, int threads) const {
+    bin_rows(X, n, d, bins, codes, threads);
+    value_ranges(X, n, d, codes, bins, threads);
+  }
+  double value(int64_t i, int64_t f) const { return static_cast<double>(X[i * d + f]); }
+};
+
+// Sparse: canonical CSC (sparse_lines.hpp); a row's value is found in its feature's column.
+struct SparseInput {
+  static constexpr bool dense = false;
+  const SparseLines& X;
+  int64_t n, d;
+  FeatureBins bins(const ForestRules& rules, Comm*) const {
+    return find_bins_sparse(X, rules.max_bins, kBinSampleRows, rules.seed, rules.threads);
+  }
+  void codes(FeatureBins& bins, uint8_t* codes, int threads) const { bin_sparse_columns(X, bins, codes, threads); }
+  double value(int64_t i, int64_t f) const { return X.at(f, i); }
+};
+
 }  // namespace
 
-template <typename T>
-Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const double* sample_weight,
-                  const ForestRules& rules) {
+void check_codes_fit(int64_t n, int64_t d) {
+  const double cells = static_cast<double>(n) * static_cast<double>(d);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0x1p62;
+  if (cells > std::min(memory, 0x1p62))
+    throw_error(ErrorCode::out_of_memory,
+                "a random forest bins X into n_samples x n_features one-byte codes: " + std::to_string(n) + " x " +
+                    std::to_string(d) + " bytes exceed this machine's memory (" +
+                    std::to_string(static_cast<int64_t>(memory / 0x1p30)) + " GiB)");
+}
+
+namespace {
+
+// The fit, written once for dense and sparse X (DenseInput, SparseInput).
+template <typename T, typename Input>
+Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const double* sample_weight, const ForestRules& rules) {
+  const int64_t n = X.n, d = X.d;
   GPUML_EXPECT(n >= 1 && d >= 1, "a forest needs at least one sample and one feature");
   GPUML_EXPECT(rules.n_estimators >= 1, "n_estimators must be >= 1");
   GPUML_EXPECT((labels != nullptr) != (y != nullptr), "fit_forest: give labels or y");
@@ -229,7 +278,8 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
     comm.allreduce_sum(&positive, 1);
     GPUML_EXPECT(positive > 0, "sample_weight sums to 0 (times the class weights): no row has weight");
   }
-  forest.bins = find_bins(X, n, d, rules.max_bins, 200000, rules.seed, rules.threads, &comm);
+  check_codes_fit(n, d);
+  forest.bins = X.bins(rules, &comm);
   trace.mark("find_bins");
   forest.n_features = d;
   // warm_start: the kept trees first, then trees [first, n_estimators) grown from this fit's seed.
@@ -264,6 +314,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
                 "a random forest fitted over several ranks needs integer row weights and no min_weight_fraction_leaf: "
                 "bootstrap=False with sample_weight or class_weight, class_weight=\"balanced_subsample\" and "
                 "min_weight_fraction_leaf > 0 are not supported there yet");
+  if constexpr (Input::dense) {
   if ((rules.device != nullptr || distributed) && in_scope) {
     // The same trees, grown level by level on the device (or over the ranks): the bootstrap
     // counts (as bytes) and the feature-draw seeds come from the same streams as below.
@@ -298,7 +349,7 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
         targets.unit[0] = quantized.unit[0];
         targets.unit[1] = quantized.unit[1];
       }
-      backend->load(X, n, d, forest.bins, targets);  // binned on the device (or on this rank; ranges of all ranks)
+      backend->load(X.X, n, d, forest.bins, targets);  // binned on the device (or on this rank; ranges of all ranks)
       trace.mark("load (X binned on the device)");
       std::vector<Tree> trees = grown > 0 ? grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights, seeds, rules.tree,
                                                                  rules.threads, distributed ? &comm : nullptr)
@@ -307,13 +358,13 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
       prune_grown_trees(forest, first, rules);
       trace.mark("trees (levelwise)");
       compute_importances(forest, d);
-      if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, share, cumulative, comm);
+      if (rules.oob_score) compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
       return forest;
     }
   }
+  }
   std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
-  bin_rows(X, n, d, forest.bins, codes.data(), rules.threads);
-  value_ranges(X, n, d, codes.data(), forest.bins, rules.threads);
+  X.codes(forest.bins, codes.data(), rules.threads);
   trace.mark("bin_rows, value_ranges");
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic)
   for (int64_t t = first; t < rules.n_estimators; ++t) {
@@ -352,8 +403,25 @@ Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const
   }
   prune_grown_trees(forest, first, rules);
   compute_importances(forest, d);
-  if (rules.oob_score) compute_oob(forest, X, n, d, labels, y, rules, share, cumulative, comm);
+  if (rules.oob_score) compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
   return forest;
+}
+
+}  // namespace
+
+template <typename T>
+Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const double* sample_weight,
+                  const ForestRules& rules) {
+  return grow_forest(DenseInput<T>{X, n, d}, labels, y, sample_weight, rules);
+}
+
+template <typename T>
+Forest fit_forest_sparse(const SparseLines& X, const int32_t* labels, const T* y, const double* sample_weight,
+                         const ForestRules& rules) {
+  GPUML_EXPECT(X.format == SparseFormat::csc, "fit_forest_sparse: X must be CSC");
+  GPUML_EXPECT(rules.device == nullptr && (rules.comm == nullptr || rules.comm->size() == 1),
+               "fit_forest_sparse: sparse X grows on the host threads of one process");
+  return grow_forest(SparseInput{X, X.rows, X.cols}, labels, y, sample_weight, rules);
 }
 
 template <typename T>
@@ -379,6 +447,9 @@ template Forest fit_forest<float>(const float*, int64_t, int64_t, const int32_t*
                                   const ForestRules&);
 template Forest fit_forest<double>(const double*, int64_t, int64_t, const int32_t*, const double*, const double*,
                                    const ForestRules&);
+template Forest fit_forest_sparse<float>(const SparseLines&, const int32_t*, const float*, const double*, const ForestRules&);
+template Forest fit_forest_sparse<double>(const SparseLines&, const int32_t*, const double*, const double*,
+                                          const ForestRules&);
 template void forest_predict<float>(const Forest&, const float*, int64_t, int64_t, double*, int);
 template void forest_predict<double>(const Forest&, const double*, int64_t, int64_t, double*, int);
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "ensemble/forest_layout.hpp"
+#include "ensemble/sparse_lines.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/export.hpp"
@@ -29,6 +30,10 @@ class ForestBackend {
   virtual void predict(const PackedForest& forest, const StagedForest& staged, const T* X, int64_t n, int64_t d,
                        double* out) = 0;
 };
+
+// predict on sparse X (canonical CSR, host memory; CPU contexts only): out (n x forest.k, host)
+// as the CPU backend's predict gives for the dense matrix with the same values, bit for bit.
+void forest_predict_sparse(const PackedForest& forest, const SparseLines& X, double* out, int threads);
 
 template <typename T> GPUML_API std::unique_ptr<ForestBackend<T>> make_forest_cpu_backend(const Context& ctx);
 template <typename T> GPUML_API std::unique_ptr<ForestBackend<T>> make_forest_cuda_backend(const Context& ctx);

@@ -44,10 +44,16 @@ struct ForestArrays {
 
 PackedForest pack_forest(const ForestArrays& arrays);
 
-// One step down from a split node for the row x: the index of the child it goes to.
+// One step down from a split node for a row whose value of node.feature is x: the index of the
+// child it goes to.
+GPUML_HOST_DEVICE inline int32_t packed_step(const PackedNode& node, double x) {
+  return node.child + (x <= node.threshold ? 0 : 1);
+}
+
+// One step down from a split node for the row x (dense).
 template <typename T>
 GPUML_HOST_DEVICE inline int32_t packed_next(const PackedNode& node, const T* x) {
-  return node.child + (static_cast<double>(x[node.feature]) <= node.threshold ? 0 : 1);
+  return packed_step(node, static_cast<double>(x[node.feature]));
 }
 
 // The value row of the leaf x (one row of X) falls in, in the tree rooted at `root`.

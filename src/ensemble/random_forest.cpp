@@ -2,7 +2,9 @@
 // predictions, written once for both. The trees are grown by fit_forest (tree_builder.hpp,
 // docs/random_forest.md): on the host threads, on a CUDA context level by level on the device,
 // and over the ranks of the context's communicator (CPU contexts) level by level with summed
-// histograms. Predictions run on the context's backend (forest_backend.hpp).
+// histograms. Predictions run on the context's backend (forest_backend.hpp). Sparse X (CPU, one
+// rank) takes the same fit through its CSC columns (fit_forest_sparse) and predicts from its CSR
+// rows (forest_predict_sparse).
 #include "gpuml/ensemble/random_forest.hpp"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "core/registry.hpp"
 #include "core/staging.hpp"
 #include "ensemble/forest_backend.hpp"
+#include "ensemble/sparse_lines.hpp"
 #include "ensemble/tree_builder.hpp"
 #include "linear_model/logistic_backend.hpp"
 #include "gpuml/core/error.hpp"
@@ -359,6 +362,21 @@ RandomForestBase::RandomForestBase(RandomForestParams params, bool classificatio
 RandomForestBase::~RandomForestBase() = default;
 
 void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) {
+  fit_any(ctx, &X, nullptr, y, sample_weight);
+}
+
+bool RandomForestBase::accepts_sparse() const { return true; }
+
+void RandomForestBase::fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) {
+  if (ctx.comm().size() > 1)
+    throw_error(ErrorCode::unsupported, std::string(estimator_name(classification_)) +
+                                            ": sparse X over several ranks is not written yet");
+  fit_any(ctx, nullptr, &X, y, sample_weight);
+}
+
+// One of dense X and sparse X_sparse.
+void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const SparseView* X_sparse, const ArrayView* y,
+                               const ArrayView* sample_weight) {
   const std::string name = estimator_name(classification_);
   // Distributed (SPMD) over the context's communicator: every rank passes its own rows, and the
   // ranks check their inputs together (a bad rank makes every rank throw), agree on the
@@ -370,16 +388,24 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
   int64_t n = 0, d = 0;
   DType dtype = DType::float64;
   detail::HostReadable Xh, yh;
+  detail::SparseLines columns;  // sparse X, canonical CSC (the binning reads it feature by feature)
   detail::LabelValues y_values;
   std::vector<double> weights;
   detail::check_on_every_rank(comm, name, "checking X, y and sample_weight", [&] {
     GPUML_EXPECT(y != nullptr, name + ".fit needs y");
-    detail::check_matrix_shape(X);
-    n = X.shape[0], d = X.shape[1];
+    if (X_sparse) {  // checked and canonicalized first: its errors before y's
+      if (X_sparse->rows() >= 1 && X_sparse->cols() >= 1) detail::check_codes_fit(X_sparse->rows(), X_sparse->cols());
+      columns = detail::sparse_lines(ctx, *X_sparse, SparseFormat::csc, "X");
+      n = columns.rows, d = columns.cols;
+      dtype = X_sparse->dtype;
+    } else {
+      detail::check_matrix_shape(*X_dense);
+      n = X_dense->shape[0], d = X_dense->shape[1];
+      dtype = detail::float_dtype_for(X_dense->dtype);
+    }
     GPUML_EXPECT(n >= 1 && d >= 1, name + ": X needs at least one sample and one feature");
     GPUML_EXPECT(n <= INT32_MAX, name + ": at most 2^31 - 1 samples");
-    dtype = detail::float_dtype_for(X.dtype);
-    Xh = detail::host_readable(ctx, X, dtype, "X");
+    if (X_dense) Xh = detail::host_readable(ctx, *X_dense, dtype, "X");
     if (distributed)  // here rather than mid-fit, where one rank's error would leave the others waiting
       detail::with_float_type(dtype, [&](auto tag) {
         const auto* v = static_cast<const decltype(tag)*>(Xh.data());
@@ -497,9 +523,11 @@ void RandomForestBase::fit(Context& ctx, const ArrayView& X, const ArrayView* y,
 
   const detail::Forest forest = detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
-    return detail::fit_forest<T>(static_cast<const T*>(Xh.data()), n, d, classification_ ? labels.index.data() : nullptr,
-                                 classification_ ? nullptr : static_cast<const T*>(yh.data()),
-                                 weights.empty() ? nullptr : weights.data(), rules);
+    const int32_t* label_index = classification_ ? labels.index.data() : nullptr;
+    const T* targets = classification_ ? nullptr : static_cast<const T*>(yh.data());
+    const double* row_weights = weights.empty() ? nullptr : weights.data();
+    if (X_sparse) return detail::fit_forest_sparse<T>(columns, label_index, targets, row_weights, rules);
+    return detail::fit_forest<T>(static_cast<const T*>(Xh.data()), n, d, label_index, targets, row_weights, rules);
   });
 
   std::map<std::string, HostArray> attributes;
@@ -593,9 +621,27 @@ Buffer RandomForestBase::predict_values(Context& ctx, const ArrayView& X) const 
   return out;
 }
 
+Buffer RandomForestBase::predict_values_sparse(Context& ctx, const SparseView& X) const {
+  require_fitted();
+  const detail::SparseLines rows = detail::sparse_lines(ctx, X, SparseFormat::csr, "X");  // CUDA: unsupported
+  const int64_t n = rows.rows, d = forest_->n_features;
+  GPUML_EXPECT(rows.cols == d, "X has " + std::to_string(rows.cols) + " features, but " + estimator_name(classification_) +
+                                   " was fitted with " + std::to_string(d) + " features");
+  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * forest_->k, 1)) * sizeof(double));
+  detail::forest_predict_sparse(*forest_, rows, out.as<double>(), ctx.n_threads());
+  return out;
+}
+
+void RandomForestBase::write_predictions(Context& ctx, const Buffer& values, int64_t n, const ArrayView& out) const {
+  detail::write_output(ctx, make_view(values.data(), DType::float64, ctx.device(), n), out, "predictions");
+}
+
 void RandomForestBase::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
-  const Buffer means = predict_values(ctx, X);
-  detail::write_output(ctx, make_view(means.data(), DType::float64, ctx.device(), X.shape[0]), out, "predictions");
+  write_predictions(ctx, predict_values(ctx, X), X.shape[0], out);
+}
+
+void RandomForestBase::predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  write_predictions(ctx, predict_values_sparse(ctx, X), X.rows(), out);
 }
 
 std::vector<std::string> RandomForestBase::attribute_names() const {
@@ -741,14 +787,18 @@ RandomForestClassifier& RandomForestClassifier::fit(Context& ctx, const ArrayVie
 }
 
 void RandomForestClassifier::predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const {
-  const Buffer proba = predict_values(ctx, X);
-  detail::write_output(ctx, make_view(proba.data(), DType::float64, ctx.device(), X.shape[0], forest_->k), out,
-                       "probabilities");
+  write_probabilities(ctx, predict_values(ctx, X), X.shape[0], out);
 }
 
-void RandomForestClassifier::predict(Context& ctx, const ArrayView& X, const ArrayView& out) const {
-  const Buffer proba = predict_values(ctx, X);
-  const int64_t n = X.shape[0];
+void RandomForestClassifier::predict_proba_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const {
+  write_probabilities(ctx, predict_values_sparse(ctx, X), X.rows(), out);
+}
+
+void RandomForestClassifier::write_probabilities(Context& ctx, const Buffer& proba, int64_t n, const ArrayView& out) const {
+  detail::write_output(ctx, make_view(proba.data(), DType::float64, ctx.device(), n, forest_->k), out, "probabilities");
+}
+
+void RandomForestClassifier::write_predictions(Context& ctx, const Buffer& proba, int64_t n, const ArrayView& out) const {
   Buffer labels(ctx, static_cast<std::size_t>(std::max<int64_t>(n, 1)) * sizeof(double));
   // The first most probable class (numpy's argmax): the logistic backends' label primitive, on
   // the probabilities as scores.

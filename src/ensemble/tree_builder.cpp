@@ -337,12 +337,7 @@ template QuantizedTargets quantize_targets<double>(Criterion, const double*, int
 
 template <typename T>
 void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, int32_t* leaves) {
-  for (int64_t i = 0; i < n; ++i) {
-    int32_t node = 0;
-    while (tree.feature[node] >= 0)
-      node = static_cast<double>(X[i * d + tree.feature[node]]) <= tree.threshold[node] ? tree.left[node] : tree.right[node];
-    leaves[i] = node;
-  }
+  for (int64_t i = 0; i < n; ++i) leaves[i] = leaf_of(tree, [&](int64_t f) { return static_cast<double>(X[i * d + f]); });
 }
 
 template void tree_leaves<float>(const Tree&, const float*, int64_t, int64_t, int32_t*);

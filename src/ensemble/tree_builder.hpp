@@ -81,6 +81,15 @@ template <typename T>
 GPUML_API QuantizedTargets quantize_targets(Criterion criterion, const T* y, int64_t n, int64_t weight_total,
                                             Comm* comm = nullptr);
 
+// The leaf a row reaches in `tree`; value(f) is the row's value of feature f as a double (dense
+// and sparse rows walk alike).
+template <typename Value>
+int32_t leaf_of(const Tree& tree, Value&& value) {
+  int32_t node = 0;
+  while (tree.feature[node] >= 0) node = value(tree.feature[node]) <= tree.threshold[node] ? tree.left[node] : tree.right[node];
+  return node;
+}
+
 // The leaf of each of X's rows (n x d, row-major) in `tree`.
 template <typename T>
 GPUML_API void tree_leaves(const Tree& tree, const T* X, int64_t n, int64_t d, int32_t* leaves);
@@ -153,6 +162,20 @@ struct Forest {
 template <typename T>
 GPUML_API Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* labels, const T* y, const double* sample_weight,
                             const ForestRules& rules);
+
+// The n x d one-byte codes of a fit (dense or sparse X alike) are refused by name, as an
+// out_of_memory error, before anything is allocated for them when they cannot fit in this
+// machine's memory: sparse X can describe far more cells than it stores. fit_forest checks;
+// callers holding sparse X check before converting it.
+GPUML_API void check_codes_fit(int64_t n, int64_t d);
+
+// fit_forest on sparse X: a canonical CSC matrix in host memory (sparse_lines), one process,
+// host threads (rules.device and a communicator of several ranks are invalid_argument errors).
+// The same forest, bit for bit, as fit_forest on the dense matrix with the same values; the out-of-
+// bag rows are read from X's columns. y is of the dtype the estimator computes in.
+template <typename T>
+GPUML_API Forest fit_forest_sparse(const SparseLines& X, const int32_t* labels, const T* y, const double* sample_weight,
+                                   const ForestRules& rules);
 
 // out: n x k class probabilities (the mean over trees of each leaf's class distribution), or n
 // means of the leaves' values (regression).

@@ -684,10 +684,10 @@ static void check_sparse(gpuml_context_t ctx) {
   CHECK_OK(gpuml_estimator_get_attribute(ctx, est, "singular_values_", &out));
   for (i = 0; i < K; ++i) CHECK(s_dense[i] == s_sparse[i]);
 
-  /* An estimator without sparse support: UNSUPPORTED, naming it. */
+  /* A method an estimator lacks, sparse as dense (every estimator takes sparse X for the methods
+     it has): UNSUPPORTED, naming it. A regressor has no transform. */
   CHECK_OK(gpuml_estimator_create("random_forest_regressor", "{\"n_estimators\": 2}", &forest));
-  EXPECT_ERROR(gpuml_estimator_fit_sparse(ctx, forest, &X, NULL, NULL), GPUML_ERROR_UNSUPPORTED, "random_forest_regressor");
-  EXPECT_ERROR(gpuml_estimator_predict_sparse(ctx, forest, &X, &out), GPUML_ERROR_UNSUPPORTED, "random_forest_regressor");
+  EXPECT_ERROR(gpuml_estimator_transform_sparse(ctx, forest, &X, &out), GPUML_ERROR_UNSUPPORTED, "random_forest_regressor");
   CHECK_OK(gpuml_estimator_free(forest));
   CHECK_OK(gpuml_estimator_free(est));
   CHECK_OK(gpuml_estimator_free(dense_est));

@@ -148,11 +148,19 @@ def test_nan_is_refused_as_sklearn_does():
         TruncatedSVD(n_components=2).fit(X)
 
 
+class _DenseOnlyRegressor(gpuml.RandomForestRegressor):
+    """An estimator without sparse support (every gpuml estimator has it now): the refusal path."""
+
+    _gpuml_accepts_sparse = False
+
+
 def test_dense_only_estimators_still_refuse_sparse():
+    # Refused in Python with scikit-learn's TypeError, before the C library sees X.
     rng = np.random.default_rng()
     X = _random_sparse(rng, 20, 5, 0.5)
     with pytest.raises(TypeError, match="Sparse data"):
-        gpuml.RandomForestRegressor(n_estimators=2).fit(X, rng.standard_normal(20))
+        _DenseOnlyRegressor(n_estimators=2).fit(X, rng.standard_normal(20))
+    assert not _DenseOnlyRegressor().__sklearn_tags__().input_tags.sparse
 
 
 def test_tags():

@@ -6,6 +6,7 @@ import numbers
 import warnings
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.metrics import r2_score
@@ -55,6 +56,7 @@ class _Forest:
     """The parameters, fitted attributes and tree methods both forests share (mixed into the estimators)."""
 
     _gpuml_attributes = ("feature_importances_",) + _TREE_ATTRIBUTES
+    _gpuml_accepts_sparse = True  # CSR / CSC on the CPU (see _SHARED_DOC)
 
     # Values Python handles: a Criterion object (refused below), a callable oob_score (the C++
     # out-of-bag predictions, scored here), scikit-learn's list class_weight (of multi-output y).
@@ -223,14 +225,26 @@ class _Forest:
                 yield t, rows, at
                 split = feature[at] >= 0
                 rows, at = rows[split], at[split]
-                go_left = X[rows, feature[at]].astype(np.float64) <= threshold[at]
+                values = X[rows, feature[at]]
+                if sparse.issparse(X):  # single entries of the CSR rows (a matrix or array of them)
+                    values = np.asarray(values.toarray() if sparse.issparse(values) else values).ravel()
+                go_left = values.astype(np.float64) <= threshold[at]
                 at = np.where(go_left, left[at], right[at]).astype(np.int64)
 
     def _host_X(self, X):
         check_is_fitted(self)
         X, kind = self._prepare_X(X, reset=False)
-        X = _array.to_numpy(X)
-        if not np.isfinite(X).all():
+        if _array.is_sparse(X):  # walked entry by entry from its CSR rows, never densified
+            if not sparse.issparse(X):  # CuPy / torch: its three arrays on the host
+                fmt, shape, indptr, indices, values = _array.sparse_parts(X)
+                parts = tuple(_array.to_numpy(a) for a in (values, indices, indptr))
+                X = (sparse.csr_matrix if fmt == "csr" else sparse.csc_matrix)(parts, shape=shape)
+            X = sparse.csr_matrix(X, copy=True)
+            X.sum_duplicates()
+            values = X.data
+        else:
+            X = values = _array.to_numpy(X)
+        if not np.isfinite(values).all():
             raise ValueError("Input X contains NaN or infinity.")
         return X
 
@@ -287,7 +301,13 @@ _SHARED_DOC = """
     multi-output y and NaN in X are ValueErrors. ``criterion="friedman_mse"`` is scikit-learn 1.9's
     deprecated alias of ``"squared_error"`` (FutureWarning).
 
-    Inputs may be NumPy arrays, CuPy arrays or PyTorch tensors.
+    Inputs may be NumPy arrays, CuPy arrays or PyTorch tensors. Sparse X (SciPy CSR / CSC; CuPy
+    and torch sparse matrices are read back to the host) is taken on the CPU, as scikit-learn's
+    forests take it, without densifying its values: the bins come from its columns (implicit zeros
+    counted), and the fit gives the same forest, bit for bit, as on the dense matrix with the same
+    values (predict, predict_proba, apply and decision_path too). The one dense structure of a fit,
+    dense or sparse X, is its n_samples x n_features matrix of one-byte bin codes; sparse X on
+    ``device="cuda"`` is not supported yet.
 """
 
 

@@ -78,6 +78,15 @@ class GPUML_API RandomForestBase : public Estimator {
   // X (n, d) float32 or float64, finite. Classifier: y (n,) class labels (numbers), at least two
   // classes; regressor: y (n,) finite targets. sample_weight (n,) >= 0 with a positive sum.
   void fit(Context& ctx, const ArrayView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  // Sparse X (CSR or CSC, float32 or float64 values, int32 or int64 indices; CPU contexts, one
+  // rank; a CUDA context is an unsupported error): the forest fit on the dense matrix with the
+  // same values, bit for bit, and the same predictions. X's values are never densified: the bins
+  // come from its columns (implicit zeros counted), and the one dense structure is the fit's
+  // n x d matrix of one-byte bin codes, as for dense X (an out_of_memory error when it cannot fit
+  // in the machine's memory). Predictions walk X's CSR rows.
+  bool accepts_sparse() const override;
+  void fit_sparse(Context& ctx, const SparseView& X, const ArrayView* y, const ArrayView* sample_weight) override;
+  void predict_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
   bool fitted() const override { return !n_features_in_.empty(); }
 
   ArraySpec output_spec(const std::string& method, int64_t n_rows) const override;
@@ -100,6 +109,9 @@ class GPUML_API RandomForestBase : public Estimator {
   // Per row: class probabilities (n x n_classes) or the mean prediction (n), float64, in the
   // context's memory (a Buffer of n * columns doubles).
   Buffer predict_values(Context& ctx, const ArrayView& X) const;
+  Buffer predict_values_sparse(Context& ctx, const SparseView& X) const;
+  // predict's output from predict_values's (n rows): the means (regressor), the labels (classifier).
+  virtual void write_predictions(Context& ctx, const Buffer& values, int64_t n, const ArrayView& out) const;
 
   RandomForestParams params_;
   bool classification_;
@@ -114,6 +126,8 @@ class GPUML_API RandomForestBase : public Estimator {
 
  private:
   void rebuild_forest();
+  void fit_any(Context& ctx, const ArrayView* X_dense, const SparseView* X_sparse, const ArrayView* y,
+               const ArrayView* sample_weight);
 };
 
 class GPUML_API RandomForestClassifier final : public RandomForestBase {
@@ -124,8 +138,14 @@ class GPUML_API RandomForestClassifier final : public RandomForestBase {
   using RandomForestBase::fit;
   // "predict": (n,) labels (float64 by default), the most probable class; "predict_proba": (n, n_classes).
   void predict_proba(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
-  void predict(Context& ctx, const ArrayView& X, const ArrayView& out) const override;
+  void predict_proba_sparse(Context& ctx, const SparseView& X, const ArrayView& out) const override;
   const HostArray& classes() const;
+
+ protected:
+  void write_predictions(Context& ctx, const Buffer& proba, int64_t n, const ArrayView& out) const override;
+
+ private:
+  void write_probabilities(Context& ctx, const Buffer& proba, int64_t n, const ArrayView& out) const;
 };
 
 class GPUML_API RandomForestRegressor final : public RandomForestBase {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../../src/ensemble/binning.hpp"
+#include "../random_sparse.hpp"
 #include "gpuml/core/error.hpp"
 #include "test_util.hpp"
 
@@ -141,6 +142,43 @@ TEST(Binning, BadInputIsANamedError) {
     Y[3] = bad;
     expect_invalid([&] { detail::find_bins(Y.data(), 2, 2, 16, 10, 0, 1); }, "NaN/inf in the sample");
     expect_invalid([&] { detail::bin_rows(Y.data(), 2, 2, bins, codes.data(), 1); }, "NaN/inf when binning");
+  }
+}
+
+// Sparse X's bins (find_bins_sparse, bin_sparse_columns) are the dense matrix's: the same
+// thresholds (on the midpoint path and the percentile path, with and without row sampling), codes
+// and value ranges, with implicit zeros counted and never stored.
+TEST(Binning, SparseColumnsGiveTheDenseBins) {
+  GPUML_FRESH_RNG(rng);
+  const Context ctx = Context::cpu();
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t n = uniform_int(rng, 1, 400), d = uniform_int(rng, 1, 12);
+    const double density = std::vector<double>{0.0, 0.05, 0.3, 0.9}[trial % 4];
+    const auto format = trial % 2 ? SparseFormat::csr : SparseFormat::csc;
+    test::RandomSparse<int64_t> m = test::random_sparse<int64_t>(rng, n, d, density, format, 0.1);
+    // Some columns of few distinct values (midpoints), some of many (percentiles with small max_bins).
+    for (double& v : m.values) v = trial % 3 == 0 ? std::round(v) + 0.0 : v;  // + 0.0: no -0.0
+    m.dense.assign(static_cast<std::size_t>(n * d), 0.0);
+    for (int64_t line = 0; line + 1 < static_cast<int64_t>(m.indptr.size()); ++line)
+      for (int64_t k = m.indptr[line]; k < m.indptr[line + 1]; ++k) {
+        const int64_t i = format == SparseFormat::csr ? line : m.indices[k], j = format == SparseFormat::csr ? m.indices[k] : line;
+        m.dense[i * d + j] += m.values[k];
+      }
+    const detail::SparseLines columns = detail::sparse_lines(ctx, m.view(), SparseFormat::csc, "X");
+    const int max_bins = static_cast<int>(uniform_int(rng, 2, 256));
+    const int64_t sample_rows = trial % 4 == 3 ? uniform_int(rng, 1, n) : 200000;  // sampling: the same rows drawn
+    const uint64_t seed = rng();
+    detail::FeatureBins dense = detail::find_bins(m.dense.data(), n, d, max_bins, sample_rows, seed, 2);
+    detail::FeatureBins sparse = detail::find_bins_sparse(columns, max_bins, sample_rows, seed, 2);
+    ASSERT_EQ(dense.offsets, sparse.offsets) << "trial " << trial;
+    ASSERT_EQ(dense.values, sparse.values) << "trial " << trial;  // exact: the same order statistics
+    std::vector<uint8_t> dense_codes(static_cast<std::size_t>(n * d)), sparse_codes(dense_codes.size());
+    detail::bin_rows(m.dense.data(), n, d, dense, dense_codes.data(), 2);
+    detail::value_ranges(m.dense.data(), n, d, dense_codes.data(), dense, 2);
+    detail::bin_sparse_columns(columns, sparse, sparse_codes.data(), 2);
+    EXPECT_EQ(dense_codes, sparse_codes) << "trial " << trial;
+    EXPECT_EQ(dense.low, sparse.low) << "trial " << trial;
+    EXPECT_EQ(dense.high, sparse.high) << "trial " << trial;
   }
 }
 

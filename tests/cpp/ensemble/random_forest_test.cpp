@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <limits>
 #include <map>
 #include <random>
@@ -14,6 +16,7 @@
 
 #include "gpuml/ensemble/random_forest.hpp"
 #include "../backend_test_util.hpp"
+#include "../random_sparse.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
@@ -386,6 +389,120 @@ void check_warm_start(Context& ctx, std::mt19937_64& rng, const char* kind) {
   GPUML_EXPECT_ERROR(grown->warm_start_from(*other), ErrorCode::invalid_argument);
   GPUML_EXPECT_ERROR(grown->warm_start_from(*make_estimator(kind, "{}")), ErrorCode::not_fitted);
   GPUML_EXPECT_ERROR(make_estimator("ridge", "{}")->warm_start_from(*first), ErrorCode::unsupported);
+}
+
+// Sparse X (CSR or CSC, int32 or int64 indices, float64 or float32 values, duplicates and
+// unsorted indices, empty rows and columns) grows the forest of the dense matrix with the same
+// values, bit for bit: the same tree arrays, importances and out-of-bag arrays, and the same
+// predictions from sparse rows; with sample weights, class weights, max_samples and oob_score.
+template <typename I, typename V>
+void check_sparse_fit(Context& ctx, std::mt19937_64& rng, const char* kind, int trial) {
+  const bool classification = std::string(kind) == "random_forest_classifier";
+  const int64_t n = uniform_int(rng, 40, 300), d = uniform_int(rng, 3, 15);
+  const double density = std::vector<double>{0.02, 0.1, 0.4, 0.9}[trial % 4];
+  const SparseFormat format = trial % 2 ? SparseFormat::csc : SparseFormat::csr;
+  test::RandomSparse<I> m = test::random_sparse<I>(rng, n, d, density, format, 0.05);
+  std::vector<V> values(m.values.begin(), m.values.end()), dense(m.dense.begin(), m.dense.end());
+  if (std::is_same_v<V, float>) {  // the dense matrix of the float32 values (duplicates summed in float)
+    std::fill(dense.begin(), dense.end(), V(0));
+    for (int64_t line = 0; line + 1 < static_cast<int64_t>(m.indptr.size()); ++line)
+      for (int64_t k = m.indptr[line]; k < m.indptr[line + 1]; ++k) {
+        const int64_t i = format == SparseFormat::csr ? line : m.indices[k], j = format == SparseFormat::csr ? m.indices[k] : line;
+        dense[i * d + j] += values[k];
+      }
+  }
+  SparseView Xs = m.view();
+  Xs.dtype = dtype_of<V>::value;
+  Xs.values = values.data();
+  std::vector<double> y(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double s = m.dense[i * d] + m.dense[i * d + 1];
+    y[i] = classification ? static_cast<double>(s > 0.0) + static_cast<double>(s > 1.0) : s + uniform_real(rng, -0.1, 0.1);
+    w[i] = static_cast<double>(uniform_int(rng, classification ? 1 : 0, 3));  // "balanced" needs weight in every class
+  }
+  w[0] = 1.0;
+  if (classification) y[0] = 0.0, y[n - 1] = 1.0;  // two classes even when X is nearly empty
+  const ArrayView X = host_view(dense.data(), n, d), yv = host_view(y.data(), n), wv = host_view(w.data(), n);
+  std::string params = R"({"n_estimators": 6, "oob_score": true, "max_features": 0.6, "random_state": )" +
+                       std::to_string(rng() >> 12);
+  if (trial % 3 == 1) params += R"(, "max_samples": 0.7)";
+  if (classification && trial % 3 == 2) params += R"(, "class_weight": "balanced_subsample")";
+  if (classification && trial % 3 == 0) params += R"(, "class_weight": "balanced")";
+  if (trial % 4 == 3) params += R"(, "n_bins": 7)";  // the percentile thresholds
+  params += "}";
+  const bool weighted = trial % 2 == 0;
+  auto on_dense = make_estimator(kind, params), on_sparse = make_estimator(kind, params);
+  on_dense->fit(ctx, X, &yv, weighted ? &wv : nullptr);
+  on_sparse->fit_sparse(ctx, Xs, &yv, weighted ? &wv : nullptr);
+  const std::string where = std::string(kind) + " trial " + std::to_string(trial) + " " + params;
+  EXPECT_EQ(tree_arrays(*on_dense), tree_arrays(*on_sparse)) << where;
+  for (const char* name : {"feature_importances_", "oob_score_", classification ? "oob_decision_function_" : "oob_prediction_"}) {
+    const HostArray &a = on_dense->attribute(name), &b = on_sparse->attribute(name);
+    ASSERT_EQ(a.bytes(), b.bytes()) << where << " " << name;
+    EXPECT_EQ(0, std::memcmp(a.as<const uint8_t>(), b.as<const uint8_t>(), a.bytes())) << where << " " << name;
+  }
+  // Predictions from the sparse rows (both formats) equal the dense ones, bit for bit.
+  const int k = classification ? static_cast<int>(on_dense->attribute("classes_").spec().shape[0]) : 1;
+  for (const char* method : {"predict", "predict_proba"}) {
+    if (!classification && std::string(method) == "predict_proba") continue;
+    const bool proba = std::string(method) == "predict_proba";
+    const int64_t width = proba ? k : 1;
+    std::vector<double> want(static_cast<std::size_t>(n * width)), got(want.size());
+    const ArrayView w_out = proba ? host_view(want.data(), n, width) : host_view(want.data(), n);
+    const ArrayView g_out = proba ? host_view(got.data(), n, width) : host_view(got.data(), n);
+    if (proba) on_dense->predict_proba(ctx, X, w_out), on_sparse->predict_proba_sparse(ctx, Xs, g_out);
+    else on_dense->predict(ctx, X, w_out), on_sparse->predict_sparse(ctx, Xs, g_out);
+    EXPECT_EQ(want, got) << where << " " << method;
+  }
+}
+
+TEST(RandomForest, SparseXGrowsTheDenseForest) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu(2);
+  for (int trial = 0; trial < 8; ++trial) {
+    for (const char* kind : {"random_forest_classifier", "random_forest_regressor"}) {
+      if (trial % 2) check_sparse_fit<int64_t, double>(ctx, rng, kind, trial);
+      else check_sparse_fit<int32_t, double>(ctx, rng, kind, trial);
+      check_sparse_fit<int32_t, float>(ctx, rng, kind, trial);
+    }
+  }
+}
+
+TEST(RandomForest, SparseBadInputGetsNamedErrors) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu(2);
+  test::RandomSparse<int32_t> m = test::random_sparse<int32_t>(rng, 30, 4, 0.5, SparseFormat::csr);
+  std::vector<double> y(30, 0.0);
+  y[3] = 1.0;
+  const ArrayView yv = host_view(y.data(), 30);
+  auto forest = make_estimator("random_forest_classifier", R"({"n_estimators": 2})");
+  EXPECT_TRUE(forest->accepts_sparse());
+  GPUML_EXPECT_ERROR(forest->fit_sparse(ctx, m.view(), nullptr, nullptr), ErrorCode::invalid_argument);  // no y
+  GPUML_EXPECT_ERROR(forest->predict_sparse(ctx, m.view(), host_view(y.data(), 30)), ErrorCode::not_fitted);
+  SparseView bad = m.view();
+  m.values[1] = std::numeric_limits<double>::quiet_NaN();
+  GPUML_EXPECT_ERROR(forest->fit_sparse(ctx, bad, &yv, nullptr), ErrorCode::invalid_argument);
+  m.values[1] = 0.5;
+  bad.shape[1] = 0;  // no features (and indices out of range)
+  GPUML_EXPECT_ERROR(forest->fit_sparse(ctx, bad, &yv, nullptr), ErrorCode::invalid_argument);
+  forest->fit_sparse(ctx, m.view(), &yv, nullptr);
+  test::RandomSparse<int32_t> wide = test::random_sparse<int32_t>(rng, 30, 5, 0.5, SparseFormat::csc);
+  std::vector<double> out(30 * 2);
+  GPUML_EXPECT_ERROR(forest->predict_sparse(ctx, wide.view(), host_view(out.data(), 30)), ErrorCode::invalid_argument);
+  GPUML_EXPECT_ERROR(forest->predict_proba_sparse(ctx, wide.view(), host_view(out.data(), 30, 2)), ErrorCode::invalid_argument);
+  // Sparse X describing more n x d one-byte codes than any memory holds: a named error, before
+  // anything of that size is allocated.
+  std::vector<int32_t> indptr(31, 0);
+  SparseView huge{};
+  huge.format = SparseFormat::csr;
+  huge.shape[0] = 30;
+  huge.shape[1] = int64_t(1) << 58;
+  huge.indptr = indptr.data();
+  GPUML_EXPECT_ERROR(forest->fit_sparse(ctx, huge, &yv, nullptr), ErrorCode::out_of_memory);
+  // A regressor has no predict_proba, sparse or dense: unsupported, naming it.
+  auto regressor = make_estimator("random_forest_regressor", R"({"n_estimators": 2})");
+  regressor->fit_sparse(ctx, m.view(), &yv, nullptr);
+  GPUML_EXPECT_ERROR(regressor->predict_proba_sparse(ctx, m.view(), host_view(out.data(), 30, 2)), ErrorCode::unsupported);
 }
 
 TEST(RandomForest, WarmStartGrowsTheForestOfOneFit) {
