@@ -709,6 +709,7 @@ class Fitter {
     std::vector<T> rows(static_cast<std::size_t>(m * d_));
     for (int64_t e = 0; e < m; ++e)
       for (int64_t j = 0; j < d_; ++j) rows[e * d_ + j] = static_cast<T>(all[order[e] * width + 4 + j]);
+    const std::vector<double> weight_before = weight_sums;
     for (int64_t e = 0; e < m; ++e) {
       const int64_t to = empty[e];
       const int32_t from = static_cast<int32_t>(all[order[e] * width + 2]);
@@ -721,6 +722,14 @@ class Fitter {
       weight_sums[to] = w;
       weight_sums[from] -= w;
     }
+    // A cluster whose every row moved out keeps the rounding of its weights' differences
+    // (~1e-16 of them, not 0), and its center would be that rounding's quotient, far from any
+    // row: it is empty, and the caller puts it where empty clusters go.
+    for (int64_t c = 0; c < k_; ++c)
+      if (weight_before[c] > 0 && weight_sums[c] <= 1e-12 * weight_before[c]) {
+        weight_sums[c] = 0.0;
+        std::fill(sums.begin() + c * d_, sums.begin() + (c + 1) * d_, 0.0);
+      }
   }
 
   Context& ctx_;
