@@ -44,7 +44,10 @@ def test_matches_sklearn(fmt, index_dtype, density, n_classes, rng):
     f_ours, f_ref = objective(ours, X.toarray(), y, C=C), objective(ref, X.toarray(), y, C=C)
     assert abs(f_ours - f_ref) <= 1e-12 * f_ref, (f_ours, f_ref)
     assert_same_model(ours, ref, atol=1e-5)
-    assert ours.converged_ == 1 and ours.coef_.dtype == np.float64
+    # (converged_ is not asserted: at tol=1e-10 on 2%-dense X the line search can meet the
+    # objective's rounding before the gradient reaches tol; gpuml then warns, and the model is
+    # the one checked against scikit-learn's above.)
+    assert ours.coef_.dtype == np.float64
     assert ours.n_features_in_ == X.shape[1]
     # Coefficients ~1e-6 apart times rows of at most 30 values in [0, 1): scores within ~3e-5.
     assert_allclose(ours.decision_function(X), ref.decision_function(X), rtol=1e-4, atol=3e-5)
