@@ -2,6 +2,7 @@
 // would touch a GPU says so with ErrorCode::unsupported. (Not compiled when CUDA is on.)
 #include "cluster/kmeans_backend.hpp"
 #include "core/device_ops.hpp"
+#include "core/sparse_backend.hpp"
 #include "ensemble/forest_backend.hpp"
 #include "ensemble/levelwise.hpp"
 #include "graph/pagerank_backend.hpp"
@@ -49,6 +50,11 @@ void check_pointer_location(const void*, Device device, const char* what) {
 
 bool convert_dtype_device(const Context&, const void*, DType, void*, DType, int64_t) { no_cuda(); }
 bool all_finite_device(const Context&, const void*, DType, int64_t) { no_cuda(); }
+
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_cuda_matrix(const Context&, const SparseView&, const char*) { no_cuda(); }
+template std::unique_ptr<SparseMatrix<float>> make_sparse_cuda_matrix<float>(const Context&, const SparseView&, const char*);
+template std::unique_ptr<SparseMatrix<double>> make_sparse_cuda_matrix<double>(const Context&, const SparseView&, const char*);
 
 template <typename T>
 std::unique_ptr<KMeansBackend<T>> make_kmeans_cuda_backend(const Context&) { no_cuda(); }

@@ -5,8 +5,11 @@
 // dispatch point. Dense blocks live in the backend's memory (host for the CPU) and are
 // row-major, as in linear_backend.hpp; `_host` pointers are host memory.
 #include <cstdint>
+#include <algorithm>
 #include <memory>
+#include <vector>
 
+#include "core/device_ops.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/sparse.hpp"
 
@@ -14,16 +17,31 @@ namespace gpuml::detail {
 
 // A matrix A (n x d) known only through its products with dense blocks: what the randomized
 // SVD driver (decomposition/spectral.hpp) needs. A dense A is one (spectral.cpp), a sparse X another.
+// Every block lives in the backend's memory (the device for CUDA), so that iterative drivers keep
+// their n x t and d x t blocks there (upload / download below move the small ones).
 template <typename T>
 class MatrixProducts {
  public:
   virtual ~MatrixProducts() = default;
-  // out = A Mᵀ: M_host is t x d (row-major, host; the convention of LinearBackend::predict), out
-  // n x t in the backend's memory.
-  virtual void times(const T* M_host, int64_t t, T* out) = 0;
-  // cross_host = Aᵀ B (d x t, row-major double): B is n x t in the backend's memory.
-  virtual void transpose_times(const T* B, int64_t t, double* cross_host) = 0;
+  // out = A B: B is d x t, out n x t, both row-major.
+  virtual void times(const T* B, int64_t t, T* out) = 0;
+  // out = Aᵀ B: B is n x t, out d x t, both row-major.
+  virtual void transpose_times(const T* B, int64_t t, T* out) = 0;
 };
+
+// A buffer in ctx's memory holding host[0, count); and its way back.
+template <typename T>
+Buffer upload(const Context& ctx, const T* host, int64_t count) {
+  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(count, 1)) * sizeof(T));
+  if (count > 0) copy_bytes(ctx, out.data(), ctx.device(), host, Device{}, static_cast<std::size_t>(count) * sizeof(T));
+  return out;
+}
+template <typename T>
+std::vector<T> download(const Context& ctx, const T* data, int64_t count) {
+  std::vector<T> out(static_cast<std::size_t>(count));
+  if (count > 0) copy_bytes(ctx, out.data(), Device{}, data, ctx.device(), static_cast<std::size_t>(count) * sizeof(T));
+  return out;
+}
 
 template <typename T>
 class SparseMatrix : public MatrixProducts<T> {
@@ -51,7 +69,7 @@ class SparseMatrix : public MatrixProducts<T> {
 };
 
 // X (any device; values of T, the caller passes X.dtype's type) checked and canonicalized
-// where `ctx` computes; errors name `what`. CUDA contexts: not written yet (unsupported).
+// where `ctx` computes (the CPU: sparse_cpu.cpp; CUDA: cuda/core/sparse.cu); errors name `what`.
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const SparseView& X, const char* what);
 // make_sparse_matrix for X of either float dtype: values of another dtype than T are converted
@@ -60,5 +78,10 @@ template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const SparseView& X, const char* what);
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what);
+// The CUDA implementation (cuda/core/sparse.cu): X (host or device memory, values of either float
+// dtype, converted to T) checked and canonicalized on the context's device, with the same errors
+// as the CPU's checks (validate_sparse).
+template <typename T>
+std::unique_ptr<SparseMatrix<T>> make_sparse_cuda_matrix(const Context& ctx, const SparseView& X, const char* what);
 
 }  // namespace gpuml::detail

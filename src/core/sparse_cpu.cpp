@@ -149,7 +149,8 @@ std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, cons
 
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const SparseView& X, const char* what) {
-  if (X.dtype == dtype_of<T>::value || ctx.is_cuda()) return make_sparse_matrix<T>(ctx, X, what);
+  if (ctx.is_cuda()) return make_sparse_cuda_matrix<T>(ctx, X, what);  // converts on the device
+  if (X.dtype == dtype_of<T>::value) return make_sparse_cpu_matrix<T>(ctx, X, what);
   const HostSparse host = host_sparse(ctx, X, what);  // checked
   std::vector<T> values(static_cast<std::size_t>(X.nnz));
   with_sparse_types(X.dtype, X.index_dtype, [&](auto from, auto) {
@@ -165,10 +166,7 @@ std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const
 
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const SparseView& X, const char* what) {
-  if (ctx.is_cuda())
-    throw_error(ErrorCode::unsupported, std::string(what) +
-                                            ": sparse input on a CUDA context is not written yet (cuSPARSE); use "
-                                            "device=\"cpu\"");
+  if (ctx.is_cuda()) return make_sparse_cuda_matrix<T>(ctx, X, what);
   return make_sparse_cpu_matrix<T>(ctx, X, what);
 }
 
