@@ -283,7 +283,7 @@ class SparseRows final : public Rows<T> {
                                           closest, reset);
   }
   void distances(const T* centers_host, int64_t k, T* out) override {
-    X_.times(centers_host, k, out);
+    detail::times_rows(ctx_, X_, d_, centers_host, k, out);
     backend_.distances_from_products(out, row_norms_.as<const T>(), n_, squared_norms(centers_host, k).data(), k);
   }
 
@@ -292,7 +292,7 @@ class SparseRows final : public Rows<T> {
   const T* times(const T* rows_host, int64_t m) {
     const std::size_t bytes = static_cast<std::size_t>(n_ * m) * sizeof(T);
     if (products_.bytes() < bytes) products_ = Buffer(ctx_, bytes);
-    X_.times(rows_host, m, products_.as<T>());
+    detail::times_rows(ctx_, X_, d_, rows_host, m, products_.as<T>());
     return products_.as<const T>();
   }
   // |c|² of m dense rows, summed in double and rounded to T.

@@ -31,7 +31,7 @@ class MatrixProducts {
 
 // A buffer in ctx's memory holding host[0, count); and its way back.
 template <typename T>
-Buffer upload(const Context& ctx, const T* host, int64_t count) {
+Buffer upload(Context& ctx, const T* host, int64_t count) {
   Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(count, 1)) * sizeof(T));
   if (count > 0) copy_bytes(ctx, out.data(), ctx.device(), host, Device{}, static_cast<std::size_t>(count) * sizeof(T));
   return out;
@@ -41,6 +41,17 @@ std::vector<T> download(const Context& ctx, const T* data, int64_t count) {
   std::vector<T> out(static_cast<std::size_t>(count));
   if (count > 0) copy_bytes(ctx, out.data(), Device{}, data, ctx.device(), static_cast<std::size_t>(count) * sizeof(T));
   return out;
+}
+
+// out = A Mᵀ for M_host t x d (row-major host: a model's coefficients or centers, one per row),
+// out n x t in the backend's memory: M goes to the backend as the d x t block A multiplies.
+template <typename T>
+void times_rows(Context& ctx, MatrixProducts<T>& A, int64_t d, const T* M_host, int64_t t, T* out) {
+  std::vector<T> columns(static_cast<std::size_t>(d * t));
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t j = 0; j < d; ++j) columns[j * t + r] = M_host[r * d + j];
+  const Buffer block = upload(ctx, columns.data(), d * t);
+  A.times(block.as<const T>(), t, out);
 }
 
 template <typename T>

@@ -27,9 +27,9 @@ class SparseCpu final : public SparseMatrix<T> {
     this->cols_ = X_.by_rows.cols();
   }
 
-  void times(const T* M_host, int64_t t, T* out) override {
+  void times(const T* B, int64_t t, T* out) override {
     const int64_t n = this->rows_, d = this->cols_;
-    const RowsOf<T> right = Eigen::Map<const RowsOf<T>>(M_host, t, d).transpose();  // d x t, rows read per entry
+    const Eigen::Map<const RowsOf<T>> right(B, d, t);
     const RowBlocks blocks(n, threads_, 256);
 #pragma omp parallel for num_threads(threads_for(threads_, X_.by_rows.nonZeros() * t)) schedule(static)
     for (int b = 0; b < blocks.count(); ++b) {
@@ -39,15 +39,15 @@ class SparseCpu final : public SparseMatrix<T> {
     }
   }
 
-  void transpose_times(const T* B, int64_t t, double* cross_host) override {
+  void transpose_times(const T* B, int64_t t, T* out) override {
     const int64_t n = this->rows_, d = this->cols_;
     const Eigen::Map<const RowsOf<T>> right(B, n, t);
     const RowBlocks blocks(d, threads_, 256);
 #pragma omp parallel for num_threads(threads_for(threads_, X_.by_rows.nonZeros() * t)) schedule(static)
     for (int b = 0; b < blocks.count(); ++b) {
       const int64_t begin = blocks.begin(b), cols = blocks.end(b) - begin;
-      const RowsOf<T> part = X_.by_columns.middleCols(begin, cols).transpose() * right;  // Xᵀ's rows
-      Eigen::Map<RowsOf<double>>(cross_host + begin * t, cols, t) = part.template cast<double>();
+      Eigen::Map<RowsOf<T>> slice(out + begin * t, cols, t);
+      slice.noalias() = X_.by_columns.middleCols(begin, cols).transpose() * right;  // Xᵀ's rows
     }
   }
 

@@ -465,7 +465,7 @@ void PCA::fit_sparse(Context& ctx, const SparseView& X, const ArrayView* /*y*/, 
     for (int64_t j = 0; j < d; ++j)
       fit.total_variance += std::max(squares[j] / static_cast<double>(n) - fit.mean[j] * fit.mean[j], 0.0);
     fit.total_variance *= static_cast<double>(n) / dof;
-    detail::CenteredProducts<T> centered(*backend, *A, n, fit.mean);
+    detail::CenteredProducts<T> centered(ctx, *backend, *A, n, fit.mean);
     fit.svd = detail::converged_svd(ctx, *backend, centered, n, d, static_cast<int64_t>(plan.requested),
                                     params_.random_state.value_or(ctx.seed()), params_.tol);
     trace.mark("svd");
@@ -512,10 +512,10 @@ void PCA::transform_sparse(Context& ctx, const SparseView& X, const ArrayView& o
     auto A = detail::make_sparse_matrix_as<T>(ctx, X, "X");
     auto backend = detail::make_linear_backend<T>(ctx);
     // (X − 1 mean_ᵀ) coefᵀ without centering X: X coefᵀ − 1 (coef mean_)ᵀ.
-    detail::CenteredProducts<T> centered(*backend, *A, n, detail::host_values(mean_));
+    detail::CenteredProducts<T> centered(ctx, *backend, *A, n, detail::host_values(mean_));
     const std::vector<T> coef_t(coef.begin(), coef.end());
     Buffer result(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
-    centered.times(coef_t.data(), k, result.as<T>());
+    detail::times_rows(ctx, centered, d, coef_t.data(), k, result.as<T>());
     detail::write_output(ctx, make_view(result.data(), dtype, ctx.device(), n, k), out, "transformed X");
   });
 }

@@ -158,37 +158,56 @@ RightSvd exact_svd(Context& ctx, LinearBackend<T>& backend, T* A, int64_t n, int
 
 namespace {
 
-// A dense A in the backend's memory, through the backend's products.
+// A dense A in the backend's memory, through the backend's products (which take the small side
+// on the host: d x t blocks travel, as they did before the products moved to the backend).
 template <typename T>
 class DenseProducts final : public MatrixProducts<T> {
  public:
-  DenseProducts(LinearBackend<T>& backend, const T* A, int64_t n, int64_t d) : backend_(backend), A_(A), n_(n), d_(d) {}
-  void times(const T* M_host, int64_t t, T* out) override { backend_.predict(A_, n_, d_, M_host, nullptr, t, out); }
-  void transpose_times(const T* B, int64_t t, double* cross_host) override { backend_.cross(A_, B, n_, d_, t, cross_host); }
+  DenseProducts(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d)
+      : ctx_(ctx), backend_(backend), A_(A), n_(n), d_(d) {}
+  void times(const T* B, int64_t t, T* out) override {
+    const std::vector<T> columns = download(ctx_, B, d_ * t);  // d x t
+    std::vector<T> rows(columns.size());                         // t x d, as predict takes it
+    for (int64_t j = 0; j < d_; ++j)
+      for (int64_t r = 0; r < t; ++r) rows[r * d_ + j] = columns[j * t + r];
+    backend_.predict(A_, n_, d_, rows.data(), nullptr, t, out);
+  }
+  void transpose_times(const T* B, int64_t t, T* out) override {
+    std::vector<double> cross(static_cast<std::size_t>(d_ * t));
+    backend_.cross(A_, B, n_, d_, t, cross.data());
+    const std::vector<T> rounded(cross.begin(), cross.end());
+    copy_bytes(ctx_, out, ctx_.device(), rounded.data(), Device{}, rounded.size() * sizeof(T));
+  }
 
  private:
+  Context& ctx_;
   LinearBackend<T>& backend_;
   const T* A_;
   int64_t n_, d_;
 };
 
-// A Mᵀ (n x t, a new buffer in the backend's memory) for M_host t x d.
+// A Mᵀ (n x t, a new buffer in the backend's memory) for M (t x d, host).
 template <typename T>
 Buffer product(Context& ctx, MatrixProducts<T>& A, int64_t n, const Matrix& M) {
   Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * M.rows(), 1)) * sizeof(T));
-  const std::vector<T> coef = to_type<T>(M);
-  A.times(coef.data(), M.rows(), out.as<T>());
+  const std::vector<T> rows = to_type<T>(M);
+  times_rows(ctx, A, M.cols(), rows.data(), M.rows(), out.as<T>());
   return out;
 }
 
-// An orthonormal basis Qd (d x r) of the columns of AᵀQ, and R of that QR (r x r).
+// An orthonormal basis Qd (d x r, backend memory) of the columns of AᵀQ (Q: n x q), r its
+// numerical rank; with R, also R = Qdᵀ AᵀQ (r x q), so that AᵀQ = Qd R.
 template <typename T>
-Matrix feature_basis(MatrixProducts<T>& A, const T* Q, int64_t d, int64_t r, Matrix* R = nullptr) {
-  Matrix Z(d, r);
-  A.transpose_times(Q, r, Z.data());
-  Eigen::HouseholderQR<Eigen::MatrixXd> qr(Z);
-  if (R != nullptr) *R = qr.matrixQR().topRows(r).triangularView<Eigen::Upper>();
-  return qr.householderQ() * Eigen::MatrixXd::Identity(d, r);
+Buffer feature_basis(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, const T* Q, int64_t d, int64_t q,
+                     int64_t& r, Matrix* R = nullptr) {
+  Buffer Z(ctx, static_cast<std::size_t>(std::max<int64_t>(d * q, 1)) * sizeof(T));
+  A.transpose_times(Q, q, Z.as<T>());
+  Buffer Qd = orthonormalize(ctx, backend, Z.as<const T>(), d, q, r);
+  if (R != nullptr && r > 0) {
+    R->resize(r, q);
+    backend.cross(Qd.as<const T>(), Z.as<const T>(), d, r, q, R->data());
+  }
+  return Qd;
 }
 
 }  // namespace
@@ -215,15 +234,22 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
     Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r);
     if (r == 0) break;
     Matrix R;
-    const Matrix Qd = feature_basis(A, Q.as<const T>(), d, r, tolerance > 0 ? &R : nullptr);
-    Y = product(ctx, A, n, Matrix(Qd.transpose()));
-    c = r;
-    if (tolerance > 0 && r >= count) {
+    int64_t rd = 0;
+    Buffer Qd = feature_basis(ctx, backend, A, Q.as<const T>(), d, r, rd, tolerance > 0 ? &R : nullptr);
+    if (rd == 0) break;
+    Y = Buffer(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));
+    A.times(Qd.as<const T>(), rd, Y.as<T>());
+    c = rd;
+    if (tolerance > 0 && rd >= count) {
       // Run to convergence: the Ritz vectors of the `count` largest values (AᵀQ = Qd R, so
       // Qd times R's left singular vectors) stop moving: the sine of the largest principal angle
       // between this iteration's span and the last one's is at most `tolerance`.
       Eigen::BDCSVD<Eigen::MatrixXd> small(R, Eigen::ComputeThinU);
-      const Matrix current = Qd * small.matrixU().leftCols(count);
+      const Matrix U = small.matrixU().leftCols(count);
+      const Buffer ritz = multiply(ctx, backend, Qd.as<const T>(), d, rd, U);
+      const std::vector<T> ritz_host = download(ctx, ritz.as<const T>(), d * count);
+      const Matrix current = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+                                 ritz_host.data(), d, count).template cast<double>();
       if (leading.size() > 0) {
         const Matrix residual = current - leading * (leading.transpose() * current);
         if (residual.colwise().norm().maxCoeff() <= tolerance) break;
@@ -239,14 +265,21 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
   RightSvd out;
   out.d = d;
   Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r);
-  if (r > 0) {
-    const Matrix Qd = feature_basis(A, Q.as<const T>(), d, r);
-    Buffer B = product(ctx, A, n, Matrix(Qd.transpose()));  // A Qd (n x r)
-    RightSvd small = exact_svd(ctx, backend, B.as<T>(), n, r);  // s and Wᵀ (min(n, r) x r)
+  int64_t rd = 0;
+  Buffer Qd;
+  if (r > 0) Qd = feature_basis(ctx, backend, A, Q.as<const T>(), d, r, rd);
+  if (rd > 0) {
+    Buffer B(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));
+    A.times(Qd.as<const T>(), rd, B.as<T>());                    // A Qd (n x rd)
+    RightSvd small = exact_svd(ctx, backend, B.as<T>(), n, rd);  // s and Wᵀ (min(n, rd) x rd)
     out.count = small.count;
     out.s = small.s;
-    const Matrix Vt = Eigen::Map<const Matrix>(small.Vt.data(), small.count, r) * Qd.transpose();
-    out.Vt.assign(Vt.data(), Vt.data() + Vt.size());
+    const Matrix W = Eigen::Map<const Matrix>(small.Vt.data(), small.count, rd).transpose();
+    const Buffer V = multiply(ctx, backend, Qd.as<const T>(), d, rd, W);  // Qd W (d x count)
+    const std::vector<T> V_host = download(ctx, V.as<const T>(), d * small.count);
+    out.Vt.resize(static_cast<std::size_t>(small.count * d));
+    for (int64_t j = 0; j < d; ++j)
+      for (int64_t i = 0; i < small.count; ++i) out.Vt[i * d + j] = static_cast<double>(V_host[j * small.count + i]);
   }
   truncate_svd(out, count);
   return out;
@@ -255,7 +288,7 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
 template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int64_t n, int64_t d, int64_t count,
                         int64_t n_oversamples, int64_t n_iter, uint64_t seed) {
-  DenseProducts<T> products(backend, A, n, d);
+  DenseProducts<T> products(ctx, backend, A, n, d);
   return randomized_svd(ctx, backend, products, n, d, count, n_oversamples, n_iter, seed, 0.0);
 }
 
@@ -274,25 +307,32 @@ RightSvd converged_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T
 }
 
 template <typename T>
-void CenteredProducts<T>::times(const T* M_host, int64_t t, T* out) {
-  A_.times(M_host, t, out);
+CenteredProducts<T>::CenteredProducts(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n,
+                                      std::vector<double> mean)
+    : ctx_(ctx), backend_(backend), A_(A), n_(n), mean_(std::move(mean)) {
+  const std::vector<T> rounded(mean_.begin(), mean_.end());
+  mean_block_ = upload(ctx_, rounded.data(), static_cast<int64_t>(rounded.size()));
+}
+
+template <typename T>
+void CenteredProducts<T>::times(const T* B, int64_t t, T* out) {
+  A_.times(B, t, out);
   const int64_t d = static_cast<int64_t>(mean_.size());
-  std::vector<double> shift(static_cast<std::size_t>(t), 0.0);  // M μ
-  for (int64_t r = 0; r < t; ++r)
-    for (int64_t j = 0; j < d; ++j) shift[r] += static_cast<double>(M_host[r * d + j]) * mean_[j];
+  std::vector<double> shift(static_cast<std::size_t>(t), 0.0);  // Bᵀ μ
+  backend_.cross(B, mean_block_.as<const T>(), d, t, 1, shift.data());
   backend_.center_scale(out, n_, t, shift.data(), nullptr, out);  // in place
 }
 
 template <typename T>
-void CenteredProducts<T>::transpose_times(const T* B, int64_t t, double* cross_host) {
-  A_.transpose_times(B, t, cross_host);
-  if (n_ == 0 || t == 0) return;
-  std::vector<double> column_sums(static_cast<std::size_t>(t));  // 1ᵀB, from B's column means
-  backend_.weighted_means(B, n_, t, nullptr, column_sums.data());
-  for (double& v : column_sums) v *= static_cast<double>(n_);
-  const int64_t d = static_cast<int64_t>(mean_.size());
-  for (int64_t j = 0; j < d; ++j)
-    for (int64_t r = 0; r < t; ++r) cross_host[j * t + r] -= mean_[j] * column_sums[r];
+void CenteredProducts<T>::transpose_times(const T* B, int64_t t, T* out) {
+  if (n_ == 0 || t == 0) return A_.transpose_times(B, t, out);
+  // (A − 1μᵀ)ᵀB = Aᵀ(B − 1 mᵀ) for m = B's column means, since Aᵀ1 = n μ.
+  std::vector<double> means(static_cast<std::size_t>(t));
+  backend_.weighted_means(B, n_, t, nullptr, means.data());
+  if (centered_.bytes() < static_cast<std::size_t>(n_ * t) * sizeof(T))
+    centered_ = Buffer(ctx_, static_cast<std::size_t>(n_ * t) * sizeof(T));
+  backend_.center_scale(B, n_, t, means.data(), nullptr, centered_.as<T>());
+  A_.transpose_times(centered_.as<const T>(), t, out);
 }
 
 template <typename T>

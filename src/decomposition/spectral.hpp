@@ -59,21 +59,24 @@ RightSvd converged_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T
                        int64_t count, uint64_t seed, double tol);
 
 // A − 1μᵀ for A (n x d) known through its products and μ (d, host double): the implicitly
-// centered matrix PCA needs of sparse X, never formed: (A − 1μᵀ)Mᵀ = AMᵀ − 1(Mμ)ᵀ and
-// (A − 1μᵀ)ᵀB = AᵀB − μ(1ᵀB). The subtractions run in double before rounding to T.
+// centered matrix PCA needs of sparse X, never formed: (A − 1μᵀ)B = AB − 1(Bᵀμ)ᵀ, and, when μ is
+// the mean of A's rows (the fit's case; transform only multiplies), (A − 1μᵀ)ᵀB = Aᵀ(B − 1mᵀ)
+// for m the column means of B. The subtractions run in double before rounding to T.
 template <typename T>
 class CenteredProducts final : public MatrixProducts<T> {
  public:
-  CenteredProducts(LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, std::vector<double> mean)
-      : backend_(backend), A_(A), n_(n), mean_(std::move(mean)) {}
-  void times(const T* M_host, int64_t t, T* out) override;
-  void transpose_times(const T* B, int64_t t, double* cross_host) override;
+  CenteredProducts(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, std::vector<double> mean);
+  void times(const T* B, int64_t t, T* out) override;
+  void transpose_times(const T* B, int64_t t, T* out) override;
 
  private:
+  Context& ctx_;
   LinearBackend<T>& backend_;
   MatrixProducts<T>& A_;
   int64_t n_;
   std::vector<double> mean_;
+  Buffer mean_block_;  // μ in T, in the backend's memory
+  Buffer centered_;    // transpose_times' centered B, kept between calls
 };
 
 // scikit-learn's svd_flip(u_based_decision=False): each row of Vt is negated when its entry of

@@ -231,7 +231,7 @@ void TruncatedSVD::fit_sparse(Context& ctx, const SparseView& X, const ArrayView
     // sums and sums of squares (what scikit-learn's mean_variance_axis gives).
     Buffer projected(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
     const std::vector<T> coef(svd.Vt.begin(), svd.Vt.end());
-    A->times(coef.data(), k, projected.as<T>());
+    detail::times_rows(ctx, *A, d, coef.data(), k, projected.as<T>());
     variance = column_variances(ctx, *backend, projected.as<const T>(), n, k);
     std::vector<double> sums(static_cast<std::size_t>(d)), squares(static_cast<std::size_t>(d));
     A->column_moments(sums.data(), squares.data());
@@ -255,29 +255,13 @@ void TruncatedSVD::transform_sparse(Context& ctx, const SparseView& X, const Arr
                                   std::to_string(d) + " features as input");
   // Computed in the model's dtype, as the dense transform (X's values are converted once).
   const DType dtype = components_.dtype();
-  GPUML_EXPECT(X.dtype == dtype || !X.device.is_cuda(),
-               "TruncatedSVD.transform: sparse X on the device must have the model's dtype (" +
-                   std::string(dtype_name(dtype)) + ")");
   detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
-    SparseHostMatrix converted;
-    SparseView input = X;
-    if (X.dtype != dtype) {  // a host copy in the model's dtype (the view is checked in make_sparse_matrix)
-      const SparseHostMatrix canonical = canonicalize(ctx, X, "X");
-      const SparseView c = canonical.view();
-      converted = SparseHostMatrix(c.format, dtype, c.index_dtype, c.rows(), c.cols(), c.nnz);
-      std::memcpy(converted.indptr(), c.indptr, dtype_size(c.index_dtype) * static_cast<std::size_t>(c.major() + 1));
-      std::memcpy(converted.indices(), c.indices, dtype_size(c.index_dtype) * static_cast<std::size_t>(c.nnz));
-      detail::with_float_type(c.dtype, [&](auto from) {
-        std::copy_n(static_cast<const decltype(from)*>(c.values), c.nnz, static_cast<T*>(converted.values()));
-      });
-      input = converted.view();
-    }
-    auto A = detail::make_sparse_matrix<T>(ctx, input, "X");
+    auto A = detail::make_sparse_matrix_as<T>(ctx, X, "X");
     const std::vector<double> components = detail::host_values(components_);
     const std::vector<T> coef(components.begin(), components.end());
     Buffer result(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
-    A->times(coef.data(), k, result.as<T>());
+    detail::times_rows(ctx, *A, d, coef.data(), k, result.as<T>());
     detail::write_output(ctx, make_view(result.data(), dtype, ctx.device(), n, k), out, "transformed X");
   });
 }

@@ -1134,6 +1134,15 @@ struct SparseGramParts {
   double weight_sum = 0.0;
 };
 
+// Xᵀ B (d x t) in double for B in host memory: the sparse least-squares routes run on the CPU
+// backend only (stage_sparse_problem refuses CUDA contexts), whose memory is the host's.
+template <typename T>
+std::vector<double> transpose_times_host(SparseMatrix<T>& X, const T* B, int64_t t) {
+  std::vector<T> out(static_cast<std::size_t>(X.cols() * t));
+  X.transpose_times(B, t, out.data());
+  return std::vector<double>(out.begin(), out.end());
+}
+
 template <typename T>
 SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, int64_t t, bool fit_intercept,
                                   bool with_gram = true) {
@@ -1147,7 +1156,7 @@ SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, in
   if (fit_intercept) {
     std::vector<T> ones;
     if (!w) ones.assign(static_cast<std::size_t>(n), T(1));
-    X.transpose_times(w ? w : ones.data(), 1, p.x_mean.data());
+    p.x_mean = transpose_times_host(X, w ? w : ones.data(), 1);
     for (double& v : p.x_mean) v /= p.weight_sum;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t k = 0; k < t; ++k) p.y_mean[k] += weight(i) * static_cast<double>(y[i * t + k]);
@@ -1163,8 +1172,7 @@ SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, in
       b_sums[k] += static_cast<double>(b[i * t + k]);
       p.y_sq_norm[k] += weight(i) * r * r;
     }
-  p.cross.assign(static_cast<std::size_t>(d * t), 0.0);
-  X.transpose_times(b.data(), t, p.cross.data());
+  p.cross = transpose_times_host(X, b.data(), t);
   for (int64_t j = 0; j < d; ++j)
     for (int64_t k = 0; k < t; ++k) p.cross[j * t + k] -= p.x_mean[j] * b_sums[k];
   if (!with_gram) return p;
@@ -1245,8 +1253,8 @@ HostSolution sparse_normal_cg(SparseMatrix<T>& X, const T* w, const SparseGramPa
       Xv[i] = static_cast<T>(u);
       total += static_cast<double>(Xv[i]);
     }
-    out.resize(d);
-    X.transpose_times(Xv.data(), 1, out.data());
+    const std::vector<double> cross = transpose_times_host(X, Xv.data(), 1);
+    out = Eigen::Map<const Vector>(cross.data(), d);
     out -= total * Eigen::Map<const Vector>(mean.data(), d);
     out += alpha * v;
   };
@@ -1370,8 +1378,9 @@ void linear_predict_sparse(Context& ctx, const SparseView& X, const HostArray& c
   with_float_type(coef.dtype(), [&](auto tag) {
     using T = decltype(tag);
     auto A = make_sparse_matrix_as<T>(ctx, X, "X");  // values in coef's dtype, as the dense predict
-    std::vector<T> result(static_cast<std::size_t>(std::max<int64_t>(n * t, 1)));
-    A->times(coef.as<const T>(), t, result.data());
+    Buffer products(ctx, static_cast<std::size_t>(std::max<int64_t>(n * t, 1)) * sizeof(T));
+    times_rows(ctx, *A, d, coef.as<const T>(), t, products.as<T>());
+    std::vector<T> result = download(ctx, products.as<const T>(), n * t);
     const T* b = intercept.as<const T>();
     for (int64_t i = 0; i < n; ++i)
       for (int64_t k = 0; k < t; ++k) result[i * t + k] += b[k];

@@ -190,12 +190,13 @@ class LogisticFit {
               const detail::Labels& labels, const std::vector<double>& weights)
       : backend_(make_backend<T>(ctx)), n_(n), d_(d),
         k_(labels.classes.size() == 2 ? 1 : static_cast<int64_t>(labels.classes.size())),
-        fit_intercept_(p.fit_intercept), X_(X), comm_(ctx.comm()) {
+        fit_intercept_(p.fit_intercept), X_(X), ctx_(ctx), comm_(ctx.comm()) {
     if (X_.sparse) {  // scratch of the sparse route: the scores, then the residuals, in place
       scores_ = Buffer(ctx, static_cast<std::size_t>(std::max<int64_t>(n_ * k_, 1)) * sizeof(T));
-      coef_rows_.resize(static_cast<std::size_t>(k_ * d_));
+      coef_columns_.resize(static_cast<std::size_t>(d_ * k_));
+      coef_block_ = Buffer(ctx, coef_columns_.size() * sizeof(T));
+      cross_block_ = Buffer(ctx, coef_columns_.size() * sizeof(T));
       intercepts_.resize(static_cast<std::size_t>(k_));
-      cross_.resize(static_cast<std::size_t>(d_ * k_));
     }
     label_host_ = HostArray(DType::int32, n_);
     std::copy(labels.index.begin(), labels.index.end(), label_host_.as<int32_t>());
@@ -276,17 +277,19 @@ class LogisticFit {
   double sparse_loss_gradient(const T* w) {
     const int64_t width = d_ + 1;
     for (int64_t c = 0; c < k_; ++c) {
-      for (int64_t j = 0; j < d_; ++j) coef_rows_[c * d_ + j] = static_cast<T>(coef_host_[c * width + j]);
+      for (int64_t j = 0; j < d_; ++j) coef_columns_[j * k_ + c] = static_cast<T>(coef_host_[c * width + j]);
       intercepts_[c] = coef_host_[c * width + d_];
     }
+    detail::copy_bytes(ctx_, coef_block_.data(), ctx_.device(), coef_columns_.data(), Device{}, coef_columns_.size() * sizeof(T));
     T* Z = scores_.as<T>();
-    X_.sparse->times(coef_rows_.data(), k_, Z);
+    X_.sparse->times(coef_block_.as<const T>(), k_, Z);
     std::vector<double> residual_sums(static_cast<std::size_t>(k_));
     const double loss = backend_->loss_residuals(Z, labels_.view.as<const int32_t>(), w, n_, k_, intercepts_.data(), Z,
                                                  residual_sums.data());
-    X_.sparse->transpose_times(Z, k_, cross_.data());  // d x k
+    X_.sparse->transpose_times(Z, k_, cross_block_.as<T>());  // d x k
+    detail::copy_bytes(ctx_, coef_columns_.data(), Device{}, cross_block_.data(), ctx_.device(), coef_columns_.size() * sizeof(T));
     for (int64_t c = 0; c < k_; ++c) {
-      for (int64_t j = 0; j < d_; ++j) grad_host_[c * width + j] = cross_[j * k_ + c];
+      for (int64_t j = 0; j < d_; ++j) grad_host_[c * width + j] = static_cast<double>(coef_columns_[j * k_ + c]);
       grad_host_[c * width + d_] = residual_sums[c];
     }
     return loss;
@@ -296,15 +299,18 @@ class LogisticFit {
   int64_t n_, d_, k_;
   bool fit_intercept_;
   Design<T> X_;
+  Context& ctx_;
   Comm& comm_;
   HostArray label_host_, weight_host_;  // staged views alias these on the CPU
   detail::Staged labels_, weights_;
   double weight_sum_ = 0.0, l2_ = 0.0, l1_weight_ = 0.0;
   double intercept_l2_ = 0.0, intercept_l1_ = 0.0;  // nonzero only under liblinear's objective
   std::vector<double> coef_host_, grad_host_;
-  Buffer scores_;                                   // sparse X: Z, then R (n x k)
-  std::vector<T> coef_rows_;                        // sparse X: coef (k x d) in T
-  std::vector<double> intercepts_, cross_;          // sparse X: the intercepts; Xᵀ R (d x k)
+  // Sparse X: Z, then R (n x k); coef (d x k, transposed) in T on the host, and the blocks the
+  // products read and write (coef, then Xᵀ R) in the backend's memory; the intercepts.
+  Buffer scores_, coef_block_, cross_block_;
+  std::vector<T> coef_columns_;
+  std::vector<double> intercepts_;
 };
 
 HostArray int64_array(std::vector<int64_t> values, bool scalar) {
@@ -517,7 +523,7 @@ void with_scores(Context& ctx, const SparseView& X, const HostArray& coef, const
     using T = decltype(tag);
     auto A = detail::make_sparse_matrix_as<T>(ctx, X, "X");
     Buffer Z(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
-    A->times(coef.as<const T>(), k, Z.as<T>());
+    detail::times_rows(ctx, *A, d, coef.as<const T>(), k, Z.as<T>());
     std::vector<double> shift(static_cast<std::size_t>(k));
     for (int64_t c = 0; c < k; ++c) shift[c] = -static_cast<double>(intercept.as<const T>()[c]);
     detail::make_linear_backend<T>(ctx)->center_scale(Z.as<T>(), n, k, shift.data(), nullptr, Z.as<T>());
