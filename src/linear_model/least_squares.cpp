@@ -1134,17 +1134,26 @@ struct SparseGramParts {
   double weight_sum = 0.0;
 };
 
-// Xᵀ B (d x t) in double for B in host memory: the sparse least-squares routes run on the CPU
-// backend only (stage_sparse_problem refuses CUDA contexts), whose memory is the host's.
+// The sparse least-squares routes keep their vectors on the host (the solvers after the products
+// are host work): X B and Xᵀ B for host B, through the backend's memory.
 template <typename T>
-std::vector<double> transpose_times_host(SparseMatrix<T>& X, const T* B, int64_t t) {
-  std::vector<T> out(static_cast<std::size_t>(X.cols() * t));
-  X.transpose_times(B, t, out.data());
-  return std::vector<double>(out.begin(), out.end());
+std::vector<T> times_host(Context& ctx, SparseMatrix<T>& X, const T* B, int64_t t) {
+  const Buffer in = upload(ctx, B, X.cols() * t);
+  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(X.rows() * t, 1)) * sizeof(T));
+  X.times(in.as<const T>(), t, out.as<T>());
+  return download(ctx, out.as<const T>(), X.rows() * t);
+}
+template <typename T>
+std::vector<double> transpose_times_host(Context& ctx, SparseMatrix<T>& X, const T* B, int64_t t) {
+  const Buffer in = upload(ctx, B, X.rows() * t);
+  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(X.cols() * t, 1)) * sizeof(T));
+  X.transpose_times(in.as<const T>(), t, out.as<T>());
+  const std::vector<T> cross = download(ctx, out.as<const T>(), X.cols() * t);
+  return std::vector<double>(cross.begin(), cross.end());
 }
 
 template <typename T>
-SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, int64_t t, bool fit_intercept,
+SparseGramParts sparse_gram_parts(Context& ctx, SparseMatrix<T>& X, const T* y, const T* w, int64_t t, bool fit_intercept,
                                   bool with_gram = true) {
   const int64_t n = X.rows(), d = X.cols();
   SparseGramParts p;
@@ -1156,7 +1165,7 @@ SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, in
   if (fit_intercept) {
     std::vector<T> ones;
     if (!w) ones.assign(static_cast<std::size_t>(n), T(1));
-    p.x_mean = transpose_times_host(X, w ? w : ones.data(), 1);
+    p.x_mean = transpose_times_host(ctx, X, w ? w : ones.data(), 1);
     for (double& v : p.x_mean) v /= p.weight_sum;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t k = 0; k < t; ++k) p.y_mean[k] += weight(i) * static_cast<double>(y[i * t + k]);
@@ -1172,7 +1181,7 @@ SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, in
       b_sums[k] += static_cast<double>(b[i * t + k]);
       p.y_sq_norm[k] += weight(i) * r * r;
     }
-  p.cross = transpose_times_host(X, b.data(), t);
+  p.cross = transpose_times_host(ctx, X, b.data(), t);
   for (int64_t j = 0; j < d; ++j)
     for (int64_t k = 0; k < t; ++k) p.cross[j * t + k] -= p.x_mean[j] * b_sums[k];
   if (!with_gram) return p;
@@ -1184,14 +1193,23 @@ SparseGramParts sparse_gram_parts(SparseMatrix<T>& X, const T* y, const T* w, in
   return p;
 }
 
-// Sparse X's shape, y and sample_weight checked and staged on the host in X's float dtype
-// (float32 stays float32, as scikit-learn keeps it).
+// Sparse X's shape, y and sample_weight checked and readable on the host in X's float dtype
+// (float32 stays float32, as scikit-learn keeps it): the sparse routes' vector work runs there.
 struct SparseProblem {
   int64_t n = 0, d = 0, t = 0;
   bool y_is_1d = true;
   DType dtype = DType::float64;
-  detail::Staged y, w;
+  detail::HostReadable y;
+  detail::Staged w_staged;
+  HostArray w_copy;  // of w_staged, when that is in device memory
   bool weighted = false;
+  template <typename T>
+  const T* y_host() const { return static_cast<const T*>(y.data()); }
+  template <typename T>
+  const T* w_host() const {
+    if (!weighted) return nullptr;
+    return w_copy.empty() ? w_staged.view.as<const T>() : w_copy.as<const T>();
+  }
 };
 
 SparseProblem stage_sparse_problem(Context& ctx, const SparseView& X, const ArrayView& y, const ArrayView* sample_weight,
@@ -1199,9 +1217,6 @@ SparseProblem stage_sparse_problem(Context& ctx, const SparseView& X, const Arra
                                    bool needs_gram) {
   if (ctx.comm().size() > 1)
     throw_error(ErrorCode::unsupported, estimator + ": sparse X over several ranks is not written yet");
-  if (ctx.is_cuda())
-    throw_error(ErrorCode::unsupported,
-                estimator + ": sparse X on a CUDA context is not written yet (cuSPARSE); use device=\"cpu\"");
   SparseProblem p;
   p.n = X.rows();
   p.d = X.cols();
@@ -1220,10 +1235,12 @@ SparseProblem stage_sparse_problem(Context& ctx, const SparseView& X, const Arra
                  estimator + ": Number of targets and number of penalties do not correspond: " +
                      std::to_string(alpha.size()) + " != " + std::to_string(p.t) + " (give one alpha or one per target)");
   p.dtype = X.dtype == DType::float32 ? DType::float32 : DType::float64;
-  p.y = detail::stage(ctx, y, p.dtype, "y");
-  detail::require_finite(ctx, p.y.view, "y");
+  p.y = detail::host_readable(ctx, y, p.dtype, "y");
   p.weighted = sample_weight != nullptr;
-  if (sample_weight) p.w = stage_weights(ctx, *sample_weight, p.dtype, p.n);
+  if (sample_weight) {
+    p.w_staged = stage_weights(ctx, *sample_weight, p.dtype, p.n);
+    if (p.w_staged.view.device.is_cuda()) p.w_copy = detail::to_host(ctx, p.w_staged.view);
+  }
   return p;
 }
 
@@ -1237,7 +1254,7 @@ SparseProblem stage_sparse_problem(Context& ctx, const SparseView& X, const Arra
 // rank_ and singular_values_ are not computed there (-1 and empty; scikit-learn's sparse fit sets
 // neither).
 template <typename T>
-HostSolution sparse_normal_cg(SparseMatrix<T>& X, const T* w, const SparseGramParts& parts, int64_t t,
+HostSolution sparse_normal_cg(Context& ctx, SparseMatrix<T>& X, const T* w, const SparseGramParts& parts, int64_t t,
                               const LeastSquaresRequest& request) {
   const int64_t n = X.rows(), d = X.cols();
   const std::vector<double>& mean = parts.x_mean;
@@ -1245,7 +1262,7 @@ HostSolution sparse_normal_cg(SparseMatrix<T>& X, const T* w, const SparseGramPa
   // out = AᵀA v = Xᵀ W (X v − 1 x̄ᵀv) − x̄ Σ w (X v − x̄ᵀv) (the last sum is zero but for rounding).
   auto normal = [&](const Vector& v, double alpha, Vector& out) {
     for (int64_t j = 0; j < d; ++j) v_t[j] = static_cast<T>(v[j]);
-    X.times(v_t.data(), 1, Xv.data());
+    Xv = times_host(ctx, X, v_t.data(), 1);
     const double shift = Eigen::Map<const Vector>(mean.data(), d).dot(v);
     double total = 0.0;
     for (int64_t i = 0; i < n; ++i) {
@@ -1253,7 +1270,7 @@ HostSolution sparse_normal_cg(SparseMatrix<T>& X, const T* w, const SparseGramPa
       Xv[i] = static_cast<T>(u);
       total += static_cast<double>(Xv[i]);
     }
-    const std::vector<double> cross = transpose_times_host(X, Xv.data(), 1);
+    const std::vector<double> cross = transpose_times_host(ctx, X, Xv.data(), 1);
     out = Eigen::Map<const Vector>(cross.data(), d);
     out -= total * Eigen::Map<const Vector>(mean.data(), d);
     out += alpha * v;
@@ -1306,18 +1323,16 @@ LinearFit fit_least_squares_sparse(Context& ctx, const SparseView& X, const Arra
     auto A = make_sparse_matrix<T>(ctx, X, "X");
     trace.mark("check and canonicalize X");
     if (iterative) {
-      const T* w = p.weighted ? p.w.view.as<const T>() : nullptr;
-      const SparseGramParts parts = sparse_gram_parts<T>(*A, p.y.view.as<const T>(), w, p.t, request.fit_intercept, false);
-      HostSolution sol = sparse_normal_cg<T>(*A, w, parts, p.t, request);
+      const T* w = p.w_host<T>();
+      const SparseGramParts parts = sparse_gram_parts<T>(ctx, *A, p.y_host<T>(), w, p.t, request.fit_intercept, false);
+      HostSolution sol = sparse_normal_cg<T>(ctx, *A, w, parts, p.t, request);
       std::vector<double> intercept(static_cast<std::size_t>(p.t), 0.0);
       for (int64_t k = 0; k < p.t && request.fit_intercept; ++k)
         intercept[k] = parts.y_mean[k] - sol.coef.row(k).dot(Eigen::Map<const Vector>(parts.x_mean.data(), p.d));
       trace.mark("conjugate gradients");
       return linear_fit<T>(sol, intercept, p.d, p.t, p.y_is_1d, p.dtype, request.estimator);
     }
-    SparseGramParts parts = sparse_gram_parts<T>(*A, p.y.view.as<const T>(),
-                                                 p.weighted ? p.w.view.as<const T>() : nullptr, p.t,
-                                                 request.fit_intercept);
+    SparseGramParts parts = sparse_gram_parts<T>(ctx, *A, p.y_host<T>(), p.w_host<T>(), p.t, request.fit_intercept);
     trace.mark("sparse Gram system");
     // No X to factor: "qr" solves as "eig" (both exact for full-rank X), "svd" from G's spectrum.
     LeastSquaresRequest r = request;
@@ -1348,8 +1363,7 @@ GramSystem gram_system_sparse(Context& ctx, const SparseView& X, const ArrayView
   with_float_type(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     auto A = make_sparse_matrix<T>(ctx, X, "X");
-    SparseGramParts parts = sparse_gram_parts<T>(*A, p.y.view.as<const T>(),
-                                                 p.weighted ? p.w.view.as<const T>() : nullptr, p.t, fit_intercept);
+    SparseGramParts parts = sparse_gram_parts<T>(ctx, *A, p.y_host<T>(), p.w_host<T>(), p.t, fit_intercept);
     check_gram_scale<T>(parts.gram, p.d, false, estimator);
     sys.gram = std::move(parts.gram);
     sys.cross = std::move(parts.cross);

@@ -73,8 +73,16 @@ def test_ridge_positive_and_no_intercept(fmt):
     X, y = _problem(rng, 0.2, fmt=fmt)
     ours = gpuml.Ridge(alpha=0.3, positive=True).fit(X, y)
     theirs = sk.Ridge(alpha=0.3, positive=True, tol=1e-10).fit(X.toarray(), y)
-    # The active set is exact; scikit-learn's lbfgs stops near its tol: 1e-5.
-    np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-5, atol=1e-5)
+    # The active set is exact; scikit-learn's L-BFGS-B stops on its own objective-change rule,
+    # a coefficient off by up to ~2e-5 (seen 1.3e-5 in 1 draw of ~50): 1e-4. Exact means no
+    # higher objective than scikit-learn's (1e-12 relative for the rounding of the sums).
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-4, atol=1e-4)
+    assert np.all(ours.coef_ >= 0)
+
+    def objective(m):
+        return np.sum((y - X @ m.coef_ - m.intercept_) ** 2) + 0.3 * np.sum(m.coef_ ** 2)
+
+    assert objective(ours) <= objective(theirs) * (1 + 1e-12)
     ours = gpuml.Ridge(alpha=0.3, solver="cholesky", fit_intercept=False).fit(X, y)
     theirs = sk.Ridge(alpha=0.3, solver="cholesky", fit_intercept=False).fit(X, y)
     np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=1e-9, atol=1e-9)  # both exact solves
