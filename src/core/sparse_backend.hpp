@@ -32,7 +32,8 @@ class MatrixProducts {
 // A buffer in ctx's memory holding host[0, count); and its way back.
 template <typename T>
 Buffer upload(const Context& ctx, const T* host, int64_t count) {
-  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(count, 1)) * sizeof(T));
+  Context context = ctx;  // a Buffer takes a mutable context (a shared handle)
+  Buffer out(context, static_cast<std::size_t>(std::max<int64_t>(count, 1)) * sizeof(T));
   if (count > 0) copy_bytes(ctx, out.data(), ctx.device(), host, Device{}, static_cast<std::size_t>(count) * sizeof(T));
   return out;
 }
@@ -77,11 +78,25 @@ std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const Sp
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const SparseView& X, const char* what);
 template <typename T>
-std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what);
+GPUML_API std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what);
 // The CUDA implementation (cuda/core/sparse.cu): X (host or device memory, values of either float
 // dtype, converted to T) checked and canonicalized on the context's device, with the same errors
 // as the CPU's checks (validate_sparse).
 template <typename T>
-std::unique_ptr<SparseMatrix<T>> make_sparse_cuda_matrix(const Context& ctx, const SparseView& X, const char* what);
+GPUML_API std::unique_ptr<SparseMatrix<T>> make_sparse_cuda_matrix(const Context& ctx, const SparseView& X, const char* what);
+
+// The checks of validate_sparse (core/sparse.cpp), shared with the CUDA backend so that both
+// refuse a matrix with the same words. check_header reads no array.
+void check_header(const SparseView& X, const char* what);
+// The first problem of each kind in X's arrays (positions -1: none), found by the CPU's scans or
+// the device's reductions; expect_sparse_contents throws the first one in the order of the checks.
+struct SparseContentsFirst {
+  int64_t indptr_first = 0, indptr_last = 0;                     // indptr[0], indptr[major]
+  int64_t decreasing_at = -1, decreasing_left = 0, decreasing_right = 0;  // indptr[i] > indptr[i + 1]
+  int64_t bad_index_at = -1, bad_index = 0;                      // outside [0, minor)
+  int64_t bad_value_at = -1;                                     // not finite
+  bool bad_value_nan = false;
+};
+void expect_sparse_contents(const SparseView& X, const char* what, const SparseContentsFirst& first);
 
 }  // namespace gpuml::detail
