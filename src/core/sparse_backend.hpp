@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/device_ops.hpp"
+#include "device_ops.hpp"  // beside this header: tests/cpp include it by a relative path
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/sparse.hpp"
 
