@@ -108,32 +108,30 @@ void compare(Context& gpu, std::mt19937_64& rng, const Input<I, V>& in, const Sp
   ASSERT_EQ(dev->cols(), d);
   const double tol = kRelTol<T>;
 
-  for (int64_t t : {1, 3}) {
-    SCOPED_TRACE("t = " + std::to_string(t));
-    // times: out (n x t) = X B, B d x t.
-    const std::vector<T> B = test::cast_vector<T>(random_values(rng, static_cast<std::size_t>(d * t), -1.0, 1.0));
-    std::vector<T> out_cpu(static_cast<std::size_t>(n * t));
-    host->times(B.data(), t, out_cpu.data());
-    Buffer B_dev = to_device(gpu, B), out_dev = to_device(gpu, std::vector<T>(static_cast<std::size_t>(n * t), T(7)));
-    dev->times(B_dev.as<T>(), t, out_dev.as<T>());
-    std::vector<double> scale(static_cast<std::size_t>(n * t), 0.0);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < d; ++j)
-        for (int64_t c = 0; c < t; ++c) scale[i * t + c] += in.abs_at(i, j) * std::abs(static_cast<double>(B[j * t + c]));
-    expect_close(widen(to_host<T>(gpu, out_dev, n * t)), widen(out_cpu), scale, tol, "times");
-
-    // transpose_times: out (d x t) = Xᵀ C, C n x t.
-    const std::vector<T> C = test::cast_vector<T>(random_values(rng, static_cast<std::size_t>(n * t), -1.0, 1.0));
-    std::vector<T> outT_cpu(static_cast<std::size_t>(d * t));
-    host->transpose_times(C.data(), t, outT_cpu.data());
-    Buffer C_dev = to_device(gpu, C), outT_dev = to_device(gpu, std::vector<T>(static_cast<std::size_t>(d * t), T(7)));
-    dev->transpose_times(C_dev.as<T>(), t, outT_dev.as<T>());
-    std::vector<double> scaleT(static_cast<std::size_t>(d * t), 0.0);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < d; ++j)
-        for (int64_t c = 0; c < t; ++c) scaleT[j * t + c] += in.abs_at(i, j) * std::abs(static_cast<double>(C[i * t + c]));
-    expect_close(widen(to_host<T>(gpu, outT_dev, d * t)), widen(outT_cpu), scaleT, tol, "transpose_times");
-  }
+  for (int64_t t : {1, 3})
+    for (bool transpose : {false, true}) {
+      // times: out (n x t) = X B with B d x t; transpose_times: out (d x t) = Xᵀ B with B n x t.
+      SCOPED_TRACE(std::string(transpose ? "transpose_times" : "times") + ", t = " + std::to_string(t));
+      const int64_t in_rows = transpose ? n : d, out_rows = transpose ? d : n;
+      const std::vector<T> B = test::cast_vector<T>(random_values(rng, static_cast<std::size_t>(in_rows * t), -1.0, 1.0));
+      std::vector<T> out_cpu(static_cast<std::size_t>(out_rows * t));
+      Buffer B_dev = to_device(gpu, B), out_dev = to_device(gpu, std::vector<T>(out_cpu.size(), T(7)));
+      if (transpose) {
+        host->transpose_times(B.data(), t, out_cpu.data());
+        dev->transpose_times(B_dev.as<T>(), t, out_dev.as<T>());
+      } else {
+        host->times(B.data(), t, out_cpu.data());
+        dev->times(B_dev.as<T>(), t, out_dev.as<T>());
+      }
+      std::vector<double> scale(out_cpu.size(), 0.0);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < d; ++j)
+          for (int64_t c = 0; c < t; ++c) {
+            const int64_t from = transpose ? i : j, to = transpose ? j : i;
+            scale[to * t + c] += in.abs_at(i, j) * std::abs(static_cast<double>(B[from * t + c]));
+          }
+      expect_close(widen(to_host<T>(gpu, out_dev, out_rows * t)), widen(out_cpu), scale, tol, "product");
+    }
 
   {  // column_moments: sums relative to Σ|x|, squares (non-negative terms) relative to themselves.
     std::vector<double> s_cpu(d), q_cpu(d), s_gpu(d, -1.0), q_gpu(d, -1.0), abs_sum(d, 0.0);
@@ -295,16 +293,14 @@ template <typename I>
 void expect_same_error(Context& gpu, const std::vector<I>& indptr, const std::vector<I>& indices,
                        const std::vector<double>& values, int64_t rows, int64_t cols, SparseFormat format, const std::string& label) {
   SCOPED_TRACE(label + (sizeof(I) == 4 ? " int32" : " int64") + (format == SparseFormat::csr ? " CSR" : " CSC"));
-  SparseView X;
-  X.format = format;
-  X.dtype = DType::float64;
-  X.index_dtype = dtype_of<I>::value;
-  X.shape[0] = rows;
-  X.shape[1] = cols;
-  X.nnz = static_cast<int64_t>(values.size());
-  X.indptr = indptr.data();
-  X.indices = indices.data();
-  X.values = values.data();
+  test::RandomSparse<I> bad;
+  bad.rows = rows;
+  bad.cols = cols;
+  bad.format = format;
+  bad.indptr = indptr;
+  bad.indices = indices;
+  bad.values = values;
+  const SparseView X = bad.view();
   std::string expected;
   try {
     detail::make_sparse_cpu_matrix<double>(Context::cpu(), X, "X");
