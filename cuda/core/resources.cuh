@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
+#include <cusparse.h>
 
 #include <atomic>
 #include <mutex>
@@ -17,6 +18,7 @@ namespace gpuml::cuda {
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line);
 [[noreturn]] void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line);
 [[noreturn]] void throw_cusolver_error(cusolverStatus_t st, const char* call, const char* file, int line);
+[[noreturn]] void throw_cusparse_error(cusparseStatus_t st, const char* call, const char* file, int line);
 
 }  // namespace gpuml::cuda
 
@@ -38,6 +40,11 @@ namespace gpuml::cuda {
     cusolverStatus_t gpuml_st_ = (call);                                                \
     if (gpuml_st_ != CUSOLVER_STATUS_SUCCESS) ::gpuml::cuda::throw_cusolver_error(gpuml_st_, #call, __FILE__, __LINE__); \
   } while (0)
+#define GPUML_CUSPARSE_CHECK(call)                                                      \
+  do {                                                                                  \
+    cusparseStatus_t gpuml_st_ = (call);                                                \
+    if (gpuml_st_ != CUSPARSE_STATUS_SUCCESS) ::gpuml::cuda::throw_cusparse_error(gpuml_st_, #call, __FILE__, __LINE__); \
+  } while (0)
 
 namespace gpuml::cuda {
 
@@ -58,6 +65,7 @@ struct Resources {
   // Created on first use, bound to `stream`.
   cublasHandle_t cublas();
   cusolverDnHandle_t cusolver();
+  cusparseHandle_t cusparse();
 
   // Makes this context's device current for the calling thread.
   void activate() const;
@@ -77,6 +85,8 @@ struct Resources {
   cublasHandle_t cublas_ = nullptr;
   std::once_flag cusolver_once_;
   cusolverDnHandle_t cusolver_ = nullptr;
+  std::once_flag cusparse_once_;
+  cusparseHandle_t cusparse_ = nullptr;
   void* pinned_ = nullptr;
   std::size_t pinned_bytes_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/device_ops.hpp"
+#include "core/sparse_backend.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/error.hpp"
 
@@ -17,7 +18,10 @@ namespace {
 
 std::string prefix(const char* what) { return std::string(what) + " (sparse matrix): "; }
 
-// What can be checked without reading the arrays.
+}  // namespace
+
+namespace detail {
+
 void check_header(const SparseView& X, const char* what) {
   const std::string at = prefix(what);
   GPUML_EXPECT(X.format == SparseFormat::csr || X.format == SparseFormat::csc,
@@ -41,38 +45,62 @@ void check_header(const SparseView& X, const char* what) {
                at + "indices or values is NULL but nnz is " + std::to_string(X.nnz));
 }
 
-template <typename T, typename I>
-void check_contents(const SparseView& X, const char* what) {
+void expect_sparse_contents(const SparseView& X, const char* what, const SparseContentsFirst& f) {
   const std::string at = prefix(what);
   const bool csr = X.format == SparseFormat::csr;
   const char* line = csr ? "n_rows" : "n_cols";
   const char* index_kind = csr ? "column" : "row";
+  GPUML_EXPECT(f.indptr_first == 0, at + "indptr[0] is " + std::to_string(f.indptr_first) + ": it must be 0");
+  const int64_t i = f.decreasing_at;
+  GPUML_EXPECT(i < 0, at + "indptr is not non-decreasing: indptr[" + std::to_string(i) + "] = " +
+                          std::to_string(f.decreasing_left) + " > indptr[" + std::to_string(i + 1) + "] = " +
+                          std::to_string(f.decreasing_right));
+  GPUML_EXPECT(f.indptr_last == X.nnz, at + "indptr[" + line + "] = " + std::to_string(f.indptr_last) +
+                                           " does not match nnz = " + std::to_string(X.nnz));
+  GPUML_EXPECT(f.bad_index_at < 0, at + "indices[" + std::to_string(f.bad_index_at) + "] = " +
+                                       std::to_string(f.bad_index) + " is out of range: " + index_kind +
+                                       " indices must be in [0, " + std::to_string(X.minor()) + ")");
+  GPUML_EXPECT(f.bad_value_at < 0, at + "values[" + std::to_string(f.bad_value_at) + "] is " +
+                                       (f.bad_value_nan ? "NaN" : "infinite") + ": values must be finite");
+}
+
+}  // namespace detail
+
+namespace {
+
+// The first problem of each kind, by scans that stop at it.
+template <typename T, typename I>
+void check_contents(const SparseView& X, const char* what) {
   const I* indptr = static_cast<const I*>(X.indptr);
   const I* indices = static_cast<const I*>(X.indices);
   const T* values = static_cast<const T*>(X.values);
   const int64_t major = X.major(), minor = X.minor();
-  GPUML_EXPECT(indptr[0] == 0, at + "indptr[0] is " + std::to_string(indptr[0]) + ": it must be 0");
-  for (int64_t i = 0; i < major; ++i)
-    GPUML_EXPECT(indptr[i] <= indptr[i + 1], at + "indptr is not non-decreasing: indptr[" + std::to_string(i) +
-                                                  "] = " + std::to_string(indptr[i]) + " > indptr[" +
-                                                  std::to_string(i + 1) + "] = " + std::to_string(indptr[i + 1]));
-  GPUML_EXPECT(static_cast<int64_t>(indptr[major]) == X.nnz,
-               at + "indptr[" + line + "] = " + std::to_string(indptr[major]) + " does not match nnz = " +
-                   std::to_string(X.nnz));
-  for (int64_t k = 0; k < X.nnz; ++k)
-    GPUML_EXPECT(indices[k] >= 0 && static_cast<int64_t>(indices[k]) < minor,
-                 at + "indices[" + std::to_string(k) + "] = " + std::to_string(indices[k]) + " is out of range: " +
-                     index_kind + " indices must be in [0, " + std::to_string(minor) + ")");
-  for (int64_t k = 0; k < X.nnz; ++k)
-    GPUML_EXPECT(std::isfinite(values[k]), at + "values[" + std::to_string(k) + "] is " +
-                                               (std::isnan(values[k]) ? "NaN" : "infinite") +
-                                               ": values must be finite");
+  detail::SparseContentsFirst f;
+  f.indptr_first = indptr[0];
+  for (int64_t i = 0; i < major && f.decreasing_at < 0; ++i)
+    if (indptr[i] > indptr[i + 1]) {
+      f.decreasing_at = i;
+      f.decreasing_left = indptr[i];
+      f.decreasing_right = indptr[i + 1];
+    }
+  f.indptr_last = indptr[major];
+  for (int64_t k = 0; k < X.nnz && f.bad_index_at < 0; ++k)
+    if (indices[k] < 0 || static_cast<int64_t>(indices[k]) >= minor) {
+      f.bad_index_at = k;
+      f.bad_index = indices[k];
+    }
+  for (int64_t k = 0; k < X.nnz && f.bad_value_at < 0; ++k)
+    if (!std::isfinite(values[k])) {
+      f.bad_value_at = k;
+      f.bad_value_nan = std::isnan(values[k]);
+    }
+  detail::expect_sparse_contents(X, what, f);
 }
 
 }  // namespace
 
 void validate_sparse(const SparseView& X, const char* what) {
-  check_header(X, what);
+  detail::check_header(X, what);
   GPUML_EXPECT(!X.device.is_cuda(), prefix(what) + "validate_sparse reads host memory; this matrix is on " +
                                         device_name(X.device) + " (canonicalize copies it first)");
   detail::with_sparse_types(X.dtype, X.index_dtype, [&](auto t, auto i) {

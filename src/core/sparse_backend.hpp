@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/device_ops.hpp"
+#include "device_ops.hpp"  // beside this header: tests/cpp include it by a relative path
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/sparse.hpp"
 
@@ -88,11 +88,25 @@ std::unique_ptr<SparseMatrix<T>> make_sparse_matrix(const Context& ctx, const Sp
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_matrix_as(const Context& ctx, const SparseView& X, const char* what);
 template <typename T>
-std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what);
+GPUML_API std::unique_ptr<SparseMatrix<T>> make_sparse_cpu_matrix(const Context& ctx, const SparseView& X, const char* what);
 // The CUDA implementation (cuda/core/sparse.cu): X (host or device memory, values of either float
 // dtype, converted to T) checked and canonicalized on the context's device, with the same errors
 // as the CPU's checks (validate_sparse).
 template <typename T>
-std::unique_ptr<SparseMatrix<T>> make_sparse_cuda_matrix(const Context& ctx, const SparseView& X, const char* what);
+GPUML_API std::unique_ptr<SparseMatrix<T>> make_sparse_cuda_matrix(const Context& ctx, const SparseView& X, const char* what);
+
+// The checks of validate_sparse (core/sparse.cpp), shared with the CUDA backend so that both
+// refuse a matrix with the same words. check_header reads no array.
+void check_header(const SparseView& X, const char* what);
+// The first problem of each kind in X's arrays (positions -1: none), found by the CPU's scans or
+// the device's reductions; expect_sparse_contents throws the first one in the order of the checks.
+struct SparseContentsFirst {
+  int64_t indptr_first = 0, indptr_last = 0;                     // indptr[0], indptr[major]
+  int64_t decreasing_at = -1, decreasing_left = 0, decreasing_right = 0;  // indptr[i] > indptr[i + 1]
+  int64_t bad_index_at = -1, bad_index = 0;                      // outside [0, minor)
+  int64_t bad_value_at = -1;                                     // not finite
+  bool bad_value_nan = false;
+};
+void expect_sparse_contents(const SparseView& X, const char* what, const SparseContentsFirst& first);
 
 }  // namespace gpuml::detail
