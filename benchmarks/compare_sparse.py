@@ -261,7 +261,8 @@ def gpuml_rows(step, make, X, fit_args, metric, args, X_cuda=None):
         return seconds, metric(model)
 
     step.run("gpuml (user path)", lambda: timed({}, X))
-    step.run("gpuml (cpu)", lambda: timed({"device": "cpu"}, X))
+    if not args.no_gpuml_cpu:
+        step.run("gpuml (cpu)", lambda: timed({"device": "cpu"}, X))
     if gpuml.cuda_device_count() > 0:
         def cuda_row():
             if X_cuda is not None:
@@ -327,7 +328,8 @@ def logistic_step(name, X, y, X_eval, y_eval, args, torch, device, X_t=None):
         return seconds, score(model), f"n_iter {int(np.max(model.n_iter_))}"
 
     step.run("gpuml (user path)", lambda: timed({}, X, y))
-    step.run("gpuml (cpu)", lambda: timed({"device": "cpu"}, X, y))
+    if not args.no_gpuml_cpu:
+        step.run("gpuml (cpu)", lambda: timed({"device": "cpu"}, X, y))
     if gpuml.cuda_device_count() > 0:
         def cuda_row():
             if X_t is not None and y_cuda is not None:
@@ -446,6 +448,7 @@ def main():
     parser.add_argument("--only", type=lambda s: [p.strip() for p in s.split(",") if p.strip()], default=[],
                         help="cases or steps, comma-separated: debian, synthetic, debian.logistic, synthetic.svd, ...")
     parser.add_argument("--no-sklearn", action="store_true")
+    parser.add_argument("--no-gpuml-cpu", action="store_true", help="skip the gpuml (cpu) rows (a GPU run's time limit)")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--torch-cpu", action="store_true", help="run the torch rows on the CPU when there is no GPU")
     args = parser.parse_args()
