@@ -548,6 +548,22 @@ __global__ void scan_search_kernel(const T* __restrict__ w, const T* __restrict_
   }
 }
 
+// Per-block accumulators of the k-means++ potentials kernels: `groups` rows of m doubles in
+// shared memory, each row owned by one group of threads (a warp, or a few lanes per row of X).
+__device__ __forceinline__ void zero_group_potentials(double* acc, int groups, int64_t m) {
+  for (int64_t t = threadIdx.x; t < groups * m; t += blockDim.x) acc[t] = 0.0;
+  __syncthreads();
+}
+// partials[blockIdx.x * m + q] = Σ_g acc[g * m + q], the groups in order.
+__device__ __forceinline__ void write_group_potentials(const double* acc, int groups, int64_t m, double* __restrict__ partials) {
+  __syncthreads();
+  for (int64_t q = threadIdx.x; q < m; q += blockDim.x) {
+    double s = 0.0;
+    for (int g = 0; g < groups; ++g) s += acc[g * m + q];
+    partials[blockIdx.x * m + q] = s;
+  }
+}
+
 // k-means++ potentials of m candidates in one pass over X: per block, for every candidate q,
 // sum_i w_i * min(closest_i, |X_i - cand_q|^2) in double (a warp per row, fixed-order sums
 // over the block's warps) into partials[block * m + q].
@@ -558,8 +574,7 @@ __global__ void __launch_bounds__(kBlock) candidate_potentials_kernel(const T* _
                                                                       double* __restrict__ partials) {
   extern __shared__ double warp_potentials[];  // [kWarpsPerBlock][m]
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  for (int64_t t = threadIdx.x; t < kWarpsPerBlock * m; t += kBlock) warp_potentials[t] = 0.0;
-  __syncthreads();
+  zero_group_potentials(warp_potentials, kWarpsPerBlock, m);
   for (int64_t i = global_warp(); i < n; i += grid_warps()) {
     const WarpRow<T> row(X + i * d, d, lane);
     const double w = weights ? static_cast<double>(weights[i]) : 1.0;
@@ -569,12 +584,7 @@ __global__ void __launch_bounds__(kBlock) candidate_potentials_kernel(const T* _
       if (lane == 0) warp_potentials[warp * m + q] += w * static_cast<double>(min_value(c, dist));
     }
   }
-  __syncthreads();
-  for (int64_t q = threadIdx.x; q < m; q += kBlock) {
-    double s = 0.0;
-    for (int w = 0; w < kWarpsPerBlock; ++w) s += warp_potentials[w * m + q];
-    partials[blockIdx.x * m + q] = s;
-  }
+  write_group_potentials(warp_potentials, kWarpsPerBlock, m, partials);
 }
 
 // closest_i = min(closest_i, |X_i - center|^2), or = |X_i - center|^2 with reset.
@@ -664,8 +674,7 @@ __global__ void __launch_bounds__(kBlock) candidate_potentials_from_products_ker
     double* __restrict__ partials) {
   extern __shared__ double group_potentials[];  // [kBlock / lanes][m]
   const int groups = kBlock / lanes, group = threadIdx.x / lanes, sub = threadIdx.x % lanes;
-  for (int64_t t = threadIdx.x; t < groups * m; t += kBlock) group_potentials[t] = 0.0;
-  __syncthreads();
+  zero_group_potentials(group_potentials, groups, m);
   double* mine = group_potentials + group * m;
   for (int64_t i = int64_t(blockIdx.x) * groups + group; i < n; i += int64_t(gridDim.x) * groups) {
     const double w = weights ? static_cast<double>(weights[i]) : 1.0;
@@ -674,12 +683,7 @@ __global__ void __launch_bounds__(kBlock) candidate_potentials_from_products_ker
     for (int64_t q = sub; q < m; q += lanes)
       mine[q] += w * static_cast<double>(min_value(c, squared_distance_from_product(row_norm, p[q], candidate_norms[q])));
   }
-  __syncthreads();
-  for (int64_t q = threadIdx.x; q < m; q += kBlock) {
-    double s = 0.0;
-    for (int g = 0; g < groups; ++g) s += group_potentials[g * m + q];
-    partials[blockIdx.x * m + q] = s;
-  }
+  write_group_potentials(group_potentials, groups, m, partials);
 }
 
 // closest_i = min(closest_i, |x_i - c|^2), or = |x_i - c|^2 with reset (products: n x 1).
