@@ -11,6 +11,8 @@
 //    cluster are then added in order. No float atomics anywhere.
 // Reductions (weighted_sum, variances, potentials) use a grid whose size depends on n only and
 // fixed-order trees, so the same input gives bit-identical results on every run and device.
+// The *_from_products primitives (sparse X, known through X C^T and row norms) use the CPU
+// backend's double arithmetic, so that their labels agree with it exactly.
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_pipeline_primitives.h>
 
@@ -68,6 +70,35 @@ __device__ __forceinline__ int64_t grid_warps() { return grid_threads() / kWarp;
 
 template <typename T>
 __device__ __forceinline__ T min_value(T a, T b) { return b < a ? b : a; }
+
+// (min, argmin) over the lanes l ^ offset, offset = first_offset, first_offset / 2, ..., 1 (a
+// group of 2 first_offset lanes; every lane of the warp must call it): the least value, the lowest
+// index among equal values. Lanes holding no candidate pass (INFINITY, INT_MAX).
+template <typename V>
+__device__ __forceinline__ void shuffle_argmin(V& best, int& best_j, int first_offset) {
+  for (int offset = first_offset; offset > 0; offset /= 2) {
+    const V other = __shfl_xor_sync(kFullMask, best, offset);
+    const int other_j = __shfl_xor_sync(kFullMask, best_j, offset);
+    if (other < best || (other == best && other_j < best_j)) {
+      best = other;
+      best_j = other_j;
+    }
+  }
+}
+
+// Adds every thread's count to *changes: a fixed-order sum per block, then one integer atomic
+// per block (exact in any order). Every thread of the kBlock-thread block must call it.
+__device__ __forceinline__ void add_block_changes(unsigned long long mine, unsigned long long* changes) {
+  __shared__ unsigned long long warp_changes[kWarpsPerBlock];
+  mine = warp_sum(mine);
+  if (threadIdx.x % kWarp == 0) warp_changes[threadIdx.x / kWarp] = mine;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long total = 0;
+    for (int w = 0; w < kWarpsPerBlock; ++w) total += warp_changes[w];
+    if (total) atomicAdd(changes, total);
+  }
+}
 
 // One row of X spread over a warp for repeated distance computations: rows of up to
 // kRegCols * 32 columns are kept in registers, longer ones are re-read (from L1). Both paths
@@ -140,7 +171,6 @@ __global__ void __launch_bounds__(kBlock) argmin_tile_kernel(const T* __restrict
                                                              unsigned long long* __restrict__ changes) {
   using V = Vec16<T>;
   constexpr int W = V::width;
-  __shared__ unsigned long long warp_changes[kWarpsPerBlock];
   const int lane = threadIdx.x % kWarp;
   unsigned long long my_changes = 0;
   for (int64_t r = global_warp(); r < rows; r += grid_warps()) {
@@ -162,14 +192,7 @@ __global__ void __launch_bounds__(kBlock) argmin_tile_kernel(const T* __restrict
         }
       }
     }
-    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-      const T other = __shfl_xor_sync(kFullMask, best, offset);
-      const int other_j = __shfl_xor_sync(kFullMask, best_j, offset);
-      if (other < best || (other == best && other_j < best_j)) {
-        best = other;
-        best_j = other_j;
-      }
-    }
+    shuffle_argmin(best, best_j, kWarp / 2);
     const int64_t i = row0 + r;
     const T x_sqnorm = warp_sqnorm(X + i * d, d, lane);
     if (lane == 0) {
@@ -180,15 +203,7 @@ __global__ void __launch_bounds__(kBlock) argmin_tile_kernel(const T* __restrict
       dist2[i] = d2 > T(0) ? d2 : T(0);  // rounding can push an exact 0 below zero
     }
   }
-  if (count_changes) {
-    if (lane == 0) warp_changes[threadIdx.x / kWarp] = my_changes;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned long long total = 0;
-      for (int w = 0; w < kWarpsPerBlock; ++w) total += warp_changes[w];
-      if (total) atomicAdd(changes, total);  // integer: exact in any order
-    }
-  }
+  if (count_changes) add_block_changes(my_changes, changes);
 }
 
 // ---- the fused float32 assign: distances and argmin without writing G ----------------------
@@ -340,16 +355,7 @@ __global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
     }
     // The 16 threads of a half-warp share rows: combine them (lowest j on ties).
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      for (int offset = 8; offset > 0; offset /= 2) {
-        const float other = __shfl_xor_sync(kFullMask, best[i], offset);
-        const int other_j = __shfl_xor_sync(kFullMask, best_j[i], offset);
-        if (other < best[i] || (other == best[i] && other_j < best_j[i])) {
-          best[i] = other;
-          best_j[i] = other_j;
-        }
-      }
-    }
+    for (int i = 0; i < 8; ++i) shuffle_argmin(best[i], best_j[i], 8);
     if (tx == 0) {
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
@@ -542,6 +548,22 @@ __global__ void scan_search_kernel(const T* __restrict__ w, const T* __restrict_
   }
 }
 
+// Per-block accumulators of the k-means++ potentials kernels: `groups` rows of m doubles in
+// shared memory, each row owned by one group of threads (a warp, or a few lanes per row of X).
+__device__ __forceinline__ void zero_group_potentials(double* acc, int groups, int64_t m) {
+  for (int64_t t = threadIdx.x; t < groups * m; t += blockDim.x) acc[t] = 0.0;
+  __syncthreads();
+}
+// partials[blockIdx.x * m + q] = Σ_g acc[g * m + q], the groups in order.
+__device__ __forceinline__ void write_group_potentials(const double* acc, int groups, int64_t m, double* __restrict__ partials) {
+  __syncthreads();
+  for (int64_t q = threadIdx.x; q < m; q += blockDim.x) {
+    double s = 0.0;
+    for (int g = 0; g < groups; ++g) s += acc[g * m + q];
+    partials[blockIdx.x * m + q] = s;
+  }
+}
+
 // k-means++ potentials of m candidates in one pass over X: per block, for every candidate q,
 // sum_i w_i * min(closest_i, |X_i - cand_q|^2) in double (a warp per row, fixed-order sums
 // over the block's warps) into partials[block * m + q].
@@ -552,8 +574,7 @@ __global__ void __launch_bounds__(kBlock) candidate_potentials_kernel(const T* _
                                                                       double* __restrict__ partials) {
   extern __shared__ double warp_potentials[];  // [kWarpsPerBlock][m]
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  for (int64_t t = threadIdx.x; t < kWarpsPerBlock * m; t += kBlock) warp_potentials[t] = 0.0;
-  __syncthreads();
+  zero_group_potentials(warp_potentials, kWarpsPerBlock, m);
   for (int64_t i = global_warp(); i < n; i += grid_warps()) {
     const WarpRow<T> row(X + i * d, d, lane);
     const double w = weights ? static_cast<double>(weights[i]) : 1.0;
@@ -563,12 +584,7 @@ __global__ void __launch_bounds__(kBlock) candidate_potentials_kernel(const T* _
       if (lane == 0) warp_potentials[warp * m + q] += w * static_cast<double>(min_value(c, dist));
     }
   }
-  __syncthreads();
-  for (int64_t q = threadIdx.x; q < m; q += kBlock) {
-    double s = 0.0;
-    for (int w = 0; w < kWarpsPerBlock; ++w) s += warp_potentials[w * m + q];
-    partials[blockIdx.x * m + q] = s;
-  }
+  write_group_potentials(warp_potentials, kWarpsPerBlock, m, partials);
 }
 
 // closest_i = min(closest_i, |X_i - center|^2), or = |X_i - center|^2 with reset.
@@ -580,6 +596,113 @@ __global__ void update_closest_kernel(const T* __restrict__ X, int64_t n, int64_
     const WarpRow<T> row(X + i * d, d, lane);
     const T dist = row.sqdist(center);
     if (lane == 0) closest[i] = reset ? dist : min_value(closest[i], dist);
+  }
+}
+
+// ---- X known through its products with the centers (sparse X) ------------------------------
+//
+// The arithmetic of the CPU backend (kmeans_cpu.cpp), so that labels agree with it exactly:
+// |x - c|^2 = max(0, |x|^2 - 2 x.c + |c|^2) in double, rounded to T; the nearest center is the
+// one of least |c|^2 - 2 x.c in double (lowest index on ties). A row's m products are read by a
+// group of `lanes` consecutive lanes (a power of two, lanes_for(m)), lane s taking columns
+// s, s + lanes, ... : coalesced for any m, and no idle lanes for small m.
+
+// Lanes per row: the least power of two >= m, at most a warp.
+int lanes_for(int64_t m) {
+  int lanes = 1;
+  while (lanes < kWarp && lanes < m) lanes *= 2;
+  return lanes;
+}
+
+template <typename T>
+__device__ __forceinline__ T squared_distance_from_product(T row_norm, T product, T center_norm) {
+  const double d2 = static_cast<double>(row_norm) - 2.0 * static_cast<double>(product) + static_cast<double>(center_norm);
+  return static_cast<T>(0.0 < d2 ? d2 : 0.0);  // std::max(0.0, d2), as the CPU backend
+}
+
+// assign_from_products: labels, dist2 and the count of changed labels (as argmin_tile_kernel).
+// The group's lanes scan their columns in increasing c with a strict <, then shuffle_argmin
+// combines them: the CPU's sequential scan, including its cases without a finite minimum (all
+// values +inf, or a NaN first value: center 0 and that value).
+template <typename T>
+__global__ void __launch_bounds__(kBlock) assign_from_products_kernel(const T* __restrict__ products, const T* __restrict__ row_norms,
+                                                                      int64_t n, const T* __restrict__ center_norms, int64_t k,
+                                                                      int lanes, int32_t* __restrict__ labels, T* __restrict__ dist2,
+                                                                      bool count_changes, unsigned long long* __restrict__ changes) {
+  const int lane = threadIdx.x % kWarp, sub = lane % lanes;
+  const int64_t rows_per_warp = kWarp / lanes;
+  unsigned long long my_changes = 0;
+  for (int64_t base = global_warp() * rows_per_warp; base < n; base += grid_warps() * rows_per_warp) {  // warp-uniform
+    const int64_t i = base + lane / lanes;
+    const T* p = products + i * k;
+    double best = INFINITY;
+    int best_c = INT_MAX;  // k < 2^31 (checked on the host)
+    if (i < n) {
+      for (int64_t c = sub; c < k; c += lanes) {
+        const double v = static_cast<double>(center_norms[c]) - 2.0 * static_cast<double>(p[c]);
+        if (v < best) {
+          best = v;
+          best_c = static_cast<int>(c);
+        }
+      }
+    }
+    shuffle_argmin(best, best_c, lanes / 2);
+    if (i < n && sub == 0) {
+      const double first = static_cast<double>(center_norms[0]) - 2.0 * static_cast<double>(p[0]);
+      if (best_c == INT_MAX || first != first) {  // the CPU keeps center 0 and its value
+        best = first;
+        best_c = 0;
+      }
+      if (count_changes && labels[i] != best_c) ++my_changes;
+      labels[i] = best_c;
+      const double d2 = static_cast<double>(row_norms[i]) + best;
+      dist2[i] = static_cast<T>(0.0 < d2 ? d2 : 0.0);  // std::max(0.0, d2)
+    }
+  }
+  if (count_changes) add_block_changes(my_changes, changes);
+}
+
+// candidate_potentials_from_products for candidates [0, m) of a batch: products (row stride ld)
+// and candidate_norms start at the batch's first candidate. As candidate_potentials_kernel, with
+// a group of `lanes` lanes per row instead of a warp: per block and candidate, each group sums its
+// rows in order into its own shared accumulator, the groups are added in order into
+// partials[block * m + q].
+template <typename T>
+__global__ void __launch_bounds__(kBlock) candidate_potentials_from_products_kernel(
+    const T* __restrict__ products, int64_t ld, const T* __restrict__ row_norms, const T* __restrict__ weights,
+    const T* __restrict__ closest, int64_t n, const T* __restrict__ candidate_norms, int64_t m, int lanes,
+    double* __restrict__ partials) {
+  extern __shared__ double group_potentials[];  // [kBlock / lanes][m]
+  const int groups = kBlock / lanes, group = threadIdx.x / lanes, sub = threadIdx.x % lanes;
+  zero_group_potentials(group_potentials, groups, m);
+  double* mine = group_potentials + group * m;
+  for (int64_t i = int64_t(blockIdx.x) * groups + group; i < n; i += int64_t(gridDim.x) * groups) {
+    const double w = weights ? static_cast<double>(weights[i]) : 1.0;
+    const T c = closest[i], row_norm = row_norms[i];
+    const T* p = products + i * ld;
+    for (int64_t q = sub; q < m; q += lanes)
+      mine[q] += w * static_cast<double>(min_value(c, squared_distance_from_product(row_norm, p[q], candidate_norms[q])));
+  }
+  write_group_potentials(group_potentials, groups, m, partials);
+}
+
+// closest_i = min(closest_i, |x_i - c|^2), or = |x_i - c|^2 with reset (products: n x 1).
+template <typename T>
+__global__ void update_closest_from_products_kernel(const T* __restrict__ products, const T* __restrict__ row_norms, int64_t n,
+                                                    T center_norm, T* __restrict__ closest, bool reset) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    const T dist = squared_distance_from_product(row_norms[i], products[i], center_norm);
+    closest[i] = reset ? dist : min_value(closest[i], dist);
+  }
+}
+
+// In place: products (n x k) become sqrt(|x_i - c_j|^2).
+template <typename T>
+__global__ void distances_from_products_kernel(T* __restrict__ products, const T* __restrict__ row_norms, int64_t n,
+                                               const T* __restrict__ center_norms, int64_t k) {
+  for (int64_t t = global_thread(); t < n * k; t += grid_threads()) {
+    const int64_t i = t / k, c = t - i * k;
+    products[t] = sqrt(squared_distance_from_product(row_norms[i], products[t], center_norms[c]));
   }
 }
 
@@ -605,6 +728,9 @@ unsigned blocks_for_warps(int64_t warps) { return cuda::grid_for(warps, kWarpsPe
 // results are the same on every GPU.
 constexpr int64_t kReduceBlocks = 1024;
 constexpr int64_t kPotentialBlocks = 4096;
+// Candidates per k-means++ potentials batch: per-warp (per-group) accumulators in shared memory,
+// at most 8 x 256 doubles = 16 KiB.
+constexpr int64_t kPotentialBatch = 256;
 // Rows per accumulate / variance chunk: at least kMinChunkRows, and about kTargetChunks chunks.
 constexpr int64_t kMinChunkRows = 512;
 constexpr int64_t kTargetChunks = 4096;
@@ -898,23 +1024,12 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
                             double* potentials_host) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (m <= 0) return;
-    const int64_t blocks = std::min(kPotentialBlocks, std::max<int64_t>(1, ceil_div(n, kWarpsPerBlock)));
     Buffer candidates = to_device(res, candidates_host, m * d);
-    // Candidates go in batches so that the per-warp accumulators fit in shared memory.
-    constexpr int64_t kBatch = 256;  // 8 warps x 256 doubles = 16 KiB
-    Buffer partials = device(blocks * std::min(m, kBatch) * sizeof(double));
-    Buffer potentials = device(m * sizeof(double));
-    for (int64_t q0 = 0; q0 < m; q0 += kBatch) {
-      const int64_t mb = std::min(kBatch, m - q0);
-      const std::size_t shared_bytes = kWarpsPerBlock * mb * sizeof(double);
-      candidate_potentials_kernel<T><<<static_cast<unsigned>(blocks), kBlock, shared_bytes, res.stream>>>(
-          X, weights, closest, n, d, candidates.as<T>() + q0 * d, mb, partials.as<double>());
-      GPUML_CUDA_CHECK_LAUNCH();
-      reduce_chunk_groups_kernel<<<blocks_for_threads(mb), kBlock, 0, res.stream>>>(partials.as<double>(), mb, nullptr, 1, blocks, 1.0,
-                                                                                    potentials.as<double>() + q0);
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
-    copy_to_host(res, potentials_host, potentials.data(), m * sizeof(double));
+    potentials_in_batches(res, n, m, kWarpsPerBlock, potentials_host, [&](unsigned blocks, std::size_t shared_bytes, int64_t q0, int64_t mb,
+                                                                          double* partials) {
+      candidate_potentials_kernel<T><<<blocks, kBlock, shared_bytes, res.stream>>>(X, weights, closest, n, d, candidates.as<T>() + q0 * d,
+                                                                                   mb, partials);
+    });
   }
 
   void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) override {
@@ -941,21 +1056,81 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
   }
 
-  // X known through products (sparse X) needs cuSPARSE, a later step: make_sparse_matrix refuses
-  // CUDA contexts before these could be reached.
-  int64_t assign_from_products(const T*, const T*, int64_t, const T*, int64_t, int32_t*, T*, bool) override {
-    not_written_yet();
+  // X known through its products with the centers (sparse X: the products come from the sparse
+  // matrix, in device memory).
+  int64_t assign_from_products(const T* products, const T* row_norms, int64_t n, const T* center_norms_host, int64_t k,
+                               int32_t* labels, T* dist2, bool count_changes) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0 || k <= 0) return 0;
+    checked_int(k, "n_clusters");  // labels and the kernel's column indices are int
+    Buffer center_norms = to_device(res, center_norms_host, k);
+    Buffer changes = device(sizeof(unsigned long long));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(changes.data(), 0, sizeof(unsigned long long), res.stream));
+    const int lanes = lanes_for(k);
+    assign_from_products_kernel<T><<<blocks_for_warps(ceil_div(n, kWarp / lanes)), kBlock, 0, res.stream>>>(
+        products, row_norms, n, center_norms.as<T>(), k, lanes, labels, dist2, count_changes, changes.as<unsigned long long>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    if (!count_changes) return 0;  // as assign: the buffers are freed in stream order
+    unsigned long long host_changes = 0;
+    copy_to_host(res, &host_changes, changes.data(), sizeof(host_changes));
+    return static_cast<int64_t>(host_changes);
   }
-  void candidate_potentials_from_products(const T*, const T*, const T*, const T*, int64_t, const T*, int64_t,
-                                          double*) override {
-    not_written_yet();
+
+  void candidate_potentials_from_products(const T* products, const T* row_norms, const T* weights, const T* closest, int64_t n,
+                                          const T* candidate_norms_host, int64_t m, double* potentials_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (m <= 0) return;
+    Buffer candidate_norms = to_device(res, candidate_norms_host, m);
+    const int lanes = lanes_for(std::min(m, kPotentialBatch));  // the same for every batch: one grid
+    potentials_in_batches(res, n, m, kBlock / lanes, potentials_host, [&](unsigned blocks, std::size_t shared_bytes, int64_t q0,
+                                                                          int64_t mb, double* partials) {
+      candidate_potentials_from_products_kernel<T><<<blocks, kBlock, shared_bytes, res.stream>>>(
+          products + q0, m, row_norms, weights, closest, n, candidate_norms.as<T>() + q0, mb, lanes, partials);
+    });
   }
-  void update_closest_from_products(const T*, const T*, int64_t, T, T*, bool) override { not_written_yet(); }
-  void distances_from_products(T*, const T*, int64_t, const T*, int64_t) override { not_written_yet(); }
+
+  void update_closest_from_products(const T* products, const T* row_norms, int64_t n, T center_norm, T* closest,
+                                    bool reset) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0) return;
+    update_closest_from_products_kernel<T><<<blocks_for_threads(n), kBlock, 0, res.stream>>>(products, row_norms, n, center_norm,
+                                                                                            closest, reset);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  void distances_from_products(T* products, const T* row_norms, int64_t n, const T* center_norms_host, int64_t k) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0 || k <= 0) return;
+    Buffer center_norms = to_device(res, center_norms_host, k);
+    distances_from_products_kernel<T><<<blocks_for_threads(n * k), kBlock, 0, res.stream>>>(products, row_norms, n,
+                                                                                           center_norms.as<T>(), k);
+    GPUML_CUDA_CHECK_LAUNCH();
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));  // as distances
+  }
 
  private:
-  [[noreturn]] static void not_written_yet() {
-    throw_error(ErrorCode::unsupported, "KMeans: sparse X on a CUDA context is not written yet (cuSPARSE); use device=\"cpu\"");
+  // k-means++ potentials of m candidates into potentials_host, in batches of kPotentialBatch
+  // candidates (the kernels' per-block accumulators, groups_per_block x batch doubles, live in
+  // shared memory). launch(blocks, shared_bytes, q0, mb, partials) runs the kernel for candidates
+  // [q0, q0 + mb) with rows spread over groups_per_block groups per block; it writes
+  // partials[block * mb + q], added here in block order. The grid depends on n and the group
+  // size only: deterministic.
+  template <typename Launch>
+  void potentials_in_batches(cuda::Resources& res, int64_t n, int64_t m, int64_t groups_per_block, double* potentials_host,
+                             Launch&& launch) {
+    const int64_t blocks = std::min(kPotentialBlocks, std::max<int64_t>(1, ceil_div(n, groups_per_block)));
+    Buffer partials = device(blocks * std::min(m, kPotentialBatch) * sizeof(double));
+    Buffer potentials = device(m * sizeof(double));
+    for (int64_t q0 = 0; q0 < m; q0 += kPotentialBatch) {
+      const int64_t mb = std::min(kPotentialBatch, m - q0);
+      launch(static_cast<unsigned>(blocks), static_cast<std::size_t>(groups_per_block * mb) * sizeof(double), q0, mb,
+             partials.as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      reduce_chunk_groups_kernel<<<blocks_for_threads(mb), kBlock, 0, res.stream>>>(partials.as<double>(), mb, nullptr, 1, blocks, 1.0,
+                                                                                    potentials.as<double>() + q0);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    copy_to_host(res, potentials_host, potentials.data(), m * sizeof(double));
   }
 
   static int64_t round_up(int64_t v, int64_t multiple) { return ceil_div(v, multiple) * multiple; }

@@ -13,10 +13,14 @@
 //    fixed thread over fixed rows of the tile. A block writes one partial row per chunk; a second
 //    kernel adds the chunks in chunk order.
 //  - cuBLAS (larger E): Z = X Bᵀ by one GEMM in T (pedantic math: no TF32), a row kernel for the
-//    loss and the weighted residuals (written over Z, in T, as the CPU backend rounds them), the
-//    intercept gradient as per-chunk column sums of R in double, and Rᵀ X as chunked
+//    loss and the weighted residuals (written over Z, in T, as the CPU backend rounds them) with
+//    the intercept gradient as per-chunk column sums of R in double, and Rᵀ X as chunked
 //    strided-batched GEMMs whose chunk products are added in double in chunk order (as the gram
 //    in linear.cu).
+//
+// loss_residuals (sparse X: the scores come from the sparse product) is that row kernel on the
+// given scores: one pass over Z, one H2D copy of the intercepts and one D2H copy of the loss and
+// the residual sums.
 //
 // As on the CPU, the intercept is added to the T score in double. No floating atomics anywhere:
 // the chunking depends on (n, d, k, T) only, so the same inputs give the same bits.
@@ -58,6 +62,12 @@ constexpr int64_t kGemmChunks = 256;
 constexpr int64_t kMinGemmRows = 1024;
 constexpr int64_t kGemmPartialBytes = int64_t(256) << 20;
 constexpr int64_t kMaxGemmRows = int64_t(1) << 30;  // cuBLAS dimensions are int
+// Loss and residuals from scores (loss_residuals_kernel): about kTargetChunks chunks of at least
+// kBlock rows; for k > 1 a chunk's residuals (re-read for its column sums) within
+// kResidualChunkBytes where the partials ((k + 1) doubles per chunk) stay within
+// kResidualPartialBytes.
+constexpr int64_t kResidualChunkBytes = 64 * 1024;
+constexpr int64_t kResidualPartialBytes = int64_t(64) << 20;
 
 
 // ---- the loss of one row, shared by both paths --------------------------------------------
@@ -284,82 +294,98 @@ __global__ void __launch_bounds__(kBlock) reduce_chunks_kernel(const double* __r
   }
 }
 
-// ---- cuBLAS path kernels --------------------------------------------------------------------
+// ---- loss and residuals from scores (the cuBLAS path and loss_residuals) ---------------------
 
+// partials[c * n_chunks + chunk] = Σ_{begin <= i < end} R[i][c] in double, for c < k. Called by
+// a whole block of kBlock = kWarp x kRowLanes threads: thread (tx, ty) = (tid % kWarp, tid / kWarp)
+// sums column slab * kWarp + tx over rows begin + ty, begin + ty + kRowLanes, ... in order, then
+// the row lanes are added in order.
+static_assert(kBlock == kWarp * kRowLanes, "chunk_column_sums maps a block onto kWarp x kRowLanes");
 template <typename T>
-__global__ void cast_kernel(const double* __restrict__ src, int64_t count, T* __restrict__ dst) {
-  for (int64_t i = global_thread(); i < count; i += grid_threads()) dst[i] = static_cast<T>(src[i]);
+__device__ void chunk_column_sums(const T* R, int64_t k, int64_t begin, int64_t end, int64_t chunk, int64_t n_chunks,
+                                  double* __restrict__ partials, double (*lane_sums)[kWarp] /* [kRowLanes][kWarp] */) {
+  const int tx = threadIdx.x % kWarp, ty = threadIdx.x / kWarp;
+  const int64_t n_slabs = ceil_div(k, kWarp);
+  for (int64_t slab = 0; slab < n_slabs; ++slab) {  // block-uniform
+    const int64_t col = slab * kWarp + tx;
+    double acc = 0.0;
+    if (col < k)
+      for (int64_t row = begin + ty; row < end; row += kRowLanes) acc += static_cast<double>(R[row * k + col]);
+    lane_sums[ty][tx] = acc;
+    __syncthreads();
+    if (ty == 0 && col < k) {
+      double total = lane_sums[0][tx];
+      for (int y = 1; y < kRowLanes; ++y) total += lane_sums[y][tx];
+      partials[col * n_chunks + chunk] = total;
+    }
+    __syncthreads();  // lane_sums is reused
+  }
 }
 
-// Z (n x k, T, the scores without intercept) is replaced by R = w (p − onehot) rounded to T;
-// per chunk of rows, partials[k * n_chunks + chunk] = the chunk's weighted loss. A block per
-// chunk, thread t taking rows t, t + kBlock, ... of it in order.
+// From the scores Z (n x k, T, without intercept; the intercept of class c is
+// intercept[c * intercept_stride]): R = w (p − onehot) rounded to T (R may be Z: each row is read
+// before it is written), and per chunk of rows [chunk * chunk_rows, min(n, (chunk + 1) chunk_rows))
+// partials[c * n_chunks + chunk] = Σ_rows R_ic in double (c < k), partials[k * n_chunks + chunk]
+// = Σ_rows w_i loss_i. A block per chunk, thread t taking rows t, t + kBlock, ... of it in order;
+// for k == 1 the residual sum is kept in a register, for k > 1 the block sums the chunk's R
+// after writing it (its own writes, visible to it after the barrier; the chunk is small enough
+// to be re-read from L2). One pass over Z.
 template <typename T>
-__global__ void __launch_bounds__(kBlock) rows_loss_residual_kernel(T* __restrict__ Z, const int32_t* __restrict__ labels,
-                                                                    const T* __restrict__ w, int64_t n, int k,
-                                                                    const double* __restrict__ coef, int64_t width,
-                                                                    int64_t chunk_rows, int64_t n_chunks,
-                                                                    double* __restrict__ partials) {
+__global__ void __launch_bounds__(kBlock) loss_residuals_kernel(const T* Z, const int32_t* __restrict__ labels,
+                                                                const T* __restrict__ w, int64_t n, int k,
+                                                                const double* __restrict__ intercept, int64_t intercept_stride,
+                                                                int64_t chunk_rows, int64_t n_chunks, T* R,
+                                                                double* __restrict__ partials) {
   __shared__ double shared[kBlock];
+  __shared__ double lane_sums[kRowLanes][kWarp];
   for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {  // block-uniform
     const int64_t begin = chunk * chunk_rows, end = min(n, begin + chunk_rows);
-    double loss = 0.0;
+    double loss = 0.0, residual_sum = 0.0;  // residual_sum: k == 1 only
     for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) {
       const double wv = w ? static_cast<double>(w[i]) : 1.0;
       const int32_t label = labels[i];
-      T* zr = Z + i * k;
+      const T* zr = Z + i * k;
+      T* rr = R + i * k;
       if (k == 1) {
         double r;
-        loss += wv * binomial_row(static_cast<double>(zr[0]) + coef[width - 1], label, wv, &r);
-        zr[0] = static_cast<T>(r);
+        loss += wv * binomial_row(static_cast<double>(zr[0]) + intercept[0], label, wv, &r);
+        const T rounded = static_cast<T>(r);
+        rr[0] = rounded;
+        residual_sum += static_cast<double>(rounded);  // the sum of R as stored, as the CPU backend
         continue;
       }
       double top = -INFINITY, z_label = 0.0;
-      for (int c = 0; c < k; ++c) top = fmax(top, static_cast<double>(zr[c]) + coef[c * width + width - 1]);
+      for (int c = 0; c < k; ++c) top = fmax(top, static_cast<double>(zr[c]) + intercept[c * intercept_stride]);
       double sum = 0.0;
       for (int c = 0; c < k; ++c) {
-        const double z = static_cast<double>(zr[c]) + coef[c * width + width - 1];
+        const double z = static_cast<double>(zr[c]) + intercept[c * intercept_stride];
         sum += exp(z - top);
         if (c == label) z_label = z;
       }
       loss += wv * (top + log(sum) - z_label);
       for (int c = 0; c < k; ++c) {
-        const double z = static_cast<double>(zr[c]) + coef[c * width + width - 1];
-        zr[c] = static_cast<T>(wv * (exp(z - top) / sum - (c == label ? 1.0 : 0.0)));
+        const double z = static_cast<double>(zr[c]) + intercept[c * intercept_stride];
+        rr[c] = static_cast<T>(wv * (exp(z - top) / sum - (c == label ? 1.0 : 0.0)));
       }
     }
-    const double total = block_sum(loss, shared);
-    if (threadIdx.x == 0) partials[k * n_chunks + chunk] = total;
-    __syncthreads();  // `shared` is reused by the next chunk
+    const double loss_total = block_sum(loss, shared);  // its barriers also publish R to the block
+    if (threadIdx.x == 0) partials[k * n_chunks + chunk] = loss_total;
+    __syncthreads();  // `shared` is reused
+    if (k == 1) {  // block-uniform
+      const double total = block_sum(residual_sum, shared);
+      if (threadIdx.x == 0) partials[chunk] = total;
+      __syncthreads();  // `shared` is reused by the next chunk
+    } else {
+      chunk_column_sums(R, k, begin, end, chunk, n_chunks, partials, lane_sums);
+    }
   }
 }
 
-// partials[c * n_chunks + chunk] = Σ over the chunk's rows of R[i][c] in double (rows in order
-// per lane, then lanes in order). Block: kWarp columns x kRowLanes row lanes; grid: chunks x slabs.
+// ---- cuBLAS path kernels --------------------------------------------------------------------
+
 template <typename T>
-__global__ void __launch_bounds__(kWarp * kRowLanes) chunk_column_sums_kernel(const T* __restrict__ R, int64_t n, int64_t k,
-                                                                             int64_t chunk_rows, int64_t n_chunks,
-                                                                             double* __restrict__ partials) {
-  __shared__ double lane_sums[kRowLanes][kWarp];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t n_slabs = ceil_div(k, kWarp);
-  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {  // block-uniform
-    const int64_t begin = chunk * chunk_rows, end = min(n, begin + chunk_rows);
-    for (int64_t slab = blockIdx.y; slab < n_slabs; slab += gridDim.y) {  // block-uniform
-      const int64_t col = slab * kWarp + tx;
-      double acc = 0.0;
-      if (col < k)
-        for (int64_t row = begin + ty; row < end; row += kRowLanes) acc += static_cast<double>(R[row * k + col]);
-      lane_sums[ty][tx] = acc;
-      __syncthreads();
-      if (ty == 0 && col < k) {
-        double total = lane_sums[0][tx];
-        for (int y = 1; y < kRowLanes; ++y) total += lane_sums[y][tx];
-        partials[col * n_chunks + chunk] = total;
-      }
-      __syncthreads();  // lane_sums is reused
-    }
-  }
+__global__ void cast_kernel(const double* __restrict__ src, int64_t count, T* __restrict__ dst) {
+  for (int64_t i = global_thread(); i < count; i += grid_threads()) dst[i] = static_cast<T>(src[i]);
 }
 
 // out[c * (d + 1) + j] = Σ_slot partials[slot][j + c d] (each slot column-major d x k), in slot order.
@@ -468,6 +494,21 @@ FusedPlan plan_fused(int64_t n, int64_t d, int64_t k) {
   return plan;
 }
 
+// The chunks of loss_residuals_kernel for (n, k, T): a function of these only (determinism).
+struct ResidualPlan {
+  int64_t chunk_rows = 0, n_chunks = 0;
+};
+
+template <typename T>
+ResidualPlan plan_residuals(int64_t n, int64_t k) {
+  int64_t rows = std::max<int64_t>(kBlock, ceil_div(n, kTargetChunks));
+  if (k > 1) {
+    rows = std::min(rows, std::max<int64_t>(kBlock, kResidualChunkBytes / (k * int64_t(sizeof(T)))));
+    rows = std::max(rows, ceil_div(n * (k + 1) * int64_t(sizeof(double)), kResidualPartialBytes));
+  }
+  return {rows, ceil_div(n, rows)};
+}
+
 // Grows `buffer` to at least `bytes` (never shrinks: the driver calls with the same sizes).
 void reserve(Context& ctx, Buffer& buffer, std::size_t bytes) {
   if (buffer.bytes() < bytes || buffer.data() == nullptr) buffer = Buffer(ctx, std::max<std::size_t>(bytes, 1));
@@ -501,12 +542,32 @@ class CudaLogisticBackend final : public LogisticBackend<T> {
       fused(res, plan, X, labels, w, n, d, k);
     else
       with_cublas(res, X, labels, w, n, d, k);
-    // Out (one D2H copy), then wait.
-    out_host_.resize(E + 1);
-    GPUML_CUDA_CHECK(cudaMemcpyAsync(out_host_.data(), out_.data(), (E + 1) * sizeof(double), cudaMemcpyDeviceToHost, res.stream));
-    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
-    std::memcpy(grad_host, out_host_.data(), E * sizeof(double));
-    return out_host_[E];
+    return copy_out(res, E, grad_host);
+  }
+
+  double loss_residuals(const T* Z, const int32_t* labels, const T* w, int64_t n, int64_t k, const double* intercept_host, T* R,
+                        double* residual_sums_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (k <= 0) return 0.0;
+    if (n <= 0) {
+      std::fill(residual_sums_host, residual_sums_host + k, 0.0);
+      return 0.0;
+    }
+    const int k_ = checked_int(k, "n_classes");
+    // The intercepts in (coef_ is free scratch here), one H2D copy.
+    reserve(ctx_, coef_, k * sizeof(double));
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(coef_.data(), intercept_host, k * sizeof(double), cudaMemcpyHostToDevice, res.stream));
+    reserve(ctx_, out_, (k + 1) * sizeof(double));  // the residual sums, then the loss
+    const ResidualPlan plan = plan_residuals<T>(n, k);
+    reserve(ctx_, partials_, (k + 1) * plan.n_chunks * sizeof(double));
+    double* partials = partials_.as<double>();
+    loss_residuals_kernel<T><<<static_cast<unsigned>(std::min(plan.n_chunks, kMaxBlocks)), kBlock, 0, res.stream>>>(
+        Z, labels, w, n, k_, coef_.as<double>(), 1, plan.chunk_rows, plan.n_chunks, R, partials);
+    GPUML_CUDA_CHECK_LAUNCH();
+    reduce_chunks_kernel<<<static_cast<unsigned>(std::min(k + 1, kMaxBlocks)), kBlock, 0, res.stream>>>(partials, plan.n_chunks, k + 1,
+                                                                                                    out_.as<double>(), 1, 0);
+    GPUML_CUDA_CHECK_LAUNCH();
+    return copy_out(res, k, residual_sums_host);
   }
 
   void probabilities(const T* Z, int64_t n, int64_t k, T* out) override {
@@ -531,6 +592,16 @@ class CudaLogisticBackend final : public LogisticBackend<T> {
 
  private:
   static unsigned blocks_for_threads(int64_t threads) { return cuda::grid_for(threads, kBlock, kMaxBlocks); }
+
+  // out_ (count sums, then the loss) to the host by one D2H copy, then waits: copies the sums to
+  // sums_host and returns the loss.
+  double copy_out(cuda::Resources& res, int64_t count, double* sums_host) {
+    out_host_.resize(count + 1);
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(out_host_.data(), out_.data(), (count + 1) * sizeof(double), cudaMemcpyDeviceToHost, res.stream));
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
+    std::memcpy(sums_host, out_host_.data(), count * sizeof(double));
+    return out_host_[count];
+  }
 
   void fused(cuda::Resources& res, const FusedPlan& plan, const T* X, const int32_t* labels, const T* w, int64_t n, int64_t d,
              int64_t k) {
@@ -581,17 +652,14 @@ class CudaLogisticBackend final : public LogisticBackend<T> {
       }
     }
 
-    // Loss and residuals (over Z), then the intercept gradient: per chunk of rows, in double.
-    const int64_t chunk_rows = std::max(kMinGemmRows, ceil_div(n, kTargetChunks));
-    const int64_t n_chunks = ceil_div(n, chunk_rows);
+    // Loss and residuals (over Z) with the intercept gradient, per chunk of rows in double (the
+    // intercept of class c is coef[c (d + 1) + d]).
+    const ResidualPlan plan = plan_residuals<T>(n, k);
+    const int64_t n_chunks = plan.n_chunks;
     reserve(ctx_, partials_, (k + 1) * n_chunks * sizeof(double));
     double* partials = partials_.as<double>();
-    rows_loss_residual_kernel<T><<<static_cast<unsigned>(std::min(n_chunks, kMaxBlocks)), kBlock, 0, res.stream>>>(
-        Z, labels, w, n, k_, coef_.as<double>(), width, chunk_rows, n_chunks, partials);
-    GPUML_CUDA_CHECK_LAUNCH();
-    const dim3 sums_grid(static_cast<unsigned>(std::min(n_chunks, kMaxBlocks)),
-                         static_cast<unsigned>(std::min<int64_t>(ceil_div(k, kWarp), 65535)));
-    chunk_column_sums_kernel<T><<<sums_grid, dim3(kWarp, kRowLanes), 0, res.stream>>>(Z, n, k, chunk_rows, n_chunks, partials);
+    loss_residuals_kernel<T><<<static_cast<unsigned>(std::min(n_chunks, kMaxBlocks)), kBlock, 0, res.stream>>>(
+        Z, labels, w, n, k_, coef_.as<double>() + d, width, plan.chunk_rows, n_chunks, Z, partials);
     GPUML_CUDA_CHECK_LAUNCH();
     double* out = out_.as<double>();
     // Intercept gradients to out[c (d + 1) + d], the loss to out[E].
@@ -627,9 +695,9 @@ class CudaLogisticBackend final : public LogisticBackend<T> {
 
   Context ctx_;
   // Scratch kept across calls (the driver creates one backend per fit and calls it repeatedly).
-  Buffer coef_;           // k x (d+1) doubles, as given
+  Buffer coef_;           // k x (d+1) doubles, as given (loss_residuals: the k intercepts)
   Buffer coef_t_;         // the same in float (cuBLAS path, float only)
-  Buffer out_;            // the gradient, then the loss: E + 1 doubles
+  Buffer out_;            // the gradient (loss_residuals: the residual sums), then the loss
   Buffer partials_;       // per-chunk partial sums (column-major: entry x chunk)
   Buffer z_;              // cuBLAS path: scores, then residuals (n x k)
   Buffer slot_partials_;  // cuBLAS path: per-chunk Rᵀ X (d x k each, T)

@@ -83,7 +83,9 @@ class KMeansBackend {
                                        int64_t k) = 0;
 };
 
-template <typename T> std::unique_ptr<KMeansBackend<T>> make_kmeans_cpu_backend(const Context& ctx);
-template <typename T> std::unique_ptr<KMeansBackend<T>> make_kmeans_cuda_backend(const Context& ctx);
+// Exported (GPUML_API) only so that tests/cpp/cluster/kmeans_backend_gpu_test.cpp can compare the
+// two backends primitive by primitive; not part of the public API.
+template <typename T> GPUML_API std::unique_ptr<KMeansBackend<T>> make_kmeans_cpu_backend(const Context& ctx);
+template <typename T> GPUML_API std::unique_ptr<KMeansBackend<T>> make_kmeans_cuda_backend(const Context& ctx);
 
 }  // namespace gpuml::detail

@@ -39,12 +39,8 @@ class LogisticBackend {
   // intercept, intercept_host (k) the intercepts. Writes R (n x k; it may be Z itself) with R_ic = w_i r_ic and
   // residual_sums_host[c] = Σ_i R_ic (the intercepts' gradient) in double, and returns
   // Σ_i w_i loss_i, both accumulated in an order that does not depend on scheduling.
-  // Backends that do not offer it (CUDA, whose contexts refuse sparse X so far) throw unsupported.
-  virtual double loss_residuals(const T* /*Z*/, const int32_t* /*labels*/, const T* /*w*/, int64_t /*n*/,
-                                int64_t /*k*/, const double* /*intercept_host*/, T* /*R*/,
-                                double* /*residual_sums_host*/) {
-    throw_error(ErrorCode::unsupported, "LogisticRegression: this backend has no loss from sparse products");
-  }
+  virtual double loss_residuals(const T* Z, const int32_t* labels, const T* w, int64_t n, int64_t k,
+                                const double* intercept_host, T* R, double* residual_sums_host) = 0;
 
   // Scores Z (n x k) to probabilities out (n x max(k, 2)): k == 1 gives [1 − σ(z), σ(z)],
   // k > 1 the softmax of each row (computed stably: shifted by the row's maximum).

@@ -1,7 +1,8 @@
 // The CUDA LogisticBackend against the CPU backend, primitive by primitive, on fresh random data
 // (skipped without a GPU): loss_gradient on each of the CUDA backend's ways (the fused kernel
 // with one or several gradient entries per thread, and the cuBLAS path), repeated calls with new
-// coefficients, determinism, large scores, probabilities and predict_labels.
+// coefficients, determinism, large scores, probabilities and predict_labels; loss_residuals
+// (scores given, R separate or over Z) with its determinism.
 //
 // The backends are internal: this file reaches them through the src/ headers (their factories
 // and detail::copy_bytes are exported for it).
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -298,6 +300,150 @@ TEST(LogisticBackendGpu, ProbabilitiesAndLabelsMatchCpu) {
       check_probabilities_and_labels<double>(gpu, rng, n, k);
     }
   }
+}
+
+
+// ---- loss_residuals: the loss from scores formed elsewhere (sparse X) ----------------------
+
+// Σ_i |R_ic| per class: the scale of the rounding in the residual sums whatever their cancellation.
+template <typename T>
+std::vector<double> column_abs_sums(const std::vector<T>& R, int64_t n, int64_t k) {
+  std::vector<double> sums(k, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < k; ++c) sums[c] += std::abs(static_cast<double>(R[i * k + c]));
+  return sums;
+}
+
+// One loss_residuals call on the device: R into its own buffer, or over a copy of Z (aliased).
+template <typename T>
+struct ResidualsResult {
+  double loss = 0.0;
+  std::vector<double> sums;
+  std::vector<T> R;
+};
+
+template <typename T>
+ResidualsResult<T> cuda_loss_residuals(Context& gpu, detail::LogisticBackend<T>& backend, const std::vector<T>& Z, const Buffer& labels,
+                                       const T* w, int64_t n, int64_t k, const std::vector<double>& intercept, bool aliased) {
+  ResidualsResult<T> out;
+  out.sums.assign(k, std::nan(""));
+  Buffer Z_dev = to_device(gpu, Z);
+  Buffer R_dev(gpu, std::max<std::size_t>(Z.size() * sizeof(T), 1));
+  T* R = aliased ? Z_dev.as<T>() : R_dev.as<T>();
+  out.loss = backend.loss_residuals(Z_dev.as<T>(), labels.as<int32_t>(), w, n, k, intercept.data(), R, out.sums.data());
+  out.R = to_host<T>(gpu, aliased ? Z_dev : R_dev, Z.size());
+  if (!aliased) {
+    const std::vector<T> Z_after = to_host<T>(gpu, Z_dev, Z.size());
+    EXPECT_EQ(std::memcmp(Z_after.data(), Z.data(), Z.size() * sizeof(T)), 0) << "Z changed although R is another buffer";
+  }
+  return out;
+}
+
+template <typename T>
+bool same_bits(const ResidualsResult<T>& a, const ResidualsResult<T>& b) {
+  return std::memcmp(&a.loss, &b.loss, sizeof(double)) == 0 &&
+         std::memcmp(a.sums.data(), b.sums.data(), a.sums.size() * sizeof(double)) == 0 &&
+         std::memcmp(a.R.data(), b.R.data(), a.R.size() * sizeof(T)) == 0;
+}
+
+// Scores N(0, 3²), and with `large` a third of the rows at ±(60..100), where a naive
+// log(1 + e^z) or softmax overflows (float32 e^89 already does); intercepts N(0, 1).
+template <typename T>
+void check_loss_residuals(Context& gpu, std::mt19937_64& rng, int64_t n, int64_t k, bool weighted, bool large) {
+  SCOPED_TRACE(std::string(std::is_same_v<T, float> ? "float32" : "float64") + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+               (weighted ? " weighted" : " unweighted") + (large ? " large scores" : ""));
+  std::vector<T> Z = cast_vector<T>(normal_vector(rng, static_cast<std::size_t>(n * k), 3.0));
+  if (large)
+    for (int64_t i = 0; i < n; i += 3)
+      for (int64_t c = 0; c < k; ++c) Z[i * k + c] = static_cast<T>((uniform_int(rng, 0, 1) ? 1.0 : -1.0) * uniform_real(rng, 60.0, 100.0));
+  const std::vector<int32_t> labels = random_labels(rng, n, k);
+  const std::vector<double> intercept = normal_vector(rng, static_cast<std::size_t>(k), 1.0);
+  std::vector<T> w;
+  if (weighted) {
+    w.resize(n);
+    for (auto& x : w) x = static_cast<T>(uniform_real(rng, 0.1, 2.0));
+  }
+  const T* w_host = weighted ? w.data() : nullptr;
+  const Buffer labels_dev = to_device(gpu, labels), w_dev = to_device(gpu, w);
+  const T* w_device = weighted ? w_dev.as<T>() : nullptr;
+
+  std::vector<T> R_cpu(n * k, std::numeric_limits<T>::quiet_NaN());
+  std::vector<double> sums_cpu(k, std::nan(""));
+  const double loss_cpu = detail::make_logistic_cpu_backend<T>(Context::cpu())
+                              ->loss_residuals(Z.data(), labels.data(), w_host, n, k, intercept.data(), R_cpu.data(), sums_cpu.data());
+
+  auto backend = detail::make_logistic_cuda_backend<T>(gpu);
+  const ResidualsResult<T> separate = cuda_loss_residuals(gpu, *backend, Z, labels_dev, w_device, n, k, intercept, false);
+  ASSERT_TRUE(std::isfinite(loss_cpu));
+  ASSERT_TRUE(std::isfinite(separate.loss));
+  // The loss is a sum of non-negative terms, each formed in double by the same formulas on both
+  // (only exp/log1p ulps and the summation order differ): relative, float32 1e-5 and float64
+  // 1e-12 (both far above the ~1e-15 expected).
+  EXPECT_NEAR(separate.loss, loss_cpu, kRelTol<T> * loss_cpu);
+  // R_ic = w_i r_ic, |r| <= 1, computed in double and rounded to T on both: they differ by at most
+  // one rounding step of T where a double ulp tips it (float32: 2^-23 |w_i| < 1e-6 |w_i|), else
+  // by a few double ulps (1e-14 |w_i| leaves a margin).
+  const double r_tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  int reported = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double wi = weighted ? static_cast<double>(w[i]) : 1.0;
+    for (int64_t c = 0; c < k; ++c) {
+      const double a = static_cast<double>(separate.R[i * k + c]), b = static_cast<double>(R_cpu[i * k + c]);
+      if (!(std::abs(a - b) <= r_tol * wi) && reported++ < 10)
+        ADD_FAILURE() << "R[" << i << "][" << c << "]: cuda " << a << ", cpu " << b << ", tolerance " << r_tol * wi;
+    }
+  }
+  // Residual sums: sums in double of the stored R in different orders, plus the R differences
+  // above: float32 1e-5, float64 1e-12, relative to Σ_i |R_ic|.
+  const std::vector<double> scale = column_abs_sums(R_cpu, n, k);
+  for (int64_t c = 0; c < k; ++c)
+    EXPECT_NEAR(separate.sums[c], sums_cpu[c], kRelTol<T> * scale[c]) << "residual sum of class " << c;
+
+  // R over Z itself: the same kernel and order, so the same bits; and again, and from a fresh
+  // backend (scratch reused or not): deterministic.
+  const ResidualsResult<T> aliased = cuda_loss_residuals(gpu, *backend, Z, labels_dev, w_device, n, k, intercept, true);
+  EXPECT_TRUE(same_bits(aliased, separate)) << "R aliasing Z changed the result";
+  const ResidualsResult<T> again = cuda_loss_residuals(gpu, *backend, Z, labels_dev, w_device, n, k, intercept, false);
+  EXPECT_TRUE(same_bits(again, separate)) << "a second call gave other bits";
+  const ResidualsResult<T> fresh =
+      cuda_loss_residuals(gpu, *detail::make_logistic_cuda_backend<T>(gpu), Z, labels_dev, w_device, n, k, intercept, false);
+  EXPECT_TRUE(same_bits(fresh, separate)) << "a new backend gave other bits";
+}
+
+template <typename T>
+void check_loss_residuals_shapes(Context& gpu, std::mt19937_64& rng, int64_t n) {
+  for (int64_t k : {1, 4, 40})  // 40: two column slabs of the per-chunk residual sums
+    for (bool weighted : {false, true})
+      for (bool large : {false, true}) check_loss_residuals<T>(gpu, rng, n, k, weighted, large);
+}
+
+TEST(LogisticBackendGpu, LossResidualsMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  // One row; a few thousand (a partial last chunk); ~10^5, odd (about 400 chunks).
+  for (int64_t n : {int64_t(1), uniform_int(rng, 2900, 3100), 100000 + 2 * uniform_int(rng, 0, 500) + 1}) {
+    check_loss_residuals_shapes<float>(gpu, rng, n);
+    check_loss_residuals_shapes<double>(gpu, rng, n);
+  }
+}
+
+// Binary at the size that matters for speed (10^6 rows, several thousand chunks).
+TEST(LogisticBackendGpu, LossResidualsMatchesCpuMillionRows) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 1000000 + 2 * uniform_int(rng, 0, 500) + 1;
+  check_loss_residuals<float>(gpu, rng, n, 1, true, true);
+  check_loss_residuals<double>(gpu, rng, n, 1, true, false);
+}
+
+// No rows: zero loss and sums, nothing read.
+TEST(LogisticBackendGpu, LossResidualsOfNoRows) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  auto backend = detail::make_logistic_cuda_backend<double>(gpu);
+  const std::vector<double> intercept = {0.5, -1.0, 2.0};
+  std::vector<double> sums(3, std::nan(""));
+  EXPECT_EQ(backend->loss_residuals(nullptr, nullptr, nullptr, 0, 3, intercept.data(), nullptr, sums.data()), 0.0);
+  EXPECT_EQ(sums, std::vector<double>(3, 0.0));
 }
 
 }  // namespace

@@ -1,0 +1,246 @@
+// The CUDA KMeansBackend against the CPU backend, primitive by primitive, on fresh random data
+// (skipped without a GPU): the *_from_products primitives, which see X only through its
+// products with the centers (sparse X): assign_from_products (labels, dist2, count of changed
+// labels, exact ties between duplicate centers, rows on a center), candidate_potentials_from_
+// products (one and several candidate batches), update_closest_from_products and
+// distances_from_products.
+//
+// The backends are internal: this file reaches them through the src/ headers (their factories
+// and detail::copy_bytes are exported for it).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../backend_test_util.hpp"
+#include "../../../src/cluster/kmeans_backend.hpp"
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+using test::to_device;
+using test::to_host;
+using test::uniform_int;
+using test::uniform_real;
+
+template <typename T>
+std::string type_name() {
+  return std::is_same_v<T, float> ? "float32" : "float64";
+}
+
+// Rows of X and centers as products would come from a sparse X: products = X Cᵀ, |x|² and |c|²,
+// each formed in double and rounded to T. Exact ties: center 1 duplicates center 0 and the last
+// center duplicates the middle one (equal norms and products, so equal |c|² − 2 x·c: the lowest
+// index must win, whatever lane of the CUDA kernel holds it). Every 7th row is a copy of a center
+// (|x − c|² ~ 0, where rounding makes the double expression negative and the clamp matters).
+template <typename T>
+struct Products {
+  int64_t n = 0, k = 0;
+  std::vector<T> products, row_norms, center_norms;
+
+  Products(std::mt19937_64& rng, int64_t n_, int64_t k_, int64_t d) : n(n_), k(k_) {
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<double> C(k * d), X(n * d);
+    for (auto& v : C) v = normal(rng) * 2.0;
+    if (k >= 2) std::copy(C.begin(), C.begin() + d, C.begin() + d);
+    if (k >= 4) std::copy(C.begin() + (k / 2) * d, C.begin() + (k / 2 + 1) * d, C.begin() + (k - 1) * d);
+    for (int64_t i = 0; i < n; ++i) {
+      if (i % 7 == 0) {
+        const int64_t c = uniform_int(rng, 0, k - 1);
+        std::copy(C.begin() + c * d, C.begin() + (c + 1) * d, X.begin() + i * d);
+      } else {
+        for (int64_t j = 0; j < d; ++j) X[i * d + j] = normal(rng);
+      }
+    }
+    auto dot = [d](const double* a, const double* b) {
+      double s = 0.0;
+      for (int64_t j = 0; j < d; ++j) s += a[j] * b[j];
+      return s;
+    };
+    products.resize(n * k);
+    row_norms.resize(n);
+    center_norms.resize(k);
+    for (int64_t c = 0; c < k; ++c) center_norms[c] = static_cast<T>(dot(&C[c * d], &C[c * d]));
+    for (int64_t i = 0; i < n; ++i) {
+      row_norms[i] = static_cast<T>(dot(&X[i * d], &X[i * d]));
+      for (int64_t c = 0; c < k; ++c) products[i * k + c] = static_cast<T>(dot(&X[i * d], &C[c * d]));
+    }
+  }
+
+  // The scale of |x_i|² − 2 x_i·c + |c|² (its terms' sizes): both backends evaluate the same double
+  // expression and round it once to T, so they should agree bit for bit; one rounding of T at
+  // this scale is allowed all the same.
+  double scale(int64_t i, int64_t c) const {
+    return static_cast<double>(row_norms[i]) + 2.0 * std::abs(static_cast<double>(products[i * k + c])) +
+           static_cast<double>(center_norms[c]);
+  }
+};
+
+template <typename T>
+constexpr double kEps = std::numeric_limits<T>::epsilon();
+
+template <typename T>
+void check_assign(Context& gpu, std::mt19937_64& rng, int64_t n, int64_t k) {
+  SCOPED_TRACE(type_name<T>() + " assign_from_products n=" + std::to_string(n) + " k=" + std::to_string(k));
+  const Products<T> p(rng, n, k, 16);
+  std::vector<int32_t> old_labels(n);
+  for (auto& y : old_labels) y = static_cast<int32_t>(uniform_int(rng, 0, k - 1));
+  auto cpu = detail::make_kmeans_cpu_backend<T>(Context::cpu());
+  auto cuda = detail::make_kmeans_cuda_backend<T>(gpu);
+
+  std::vector<int32_t> labels_cpu = old_labels;
+  std::vector<T> dist2_cpu(n);
+  const int64_t changes_cpu =
+      cpu->assign_from_products(p.products.data(), p.row_norms.data(), n, p.center_norms.data(), k, labels_cpu.data(), dist2_cpu.data(), true);
+
+  const Buffer products = to_device(gpu, p.products), row_norms = to_device(gpu, p.row_norms);
+  Buffer labels = to_device(gpu, old_labels);
+  Buffer dist2(gpu, n * sizeof(T));
+  const int64_t changes_gpu =
+      cuda->assign_from_products(products.as<T>(), row_norms.as<T>(), n, p.center_norms.data(), k, labels.as<int32_t>(), dist2.as<T>(), true);
+  // An integer count over the same labels: exactly equal.
+  EXPECT_EQ(changes_gpu, changes_cpu);
+  const std::vector<int32_t> labels_gpu = to_host<int32_t>(gpu, labels, n);
+  const std::vector<T> dist2_gpu = to_host<T>(gpu, dist2, n);
+  int reported = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    // The same double comparisons in the same order of preference: exactly equal labels.
+    if (labels_gpu[i] != labels_cpu[i] && reported++ < 10)
+      ADD_FAILURE() << "label of row " << i << ": cuda " << labels_gpu[i] << ", cpu " << labels_cpu[i];
+    const double tol = kEps<T> * p.scale(i, labels_cpu[i]);
+    if (!(std::abs(static_cast<double>(dist2_gpu[i]) - static_cast<double>(dist2_cpu[i])) <= tol) && reported++ < 10)
+      ADD_FAILURE() << "dist2 of row " << i << ": cuda " << dist2_gpu[i] << ", cpu " << dist2_cpu[i] << ", tolerance " << tol;
+    if (!(dist2_gpu[i] >= T(0)) && reported++ < 10) ADD_FAILURE() << "dist2 of row " << i << " is " << dist2_gpu[i];
+  }
+  if (k >= 2) {  // the duplicate of center 0 never wins
+    for (int64_t i = 0; i < n; ++i)
+      if (labels_gpu[i] == 1 && reported++ < 10) ADD_FAILURE() << "row " << i << " took center 1, a duplicate of center 0";
+  }
+
+  // Again from the new labels: nothing changes; without counting: 0, and the same labels.
+  EXPECT_EQ(cuda->assign_from_products(products.as<T>(), row_norms.as<T>(), n, p.center_norms.data(), k, labels.as<int32_t>(),
+                                       dist2.as<T>(), true),
+            0);
+  EXPECT_EQ(cuda->assign_from_products(products.as<T>(), row_norms.as<T>(), n, p.center_norms.data(), k, labels.as<int32_t>(),
+                                       dist2.as<T>(), false),
+            0);
+  EXPECT_EQ(to_host<int32_t>(gpu, labels, n), labels_gpu);
+}
+
+template <typename T>
+void check_closest_and_potentials(Context& gpu, std::mt19937_64& rng, int64_t n, int64_t m) {
+  SCOPED_TRACE(type_name<T>() + " potentials / update_closest n=" + std::to_string(n) + " m=" + std::to_string(m));
+  // The first candidate seeds `closest` (products n x 1 of its own), the m candidates follow.
+  const Products<T> seed(rng, n, 1, 16);
+  const Products<T> cand(rng, n, m, 16);
+  std::vector<T> weights(n);
+  for (auto& w : weights) w = static_cast<T>(uniform_real(rng, 0.1, 2.0));
+  auto cpu = detail::make_kmeans_cpu_backend<T>(Context::cpu());
+  auto cuda = detail::make_kmeans_cuda_backend<T>(gpu);
+  const Buffer seed_products = to_device(gpu, seed.products), seed_norms = to_device(gpu, seed.row_norms);
+  const Buffer products = to_device(gpu, cand.products), row_norms = to_device(gpu, cand.row_norms);
+  const Buffer weights_dev = to_device(gpu, weights);
+
+  // update_closest_from_products: with reset from the seed, then the min with candidate 0's
+  // column (products n x 1: a copy of that column, and its norm).
+  std::vector<T> closest_cpu(n, T(-1));
+  cpu->update_closest_from_products(seed.products.data(), seed.row_norms.data(), n, seed.center_norms[0], closest_cpu.data(), true);
+  Buffer closest = to_device(gpu, std::vector<T>(n, T(-1)));
+  cuda->update_closest_from_products(seed_products.as<T>(), seed_norms.as<T>(), n, seed.center_norms[0], closest.as<T>(), true);
+  std::vector<T> column(n);
+  for (int64_t i = 0; i < n; ++i) column[i] = cand.products[i * m];
+  const Buffer column_dev = to_device(gpu, column);
+  cpu->update_closest_from_products(column.data(), cand.row_norms.data(), n, cand.center_norms[0], closest_cpu.data(), false);
+  cuda->update_closest_from_products(column_dev.as<T>(), row_norms.as<T>(), n, cand.center_norms[0], closest.as<T>(), false);
+  const std::vector<T> closest_gpu = to_host<T>(gpu, closest, n);
+  int reported = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    // The same double expression, rounded once to T: one T rounding at the terms' scale.
+    const double tol = kEps<T> * std::max(seed.scale(i, 0), cand.scale(i, 0));
+    if (!(std::abs(static_cast<double>(closest_gpu[i]) - static_cast<double>(closest_cpu[i])) <= tol) && reported++ < 10)
+      ADD_FAILURE() << "closest[" << i << "]: cuda " << closest_gpu[i] << ", cpu " << closest_cpu[i] << ", tolerance " << tol;
+  }
+
+  // candidate_potentials_from_products, both from the CPU's closest (the primitive alone).
+  const Buffer closest_in = to_device(gpu, closest_cpu);
+  std::vector<double> pot_cpu(m, std::nan("")), pot_gpu(m, std::nan(""));
+  cpu->candidate_potentials_from_products(cand.products.data(), cand.row_norms.data(), weights.data(), closest_cpu.data(), n,
+                                          cand.center_norms.data(), m, pot_cpu.data());
+  cuda->candidate_potentials_from_products(products.as<T>(), row_norms.as<T>(), weights_dev.as<T>(), closest_in.as<T>(), n,
+                                           cand.center_norms.data(), m, pot_gpu.data());
+  // Sums in double of the same non-negative terms (w_i times the same T value) in different
+  // orders: rounding errors of either sign, ~sqrt(n) 1e-16 relative (< 1e-13 for n ~ 10^5):
+  // 1e-12 relative for both types.
+  for (int64_t q = 0; q < m; ++q) EXPECT_NEAR(pot_gpu[q], pot_cpu[q], 1e-12 * pot_cpu[q]) << "potential of candidate " << q;
+  // Deterministic: the same call, the same bits.
+  std::vector<double> pot_again(m);
+  cuda->candidate_potentials_from_products(products.as<T>(), row_norms.as<T>(), weights_dev.as<T>(), closest_in.as<T>(), n,
+                                           cand.center_norms.data(), m, pot_again.data());
+  EXPECT_EQ(std::memcmp(pot_again.data(), pot_gpu.data(), m * sizeof(double)), 0);
+}
+
+template <typename T>
+void check_distances(Context& gpu, std::mt19937_64& rng, int64_t n, int64_t k) {
+  SCOPED_TRACE(type_name<T>() + " distances_from_products n=" + std::to_string(n) + " k=" + std::to_string(k));
+  const Products<T> p(rng, n, k, 16);
+  std::vector<T> out_cpu = p.products;
+  detail::make_kmeans_cpu_backend<T>(Context::cpu())->distances_from_products(out_cpu.data(), p.row_norms.data(), n, p.center_norms.data(), k);
+  Buffer out = to_device(gpu, p.products);
+  const Buffer row_norms = to_device(gpu, p.row_norms);
+  detail::make_kmeans_cuda_backend<T>(gpu)->distances_from_products(out.as<T>(), row_norms.as<T>(), n, p.center_norms.data(), k);
+  const std::vector<T> out_gpu = to_host<T>(gpu, out, n * k);
+  int reported = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < k; ++c) {
+      // sqrt of the same T value (correctly rounded on both): equal; allowed, the square root of
+      // one T rounding at the terms' scale (its effect near a zero distance).
+      const double tol = std::sqrt(kEps<T> * p.scale(i, c));
+      const double a = static_cast<double>(out_gpu[i * k + c]), b = static_cast<double>(out_cpu[i * k + c]);
+      if (!(std::abs(a - b) <= tol) && reported++ < 10)
+        ADD_FAILURE() << "distance[" << i << "][" << c << "]: cuda " << a << ", cpu " << b << ", tolerance " << tol;
+    }
+}
+
+// k covers one lane per row (1), groups of 4 and 8 lanes, a warp (40) and a warp with several
+// columns per lane (300).
+TEST(KMeansBackendGpu, AssignFromProductsMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  for (int64_t n : {int64_t(1), uniform_int(rng, 2900, 3100), 100000 + 2 * uniform_int(rng, 0, 500) + 1})
+    for (int64_t k : {1, 3, 8, 40, 300}) {
+      if (n == 1 && k > 1) continue;
+      check_assign<float>(gpu, rng, n, k);
+      check_assign<double>(gpu, rng, n, k);
+    }
+}
+
+// m = 300: two batches of candidates (256 + 44).
+TEST(KMeansBackendGpu, PotentialsAndClosestFromProductsMatchCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  for (int64_t n : {int64_t(1), uniform_int(rng, 2900, 3100), 100000 + 2 * uniform_int(rng, 0, 500) + 1})
+    for (int64_t m : {1, 5, 40, 300}) {
+      check_closest_and_potentials<float>(gpu, rng, n, m);
+      check_closest_and_potentials<double>(gpu, rng, n, m);
+    }
+}
+
+TEST(KMeansBackendGpu, DistancesFromProductsMatchCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  for (int64_t n : {int64_t(1), uniform_int(rng, 2900, 3100)})
+    for (int64_t k : {1, 3, 40}) {
+      check_distances<float>(gpu, rng, n, k);
+      check_distances<double>(gpu, rng, n, k);
+    }
+}
+
+}  // namespace
+}  // namespace gpuml
