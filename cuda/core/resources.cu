@@ -30,12 +30,6 @@ void throw_cusolver_error(cusolverStatus_t st, const char* call, const char* fil
                         std::to_string(line));
 }
 
-void throw_cusparse_error(cusparseStatus_t st, const char* call, const char* file, int line) {
-  const ErrorCode code = st == CUSPARSE_STATUS_ALLOC_FAILED ? ErrorCode::out_of_memory : ErrorCode::cuda;
-  throw Error(code, std::string("cuSPARSE error ") + cusparseGetErrorName(st) + " in " + call + " at " + file + ":" +
-                        std::to_string(line));
-}
-
 Resources::Resources(int device_id) : device(device_id) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -58,7 +52,6 @@ Resources::Resources(int device_id) : device(device_id) {
 
 Resources::~Resources() {
   cudaSetDevice(device);
-  if (cusparse_) cusparseDestroy(cusparse_);
   if (cusolver_) cusolverDnDestroy(cusolver_);
   if (cublas_) cublasDestroy(cublas_);
   if (stream) {
@@ -104,15 +97,6 @@ cusolverDnHandle_t Resources::cusolver() {
     GPUML_CUSOLVER_CHECK(cusolverDnSetStream(cusolver_, stream));
   });
   return cusolver_;
-}
-
-cusparseHandle_t Resources::cusparse() {
-  std::call_once(cusparse_once_, [this] {
-    activate();
-    GPUML_CUSPARSE_CHECK(cusparseCreate(&cusparse_));
-    GPUML_CUSPARSE_CHECK(cusparseSetStream(cusparse_, stream));
-  });
-  return cusparse_;
 }
 
 void Resources::activate() const { GPUML_CUDA_CHECK(cudaSetDevice(device)); }

@@ -3,7 +3,6 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
-#include <cusparse.h>
 
 #include <atomic>
 #include <mutex>
@@ -18,7 +17,6 @@ namespace gpuml::cuda {
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line);
 [[noreturn]] void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line);
 [[noreturn]] void throw_cusolver_error(cusolverStatus_t st, const char* call, const char* file, int line);
-[[noreturn]] void throw_cusparse_error(cusparseStatus_t st, const char* call, const char* file, int line);
 
 }  // namespace gpuml::cuda
 
@@ -40,11 +38,6 @@ namespace gpuml::cuda {
     cusolverStatus_t gpuml_st_ = (call);                                                \
     if (gpuml_st_ != CUSOLVER_STATUS_SUCCESS) ::gpuml::cuda::throw_cusolver_error(gpuml_st_, #call, __FILE__, __LINE__); \
   } while (0)
-#define GPUML_CUSPARSE_CHECK(call)                                                      \
-  do {                                                                                  \
-    cusparseStatus_t gpuml_st_ = (call);                                                \
-    if (gpuml_st_ != CUSPARSE_STATUS_SUCCESS) ::gpuml::cuda::throw_cusparse_error(gpuml_st_, #call, __FILE__, __LINE__); \
-  } while (0)
 
 namespace gpuml::cuda {
 
@@ -65,7 +58,6 @@ struct Resources {
   // Created on first use, bound to `stream`.
   cublasHandle_t cublas();
   cusolverDnHandle_t cusolver();
-  cusparseHandle_t cusparse();
 
   // Makes this context's device current for the calling thread.
   void activate() const;
@@ -85,8 +77,6 @@ struct Resources {
   cublasHandle_t cublas_ = nullptr;
   std::once_flag cusolver_once_;
   cusolverDnHandle_t cusolver_ = nullptr;
-  std::once_flag cusparse_once_;
-  cusparseHandle_t cusparse_ = nullptr;
   void* pinned_ = nullptr;
   std::size_t pinned_bytes_ = 0;
 };

@@ -2,14 +2,17 @@
 // matrix (host or device memory) is checked on the device with the CPU's error messages,
 // canonicalized there (indices strictly increasing per line, duplicates summed, explicit zeros
 // kept) and kept in both orders: X's CSR for X·B, and X's CSC stored as the CSR of Xᵀ for Xᵀ·B,
-// so that both products are cuSPARSE SpMM without transposition (opA = TRANSPOSE is not
-// deterministic). Either index width is kept: the orders are built with CUB radix sorts, not
-// with cusparseCsr2cscEx2 (32-bit indices only).
+// so that both products are the same row-major product over lines. Either index width is kept:
+// the orders are built with CUB radix sorts (cusparseCsr2cscEx2 takes 32-bit indices only).
+//
+// The products are this file's warp-per-line kernels, not cuSPARSE's SpMM: on the H100,
+// CSR_ALG2 with row-major blocks gave different bits on repeated calls, and gpuml promises the
+// same bits for the same inputs; here long lines (a frequent column of X) are cut into pieces
+// whose partial rows are added in a fixed order.
 //
 // Determinism: no floating-point atomics. Every reduction of the other primitives runs one
 // thread per output line over that line's entries in index order, as the CPU's loops do, with
-// the CPU's double arithmetic (no FMA contraction), so they agree with the CPU to the bit; the
-// products are cuSPARSE's (non-transposed CSR SpMM is bit-wise reproducible).
+// the CPU's double arithmetic (no FMA contraction), so they agree with the CPU to the bit.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -247,6 +250,82 @@ __global__ void group_weights_kernel(const uint64_t* sorted_groups, const int64_
 
 // ---- host helpers -------------------------------------------------------------------------------
 
+// ---- products ------------------------------------------------------------------------------
+
+// Lines longer than this are cut into pieces of this many entries, one warp each, whose partial
+// rows are then added in piece order: a power-law column of X (a line of Xᵀ) can hold most of
+// the rows, and one warp over it would serialize the product.
+constexpr int64_t kPieceEntries = 2048;
+
+// out[0, t) = Σ_{k in [begin, end)} val[k] B[idx[k], 0..t), by one warp: the entries in batches
+// of 32 (one per lane, then broadcast), the columns 32 at a time (one per lane; rows of B read
+// coalesced). t == 1: lanes over the entries, then the warp's butterfly sum. Fixed order: the
+// same bits on every call.
+template <typename T, typename I>
+__device__ void line_times(const I* idx, const T* val, int64_t begin, int64_t end, const T* B, int64_t t, T* out,
+                           int lane) {
+  if (t == 1) {
+    double acc = 0.0;
+    for (int64_t k = begin + lane; k < end; k += kWarp) acc += static_cast<double>(val[k]) * static_cast<double>(B[idx[k]]);
+    acc = warp_sum(acc);
+    if (lane == 0) out[0] = static_cast<T>(acc);
+    return;
+  }
+  for (int64_t c0 = 0; c0 < t; c0 += kWarp) {
+    const int64_t c = c0 + lane;
+    T acc = 0;
+    for (int64_t k0 = begin; k0 < end; k0 += kWarp) {
+      const int64_t k = k0 + lane;
+      const I mine = k < end ? idx[k] : I(0);
+      const T mine_value = k < end ? val[k] : T(0);
+      const int batch = static_cast<int>(end - k0 < kWarp ? end - k0 : kWarp);
+      for (int e = 0; e < batch; ++e) {
+        const I j = __shfl_sync(0xffffffffu, mine, e);
+        const T v = __shfl_sync(0xffffffffu, mine_value, e);
+        if (c < t) acc += v * B[static_cast<int64_t>(j) * t + c];
+      }
+    }
+    if (c < t) out[c] = acc;
+  }
+}
+
+// out (lines x t) = M B for the lines of at most kPieceEntries entries (the others: pieces).
+template <typename T, typename I>
+__global__ void short_lines_times_kernel(const I* indptr, const I* idx, const T* val, int64_t lines, const T* B, int64_t t,
+                                         T* out) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = grid_threads() / kWarp;
+  for (int64_t l = global_thread() / kWarp; l < lines; l += warps) {
+    const int64_t begin = indptr[l], end = indptr[l + 1];
+    if (end - begin > kPieceEntries) continue;
+    line_times(idx, val, begin, end, B, t, out + l * t, lane);
+  }
+}
+
+// partial (pieces x t): piece p covers entries [starts[p], starts[p] + kPieceEntries) of its line, clipped at ends[p].
+template <typename T, typename I>
+__global__ void pieces_times_kernel(const I* idx, const T* val, const int64_t* starts, const int64_t* ends, int64_t pieces,
+                                    const T* B, int64_t t, T* partial) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = grid_threads() / kWarp;
+  for (int64_t p = global_thread() / kWarp; p < pieces; p += warps) {
+    const int64_t begin = starts[p], end = begin + kPieceEntries < ends[p] ? begin + kPieceEntries : ends[p];
+    line_times(idx, val, begin, end, B, t, partial + p * t, lane);
+  }
+}
+
+// out[line q's row] = the sum of its pieces' partial rows, in piece order (first[q] .. first[q + 1]).
+template <typename T>
+__global__ void add_pieces_kernel(const int64_t* long_lines, const int64_t* first, int64_t count, const T* partial, int64_t t,
+                                  T* out) {
+  for (int64_t e = global_thread(); e < count * t; e += grid_threads()) {
+    const int64_t q = e / t, c = e % t;
+    T acc = 0;
+    for (int64_t p = first[q]; p < first[q + 1]; ++p) acc += partial[p * t + c];
+    out[long_lines[q] * t + c] = acc;
+  }
+}
+
 unsigned blocks_for(int64_t n) { return cuda::grid_for(n, kBlock, kMaxBlocks); }
 
 // A device buffer of `count` values of U (at least one byte, so that it is never null).
@@ -450,11 +529,6 @@ Lines<T, I> transposed(Context& ctx, cudaStream_t stream, const Lines<T, I>& in)
   return out;
 }
 
-template <typename T>
-constexpr cudaDataType_t cuda_type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
-template <typename I>
-constexpr cusparseIndexType_t index_type = sizeof(I) == 4 ? CUSPARSE_INDEX_32I : CUSPARSE_INDEX_64I;
-
 template <typename T, typename I>
 class SparseCuda final : public SparseMatrix<T> {
  public:
@@ -462,19 +536,14 @@ class SparseCuda final : public SparseMatrix<T> {
       : ctx_(ctx), by_rows_(std::move(by_rows)), by_cols_(std::move(by_cols)) {
     this->rows_ = by_rows_.count;
     this->cols_ = by_cols_.count;
-    rows_desc_ = describe(by_rows_);
-    cols_desc_ = describe(by_cols_);
-  }
-  ~SparseCuda() override {
-    cudaSetDevice(ctx_.device().id);
-    if (rows_desc_) cusparseDestroySpMat(rows_desc_);
-    if (cols_desc_) cusparseDestroySpMat(cols_desc_);
+    rows_pieces_ = pieces_of(by_rows_);
+    cols_pieces_ = pieces_of(by_cols_);
   }
   SparseCuda(const SparseCuda&) = delete;
   SparseCuda& operator=(const SparseCuda&) = delete;
 
-  void times(const T* B, int64_t t, T* out) override { product(by_rows_, rows_desc_, B, t, out); }
-  void transpose_times(const T* B, int64_t t, T* out) override { product(by_cols_, cols_desc_, B, t, out); }
+  void times(const T* B, int64_t t, T* out) override { product(by_rows_, rows_pieces_, B, t, out); }
+  void transpose_times(const T* B, int64_t t, T* out) override { product(by_cols_, cols_pieces_, B, t, out); }
 
   void column_moments(double* sums_host, double* squares_host) override {
     cuda::Resources& res = cuda::activate(ctx_);
@@ -557,56 +626,66 @@ class SparseCuda final : public SparseMatrix<T> {
   }
 
  private:
-  cusparseConstSpMatDescr_t describe(const Lines<T, I>& m) {
-    if (m.nnz == 0) return nullptr;  // products are zero: cuSPARSE is not called
-    cuda::activate(ctx_);
-    cusparseConstSpMatDescr_t desc = nullptr;
-    GPUML_CUSPARSE_CHECK(cusparseCreateConstCsr(&desc, m.count, m.width, m.nnz, m.ptr(), m.idx(), m.val(), index_type<I>,
-                                                index_type<I>, CUSPARSE_INDEX_BASE_ZERO, cuda_type<T>));
-    return desc;
+  // The lines of one order longer than kPieceEntries, cut into pieces (line_times' warps).
+  struct Pieces {
+    int64_t count = 0, long_lines = 0;
+    Buffer starts, ends;      // per piece: its first entry, and its line's end
+    Buffer lines, first;      // per long line: its number, and its first piece (long_lines + 1)
+  };
+
+  // From the host copy of indptr: one pass, once per matrix.
+  Pieces pieces_of(const Lines<T, I>& m) {
+    cuda::Resources& res = cuda::activate(ctx_);
+    std::vector<I> indptr(static_cast<std::size_t>(m.count + 1));
+    to_host(res.stream, indptr.data(), m.ptr(), m.count + 1);
+    std::vector<int64_t> starts, ends, lines, first;
+    for (int64_t l = 0; l < m.count; ++l) {
+      const int64_t begin = indptr[l], end = indptr[l + 1];
+      if (end - begin <= kPieceEntries) continue;
+      lines.push_back(l);
+      first.push_back(static_cast<int64_t>(starts.size()));
+      for (int64_t k = begin; k < end; k += kPieceEntries) {
+        starts.push_back(k);
+        ends.push_back(end);
+      }
+    }
+    first.push_back(static_cast<int64_t>(starts.size()));
+    Pieces p;
+    p.count = static_cast<int64_t>(starts.size());
+    p.long_lines = static_cast<int64_t>(lines.size());
+    Context context = ctx_;
+    p.starts = upload(context, starts.data(), p.count);
+    p.ends = upload(context, ends.data(), p.count);
+    p.lines = upload(context, lines.data(), p.long_lines);
+    p.first = upload(context, first.data(), p.long_lines + 1);
+    return p;
   }
 
-  // out (m.count x t) = m · B (m.width x t), row-major, by SpMM with the non-transposed CSR.
-  void product(const Lines<T, I>& m, cusparseConstSpMatDescr_t a, const T* B, int64_t t, T* out) {
+  // out (m.count x t) = m · B (m.width x t), row-major: short lines a warp each, long lines by
+  // pieces added in order. No atomics: the same bits on every call.
+  void product(const Lines<T, I>& m, const Pieces& pieces, const T* B, int64_t t, T* out) {
     cuda::Resources& res = cuda::activate(ctx_);
     if (m.count == 0 || t == 0) return;
-    if (m.nnz == 0) {
-      GPUML_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(m.count * t) * sizeof(T), res.stream));
-      return;
-    }
-    cusparseHandle_t handle = res.cusparse();
-    cusparseConstDnMatDescr_t b = nullptr;
-    cusparseDnMatDescr_t c = nullptr;
-    struct Release {
-      cusparseConstDnMatDescr_t& b;
-      cusparseDnMatDescr_t& c;
-      ~Release() {
-        if (b) cusparseDestroyDnMat(b);
-        if (c) cusparseDestroyDnMat(c);
-      }
-    } release{b, c};
-    GPUML_CUSPARSE_CHECK(cusparseCreateConstDnMat(&b, m.width, t, t, B, cuda_type<T>, CUSPARSE_ORDER_ROW));
-    GPUML_CUSPARSE_CHECK(cusparseCreateDnMat(&c, m.count, t, t, out, cuda_type<T>, CUSPARSE_ORDER_ROW));
-    const T one = 1, zero = 0;
-    const auto op = CUSPARSE_OPERATION_NON_TRANSPOSE;
-    // CSR_ALG2 is the row-major algorithm; the default where a cuSPARSE version refuses it.
-    cusparseSpMMAlg_t alg = CUSPARSE_SPMM_CSR_ALG2;
-    std::size_t bytes = 0;
-    cusparseStatus_t status = cusparseSpMM_bufferSize(handle, op, op, &one, a, b, &zero, c, cuda_type<T>, alg, &bytes);
-    if (status == CUSPARSE_STATUS_NOT_SUPPORTED) {
-      alg = CUSPARSE_SPMM_ALG_DEFAULT;
-      status = cusparseSpMM_bufferSize(handle, op, op, &one, a, b, &zero, c, cuda_type<T>, alg, &bytes);
-    }
-    GPUML_CUSPARSE_CHECK(status);
-    if (workspace_.bytes() < bytes || workspace_.data() == nullptr) workspace_ = Buffer(ctx_, std::max<std::size_t>(bytes, 1));
-    GPUML_CUSPARSE_CHECK(cusparseSpMM(handle, op, op, &one, a, b, &zero, c, cuda_type<T>, alg, workspace_.data()));
+    const unsigned warps_grid = cuda::grid_for(m.count * kWarp, kBlock, kMaxBlocks);
+    short_lines_times_kernel<<<warps_grid, kBlock, 0, res.stream>>>(m.ptr(), m.idx(), m.val(), m.count, B, t, out);
+    GPUML_CUDA_CHECK_LAUNCH();
+    if (pieces.count == 0) return;
+    const std::size_t bytes = static_cast<std::size_t>(pieces.count * t) * sizeof(T);
+    if (partial_.bytes() < bytes) partial_ = Buffer(ctx_, bytes);
+    pieces_times_kernel<<<cuda::grid_for(pieces.count * kWarp, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(
+        m.idx(), m.val(), pieces.starts.template as<int64_t>(), pieces.ends.template as<int64_t>(), pieces.count, B, t,
+        partial_.as<T>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    add_pieces_kernel<<<blocks_for(pieces.long_lines * t), kBlock, 0, res.stream>>>(
+        pieces.lines.template as<int64_t>(), pieces.first.template as<int64_t>(), pieces.long_lines, partial_.as<T>(), t, out);
+    GPUML_CUDA_CHECK_LAUNCH();
   }
 
   Context ctx_;
   Lines<T, I> by_rows_;  // X: n lines over d columns
   Lines<T, I> by_cols_;  // Xᵀ: d lines over n rows (X's CSC)
-  cusparseConstSpMatDescr_t rows_desc_ = nullptr, cols_desc_ = nullptr;
-  Buffer workspace_;  // SpMM's, kept and grown
+  Pieces rows_pieces_, cols_pieces_;
+  Buffer partial_;  // the pieces' partial rows, kept and grown
 };
 
 template <typename T, typename I>
@@ -614,7 +693,7 @@ std::unique_ptr<SparseMatrix<T>> build(const Context& ctx, const SparseView& X, 
   Context context = ctx;  // a Buffer takes a mutable context (a shared handle)
   cuda::Resources& res = cuda::activate(ctx);
   const bool csr = X.format == SparseFormat::csr;
-  // cuSPARSE's 32-bit indices describe both orders: each dimension must fit them.
+  // Both orders keep the index width: the CSR of Xᵀ holds row numbers, X's CSR column numbers.
   if (sizeof(I) == 4 && (X.rows() >= INT32_MAX || X.cols() >= INT32_MAX))
     throw_error(ErrorCode::unsupported, std::string(what) + " (sparse matrix): shape (" + std::to_string(X.rows()) + ", " +
                                             std::to_string(X.cols()) + ") exceeds int32 indices on CUDA: use int64 indices");

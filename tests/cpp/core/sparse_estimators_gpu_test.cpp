@@ -36,17 +36,29 @@ std::vector<double> values_of(const HostArray& a) {
   return out;
 }
 
-// Each attribute's entries within `rtol` of its largest magnitude (at least 1), save `skipped`.
+// b within `rtol` of a's largest magnitude (at least 1). `squares`: values that are square roots
+// of computed quantities (singular values from a Gram matrix's eigenvalues, distances from
+// |x|² − 2x·c + |c|²), whose error near 0 is the square root of the quantity's: compared squared.
+void expect_near_all(const std::vector<double>& a, const std::vector<double>& b, double rtol, bool squares,
+                     const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double scale = 1.0;
+  for (double v : a) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (squares)
+      EXPECT_NEAR(b[i] * b[i], a[i] * a[i], rtol * scale * scale) << what << "[" << i << "] squared";
+    else
+      EXPECT_NEAR(b[i], a[i], rtol * scale) << what << "[" << i << "]";
+  }
+}
+
+// Every fitted attribute, save `skipped`.
 void expect_same_attributes(const Estimator& cpu, const Estimator& gpu, double rtol,
                             const std::set<std::string>& skipped = {}) {
   ASSERT_EQ(cpu.attribute_names(), gpu.attribute_names());
   for (const std::string& name : cpu.attribute_names()) {
     if (skipped.count(name)) continue;
-    const std::vector<double> a = values_of(cpu.attribute(name)), b = values_of(gpu.attribute(name));
-    ASSERT_EQ(a.size(), b.size()) << name;
-    double scale = 1.0;
-    for (double v : a) scale = std::max(scale, std::abs(v));
-    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], rtol * scale) << name << "[" << i << "]";
+    expect_near_all(values_of(cpu.attribute(name)), values_of(gpu.attribute(name)), rtol, name == "singular_values_", name);
   }
 }
 
@@ -105,10 +117,8 @@ void expect_gpu_fit_matches_cpu(Context& gpu, const Case& c, const test::RandomS
   expect_same_attributes(*on_cpu, *on_gpu, c.rtol, c.skipped);
   for (const std::string& method : c.methods) {
     SCOPED_TRACE(method);
-    const std::vector<double> a = output(cpu, *on_cpu, method, X.view()), b = output(gpu, *on_gpu, method, gpu_X);
-    double scale = 1.0;
-    for (double v : a) scale = std::max(scale, std::abs(v));
-    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], c.rtol * scale) << i;
+    const bool distances = c.kind == "kmeans" && method == "transform";
+    expect_near_all(output(cpu, *on_cpu, method, X.view()), output(gpu, *on_gpu, method, gpu_X), c.rtol, distances, method);
   }
 }
 

@@ -98,7 +98,7 @@ template <typename T, typename I, typename V>
 void compare(Context& gpu, std::mt19937_64& rng, const Input<I, V>& in, const SparseView& X_gpu) {
   const Context cpu = Context::cpu();
   const int64_t n = in.m.rows, d = in.m.cols;
-  const std::vector<T> values_t(in.m.values.begin(), in.m.values.end());
+  const std::vector<T> values_t(in.values.begin(), in.values.end());  // V, then T: what the GPU converts
   SparseView X_cpu = in.host_view();
   X_cpu.dtype = dtype_of<T>::value;
   X_cpu.values = values_t.data();
