@@ -11,8 +11,10 @@
 #include <limits>
 #include <numeric>
 
+#include "core/parallel.hpp"
 #include "core/random.hpp"
 #include "core/staging.hpp"
+#include "core/trace.hpp"
 #include "gpuml/core/error.hpp"
 #include "linear_model/least_squares.hpp"
 
@@ -28,6 +30,33 @@ std::vector<T> to_type(const Matrix& m) {
   std::vector<T> out(static_cast<std::size_t>(m.size()));
   for (Eigen::Index i = 0; i < m.rows(); ++i)
     for (Eigen::Index j = 0; j < m.cols(); ++j) out[i * m.cols() + j] = static_cast<T>(m(i, j));
+  return out;
+}
+
+// splitmix64's finalizer: entry i of a counter-based stream is mix(key + i), whatever thread
+// draws it, so the test matrix comes out the same on any number of threads (and backends).
+inline uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// rows x cols standard normal draws from `seed` (Box-Muller on pairs of entries), row-major.
+template <typename T>
+std::vector<T> gaussian_block(uint64_t seed, int64_t rows, int64_t cols, int threads) {
+  const int64_t total = rows * cols, pairs = (total + 1) / 2;
+  const uint64_t key = Random(seed).next();
+  constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+  auto unit = [](uint64_t bits) { return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0); };
+  std::vector<T> out(static_cast<std::size_t>(total));
+#pragma omp parallel for num_threads(threads_for(threads, total)) schedule(static)
+  for (int64_t p = 0; p < pairs; ++p) {
+    const uint64_t at = key + kGolden * static_cast<uint64_t>(2 * p);
+    const double u1 = 1.0 - unit(mix(at)), u2 = unit(mix(at + kGolden));  // u1 in (0, 1]
+    const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * u2;
+    out[2 * p] = static_cast<T>(radius * std::cos(angle));
+    if (2 * p + 1 < total) out[2 * p + 1] = static_cast<T>(radius * std::sin(angle));
+  }
   return out;
 }
 
@@ -47,7 +76,11 @@ Buffer multiply(Context& ctx, LinearBackend<T>& backend, const T* Y, int64_t n, 
 // per column. Pass 2 (Cholesky QR through the eigen-decomposition of Q₁ᵀQ₁, which is near the
 // identity) makes it orthonormal to working precision.
 template <typename T>
-Buffer orthonormalize(Context& ctx, LinearBackend<T>& backend, const T* Y, int64_t n, int64_t c, int64_t& r) {
+Buffer orthonormalize(Context& ctx, LinearBackend<T>& backend, const T* Y, int64_t n, int64_t c, int64_t& r,
+                      Trace* trace = nullptr) {
+  auto mark = [&](const char* phase) {
+    if (trace) trace->mark(phase);
+  };
   r = 0;
   if (c == 0 || n == 0) return Buffer();
   const double eps = std::numeric_limits<T>::epsilon();
@@ -66,6 +99,7 @@ Buffer orthonormalize(Context& ctx, LinearBackend<T>& backend, const T* Y, int64
       R = (es.eigenvectors() * lambda.cwiseSqrt().asDiagonal()).transpose();  // RᵀR = G
     }
   }
+  mark("  copy and R");
   Eigen::BDCSVD<Eigen::MatrixXd> svd(R, Eigen::ComputeFullV);  // Jacobi's for small c, faster past it
   const Vector& s = svd.singularValues();
   const double cutoff = 100.0 * static_cast<double>(c) * eps * (s.size() ? s[0] : 0.0);
@@ -73,12 +107,15 @@ Buffer orthonormalize(Context& ctx, LinearBackend<T>& backend, const T* Y, int64
   while (r1 < s.size() && s[r1] > cutoff && s[r1] > 0) ++r1;
   if (r1 == 0) return Buffer();
   const Matrix M1 = svd.matrixV().leftCols(r1) * s.head(r1).cwiseInverse().asDiagonal();
+  mark("  SVD of R (host)");
   Buffer Q1 = multiply(ctx, backend, Y, n, c, M1);
+  mark("  Q1 = Y V / s");
 
   std::vector<double> G(static_cast<std::size_t>(r1 * r1));
   backend.gram(Q1.as<const T>(), nullptr, n, r1, 0, G.data(), nullptr);
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(Eigen::Map<const Matrix>(G.data(), r1, r1));
   GPUML_EXPECT(es.info() == Eigen::Success, "randomized SVD: the orthonormalization did not converge");
+  mark("  Q1 gram and its eigen");
   const Vector lambda = es.eigenvalues();
   // Q₁ᵀQ₁ is within ~1e-2 of the identity by the cutoff above: its eigenvalues are near 1.
   int64_t keep_from = 0;
@@ -186,23 +223,15 @@ class DenseProducts final : public MatrixProducts<T> {
   int64_t n_, d_;
 };
 
-// A Mᵀ (n x t, a new buffer in the backend's memory) for M (t x d, host).
-template <typename T>
-Buffer product(Context& ctx, MatrixProducts<T>& A, int64_t n, const Matrix& M) {
-  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * M.rows(), 1)) * sizeof(T));
-  const std::vector<T> rows = to_type<T>(M);
-  times_rows(ctx, A, M.cols(), rows.data(), M.rows(), out.as<T>());
-  return out;
-}
-
 // An orthonormal basis Qd (d x r, backend memory) of the columns of AᵀQ (Q: n x q), r its
 // numerical rank; with R, also R = Qdᵀ AᵀQ (r x q), so that AᵀQ = Qd R.
 template <typename T>
 Buffer feature_basis(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, const T* Q, int64_t d, int64_t q,
-                     int64_t& r, Matrix* R = nullptr) {
+                     int64_t& r, Matrix* R = nullptr, Trace* trace = nullptr) {
   Buffer Z(ctx, static_cast<std::size_t>(std::max<int64_t>(d * q, 1)) * sizeof(T));
   A.transpose_times(Q, q, Z.as<T>());
-  Buffer Qd = orthonormalize(ctx, backend, Z.as<const T>(), d, q, r);
+  if (trace) trace->mark("  A transposed times Q");
+  Buffer Qd = orthonormalize(ctx, backend, Z.as<const T>(), d, q, r, trace);
   if (R != nullptr && r > 0) {
     R->resize(r, q);
     backend.cross(Qd.as<const T>(), Z.as<const T>(), d, r, q, R->data());
@@ -218,27 +247,30 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
   // More test vectors than min(n, d) add nothing: that many already span A's range.
   // (Summed after the cap: no int64 overflow whatever n_oversamples is.)
   const int64_t columns = std::min(count + std::min(n_oversamples, std::min(n, d)), std::min(n, d));
-  Random random(seed);
-  // Standard normal draws (Box-Muller on the host stream), as the rows of Ωᵀ (columns x d).
-  Matrix omega_t(columns, d);
-  for (Eigen::Index i = 0; i < omega_t.size(); i += 2) {
-    const double u1 = 1.0 - random.uniform(), u2 = random.uniform();  // u1 in (0, 1]
-    const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * u2;
-    omega_t.data()[i] = radius * std::cos(angle);
-    if (i + 1 < omega_t.size()) omega_t.data()[i + 1] = radius * std::sin(angle);
+  Trace trace(ctx, "randomized SVD");
+  // The test matrix Ω (d x columns), standard normal draws made on the host threads.
+  const std::vector<T> omega = gaussian_block<T>(seed, d, columns, ctx.n_threads());
+  trace.mark("test matrix (host)");
+  Buffer Y(ctx, static_cast<std::size_t>(std::max<int64_t>(n * columns, 1)) * sizeof(T));
+  {
+    const Buffer block = upload(ctx, omega.data(), d * columns);
+    A.times(block.as<const T>(), columns, Y.as<T>());
   }
-  Buffer Y = product(ctx, A, n, omega_t);
+  trace.mark("A times the test matrix");
   int64_t c = columns, r = 0;
   Matrix leading;  // tolerance > 0: the previous iteration's `count` leading Ritz vectors (d x count)
   for (int64_t it = 0; it < n_iter; ++it) {
-    Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r);
+    Buffer Q = orthonormalize(ctx, backend, Y.as<const T>(), n, c, r, &trace);
+    trace.mark("orthonormalize (rows)");
     if (r == 0) break;
     Matrix R;
     int64_t rd = 0;
-    Buffer Qd = feature_basis(ctx, backend, A, Q.as<const T>(), d, r, rd, tolerance > 0 ? &R : nullptr);
+    Buffer Qd = feature_basis(ctx, backend, A, Q.as<const T>(), d, r, rd, tolerance > 0 ? &R : nullptr, &trace);
+    trace.mark("feature basis");
     if (rd == 0) break;
     Y = Buffer(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));
     A.times(Qd.as<const T>(), rd, Y.as<T>());
+    trace.mark("A times the basis");
     c = rd;
     if (tolerance > 0 && rd >= count) {
       // Run to convergence: the Ritz vectors of the `count` largest values (AᵀQ = Qd R, so
@@ -271,7 +303,9 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
   if (rd > 0) {
     Buffer B(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));
     A.times(Qd.as<const T>(), rd, B.as<T>());                    // A Qd (n x rd)
+    trace.mark("last basis and product");
     RightSvd small = exact_svd(ctx, backend, B.as<T>(), n, rd);  // s and Wᵀ (min(n, rd) x rd)
+    trace.mark("small SVD");
     out.count = small.count;
     out.s = small.s;
     const Matrix W = Eigen::Map<const Matrix>(small.Vt.data(), small.count, rd).transpose();
@@ -280,6 +314,7 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
     out.Vt.resize(static_cast<std::size_t>(small.count * d));
     for (int64_t j = 0; j < d; ++j)
       for (int64_t i = 0; i < small.count; ++i) out.Vt[i * d + j] = static_cast<double>(V_host[j * small.count + i]);
+    trace.mark("right vectors");
   }
   truncate_svd(out, count);
   return out;

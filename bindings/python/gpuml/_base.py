@@ -250,12 +250,10 @@ class GpumlEstimator(BaseEstimator):
         return _params.json_params(self, self._gpuml_schema, **given)
 
     # -- devices and inputs ---------------------------------------------------------------
-    def _context_for(self, kind, sparse=False):
-        """The context computing on an input of ArrayKind `kind` with this estimator's device."""
+    def _context_for(self, kind):
+        """The context computing on an input of ArrayKind `kind` (dense or sparse) with this estimator's device."""
         device = check_device(self.device)
-        if device == "auto" and sparse:
-            device = "cpu"  # sparse products are written for the CPU only so far
-        elif device == "auto" and kind.is_device:
+        if device == "auto" and kind.is_device:
             device = f"cuda:{kind.device_id}"  # compute where the data already lives
         return get_context(device)
 
@@ -415,7 +413,7 @@ class GpumlEstimator(BaseEstimator):
         `params` (the JSON parameters) defaults to ``self._gpuml_params(X)``. `previous` (an
         EstimatorHandle): a fitted model the fit continues (warm_start)."""
         is_sparse = _array.is_sparse(X)
-        context = self._context_for(kind, sparse=is_sparse)
+        context = self._context_for(kind)
         params = self._gpuml_params(X) if params is None else params
         if "random_state" in params and getattr(self, "random_state", 0) is None and _n_ranks(context) > 1:
             # None over several ranks: each rank's NumPy RNG would draw its own seed, and the ranks
@@ -530,7 +528,7 @@ class GpumlEstimator(BaseEstimator):
         X_desc, keep_X = (_array.sparse_descriptor if is_sparse else _array.descriptor)(X, kind.device_id)
         out_desc, keep_out = _array.descriptor(out, kind.device_id)
         kind.synchronize()
-        handle.apply(method, self._context_for(kind, sparse=is_sparse), X_desc, out_desc, sparse=is_sparse)
+        handle.apply(method, self._context_for(kind), X_desc, out_desc, sparse=is_sparse)
         del keep_X, keep_out
         return kind.wrap(out)
 
