@@ -505,6 +505,88 @@ TEST(RandomForest, SparseBadInputGetsNamedErrors) {
   GPUML_EXPECT_ERROR(regressor->predict_proba_sparse(ctx, m.view(), host_view(out.data(), 30, 2)), ErrorCode::unsupported);
 }
 
+// On a CUDA context sparse X (CSR or CSC, int32 or int64 indices, float64 or float32 values, in
+// host or device memory) grows the CPU's sparse forest bit for bit: the codes are binned on the
+// host from the columns and the trees grown level by level on the device. Every fitted attribute
+// (the serialized models: tree arrays, importances, out-of-bag arrays) is the CPU's, with sample
+// weights, class weights and max_samples; predict and predict_proba from sparse X on the CUDA
+// context, written to device memory, are the CPU's.
+template <typename I, typename V>
+void check_gpu_sparse_fit(Context& gpu, std::mt19937_64& rng, const char* kind, int trial) {
+  Context cpu = Context::cpu(2);
+  const bool classification = std::string(kind) == "random_forest_classifier";
+  const int64_t n = uniform_int(rng, 100, 800), d = uniform_int(rng, 3, 15);
+  const double density = std::vector<double>{0.05, 0.3, 0.9}[trial % 3];
+  const SparseFormat format = trial % 2 ? SparseFormat::csc : SparseFormat::csr;
+  const bool on_device = (trial / 4) % 2 == 0;
+  test::RandomSparse<I> m = test::random_sparse<I>(rng, n, d, density, format, 0.05);
+  std::vector<V> values(m.values.begin(), m.values.end());
+  SparseView Xh = m.view();
+  Xh.dtype = dtype_of<V>::value;
+  Xh.values = values.data();
+  std::vector<double> y(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double s = m.dense[i * d] + m.dense[i * d + 1];
+    y[i] = classification ? static_cast<double>(s > 0.0) + static_cast<double>(s > 1.0) : s + uniform_real(rng, -0.1, 0.1);
+    w[i] = static_cast<double>(uniform_int(rng, classification ? 1 : 0, 3));
+  }
+  w[0] = 1.0;
+  if (classification) y[0] = 0.0, y[n - 1] = 1.0;  // two classes even when X is nearly empty
+  const Buffer indptr_d = test::to_device(gpu, m.indptr), indices_d = test::to_device(gpu, m.indices);
+  const Buffer values_d = test::to_device(gpu, values), y_d = test::to_device(gpu, y), w_d = test::to_device(gpu, w);
+  SparseView Xg = Xh;
+  if (on_device) {
+    Xg.device = gpu.device();
+    Xg.indptr = indptr_d.data();
+    Xg.indices = indices_d.data();
+    Xg.values = values_d.data();
+  }
+  const ArrayView yh = host_view(y.data(), n), wh = host_view(w.data(), n);
+  const ArrayView yg = on_device ? make_view(y_d.data(), DType::float64, gpu.device(), n) : yh;
+  const ArrayView wg = on_device ? make_view(w_d.data(), DType::float64, gpu.device(), n) : wh;
+  std::string params = R"({"n_estimators": 6, "oob_score": true, "max_features": 0.6, "random_state": )" +
+                       std::to_string(rng() >> 12);
+  if (trial % 3 == 1) params += R"(, "max_samples": 0.7)";
+  if (classification && trial % 3 == 0) params += R"(, "class_weight": "balanced")";
+  if (trial % 4 == 3) params += R"(, "n_bins": 7)";  // the percentile thresholds
+  params += "}";
+  const bool weighted = trial % 2 == 0;
+  auto on_cpu = make_estimator(kind, params), on_gpu = make_estimator(kind, params);
+  on_cpu->fit_sparse(cpu, Xh, &yh, weighted ? &wh : nullptr);
+  on_gpu->fit_sparse(gpu, Xg, &yg, weighted ? &wg : nullptr);
+  const std::string where = std::string(kind) + " trial " + std::to_string(trial) + (on_device ? " device X " : " host X ") +
+                            (sizeof(I) == 4 ? "int32 " : "int64 ") + (sizeof(V) == 4 ? "float32 " : "float64 ") + params;
+  EXPECT_EQ(tree_arrays(*on_cpu), tree_arrays(*on_gpu)) << where;
+  EXPECT_EQ(serialize(*on_cpu), serialize(*on_gpu)) << where;  // every fitted attribute
+  const int k = classification ? static_cast<int>(on_cpu->attribute("classes_").spec().shape[0]) : 1;
+  for (const char* method : {"predict", "predict_proba"}) {
+    if (!classification && std::string(method) == "predict_proba") continue;
+    const bool proba = std::string(method) == "predict_proba";
+    const int64_t width = proba ? k : 1;
+    std::vector<double> want(static_cast<std::size_t>(n * width));
+    const ArrayView want_view = proba ? host_view(want.data(), n, width) : host_view(want.data(), n);
+    Buffer out(gpu, static_cast<std::size_t>(n * width) * sizeof(double));
+    const ArrayView out_view = proba ? make_view(out.data(), DType::float64, gpu.device(), n, width)
+                                     : make_view(out.data(), DType::float64, gpu.device(), n);
+    if (proba) on_cpu->predict_proba_sparse(cpu, Xh, want_view), on_gpu->predict_proba_sparse(gpu, Xg, out_view);
+    else on_cpu->predict_sparse(cpu, Xh, want_view), on_gpu->predict_sparse(gpu, Xg, out_view);
+    EXPECT_EQ(test::to_host<double>(gpu, out, static_cast<std::size_t>(n * width)), want) << where << " " << method;
+  }
+}
+
+TEST(RandomForest, GpuSparseXGrowsTheCpuSparseForest) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  // trial % 2: CSR or CSC; (trial / 2) % 2: int32 or int64 indices; (trial / 4) % 2: device or host X.
+  for (int trial = 0; trial < 8; ++trial) {
+    for (const char* kind : {"random_forest_classifier", "random_forest_regressor"}) {
+      if ((trial / 2) % 2) check_gpu_sparse_fit<int64_t, double>(gpu, rng, kind, trial);
+      else check_gpu_sparse_fit<int32_t, double>(gpu, rng, kind, trial);
+      check_gpu_sparse_fit<int32_t, float>(gpu, rng, kind, trial);
+    }
+  }
+}
+
 TEST(RandomForest, WarmStartGrowsTheForestOfOneFit) {
   GPUML_FRESH_RNG(rng);
   Context ctx = Context::cpu(2);
