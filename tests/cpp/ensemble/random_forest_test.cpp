@@ -391,6 +391,39 @@ void check_warm_start(Context& ctx, std::mt19937_64& rng, const char* kind) {
   GPUML_EXPECT_ERROR(make_estimator("ridge", "{}")->warm_start_from(*first), ErrorCode::unsupported);
 }
 
+// A trial's targets and parameters on random sparse X: labels from bands of the first two
+// features' sum (or the sum with noise), integer row weights (used on even trials), oob_score,
+// and in turn max_samples, class weights ("balanced", "balanced_subsample") and 7 bins (the
+// percentile thresholds).
+struct SparseTrial {
+  std::vector<double> y, w;
+  std::string params;
+  bool weighted = false;
+};
+
+template <typename I>
+SparseTrial sparse_trial(std::mt19937_64& rng, const test::RandomSparse<I>& m, bool classification, int trial) {
+  const int64_t n = m.rows, d = m.cols;
+  SparseTrial t;
+  t.y.resize(static_cast<std::size_t>(n));
+  t.w.resize(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double s = m.dense[i * d] + m.dense[i * d + 1];
+    t.y[i] = classification ? static_cast<double>(s > 0.0) + static_cast<double>(s > 1.0) : s + uniform_real(rng, -0.1, 0.1);
+    t.w[i] = static_cast<double>(uniform_int(rng, classification ? 1 : 0, 3));  // "balanced" needs weight in every class
+  }
+  t.w[0] = 1.0;
+  if (classification) t.y[0] = 0.0, t.y[n - 1] = 1.0;  // two classes even when X is nearly empty
+  t.params = R"({"n_estimators": 6, "oob_score": true, "max_features": 0.6, "random_state": )" + std::to_string(rng() >> 12);
+  if (trial % 3 == 1) t.params += R"(, "max_samples": 0.7)";
+  if (classification && trial % 3 == 2) t.params += R"(, "class_weight": "balanced_subsample")";
+  if (classification && trial % 3 == 0) t.params += R"(, "class_weight": "balanced")";
+  if (trial % 4 == 3) t.params += R"(, "n_bins": 7)";
+  t.params += "}";
+  t.weighted = trial % 2 == 0;
+  return t;
+}
+
 // Sparse X (CSR or CSC, int32 or int64 indices, float64 or float32 values, duplicates and
 // unsorted indices, empty rows and columns) grows the forest of the dense matrix with the same
 // values, bit for bit: the same tree arrays, importances and out-of-bag arrays, and the same
@@ -414,27 +447,12 @@ void check_sparse_fit(Context& ctx, std::mt19937_64& rng, const char* kind, int 
   SparseView Xs = m.view();
   Xs.dtype = dtype_of<V>::value;
   Xs.values = values.data();
-  std::vector<double> y(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const double s = m.dense[i * d] + m.dense[i * d + 1];
-    y[i] = classification ? static_cast<double>(s > 0.0) + static_cast<double>(s > 1.0) : s + uniform_real(rng, -0.1, 0.1);
-    w[i] = static_cast<double>(uniform_int(rng, classification ? 1 : 0, 3));  // "balanced" needs weight in every class
-  }
-  w[0] = 1.0;
-  if (classification) y[0] = 0.0, y[n - 1] = 1.0;  // two classes even when X is nearly empty
-  const ArrayView X = host_view(dense.data(), n, d), yv = host_view(y.data(), n), wv = host_view(w.data(), n);
-  std::string params = R"({"n_estimators": 6, "oob_score": true, "max_features": 0.6, "random_state": )" +
-                       std::to_string(rng() >> 12);
-  if (trial % 3 == 1) params += R"(, "max_samples": 0.7)";
-  if (classification && trial % 3 == 2) params += R"(, "class_weight": "balanced_subsample")";
-  if (classification && trial % 3 == 0) params += R"(, "class_weight": "balanced")";
-  if (trial % 4 == 3) params += R"(, "n_bins": 7)";  // the percentile thresholds
-  params += "}";
-  const bool weighted = trial % 2 == 0;
-  auto on_dense = make_estimator(kind, params), on_sparse = make_estimator(kind, params);
-  on_dense->fit(ctx, X, &yv, weighted ? &wv : nullptr);
-  on_sparse->fit_sparse(ctx, Xs, &yv, weighted ? &wv : nullptr);
-  const std::string where = std::string(kind) + " trial " + std::to_string(trial) + " " + params;
+  const SparseTrial t = sparse_trial(rng, m, classification, trial);
+  const ArrayView X = host_view(dense.data(), n, d), yv = host_view(t.y.data(), n), wv = host_view(t.w.data(), n);
+  auto on_dense = make_estimator(kind, t.params), on_sparse = make_estimator(kind, t.params);
+  on_dense->fit(ctx, X, &yv, t.weighted ? &wv : nullptr);
+  on_sparse->fit_sparse(ctx, Xs, &yv, t.weighted ? &wv : nullptr);
+  const std::string where = std::string(kind) + " trial " + std::to_string(trial) + " " + t.params;
   EXPECT_EQ(tree_arrays(*on_dense), tree_arrays(*on_sparse)) << where;
   for (const char* name : {"feature_importances_", "oob_score_", classification ? "oob_decision_function_" : "oob_prediction_"}) {
     const HostArray &a = on_dense->attribute(name), &b = on_sparse->attribute(name);
@@ -509,8 +527,8 @@ TEST(RandomForest, SparseBadInputGetsNamedErrors) {
 // host or device memory) grows the CPU's sparse forest bit for bit: the codes are binned on the
 // host from the columns and the trees grown level by level on the device. Every fitted attribute
 // (the serialized models: tree arrays, importances, out-of-bag arrays) is the CPU's, with sample
-// weights, class weights and max_samples; predict and predict_proba from sparse X on the CUDA
-// context, written to device memory, are the CPU's.
+// weights, class weights (balanced_subsample grows on the host) and max_samples; predict and
+// predict_proba from sparse X on the CUDA context, written to device memory, are the CPU's.
 template <typename I, typename V>
 void check_gpu_sparse_fit(Context& gpu, std::mt19937_64& rng, const char* kind, int trial) {
   Context cpu = Context::cpu(2);
@@ -524,14 +542,8 @@ void check_gpu_sparse_fit(Context& gpu, std::mt19937_64& rng, const char* kind, 
   SparseView Xh = m.view();
   Xh.dtype = dtype_of<V>::value;
   Xh.values = values.data();
-  std::vector<double> y(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const double s = m.dense[i * d] + m.dense[i * d + 1];
-    y[i] = classification ? static_cast<double>(s > 0.0) + static_cast<double>(s > 1.0) : s + uniform_real(rng, -0.1, 0.1);
-    w[i] = static_cast<double>(uniform_int(rng, classification ? 1 : 0, 3));
-  }
-  w[0] = 1.0;
-  if (classification) y[0] = 0.0, y[n - 1] = 1.0;  // two classes even when X is nearly empty
+  const SparseTrial t = sparse_trial(rng, m, classification, trial);
+  const std::vector<double> &y = t.y, &w = t.w;
   const Buffer indptr_d = test::to_device(gpu, m.indptr), indices_d = test::to_device(gpu, m.indices);
   const Buffer values_d = test::to_device(gpu, values), y_d = test::to_device(gpu, y), w_d = test::to_device(gpu, w);
   SparseView Xg = Xh;
@@ -544,18 +556,11 @@ void check_gpu_sparse_fit(Context& gpu, std::mt19937_64& rng, const char* kind, 
   const ArrayView yh = host_view(y.data(), n), wh = host_view(w.data(), n);
   const ArrayView yg = on_device ? make_view(y_d.data(), DType::float64, gpu.device(), n) : yh;
   const ArrayView wg = on_device ? make_view(w_d.data(), DType::float64, gpu.device(), n) : wh;
-  std::string params = R"({"n_estimators": 6, "oob_score": true, "max_features": 0.6, "random_state": )" +
-                       std::to_string(rng() >> 12);
-  if (trial % 3 == 1) params += R"(, "max_samples": 0.7)";
-  if (classification && trial % 3 == 0) params += R"(, "class_weight": "balanced")";
-  if (trial % 4 == 3) params += R"(, "n_bins": 7)";  // the percentile thresholds
-  params += "}";
-  const bool weighted = trial % 2 == 0;
-  auto on_cpu = make_estimator(kind, params), on_gpu = make_estimator(kind, params);
-  on_cpu->fit_sparse(cpu, Xh, &yh, weighted ? &wh : nullptr);
-  on_gpu->fit_sparse(gpu, Xg, &yg, weighted ? &wg : nullptr);
+  auto on_cpu = make_estimator(kind, t.params), on_gpu = make_estimator(kind, t.params);
+  on_cpu->fit_sparse(cpu, Xh, &yh, t.weighted ? &wh : nullptr);
+  on_gpu->fit_sparse(gpu, Xg, &yg, t.weighted ? &wg : nullptr);
   const std::string where = std::string(kind) + " trial " + std::to_string(trial) + (on_device ? " device X " : " host X ") +
-                            (sizeof(I) == 4 ? "int32 " : "int64 ") + (sizeof(V) == 4 ? "float32 " : "float64 ") + params;
+                            (sizeof(I) == 4 ? "int32 " : "int64 ") + (sizeof(V) == 4 ? "float32 " : "float64 ") + t.params;
   EXPECT_EQ(tree_arrays(*on_cpu), tree_arrays(*on_gpu)) << where;
   EXPECT_EQ(serialize(*on_cpu), serialize(*on_gpu)) << where;  // every fitted attribute
   const int k = classification ? static_cast<int>(on_cpu->attribute("classes_").spec().shape[0]) : 1;
