@@ -87,6 +87,13 @@ __global__ void bin_kernel(const T* __restrict__ X, int64_t n, int64_t d, const 
   }
 }
 
+// codes[i * d + j] = columns[j * n + i]: codes binned on the host (bin_rows's feature-major
+// layout) in this backend's row-major order.
+__global__ void transpose_codes_kernel(const uint8_t* __restrict__ columns, int64_t n, int64_t d,
+                                       uint8_t* __restrict__ codes) {
+  for (int64_t idx = global_thread(); idx < n * d; idx += grid_threads()) codes[idx] = columns[(idx % d) * n + idx / d];
+}
+
 __global__ void first_slots_kernel(int32_t* __restrict__ rows, int64_t total, int64_t n) {
   for (int64_t s = global_thread(); s < total; s += grid_threads()) rows[s] = static_cast<int32_t>(s % n);
 }
@@ -430,6 +437,17 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
   void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) override {
     load_any(X, n, d, bins, targets);
   }
+  // Codes binned on the host (sparse X): uploaded and turned row-major; the ranges are the caller's.
+  void load_codes(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins, const LevelTargets& targets) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    keep(n, d, bins, targets, res);
+    Buffer columns = device(n * d);
+    res.copy_to_device(columns.data(), codes, static_cast<std::size_t>(n * d));
+    codes_ = device(n * d);
+    transpose_codes_kernel<<<cuda::grid_for(n * d, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(columns.as<uint8_t>(), n, d,
+                                                                                                 codes_.as<uint8_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
 
   void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) override {
     cuda::Resources& res = cuda::activate(ctx_);
@@ -561,12 +579,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
   template <typename T>
   void load_any(const T* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) {
     cuda::Resources& res = cuda::activate(ctx_);
-    const int k = targets.width();
-    GPUML_EXPECT(k >= 1 && k <= kMaxClasses, "levelwise CUDA builder: at most 64 classes");
-    GPUML_EXPECT(bins.n_features() == d, "levelwise CUDA builder: bins for another number of features");
-    n_ = n;
-    d_ = d;
-    k_ = k;
+    keep(n, d, bins, targets, res);
     Buffer X_d = device(n * d * static_cast<int64_t>(sizeof(T)));
     res.copy_to_device(X_d.data(), X, static_cast<std::size_t>(n * d) * sizeof(T));
     const int64_t n_thresholds = static_cast<int64_t>(bins.values.size());
@@ -598,6 +611,17 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       if (host_keys[cells + c] != 0ULL) bins.high[c] = key_value(host_keys[cells + c]);
     }
     if (comm_ != nullptr) merge_value_ranges(bins, *comm_);  // every rank's rows
+  }
+
+  // What both loads keep besides the codes: the sizes, each feature's bin count (host and
+  // device), the targets on the device.
+  void keep(int64_t n, int64_t d, const FeatureBins& bins, const LevelTargets& targets, cuda::Resources& res) {
+    const int k = targets.width();
+    GPUML_EXPECT(k >= 1 && k <= kMaxClasses, "levelwise CUDA builder: at most 64 classes");
+    GPUML_EXPECT(bins.n_features() == d, "levelwise CUDA builder: bins for another number of features");
+    n_ = n;
+    d_ = d;
+    k_ = k;
     bin_counts_.assign(static_cast<std::size_t>(d), 0);
     for (int64_t f = 0; f < d; ++f) bin_counts_[f] = static_cast<int32_t>(bins.bins(f));
     bins_ = device(d * static_cast<int64_t>(sizeof(int32_t)));

@@ -201,11 +201,10 @@ void compute_oob(Forest& forest, const Input& X, const int32_t* labels, const T*
 constexpr int64_t kBinSampleRows = 200000;
 
 // X as the fit reads it: its bins, its codes (with the bins' value ranges), a row's value of a
-// feature (the out-of-bag walks), and for dense X the matrix (the level-by-level builders bin
-// it where they grow). Dense: row-major n x d.
+// feature (the out-of-bag walks), and how a level-by-level backend gets it (load). Dense:
+// row-major n x d.
 template <typename T>
 struct DenseInput {
-  static constexpr bool dense = true;
   const T* X;
   int64_t n, d;
   FeatureBins bins(const ForestRules& rules, Comm* comm) const {
@@ -216,11 +215,14 @@ struct DenseInput {
     value_ranges(X, n, d, codes, bins, threads);
   }
   double value(int64_t i, int64_t f) const { return static_cast<double>(X[i * d + f]); }
+  // The matrix itself: the backend bins it where it grows the trees (the device, or this rank).
+  void load(LevelBackend& backend, FeatureBins& bins, const LevelTargets& targets, int) const {
+    backend.load(X, n, d, bins, targets);
+  }
 };
 
 // Sparse: canonical CSC (sparse_lines.hpp); a row's value is found in its feature's column.
 struct SparseInput {
-  static constexpr bool dense = false;
   const SparseLines& X;
   int64_t n, d;
   FeatureBins bins(const ForestRules& rules, Comm*) const {
@@ -228,6 +230,12 @@ struct SparseInput {
   }
   void codes(FeatureBins& bins, uint8_t* codes, int threads) const { bin_sparse_columns(X, bins, codes, threads); }
   double value(int64_t i, int64_t f) const { return X.at(f, i); }
+  // Binned here from the columns (X is never made dense), the codes sent to the backend.
+  void load(LevelBackend& backend, FeatureBins& bins, const LevelTargets& targets, int threads) const {
+    std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
+    this->codes(bins, codes.data(), threads);
+    backend.load_codes(codes.data(), n, d, bins, targets);
+  }
 };
 
 }  // namespace
@@ -314,7 +322,6 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
                 "a random forest fitted over several ranks needs integer row weights and no min_weight_fraction_leaf: "
                 "bootstrap=False with sample_weight or class_weight, class_weight=\"balanced_subsample\" and "
                 "min_weight_fraction_leaf > 0 are not supported there yet");
-  if constexpr (Input::dense) {
   if ((rules.device != nullptr || distributed) && in_scope) {
     // The same trees, grown level by level on the device (or over the ranks): the bootstrap
     // counts (as bytes) and the feature-draw seeds come from the same streams as below.
@@ -349,8 +356,8 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
         targets.unit[0] = quantized.unit[0];
         targets.unit[1] = quantized.unit[1];
       }
-      backend->load(X.X, n, d, forest.bins, targets);  // binned on the device (or on this rank; ranges of all ranks)
-      trace.mark("load (X binned on the device)");
+      X.load(*backend, forest.bins, targets, rules.threads);  // ranges of all ranks
+      trace.mark("load (X binned)");
       std::vector<Tree> trees = grown > 0 ? grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights, seeds, rules.tree,
                                                                  rules.threads, distributed ? &comm : nullptr)
                                          : std::vector<Tree>();
@@ -361,7 +368,6 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
       if (rules.oob_score) compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
       return forest;
     }
-  }
   }
   std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
   X.codes(forest.bins, codes.data(), rules.threads);
@@ -419,8 +425,7 @@ template <typename T>
 Forest fit_forest_sparse(const SparseLines& X, const int32_t* labels, const T* y, const double* sample_weight,
                          const ForestRules& rules) {
   GPUML_EXPECT(X.format == SparseFormat::csc, "fit_forest_sparse: X must be CSC");
-  GPUML_EXPECT(rules.device == nullptr && (rules.comm == nullptr || rules.comm->size() == 1),
-               "fit_forest_sparse: sparse X grows on the host threads of one process");
+  GPUML_EXPECT(rules.comm == nullptr || rules.comm->size() == 1, "fit_forest_sparse: sparse X is fitted by one process");
   return grow_forest(SparseInput{X, X.rows, X.cols}, labels, y, sample_weight, rules);
 }
 

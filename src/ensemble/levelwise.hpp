@@ -69,6 +69,11 @@ class LevelBackend {
   // infinity in X is an invalid_argument error.
   virtual void load(const float* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) = 0;
   virtual void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) = 0;
+  // The data already binned on the host (sparse X: bin_sparse_columns): codes in bin_rows's
+  // layout (feature-major, codes[j * n + i]), bins with their low / high filled from the same rows
+  // (the ranges of every rank's rows with a communicator), and the targets (n rows).
+  virtual void load_codes(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins,
+                          const LevelTargets& targets) = 0;
   // A batch of trees: tree t's slots are every row (0..n-1) with weight weights[t * n + row].
   virtual void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) = 0;
   // Finds each node's best split over its drawn features (feature_order: nodes x d, each node's

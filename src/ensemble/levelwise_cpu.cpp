@@ -28,6 +28,11 @@ class CpuLevelBackend final : public LevelBackend, public LevelPrimitives {
   void load(const double* X, int64_t n, int64_t d, FeatureBins& bins, const LevelTargets& targets) override {
     load_any(X, n, d, bins, targets);
   }
+  void load_codes(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins, const LevelTargets& targets) override {
+    GPUML_EXPECT(bins.n_features() == d, "levelwise builder: bins for another number of features");
+    codes_.assign(codes, codes + n * d);
+    keep(n, d, bins, targets);
+  }
 
   void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) override {
     weights_ = weights;
@@ -109,6 +114,11 @@ class CpuLevelBackend final : public LevelBackend, public LevelPrimitives {
     bin_rows(X, n, d, bins, codes_.data(), threads_);
     value_ranges(X, n, d, codes_.data(), bins, threads_);
     merge_value_ranges(bins, *comm_);  // every rank's rows
+    keep(n, d, bins, targets);
+  }
+
+  // What both loads keep besides the codes: the sizes, each feature's bin count, the targets.
+  void keep(int64_t n, int64_t d, const FeatureBins& bins, const LevelTargets& targets) {
     n_ = n;
     d_ = d;
     bins_.resize(static_cast<std::size_t>(d));

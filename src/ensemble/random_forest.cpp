@@ -2,9 +2,10 @@
 // predictions, written once for both. The trees are grown by fit_forest (tree_builder.hpp,
 // docs/random_forest.md): on the host threads, on a CUDA context level by level on the device,
 // and over the ranks of the context's communicator (CPU contexts) level by level with summed
-// histograms. Predictions run on the context's backend (forest_backend.hpp). Sparse X (CPU, one
-// rank) takes the same fit through its CSC columns (fit_forest_sparse) and predicts from its CSR
-// rows (forest_predict_sparse).
+// histograms. Predictions run on the context's backend (forest_backend.hpp). Sparse X (one rank,
+// either context: canonicalized on the host) takes the same fit through its CSC columns
+// (fit_forest_sparse; on a CUDA context the codes go to the device) and predicts from its CSR rows
+// on the host threads (forest_predict_sparse).
 #include "gpuml/ensemble/random_forest.hpp"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "core/param_table.hpp"
 #include "core/params.hpp"
 #include "core/registry.hpp"
+#include "core/sparse_backend.hpp"
 #include "core/staging.hpp"
 #include "ensemble/forest_backend.hpp"
 #include "ensemble/sparse_lines.hpp"
@@ -623,13 +625,15 @@ Buffer RandomForestBase::predict_values(Context& ctx, const ArrayView& X) const 
 
 Buffer RandomForestBase::predict_values_sparse(Context& ctx, const SparseView& X) const {
   require_fitted();
-  const detail::SparseLines rows = detail::sparse_lines(ctx, X, SparseFormat::csr, "X");  // CUDA: unsupported
+  const detail::SparseLines rows = detail::sparse_lines(ctx, X, SparseFormat::csr, "X");  // in host memory
   const int64_t n = rows.rows, d = forest_->n_features;
   GPUML_EXPECT(rows.cols == d, "X has " + std::to_string(rows.cols) + " features, but " + estimator_name(classification_) +
                                    " was fitted with " + std::to_string(d) + " features");
-  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * forest_->k, 1)) * sizeof(double));
-  detail::forest_predict_sparse(*forest_, rows, out.as<double>(), ctx.n_threads());
-  return out;
+  // Sparse predictions run on the host threads, on a CUDA context too; the values then go to the
+  // context's memory (the device there), where the writers read them.
+  std::vector<double> values(static_cast<std::size_t>(n * forest_->k));
+  detail::forest_predict_sparse(*forest_, rows, values.data(), ctx.n_threads());
+  return detail::upload(ctx, values.data(), n * forest_->k);
 }
 
 void RandomForestBase::write_predictions(Context& ctx, const Buffer& values, int64_t n, const ArrayView& out) const {

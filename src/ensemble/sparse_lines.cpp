@@ -1,7 +1,6 @@
 #define EIGEN_DONT_PARALLELIZE  // as every unit of the library that uses Eigen (sparse_eigen.hpp)
 #include "ensemble/sparse_lines.hpp"
 
-#include <string>
 
 #include "core/sparse_eigen.hpp"
 #include "gpuml/core/context.hpp"
@@ -10,10 +9,7 @@
 namespace gpuml::detail {
 
 SparseLines sparse_lines(const Context& ctx, const SparseView& X, SparseFormat format, const char* what) {
-  if (ctx.is_cuda())
-    throw_error(ErrorCode::unsupported, std::string(what) +
-                                            ": sparse input on a CUDA context is not written yet (cuSPARSE); use "
-                                            "device=\"cpu\"");
+  // On a CUDA context too: canonicalize copies device X to the host, where the forests bin and walk it.
   const SparseHostMatrix canonical = canonicalize(ctx, X, what);
   const SparseView v = canonical.view();
   SparseLines out;

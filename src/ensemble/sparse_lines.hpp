@@ -1,5 +1,5 @@
 #pragma once
-// Sparse X as the random forests read it (CPU contexts only): a canonical copy in one storage
+// Sparse X as the random forests read it (any context; always in host memory): a canonical copy in one storage
 // order, CSC to bin the features column by column, CSR to walk rows down the trees. Indices are
 // widened to int64 and values to double once (a float32 value is exact as a double, and the
 // trees compare values as doubles, as they do for dense X), so the readers are not templates.
@@ -36,8 +36,8 @@ struct SparseLines {
   double value(int64_t i, int64_t j) const { return format == SparseFormat::csr ? at(i, j) : at(j, i); }
 };
 
-// X checked (validate_sparse's errors, naming `what`) and canonicalized in `format`. A CUDA
-// context is an unsupported error, as for every sparse estimator (sparse_backend.hpp).
+// X checked (validate_sparse's errors, naming `what`) and canonicalized in `format`, in host
+// memory whatever the context (X in device memory is copied to the host).
 GPUML_API SparseLines sparse_lines(const Context& ctx, const SparseView& X, SparseFormat format, const char* what);
 
 }  // namespace gpuml::detail

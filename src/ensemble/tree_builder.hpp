@@ -169,8 +169,9 @@ GPUML_API Forest fit_forest(const T* X, int64_t n, int64_t d, const int32_t* lab
 // callers holding sparse X check before converting it.
 GPUML_API void check_codes_fit(int64_t n, int64_t d);
 
-// fit_forest on sparse X: a canonical CSC matrix in host memory (sparse_lines), one process,
-// host threads (rules.device and a communicator of several ranks are invalid_argument errors).
+// fit_forest on sparse X: a canonical CSC matrix in host memory (sparse_lines), one process (a
+// communicator of several ranks is an invalid_argument error). With rules.device the codes are
+// binned on the host and the trees grown level by level on the device (LevelBackend::load_codes).
 // The same forest, bit for bit, as fit_forest on the dense matrix with the same values; the out-of-
 // bag rows are read from X's columns. y is of the dtype the estimator computes in.
 template <typename T>

@@ -56,7 +56,7 @@ class _Forest:
     """The parameters, fitted attributes and tree methods both forests share (mixed into the estimators)."""
 
     _gpuml_attributes = ("feature_importances_",) + _TREE_ATTRIBUTES
-    _gpuml_accepts_sparse = True  # CSR / CSC on the CPU (see _SHARED_DOC)
+    _gpuml_accepts_sparse = True  # CSR / CSC, binned on the host (see _SHARED_DOC)
 
     # Values Python handles: a Criterion object (refused below), a callable oob_score (the C++
     # out-of-bag predictions, scored here), scikit-learn's list class_weight (of multi-output y).
@@ -302,12 +302,14 @@ _SHARED_DOC = """
     deprecated alias of ``"squared_error"`` (FutureWarning).
 
     Inputs may be NumPy arrays, CuPy arrays or PyTorch tensors. Sparse X (SciPy CSR / CSC; CuPy
-    and torch sparse matrices are read back to the host) is taken on the CPU, as scikit-learn's
-    forests take it, without densifying its values: the bins come from its columns (implicit zeros
+    and torch sparse matrices are read back to the host) is taken as scikit-learn's forests take
+    it, binned on the host without densifying its values: the bins come from its columns (implicit zeros
     counted), and the fit gives the same forest, bit for bit, as on the dense matrix with the same
     values (predict, predict_proba, apply and decision_path too). The one dense structure of a fit,
-    dense or sparse X, is its n_samples x n_features matrix of one-byte bin codes; sparse X on
-    ``device="cuda"`` is not supported yet.
+    dense or sparse X, is its n_samples x n_features matrix of one-byte bin codes. With
+    ``device="cuda"``, sparse X is binned on the host and the same trees grow on the GPU from its
+    codes; predictions from sparse X run on the host threads (``device="auto"`` keeps sparse X on
+    the CPU).
 """
 
 

@@ -1,8 +1,9 @@
 // The level-by-level tree builder (src/ensemble/levelwise.hpp) against the depth-first one
 // (grow_tree): the same trees, node for node and bit for bit, on random data with constant and
 // low-cardinality columns, random bootstrap counts and random rules, classification and
-// regression (targets over seven decades, integer or not); with the host reference
-// backend here, and with the CUDA backend where there is a GPU.
+// regression (targets over seven decades, integer or not); X binned by the backend (load) or
+// codes binned on the host (load_codes); with the host reference backend here, and with the
+// CUDA backend where there is a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -129,10 +130,14 @@ void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterio
     SCOPED_TRACE("problem " + std::to_string(trial));
     const Problem p = make_problem(rng, criterion);
     const std::vector<detail::Tree> want = depth_first_trees(p);
-    // The backend bins X itself: the same value ranges as value_ranges (exact: min and max).
+    // The backend bins X itself: the same value ranges as value_ranges (exact: min and max). Every
+    // other problem it gets the host's codes and ranges instead (load_codes, sparse X's load).
+    const bool from_codes = trial % 2 == 1;
     detail::FeatureBins bins = p.bins;
-    bins.low.clear();
-    bins.high.clear();
+    if (!from_codes) {
+      bins.low.clear();
+      bins.high.clear();
+    }
     detail::LevelTargets targets;
     if (p.targets.units.empty()) {
       targets.labels = p.labels.data();
@@ -142,7 +147,8 @@ void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterio
       targets.unit[0] = p.targets.unit[0];
       targets.unit[1] = p.targets.unit[1];
     }
-    backend.load(p.X.data(), p.n, p.d, bins, targets);
+    if (from_codes) backend.load_codes(p.codes.data(), p.n, p.d, bins, targets);
+    else backend.load(p.X.data(), p.n, p.d, bins, targets);
     EXPECT_EQ(bins.low, p.bins.low);
     EXPECT_EQ(bins.high, p.bins.high);
     const std::vector<detail::Tree> got =

@@ -391,6 +391,39 @@ void check_warm_start(Context& ctx, std::mt19937_64& rng, const char* kind) {
   GPUML_EXPECT_ERROR(make_estimator("ridge", "{}")->warm_start_from(*first), ErrorCode::unsupported);
 }
 
+// A trial's targets and parameters on random sparse X: labels from bands of the first two
+// features' sum (or the sum with noise), integer row weights (used on even trials), oob_score,
+// and in turn max_samples, class weights ("balanced", "balanced_subsample") and 7 bins (the
+// percentile thresholds).
+struct SparseTrial {
+  std::vector<double> y, w;
+  std::string params;
+  bool weighted = false;
+};
+
+template <typename I>
+SparseTrial sparse_trial(std::mt19937_64& rng, const test::RandomSparse<I>& m, bool classification, int trial) {
+  const int64_t n = m.rows, d = m.cols;
+  SparseTrial t;
+  t.y.resize(static_cast<std::size_t>(n));
+  t.w.resize(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double s = m.dense[i * d] + m.dense[i * d + 1];
+    t.y[i] = classification ? static_cast<double>(s > 0.0) + static_cast<double>(s > 1.0) : s + uniform_real(rng, -0.1, 0.1);
+    t.w[i] = static_cast<double>(uniform_int(rng, classification ? 1 : 0, 3));  // "balanced" needs weight in every class
+  }
+  t.w[0] = 1.0;
+  if (classification) t.y[0] = 0.0, t.y[n - 1] = 1.0;  // two classes even when X is nearly empty
+  t.params = R"({"n_estimators": 6, "oob_score": true, "max_features": 0.6, "random_state": )" + std::to_string(rng() >> 12);
+  if (trial % 3 == 1) t.params += R"(, "max_samples": 0.7)";
+  if (classification && trial % 3 == 2) t.params += R"(, "class_weight": "balanced_subsample")";
+  if (classification && trial % 3 == 0) t.params += R"(, "class_weight": "balanced")";
+  if (trial % 4 == 3) t.params += R"(, "n_bins": 7)";
+  t.params += "}";
+  t.weighted = trial % 2 == 0;
+  return t;
+}
+
 // Sparse X (CSR or CSC, int32 or int64 indices, float64 or float32 values, duplicates and
 // unsorted indices, empty rows and columns) grows the forest of the dense matrix with the same
 // values, bit for bit: the same tree arrays, importances and out-of-bag arrays, and the same
@@ -414,27 +447,12 @@ void check_sparse_fit(Context& ctx, std::mt19937_64& rng, const char* kind, int 
   SparseView Xs = m.view();
   Xs.dtype = dtype_of<V>::value;
   Xs.values = values.data();
-  std::vector<double> y(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const double s = m.dense[i * d] + m.dense[i * d + 1];
-    y[i] = classification ? static_cast<double>(s > 0.0) + static_cast<double>(s > 1.0) : s + uniform_real(rng, -0.1, 0.1);
-    w[i] = static_cast<double>(uniform_int(rng, classification ? 1 : 0, 3));  // "balanced" needs weight in every class
-  }
-  w[0] = 1.0;
-  if (classification) y[0] = 0.0, y[n - 1] = 1.0;  // two classes even when X is nearly empty
-  const ArrayView X = host_view(dense.data(), n, d), yv = host_view(y.data(), n), wv = host_view(w.data(), n);
-  std::string params = R"({"n_estimators": 6, "oob_score": true, "max_features": 0.6, "random_state": )" +
-                       std::to_string(rng() >> 12);
-  if (trial % 3 == 1) params += R"(, "max_samples": 0.7)";
-  if (classification && trial % 3 == 2) params += R"(, "class_weight": "balanced_subsample")";
-  if (classification && trial % 3 == 0) params += R"(, "class_weight": "balanced")";
-  if (trial % 4 == 3) params += R"(, "n_bins": 7)";  // the percentile thresholds
-  params += "}";
-  const bool weighted = trial % 2 == 0;
-  auto on_dense = make_estimator(kind, params), on_sparse = make_estimator(kind, params);
-  on_dense->fit(ctx, X, &yv, weighted ? &wv : nullptr);
-  on_sparse->fit_sparse(ctx, Xs, &yv, weighted ? &wv : nullptr);
-  const std::string where = std::string(kind) + " trial " + std::to_string(trial) + " " + params;
+  const SparseTrial t = sparse_trial(rng, m, classification, trial);
+  const ArrayView X = host_view(dense.data(), n, d), yv = host_view(t.y.data(), n), wv = host_view(t.w.data(), n);
+  auto on_dense = make_estimator(kind, t.params), on_sparse = make_estimator(kind, t.params);
+  on_dense->fit(ctx, X, &yv, t.weighted ? &wv : nullptr);
+  on_sparse->fit_sparse(ctx, Xs, &yv, t.weighted ? &wv : nullptr);
+  const std::string where = std::string(kind) + " trial " + std::to_string(trial) + " " + t.params;
   EXPECT_EQ(tree_arrays(*on_dense), tree_arrays(*on_sparse)) << where;
   for (const char* name : {"feature_importances_", "oob_score_", classification ? "oob_decision_function_" : "oob_prediction_"}) {
     const HostArray &a = on_dense->attribute(name), &b = on_sparse->attribute(name);
@@ -503,6 +521,75 @@ TEST(RandomForest, SparseBadInputGetsNamedErrors) {
   auto regressor = make_estimator("random_forest_regressor", R"({"n_estimators": 2})");
   regressor->fit_sparse(ctx, m.view(), &yv, nullptr);
   GPUML_EXPECT_ERROR(regressor->predict_proba_sparse(ctx, m.view(), host_view(out.data(), 30, 2)), ErrorCode::unsupported);
+}
+
+// On a CUDA context sparse X (CSR or CSC, int32 or int64 indices, float64 or float32 values, in
+// host or device memory) grows the CPU's sparse forest bit for bit: the codes are binned on the
+// host from the columns and the trees grown level by level on the device. Every fitted attribute
+// (the serialized models: tree arrays, importances, out-of-bag arrays) is the CPU's, with sample
+// weights, class weights (balanced_subsample grows on the host) and max_samples; predict and
+// predict_proba from sparse X on the CUDA context, written to device memory, are the CPU's.
+template <typename I, typename V>
+void check_gpu_sparse_fit(Context& gpu, std::mt19937_64& rng, const char* kind, int trial) {
+  Context cpu = Context::cpu(2);
+  const bool classification = std::string(kind) == "random_forest_classifier";
+  const int64_t n = uniform_int(rng, 100, 800), d = uniform_int(rng, 3, 15);
+  const double density = std::vector<double>{0.05, 0.3, 0.9}[trial % 3];
+  const SparseFormat format = trial % 2 ? SparseFormat::csc : SparseFormat::csr;
+  const bool on_device = (trial / 4) % 2 == 0;
+  test::RandomSparse<I> m = test::random_sparse<I>(rng, n, d, density, format, 0.05);
+  std::vector<V> values(m.values.begin(), m.values.end());
+  SparseView Xh = m.view();
+  Xh.dtype = dtype_of<V>::value;
+  Xh.values = values.data();
+  const SparseTrial t = sparse_trial(rng, m, classification, trial);
+  const std::vector<double> &y = t.y, &w = t.w;
+  const Buffer indptr_d = test::to_device(gpu, m.indptr), indices_d = test::to_device(gpu, m.indices);
+  const Buffer values_d = test::to_device(gpu, values), y_d = test::to_device(gpu, y), w_d = test::to_device(gpu, w);
+  SparseView Xg = Xh;
+  if (on_device) {
+    Xg.device = gpu.device();
+    Xg.indptr = indptr_d.data();
+    Xg.indices = indices_d.data();
+    Xg.values = values_d.data();
+  }
+  const ArrayView yh = host_view(y.data(), n), wh = host_view(w.data(), n);
+  const ArrayView yg = on_device ? make_view(y_d.data(), DType::float64, gpu.device(), n) : yh;
+  const ArrayView wg = on_device ? make_view(w_d.data(), DType::float64, gpu.device(), n) : wh;
+  auto on_cpu = make_estimator(kind, t.params), on_gpu = make_estimator(kind, t.params);
+  on_cpu->fit_sparse(cpu, Xh, &yh, t.weighted ? &wh : nullptr);
+  on_gpu->fit_sparse(gpu, Xg, &yg, t.weighted ? &wg : nullptr);
+  const std::string where = std::string(kind) + " trial " + std::to_string(trial) + (on_device ? " device X " : " host X ") +
+                            (sizeof(I) == 4 ? "int32 " : "int64 ") + (sizeof(V) == 4 ? "float32 " : "float64 ") + t.params;
+  EXPECT_EQ(tree_arrays(*on_cpu), tree_arrays(*on_gpu)) << where;
+  EXPECT_EQ(serialize(*on_cpu), serialize(*on_gpu)) << where;  // every fitted attribute
+  const int k = classification ? static_cast<int>(on_cpu->attribute("classes_").spec().shape[0]) : 1;
+  for (const char* method : {"predict", "predict_proba"}) {
+    if (!classification && std::string(method) == "predict_proba") continue;
+    const bool proba = std::string(method) == "predict_proba";
+    const int64_t width = proba ? k : 1;
+    std::vector<double> want(static_cast<std::size_t>(n * width));
+    const ArrayView want_view = proba ? host_view(want.data(), n, width) : host_view(want.data(), n);
+    Buffer out(gpu, static_cast<std::size_t>(n * width) * sizeof(double));
+    const ArrayView out_view = proba ? make_view(out.data(), DType::float64, gpu.device(), n, width)
+                                     : make_view(out.data(), DType::float64, gpu.device(), n);
+    if (proba) on_cpu->predict_proba_sparse(cpu, Xh, want_view), on_gpu->predict_proba_sparse(gpu, Xg, out_view);
+    else on_cpu->predict_sparse(cpu, Xh, want_view), on_gpu->predict_sparse(gpu, Xg, out_view);
+    EXPECT_EQ(test::to_host<double>(gpu, out, static_cast<std::size_t>(n * width)), want) << where << " " << method;
+  }
+}
+
+TEST(RandomForest, GpuSparseXGrowsTheCpuSparseForest) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  // trial % 2: CSR or CSC; (trial / 2) % 2: int32 or int64 indices; (trial / 4) % 2: device or host X.
+  for (int trial = 0; trial < 8; ++trial) {
+    for (const char* kind : {"random_forest_classifier", "random_forest_regressor"}) {
+      if ((trial / 2) % 2) check_gpu_sparse_fit<int64_t, double>(gpu, rng, kind, trial);
+      else check_gpu_sparse_fit<int32_t, double>(gpu, rng, kind, trial);
+      check_gpu_sparse_fit<int32_t, float>(gpu, rng, kind, trial);
+    }
+  }
 }
 
 TEST(RandomForest, WarmStartGrowsTheForestOfOneFit) {
