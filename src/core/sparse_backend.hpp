@@ -43,13 +43,23 @@ std::vector<T> download(const Context& ctx, const T* data, int64_t count) {
   return out;
 }
 
+// out (cols x rows, row-major) = inᵀ for in rows x cols, converted to U; in tiles, so that
+// neither side is walked with a long stride (a 100 x 2^18 block: ~20x faster than row by row).
+template <typename T, typename U>
+void transpose_into(const T* in, int64_t rows, int64_t cols, U* out) {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile)
+      for (int64_t i = i0; i < std::min(rows, i0 + kTile); ++i)
+        for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j) out[j * rows + i] = static_cast<U>(in[i * cols + j]);
+}
+
 // out = A Mᵀ for M_host t x d (row-major host: a model's coefficients or centers, one per row),
 // out n x t in the backend's memory: M goes to the backend as the d x t block A multiplies.
 template <typename T>
 void times_rows(Context& ctx, MatrixProducts<T>& A, int64_t d, const T* M_host, int64_t t, T* out) {
   std::vector<T> columns(static_cast<std::size_t>(d * t));
-  for (int64_t r = 0; r < t; ++r)
-    for (int64_t j = 0; j < d; ++j) columns[j * t + r] = M_host[r * d + j];
+  transpose_into(M_host, t, d, columns.data());
   const Buffer block = upload(ctx, columns.data(), d * t);
   A.times(block.as<const T>(), t, out);
 }

@@ -205,8 +205,7 @@ class DenseProducts final : public MatrixProducts<T> {
   void times(const T* B, int64_t t, T* out) override {
     const std::vector<T> columns = download(ctx_, B, d_ * t);  // d x t
     std::vector<T> rows(columns.size());                         // t x d, as predict takes it
-    for (int64_t j = 0; j < d_; ++j)
-      for (int64_t r = 0; r < t; ++r) rows[r * d_ + j] = columns[j * t + r];
+    transpose_into(columns.data(), d_, t, rows.data());
     backend_.predict(A_, n_, d_, rows.data(), nullptr, t, out);
   }
   void transpose_times(const T* B, int64_t t, T* out) override {
@@ -312,8 +311,7 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
     const Buffer V = multiply(ctx, backend, Qd.as<const T>(), d, rd, W);  // Qd W (d x count)
     const std::vector<T> V_host = download(ctx, V.as<const T>(), d * small.count);
     out.Vt.resize(static_cast<std::size_t>(small.count * d));
-    for (int64_t j = 0; j < d; ++j)
-      for (int64_t i = 0; i < small.count; ++i) out.Vt[i * d + j] = static_cast<double>(V_host[j * small.count + i]);
+    transpose_into(V_host.data(), d, small.count, out.Vt.data());
     trace.mark("right vectors");
   }
   truncate_svd(out, count);
