@@ -28,9 +28,8 @@ Rows of each step, the user path first:
                      lbfgs); a Lloyd loop from random rows for KMeans. On CUDA; on the CPU only with
                      --torch-cpu (torch's CPU sparse products are far too slow to be worth a row)
 
-gpuml's estimators take sparse X on the CPU backend; on a CUDA device they refuse it until the
-cuSPARSE backend lands: a TypeError or NotImplementedError on sparse data prints "unsupported" in
-that row, so this script runs on any machine and times gpuml's CUDA rows, unedited, once they accept it. Each timed row is warmed up once, then timed --repeats times, best reported.
+gpuml's estimators take sparse X on both backends; a TypeError or NotImplementedError on sparse data
+(a build without CUDA, say) prints "unsupported" in that row, so this script runs on any machine. Each timed row is warmed up once, then timed --repeats times, best reported.
 Ratios are against gpuml (cuda), else gpuml (cpu), else none.
 
     GPUML_LIBRARY=build-cuda/libgpuml.so python3 benchmarks/compare_sparse.py        # 1M x 2^18
@@ -204,8 +203,7 @@ def torch_kmeans(torch, X_t, n_clusters, seed):
 
 
 def gpuml_call(fit):
-    """fit(), with a refusal of the sparse input (TypeError, or NotImplementedError on a CUDA
-    device before the cuSPARSE backend) turned into Unsupported."""
+    """fit(), with a refusal of the sparse input (TypeError or NotImplementedError) turned into Unsupported."""
     try:
         return fit()
     except (TypeError, NotImplementedError) as error:

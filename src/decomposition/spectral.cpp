@@ -303,12 +303,16 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
     Buffer B(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));
     A.times(Qd.as<const T>(), rd, B.as<T>());                    // A Qd (n x rd)
     trace.mark("last basis and product");
+    Buffer B_kept(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));  // exact_svd overwrites B
+    backend.center_scale(B.as<const T>(), n, rd, nullptr, nullptr, B_kept.as<T>());  // a plain copy
     RightSvd small = exact_svd(ctx, backend, B.as<T>(), n, rd);  // s and Wᵀ (min(n, rd) x rd)
     trace.mark("small SVD");
     out.count = small.count;
     out.s = small.s;
     const Matrix W = Eigen::Map<const Matrix>(small.Vt.data(), small.count, rd).transpose();
     const Buffer V = multiply(ctx, backend, Qd.as<const T>(), d, rd, W);  // Qd W (d x count)
+    out.projected_cols = std::min(count, small.count);
+    out.projected = multiply(ctx, backend, B_kept.as<const T>(), n, rd, Matrix(W.leftCols(out.projected_cols)));  // A V = B W
     const std::vector<T> V_host = download(ctx, V.as<const T>(), d * small.count);
     out.Vt.resize(static_cast<std::size_t>(small.count * d));
     transpose_into(V_host.data(), d, small.count, out.Vt.data());

@@ -21,6 +21,11 @@ namespace gpuml::detail {
 struct RightSvd {
   int64_t count = 0, d = 0;
   std::vector<double> s, Vt;
+  // A Vᵀ's first projected_cols columns (n x projected_cols, the backend's memory) where the
+  // driver formed them anyway (the randomized SVD: its U S), else empty; column signs are those
+  // before svd_flip_rows (their variances are what callers read).
+  Buffer projected;
+  int64_t projected_cols = 0;
 };
 
 // The whole thin SVD: min(n, d) triplets. n >= d: R of a QR of A (backend), then the SVD of R on

@@ -229,9 +229,12 @@ void TruncatedSVD::fit_sparse(Context& ctx, const SparseView& X, const ArrayView
     trace.mark("svd");
     // explained_variance_: the columns of X Vᵀ; the total: Σ_j E[x_j²] − E[x_j]² from X's column
     // sums and sums of squares (what scikit-learn's mean_variance_axis gives).
-    Buffer projected(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
-    const std::vector<T> coef(svd.Vt.begin(), svd.Vt.end());
-    detail::times_rows(ctx, *A, d, coef.data(), k, projected.as<T>());
+    Buffer projected = std::move(svd.projected);  // the randomized SVD's U S, else X Vᵀ by the sparse product
+    if (svd.projected_cols != k) {
+      projected = Buffer(ctx, static_cast<std::size_t>(std::max<int64_t>(n * k, 1)) * sizeof(T));
+      const std::vector<T> coef(svd.Vt.begin(), svd.Vt.end());
+      detail::times_rows(ctx, *A, d, coef.data(), k, projected.as<T>());
+    }
     variance = column_variances(ctx, *backend, projected.as<const T>(), n, k);
     std::vector<double> sums(static_cast<std::size_t>(d)), squares(static_cast<std::size_t>(d));
     A->column_moments(sums.data(), squares.data());
