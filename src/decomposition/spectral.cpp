@@ -242,7 +242,8 @@ Buffer feature_basis(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>&
 
 template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
-                        int64_t count, int64_t n_oversamples, int64_t n_iter, uint64_t seed, double tolerance) {
+                        int64_t count, int64_t n_oversamples, int64_t n_iter, uint64_t seed, double tolerance,
+                        bool keep_projected) {
   // More test vectors than min(n, d) add nothing: that many already span A's range.
   // (Summed after the cap: no int64 overflow whatever n_oversamples is.)
   const int64_t columns = std::min(count + std::min(n_oversamples, std::min(n, d)), std::min(n, d));
@@ -303,16 +304,21 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
     Buffer B(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));
     A.times(Qd.as<const T>(), rd, B.as<T>());                    // A Qd (n x rd)
     trace.mark("last basis and product");
-    Buffer B_kept(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));  // exact_svd overwrites B
-    backend.center_scale(B.as<const T>(), n, rd, nullptr, nullptr, B_kept.as<T>());  // a plain copy
+    Buffer B_kept;  // keep_projected: B, which exact_svd overwrites
+    if (keep_projected) {
+      B_kept = Buffer(ctx, static_cast<std::size_t>(n * rd) * sizeof(T));
+      backend.center_scale(B.as<const T>(), n, rd, nullptr, nullptr, B_kept.as<T>());  // a plain copy
+    }
     RightSvd small = exact_svd(ctx, backend, B.as<T>(), n, rd);  // s and Wᵀ (min(n, rd) x rd)
     trace.mark("small SVD");
     out.count = small.count;
     out.s = small.s;
     const Matrix W = Eigen::Map<const Matrix>(small.Vt.data(), small.count, rd).transpose();
     const Buffer V = multiply(ctx, backend, Qd.as<const T>(), d, rd, W);  // Qd W (d x count)
-    out.projected_cols = std::min(count, small.count);
-    out.projected = multiply(ctx, backend, B_kept.as<const T>(), n, rd, Matrix(W.leftCols(out.projected_cols)));  // A V = B W
+    if (keep_projected) {
+      out.projected_cols = std::min(count, small.count);
+      out.projected = multiply(ctx, backend, B_kept.as<const T>(), n, rd, Matrix(W.leftCols(out.projected_cols)));  // A V = B W
+    }
     const std::vector<T> V_host = download(ctx, V.as<const T>(), d * small.count);
     out.Vt.resize(static_cast<std::size_t>(small.count * d));
     transpose_into(V_host.data(), d, small.count, out.Vt.data());
@@ -493,9 +499,9 @@ template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, const f
 template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, const double*, int64_t, int64_t, int64_t,
                                          int64_t, int64_t, uint64_t);
 template RightSvd randomized_svd<float>(Context&, LinearBackend<float>&, MatrixProducts<float>&, int64_t, int64_t,
-                                        int64_t, int64_t, int64_t, uint64_t, double);
+                                        int64_t, int64_t, int64_t, uint64_t, double, bool);
 template RightSvd randomized_svd<double>(Context&, LinearBackend<double>&, MatrixProducts<double>&, int64_t, int64_t,
-                                         int64_t, int64_t, int64_t, uint64_t, double);
+                                         int64_t, int64_t, int64_t, uint64_t, double, bool);
 template RightSvd converged_svd<float>(Context&, LinearBackend<float>&, MatrixProducts<float>&, int64_t, int64_t,
                                        int64_t, uint64_t, double);
 template RightSvd converged_svd<double>(Context&, LinearBackend<double>&, MatrixProducts<double>&, int64_t, int64_t,

@@ -22,7 +22,7 @@ struct RightSvd {
   int64_t count = 0, d = 0;
   std::vector<double> s, Vt;
   // A Vᵀ's first projected_cols columns (n x projected_cols, the backend's memory) where the
-  // driver formed them anyway (the randomized SVD: its U S), else empty; column signs are those
+  // driver was asked for them (randomized_svd's keep_projected: its U S), else empty; column signs are those
   // before svd_flip_rows (their variances are what callers read).
   Buffer projected;
   int64_t projected_cols = 0;
@@ -49,9 +49,12 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, const T* A, int
 // the backend does the dense work on the blocks. tolerance > 0: run to convergence, n_iter
 // being the cap: stop once the span of the `count` leading Ritz vectors moves by at most
 // `tolerance` (the sine of the largest principal angle) in an iteration ("arpack" on sparse X).
+// keep_projected: also return A Vᵀ (RightSvd::projected), formed from the last product on the
+// backend (cheaper than another pass over a sparse A); off, no copy of that product is kept.
 template <typename T>
 RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<T>& A, int64_t n, int64_t d,
-                        int64_t count, int64_t n_oversamples, int64_t n_iter, uint64_t seed, double tolerance);
+                        int64_t count, int64_t n_oversamples, int64_t n_iter, uint64_t seed, double tolerance,
+                        bool keep_projected = false);
 
 // "arpack" on A seen through its products (a sparse X): the randomized_svd above run to
 // convergence over a block of 2 count + 10 vectors (converging at the rate (s_{2count+11} /

@@ -221,7 +221,8 @@ void TruncatedSVD::fit_sparse(Context& ctx, const SparseView& X, const ArrayView
     trace.mark("check and canonicalize X");
     const uint64_t seed = params_.random_state.value_or(ctx.seed());
     if (params_.algorithm == "randomized") {
-      svd = detail::randomized_svd(ctx, *backend, *A, n, d, k, params_.n_oversamples, params_.n_iter, seed, 0.0);
+      svd = detail::randomized_svd(ctx, *backend, *A, n, d, k, params_.n_oversamples, params_.n_iter, seed, 0.0,
+                                   /*keep_projected=*/true);
     } else {
       svd = detail::converged_svd(ctx, *backend, *A, n, d, k, seed, params_.tol);  // "arpack" (and "full")
     }
