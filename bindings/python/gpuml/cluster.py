@@ -130,15 +130,20 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         deterministic)."""
         random_state = check_random_state(self.random_state)
         X_host = X if sparse.issparse(X) else _array.to_numpy(X)  # scikit-learn hands sparse X to init as it is
-        starts, inertias = [], []
-        for _ in range(self._resolved_n_init(False)):
+        n_runs = self._resolved_n_init(False)
+        best, best_start, best_inertia, best_labels = None, None, None, None
+        for run in range(n_runs):
             centers = self._init_centers(X, self.init(X_host, self.n_clusters, random_state=random_state))
             self._gpuml_fit(X, kind, sample_weight=weights, params=self._gpuml_params(X, init=centers))
-            starts.append(centers)
-            inertias.append(self.inertia_)
-        best = int(np.argmin(inertias))  # the first of equals, as scikit-learn keeps
-        if best != len(starts) - 1:
-            self._gpuml_fit(X, kind, sample_weight=weights, params=self._gpuml_params(X, init=starts[best]))
+            labels = _array.to_numpy(self.labels_)
+            # scikit-learn's rule: a later run replaces the kept one only when its inertia is lower
+            # and its clustering differs (the same partition, relabelled, differs only by rounding).
+            if best is None or (
+                self.inertia_ < best_inertia and not _same_clustering(labels, best_labels, self.n_clusters)
+            ):
+                best, best_start, best_inertia, best_labels = run, centers, self.inertia_, labels
+        if best != n_runs - 1:
+            self._gpuml_fit(X, kind, sample_weight=weights, params=self._gpuml_params(X, init=best_start))
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fits and returns the cluster index of each sample (in X's array type)."""
@@ -177,3 +182,9 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         if weights is not None:
             closest = closest * _array.to_numpy(weights).astype(np.float64)
         return -float(closest.sum())
+
+
+def _same_clustering(labels, other, n_clusters):
+    """Whether each cluster of `labels` maps to one cluster of `other` (scikit-learn's test)."""
+    pairs = np.unique(labels.astype(np.int64) * n_clusters + other.astype(np.int64))
+    return np.unique(pairs // n_clusters).size == pairs.size
