@@ -349,6 +349,7 @@ detail::LogisticFitted fit_logistic(Context& ctx, const LogisticRegressionParams
     detail::QuasiNewtonOptions options;
     options.max_iter = p.max_iter;
     options.gtol = p.tol;
+    options.threads = ctx.n_threads();
     if (p.solver == "sag" || p.solver == "saga") options.xtol = p.tol;  // their tol's meaning
     const detail::QuasiNewtonResult result = detail::minimize_quasi_newton(
         [&](const std::vector<double>& v, std::vector<double>& g) { return problem(v, g); }, x, problem.l1_weights(),

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <deque>
+
+#include "core/parallel.hpp"
 
 namespace gpuml::detail {
 
@@ -14,17 +17,110 @@ namespace {
 
 using Vec = std::vector<double>;
 
-double dot(const Vec& a, const Vec& b) {
-  double s = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
+// The vector work of an iteration (a dozen passes over the variables, and twice the memory
+// pairs) dominates when there are many variables and the objective runs on a GPU: it is split
+// over the threads. Sums go by fixed chunks of kChunk, each over four lanes, added in chunk
+// order: the same bits whatever the thread count.
+class VectorOps {
+ public:
+  explicit VectorOps(int threads) : threads_(std::max(threads, 1)) {}
 
-double max_abs(const Vec& a) {
-  double m = 0.0;
-  for (double v : a) m = std::max(m, std::abs(v));
-  return m;
-}
+  // Σ_i term(i) for i < n.
+  template <typename F>
+  double sum(std::size_t n, F&& term) const {
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    if (chunks <= 1) return chunk_sum(0, n, term);
+    partial_.resize(chunks);
+#pragma omp parallel for num_threads(threads_for(threads_, static_cast<int64_t>(n))) schedule(static)
+    for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
+      const std::size_t first = static_cast<std::size_t>(c) * kChunk;
+      partial_[c] = chunk_sum(first, std::min(first + kChunk, n), term);
+    }
+    double s = 0.0;
+    for (double v : partial_) s += v;
+    return s;
+  }
+
+  double dot(const Vec& a, const Vec& b) const {
+    const double* pa = a.data();
+    const double* pb = b.data();
+    return sum(a.size(), [=](std::size_t i) { return pa[i] * pb[i]; });
+  }
+
+  // out[p * bases.size() + b] = probes[p] · bases[b], every dot in one pass over the vectors
+  // (each of length n), with the chunks and lanes of sum().
+  void dots(const std::vector<const double*>& probes, const std::vector<const double*>& bases, std::size_t n,
+            double* out) const {
+    const std::size_t np = probes.size(), nb = bases.size(), width = np * nb, chunks = (n + kChunk - 1) / kChunk;
+    if (width == 0) return;
+    partial_.assign(std::max<std::size_t>(chunks, 1) * width, 0.0);
+    double* partial = partial_.data();
+#pragma omp parallel for num_threads(threads_for(threads_, static_cast<int64_t>(n * nb))) schedule(static)
+    for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
+      const std::size_t first = static_cast<std::size_t>(c) * kChunk, last = std::min(first + kChunk, n);
+      for (std::size_t b = 0; b < nb; ++b)
+        for (std::size_t p = 0; p < np; ++p)
+          partial[c * width + p * nb + b] = chunk_dot(probes[p] + first, bases[b] + first, last - first);
+    }
+    for (std::size_t k = 0; k < width; ++k) {
+      double v = 0.0;
+      for (std::size_t c = 0; c < chunks; ++c) v += partial[c * width + k];
+      out[k] = v;
+    }
+  }
+
+  // max_i |term(i)| (max is exact: any split gives the same value).
+  template <typename F>
+  double max_abs(std::size_t n, F&& term) const {
+    double m = 0.0;
+#pragma omp parallel for num_threads(threads_for(threads_, static_cast<int64_t>(n))) schedule(static) reduction(max : m)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) m = std::max(m, std::abs(term(static_cast<std::size_t>(i))));
+    return m;
+  }
+  double max_abs(const Vec& a) const {
+    const double* pa = a.data();
+    return max_abs(a.size(), [=](std::size_t i) { return pa[i]; });
+  }
+
+  // f(i) for every i < n, split over the threads (elementwise: no order to keep).
+  template <typename F>
+  void each(std::size_t n, F&& f) const {
+#pragma omp parallel for num_threads(threads_for(threads_, static_cast<int64_t>(n))) schedule(static)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) f(static_cast<std::size_t>(i));
+  }
+
+ private:
+  static constexpr std::size_t kChunk = std::size_t{1} << 13;
+
+  // chunk_sum's lanes and order for Σ a_i b_i, written out so that it vectorizes.
+  static double chunk_dot(const double* __restrict a, const double* __restrict b, std::size_t n) {
+    double l0 = 0.0, l1 = 0.0, l2 = 0.0, l3 = 0.0;
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      l0 += a[i] * b[i];
+      l1 += a[i + 1] * b[i + 1];
+      l2 += a[i + 2] * b[i + 2];
+      l3 += a[i + 3] * b[i + 3];
+    }
+    double s = (l0 + l1) + (l2 + l3);
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s;
+  }
+
+  template <typename F>
+  static double chunk_sum(std::size_t first, std::size_t last, F& term) {
+    double lane[4] = {0.0, 0.0, 0.0, 0.0};
+    std::size_t i = first;
+    for (; i + 4 <= last; i += 4)
+      for (std::size_t l = 0; l < 4; ++l) lane[l] += term(i + l);
+    double s = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+    for (; i < last; ++i) s += term(i);
+    return s;
+  }
+
+  int threads_;
+  mutable Vec partial_;
+};
 
 // An evaluated point: the smooth value f, its gradient g and the whole objective F = f + L1 term.
 struct Point {
@@ -32,10 +128,21 @@ struct Point {
   double f = 0.0, F = 0.0;
 };
 
+// A correction pair, and its dot products with the kept pairs: dots[j] (j indexing the history,
+// oldest first, this pair included) = {s·s_j, s·y_j, y·s_j, y·y_j}.
+struct Pair {
+  Vec s, y;
+  double rho = 0.0;
+  std::vector<std::array<double, 4>> dots;
+  // u·v_j for u = s (which 0) or y (1) of this pair, v = s (j_which 0) or y (1) of pair j.
+  double dot(int which, int j_which, std::size_t j) const { return dots[j][2 * which + j_which]; }
+};
+
 class Minimizer {
  public:
   Minimizer(const SmoothObjective& f, const Vec& l1, const QuasiNewtonOptions& options)
-      : f_(f), l1_(l1), options_(options), has_l1_(std::any_of(l1.begin(), l1.end(), [](double v) { return v > 0; })) {}
+      : f_(f), l1_(l1), options_(options), has_l1_(std::any_of(l1.begin(), l1.end(), [](double v) { return v > 0; })),
+        ops_(options.threads) {}
 
   QuasiNewtonResult run(Vec& x) {
     QuasiNewtonResult result;
@@ -44,22 +151,22 @@ class Minimizer {
     evaluate(current);
     Vec pg = pseudo_gradient(current);
     const double gtol = options_.xtol > 0 ? 0.0 : options_.gtol;
-    result.converged = max_abs(pg) <= gtol;
+    result.converged = ops_.max_abs(pg) <= gtol;
     for (int iter = 0; iter < options_.max_iter && !result.converged && std::isfinite(current.F); ++iter) {
       Point next;
       if (!step(current, pg, next)) break;  // no progress along any descent direction
       ++result.n_iter;
-      remember(current, next);
+      Vec next_pg = pseudo_gradient(next);
+      remember(current, next, next_pg);
       const double decrease = (current.F - next.F) / std::max({std::abs(current.F), std::abs(next.F), 1.0});
       bool small_step = false;
       if (options_.xtol > 0) {
-        double change = 0.0;
-        for (std::size_t i = 0; i < next.x.size(); ++i) change = std::max(change, std::abs(next.x[i] - current.x[i]));
-        small_step = change <= options_.xtol * max_abs(next.x);
+        const double change = ops_.max_abs(next.x.size(), [&](std::size_t i) { return next.x[i] - current.x[i]; });
+        small_step = change <= options_.xtol * ops_.max_abs(next.x);
       }
       current = std::move(next);
-      pg = pseudo_gradient(current);
-      result.converged = max_abs(pg) <= gtol || decrease <= options_.ftol || small_step;
+      pg = std::move(next_pg);
+      result.converged = ops_.max_abs(pg) <= gtol || decrease <= options_.ftol || small_step;
     }
     x = current.x;
     result.n_evaluations = evaluations_;
@@ -68,17 +175,11 @@ class Minimizer {
   }
 
  private:
-  struct Pair {
-    Vec s, y;
-    double rho;
-  };
-
   void evaluate(Point& p) {
     p.g.assign(p.x.size(), 0.0);
     p.f = f_(p.x, p.g);
     p.F = p.f;
-    if (has_l1_)
-      for (std::size_t i = 0; i < p.x.size(); ++i) p.F += l1_[i] * std::abs(p.x[i]);
+    if (has_l1_) p.F += ops_.sum(p.x.size(), [&](std::size_t i) { return l1_[i] * std::abs(p.x[i]); });
     ++evaluations_;
   }
 
@@ -89,43 +190,55 @@ class Minimizer {
   Vec pseudo_gradient(const Point& p) const {
     Vec pg = p.g;
     if (!has_l1_) return pg;
-    for (std::size_t i = 0; i < pg.size(); ++i) {
+    ops_.each(pg.size(), [&](std::size_t i) {
       const double w = l1_[i];
-      if (w == 0) continue;
+      if (w == 0) return;
       if (p.x[i] > 0) pg[i] = p.g[i] + w;
       else if (p.x[i] < 0) pg[i] = p.g[i] - w;
       else if (p.g[i] + w < 0) pg[i] = p.g[i] + w;
       else if (p.g[i] - w > 0) pg[i] = p.g[i] - w;
       else pg[i] = 0.0;
-    }
+    });
     return pg;
   }
 
-  // d = −H pg by the two-loop recursion over the stored pairs (H0 = γ I, γ = sᵀy / yᵀy of the
-  // newest pair).
+  // d = −H pg (pg: the one remember() was given last) by the two-loop recursion over the stored pairs (H0 = γ I, γ = sᵀy / yᵀy of the
+  // newest pair), carried out on coefficients: every vector the recursion forms is a combination
+  // of the pairs' s and y and of pg, so it runs on their dot products (kept for the pairs, one
+  // pass for pg's) and d is formed in one last pass, instead of two passes per pair.
   Vec direction(const Vec& pg) const {
-    Vec q = pg;
-    std::vector<double> alpha(history_.size());
-    for (std::size_t k = history_.size(); k-- > 0;) {
-      const Pair& p = history_[k];
-      alpha[k] = p.rho * dot(p.s, q);
-      for (std::size_t i = 0; i < q.size(); ++i) q[i] -= alpha[k] * p.y[i];
+    const std::size_t m = history_.size(), n = pg.size();
+    // Basis: s_0..s_{m-1}, y_0..y_{m-1} (oldest first), then pg; c: q's coefficients on it.
+    std::vector<double> c(2 * m + 1, 0.0);
+    c[2 * m] = 1.0;
+    const std::vector<double>& with_pg = pg_dots_;  // remember() left pg's products with the pairs
+    // u · q for u = s_k (which = 0) or y_k (which = 1).
+    auto dot_q = [&](std::size_t k, int which) {
+      double v = c[2 * m] * with_pg[which * m + k];
+      for (std::size_t j = 0; j < m; ++j) v += c[j] * history_[k].dot(which, 0, j) + c[m + j] * history_[k].dot(which, 1, j);
+      return v;
+    };
+    std::vector<double> alpha(m);
+    for (std::size_t k = m; k-- > 0;) {
+      alpha[k] = history_[k].rho * dot_q(k, 0);
+      c[m + k] -= alpha[k];
     }
-    if (!history_.empty()) {
+    if (m > 0) {
       const Pair& newest = history_.back();
-      const double gamma = dot(newest.s, newest.y) / dot(newest.y, newest.y);
-      for (double& v : q) v *= gamma;
+      const double gamma = newest.dot(0, 1, m - 1) / newest.dot(1, 1, m - 1);
+      for (double& v : c) v *= gamma;
     }
-    for (std::size_t k = 0; k < history_.size(); ++k) {
-      const Pair& p = history_[k];
-      const double beta = p.rho * dot(p.y, q);
-      for (std::size_t i = 0; i < q.size(); ++i) q[i] += p.s[i] * (alpha[k] - beta);
-    }
-    for (double& v : q) v = -v;
-    if (has_l1_)  // OWL-QN: keep only the components that descend along −pg
-      for (std::size_t i = 0; i < q.size(); ++i)
-        if (l1(i) > 0 && q[i] * pg[i] >= 0) q[i] = 0.0;
-    return q;
+    for (std::size_t k = 0; k < m; ++k) c[k] += alpha[k] - history_[k].rho * dot_q(k, 1);
+    // d = −q; OWL-QN keeps only the components that descend along −pg.
+    std::vector<const double*> S, Y;
+    for (const Pair& p : history_) S.push_back(p.s.data()), Y.push_back(p.y.data());
+    Vec d(n);
+    ops_.each(n, [&](std::size_t i) {
+      double q = c[2 * m] * pg[i];
+      for (std::size_t j = 0; j < m; ++j) q += c[j] * S[j][i] + c[m + j] * Y[j][i];
+      d[i] = has_l1_ && l1(i) > 0 && -q * pg[i] >= 0 ? 0.0 : -q;
+    });
+    return d;
   }
 
   // One iteration's step from `from`: the quasi-Newton direction, or steepest descent with the
@@ -135,34 +248,64 @@ class Minimizer {
       if (attempt == 1) {
         if (history_.empty()) return false;
         history_.clear();
+        pg_dots_.clear();
       }
       Vec d = direction(pg);
-      const double slope = dot(pg, d);
+      const double slope = ops_.dot(pg, d);
       if (!(slope < 0)) {
         if (history_.empty()) return false;
         continue;
       }
       // Without curvature information, the first trial moves x by a unit length (as L-BFGS-B).
-      const double a0 = history_.empty() ? std::min(1.0, 1.0 / std::sqrt(dot(d, d))) : 1.0;
+      const double a0 = history_.empty() ? std::min(1.0, 1.0 / std::sqrt(ops_.dot(d, d))) : 1.0;
       if (has_l1_ ? backtrack(from, pg, d, a0, to) : wolfe(from, d, slope, a0, to)) return true;
     }
     return false;
   }
 
-  void remember(const Point& from, const Point& to) {
+  // Keeps the pair (to.x − from.x, to.g − from.g) unless its curvature is not positive, and the
+  // dot products the next direction needs: the new pair's with every kept pair, and those of pg
+  // (the pseudo-gradient at `to`) with every kept pair, all in one pass over the pairs.
+  void remember(const Point& from, const Point& to, const Vec& pg) {
+    const std::size_t n = pg.size(), m = history_.size() + 1;  // the pairs, the new one last
     Pair p;
-    p.s.resize(from.x.size());
-    p.y.resize(from.x.size());
-    for (std::size_t i = 0; i < p.s.size(); ++i) {
+    p.s.resize(n);
+    p.y.resize(n);
+    ops_.each(n, [&](std::size_t i) {
       p.s[i] = to.x[i] - from.x[i];
       p.y[i] = to.g[i] - from.g[i];
+    });
+    std::vector<const double*> bases;  // every pair's s, then every pair's y
+    for (const Pair& q : history_) bases.push_back(q.s.data());
+    bases.push_back(p.s.data());
+    for (const Pair& q : history_) bases.push_back(q.y.data());
+    bases.push_back(p.y.data());
+    std::vector<double> out(3 * 2 * m);
+    ops_.dots({p.s.data(), p.y.data(), pg.data()}, bases, n, out.data());
+    // probe 0 s, 1 y (of the new pair), 2 pg; base_which 0 s, 1 y; k the pair.
+    auto product = [&](int probe, int base_which, std::size_t k) { return out[probe * 2 * m + base_which * m + k]; };
+    const double sy = product(0, 1, m - 1), yy = product(1, 1, m - 1);
+    // Skip pairs without positive curvature (they would make H indefinite), and pairs when none are kept.
+    const bool keep = options_.memory > 0 && sy > std::numeric_limits<double>::epsilon() * yy && yy != 0;
+    if (keep) {
+      p.rho = 1.0 / sy;
+      for (std::size_t k = 0; k < m; ++k) {
+        const std::array<double, 4> seen{product(0, 0, k), product(0, 1, k), product(1, 0, k), product(1, 1, k)};
+        p.dots.push_back(seen);
+        // The same products seen from pair k: s_k·s, s_k·y, y_k·s, y_k·y.
+        if (k + 1 < m) history_[k].dots.push_back({seen[0], seen[2], seen[1], seen[3]});
+      }
+      history_.push_back(std::move(p));
     }
-    const double sy = dot(p.s, p.y), yy = dot(p.y, p.y);
-    // Skip pairs without positive curvature (they would make H indefinite).
-    if (!(sy > std::numeric_limits<double>::epsilon() * yy) || yy == 0) return;
-    p.rho = 1.0 / sy;
-    history_.push_back(std::move(p));
-    if (static_cast<int>(history_.size()) > options_.memory) history_.pop_front();
+    const std::size_t first = keep && static_cast<int>(history_.size()) > options_.memory ? 1 : 0;
+    if (first) {
+      history_.pop_front();
+      for (Pair& q : history_) q.dots.erase(q.dots.begin());
+    }
+    pg_dots_.clear();  // pg·s_k for the kept pairs, then pg·y_k
+    const std::size_t last = keep ? m : m - 1;
+    for (int which = 0; which < 2; ++which)
+      for (std::size_t k = first; k < last; ++k) pg_dots_.push_back(product(2, which, k));
   }
 
   // Strong Wolfe conditions (c1 = 1e-4, c2 = 0.9): bracket by doubling, then zoom by safeguarded
@@ -175,9 +318,9 @@ class Minimizer {
     };
     auto at = [&](double a, Point& p) {
       p.x.resize(p0.x.size());
-      for (std::size_t i = 0; i < p.x.size(); ++i) p.x[i] = p0.x[i] + a * d[i];
+      ops_.each(p.x.size(), [&](std::size_t i) { p.x[i] = p0.x[i] + a * d[i]; });
       evaluate(p);
-      return Trial{a, p.F, dot(p.g, d)};
+      return Trial{a, p.F, ops_.dot(p.g, d)};
     };
     auto sufficient = [&](const Trial& t) { return std::isfinite(t.F) && t.F <= p0.F + c1 * t.a * slope0; };
     auto curvature = [&](const Trial& t) { return std::abs(t.slope) <= -c2 * slope0; };
@@ -249,19 +392,18 @@ class Minimizer {
     constexpr double c1 = 1e-4;
     const std::size_t n = p0.x.size();
     Vec orthant(n);
-    for (std::size_t i = 0; i < n; ++i)
+    ops_.each(n, [&](std::size_t i) {
       orthant[i] = p0.x[i] != 0 ? std::copysign(1.0, p0.x[i]) : (pg[i] != 0 ? std::copysign(1.0, -pg[i]) : 0.0);
+    });
     double a = a_init;
     for (int tries = 0; tries < options_.max_line_search; ++tries, a *= 0.5) {
       out.x.resize(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        double v = p0.x[i] + a * d[i];
-        if (l1(i) > 0 && v * orthant[i] <= 0) v = 0.0;  // crossing zero stops at zero
-        out.x[i] = v;
-      }
+      ops_.each(n, [&](std::size_t i) {
+        const double v = p0.x[i] + a * d[i];
+        out.x[i] = l1(i) > 0 && v * orthant[i] <= 0 ? 0.0 : v;  // crossing zero stops at zero
+      });
       evaluate(out);
-      double predicted = 0.0;
-      for (std::size_t i = 0; i < n; ++i) predicted += pg[i] * (out.x[i] - p0.x[i]);
+      const double predicted = ops_.sum(n, [&](std::size_t i) { return pg[i] * (out.x[i] - p0.x[i]); });
       if (std::isfinite(out.F) && out.F <= p0.F + c1 * predicted && out.F < p0.F) return true;
     }
     return false;
@@ -271,7 +413,9 @@ class Minimizer {
   const Vec& l1_;
   const QuasiNewtonOptions& options_;
   const bool has_l1_;
+  const VectorOps ops_;
   std::deque<Pair> history_;
+  std::vector<double> pg_dots_;  // the last pg's dot products with the pairs' s, then their y
   int evaluations_ = 0;
 };
 

@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "gpuml/core/export.hpp"
+
 namespace gpuml::detail {
 
 struct QuasiNewtonOptions {
@@ -17,6 +19,7 @@ struct QuasiNewtonOptions {
   double xtol = 0.0;
   int memory = 10;          // correction pairs kept (scipy's maxcor)
   int max_line_search = 50; // evaluations per line search (scikit-learn's maxls)
+  int threads = 1;          // host threads for the vector work (results do not depend on it)
 };
 
 struct QuasiNewtonResult {
@@ -31,7 +34,8 @@ using SmoothObjective = std::function<double(const std::vector<double>& x, std::
 
 // Minimizes f(x) + Σ_i l1_i |x_i| starting from x, which receives the result. l1 empty (or all
 // zero): L-BFGS with a strong Wolfe line search; else OWL-QN with a projected backtracking search.
-QuasiNewtonResult minimize_quasi_newton(const SmoothObjective& f, std::vector<double>& x, const std::vector<double>& l1,
+// Exported (GPUML_API) only for tests/cpp/linear_model/quasi_newton_test.cpp.
+GPUML_API QuasiNewtonResult minimize_quasi_newton(const SmoothObjective& f, std::vector<double>& x, const std::vector<double>& l1,
                                         const QuasiNewtonOptions& options);
 
 }  // namespace gpuml::detail
