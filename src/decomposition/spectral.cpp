@@ -60,6 +60,21 @@ std::vector<T> gaussian_block(uint64_t seed, int64_t rows, int64_t cols, int thr
   return out;
 }
 
+// out (cols x rows, row-major, double) = inᵀ for in rows x cols (row-major), split over the
+// threads by tiles of `in`'s rows (a 2^18 x 100 block: the right vectors of a wide X).
+template <typename T>
+void transpose_rows(const T* in, int64_t rows, int64_t cols, double* out, int threads) {
+  constexpr int64_t kTile = 32;
+  const int64_t tiles = (rows + kTile - 1) / kTile;
+#pragma omp parallel for num_threads(threads_for(threads, rows * cols)) schedule(static)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t i0 = t * kTile, i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile)
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j) out[j * rows + i] = static_cast<double>(in[i * cols + j]);
+  }
+}
+
 // Y (n x c, backend memory) times M (c x r, host): a new n x r buffer, through predict.
 template <typename T>
 Buffer multiply(Context& ctx, LinearBackend<T>& backend, const T* Y, int64_t n, int64_t c, const Matrix& M) {
@@ -143,7 +158,9 @@ Matrix complete_rows(const Matrix& V, int64_t total) {
 
 }  // namespace
 
-void svd_flip_rows(RightSvd& svd) {
+void svd_flip_rows(RightSvd& svd, int threads) {
+  // Rows are independent: one per thread (a row is n_features long: up to millions).
+#pragma omp parallel for num_threads(threads_for(threads, svd.count * svd.d)) schedule(static)
   for (int64_t i = 0; i < svd.count; ++i) {
     double* row = svd.Vt.data() + i * svd.d;
     int64_t arg = 0;
@@ -311,17 +328,18 @@ RightSvd randomized_svd(Context& ctx, LinearBackend<T>& backend, MatrixProducts<
     }
     RightSvd small = exact_svd(ctx, backend, B.as<T>(), n, rd);  // s and Wᵀ (min(n, rd) x rd)
     trace.mark("small SVD");
-    out.count = small.count;
-    out.s = small.s;
-    const Matrix W = Eigen::Map<const Matrix>(small.Vt.data(), small.count, rd).transpose();
+    // Only the vectors kept: the oversampled ones would be truncated below (d x them is large).
+    out.count = std::min(count, small.count);
+    out.s.assign(small.s.begin(), small.s.begin() + out.count);
+    const Matrix W = Eigen::Map<const Matrix>(small.Vt.data(), small.count, rd).transpose().leftCols(out.count);
     const Buffer V = multiply(ctx, backend, Qd.as<const T>(), d, rd, W);  // Qd W (d x count)
     if (keep_projected) {
-      out.projected_cols = std::min(count, small.count);
-      out.projected = multiply(ctx, backend, B_kept.as<const T>(), n, rd, Matrix(W.leftCols(out.projected_cols)));  // A V = B W
+      out.projected_cols = out.count;
+      out.projected = multiply(ctx, backend, B_kept.as<const T>(), n, rd, W);  // A V = B W
     }
-    const std::vector<T> V_host = download(ctx, V.as<const T>(), d * small.count);
-    out.Vt.resize(static_cast<std::size_t>(small.count * d));
-    transpose_into(V_host.data(), d, small.count, out.Vt.data());
+    const std::vector<T> V_host = download(ctx, V.as<const T>(), d * out.count);
+    out.Vt.resize(static_cast<std::size_t>(out.count * d));
+    transpose_rows(V_host.data(), d, out.count, out.Vt.data(), ctx.n_threads());
     trace.mark("right vectors");
   }
   truncate_svd(out, count);

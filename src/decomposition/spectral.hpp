@@ -89,7 +89,7 @@ class CenteredProducts final : public MatrixProducts<T> {
 
 // scikit-learn's svd_flip(u_based_decision=False): each row of Vt is negated when its entry of
 // largest magnitude (the first such, on ties) is negative.
-void svd_flip_rows(RightSvd& svd);
+void svd_flip_rows(RightSvd& svd, int threads = 1);
 
 // Keeps the first `count` triplets, padding with s = 0 and rows that complete Vt to an
 // orthonormal set when there are fewer.

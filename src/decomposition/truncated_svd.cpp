@@ -163,7 +163,7 @@ TruncatedSVD& TruncatedSVD::fit(Context& ctx, const ArrayView& X) {
       // they broke down).
       if (rescalable && !detail::squares_in_range<T>(svd.s.empty() ? 1.0 : svd.s[0] * svd.s[0]))
         throw detail::BadlyScaled{};
-      detail::svd_flip_rows(svd);
+      detail::svd_flip_rows(svd, ctx.n_threads());
       trace.mark("svd");
 
       // Both variances from a centered copy (no cancellation in T when the mean is large): the total,
@@ -226,7 +226,7 @@ void TruncatedSVD::fit_sparse(Context& ctx, const SparseView& X, const ArrayView
     } else {
       svd = detail::converged_svd(ctx, *backend, *A, n, d, k, seed, params_.tol);  // "arpack" (and "full")
     }
-    detail::svd_flip_rows(svd);
+    detail::svd_flip_rows(svd, ctx.n_threads());
     trace.mark("svd");
     // explained_variance_: the columns of X Vᵀ; the total: Σ_j E[x_j²] − E[x_j]² from X's column
     // sums and sums of squares (what scikit-learn's mean_variance_axis gives).
