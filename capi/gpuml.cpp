@@ -7,9 +7,9 @@
 //   thread. Successful calls leave it untouched (as errno does), so read it only after a call
 //   returned a status other than GPUML_OK. It is "" before any failure and never NULL.
 // - A NULL pointer argument is GPUML_ERROR_INVALID_ARGUMENT naming the argument, except where
-//   the header says "or NULL" (fit's y and sample_weight; pagerank's weights, personalization,
-//   nstart and dangling), context_create's device (NULL means
-//   "auto"), and the two free functions, which accept NULL and do nothing (as free() does).
+//   the header says "or NULL" (fit's y and sample_weight; pagerank's and the graph functions'
+//   weights, personalization, nstart and dangling), context_create's device (NULL means
+//   "auto"), and the free functions, which accept NULL and do nothing (as free() does).
 //   gpuml_version skips NULL outputs (it has no status to report with); gpuml_build_info
 //   returns "{}" if building its JSON fails.
 // - Output handles (`out`) are set to NULL first, so they are NULL after any failure.
@@ -34,6 +34,12 @@
 // another thread between serialized_size and serialize) is INVALID_ARGUMENT, never a short
 // model. A context handle is used by one thread at a time (gpuml::Context's rule); give each
 // thread its own.
+//
+// Graph handles (gpuml_graph_t) are keys into a registry of live graphs, never dereferenced, and
+// never reused: a freed handle (or any value that was not returned by gpuml_graph_create) is
+// INVALID_ARGUMENT, not a read of freed memory. Calls on one graph take its lock, so they may come
+// from several threads (pagerank calls on one graph run one at a time); free waits for calls
+// already inside.
 #include "gpuml/gpuml.h"
 
 #include <nlohmann/json.hpp>
@@ -47,6 +53,7 @@
 #include <new>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/distributed.hpp"
@@ -57,6 +64,7 @@
 #include "gpuml/core/estimator.hpp"
 #include "core/params.hpp"
 #include "gpuml/core/progress.hpp"
+#include "gpuml/graph/graph.hpp"
 #include "gpuml/graph/pagerank.hpp"
 
 #if !defined(GPUML_VERSION_MAJOR) || !defined(GPUML_VERSION_MINOR) || !defined(GPUML_VERSION_PATCH)
@@ -80,6 +88,27 @@ struct gpuml_estimator_s {
 namespace {
 
 using gpuml::ErrorCode;
+
+// ---- graph handles ------------------------------------------------------------------------------
+
+struct GraphEntry {
+  explicit GraphEntry(gpuml::Graph g) : graph(std::move(g)) {}
+  gpuml::Graph graph;
+  std::mutex mutex;  // one call on the graph at a time: its backend keeps scratch between iterations
+};
+
+// The live graphs by handle value. Leaked on purpose: graphs still alive at exit must not be
+// destroyed after the CUDA runtime has gone.
+struct GraphRegistry {
+  std::mutex mutex;
+  std::unordered_map<uintptr_t, std::shared_ptr<GraphEntry>> live;
+  uintptr_t next = 1;  // handle values are never reused, so a stale one is always found missing
+};
+
+GraphRegistry& graph_registry() {
+  static GraphRegistry* registry = new GraphRegistry;
+  return *registry;
+}
 
 thread_local std::string last_error;
 // Used when recording a message itself runs out of memory.
@@ -138,6 +167,44 @@ gpuml::Context& context_of(gpuml_context_t ctx, const char* function) {
 gpuml::Estimator& estimator_of(gpuml_estimator_t est, const char* function) {
   require_arg(est, function, "est");
   return *est->impl;
+}
+
+// The graph behind a handle; kept alive by the returned pointer even if another thread frees the handle.
+std::shared_ptr<GraphEntry> graph_of(gpuml_graph_t graph, const char* function) {
+  require_arg(graph, function, "graph");
+  GraphRegistry& registry = graph_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  const auto found = registry.live.find(reinterpret_cast<uintptr_t>(graph));
+  if (found == registry.live.end())
+    invalid(std::string(function) + ": graph is not a live graph handle (freed already, or not made by gpuml_graph_create)");
+  return found->second;
+}
+
+// pagerank's params_json: {"alpha", "max_iter", "tol", "allow_unconverged"}, any subset.
+gpuml::PageRankParams pagerank_params(const char* params_json, const char* function) {
+  require_arg(params_json, function, "params_json");
+  gpuml::PageRankParams params;
+  const nlohmann::json json = gpuml::detail::parse_params(params_json, "pagerank");
+  gpuml::detail::ParamReader reader(json, "pagerank");
+  params.alpha = reader.get_double("alpha", params.alpha);
+  params.max_iter = reader.get_int("max_iter", params.max_iter);
+  params.tol = reader.get_double("tol", params.tol);
+  params.allow_unconverged = reader.get_bool("allow_unconverged", params.allow_unconverged);
+  reader.finish();
+  return params;
+}
+
+// Runs one pagerank call and reports its n_iter and converged, also when it did not converge.
+template <typename Call>
+void report_pagerank(Call&& call, const gpuml::PageRankParams& params, int64_t* n_iter, int32_t* converged) {
+  try {
+    const gpuml::PageRankResult result = call();
+    *n_iter = result.n_iter;
+    *converged = result.converged ? 1 : 0;
+  } catch (const gpuml::Error& e) {
+    if (e.code() == ErrorCode::not_converged) *n_iter = params.max_iter;
+    throw;
+  }
 }
 
 // Checks a caller's array descriptor against the rules in this file's header comment.
@@ -719,27 +786,101 @@ gpuml_status_t gpuml_pagerank(gpuml_context_t ctx, int64_t n_vertices, const gpu
     if (personalization != nullptr) p = to_view(personalization, function, "personalization");
     if (nstart != nullptr) x0 = to_view(nstart, function, "nstart");
     if (dangling != nullptr) dv = to_view(dangling, function, "dangling");
-    gpuml::PageRankParams params;
+    const gpuml::PageRankParams params = pagerank_params(params_json, function);
+    report_pagerank(
+        [&] {
+          return gpuml::pagerank(context, n_vertices, s, d, weights != nullptr ? &w : nullptr,
+                                 personalization != nullptr ? &p : nullptr, nstart != nullptr ? &x0 : nullptr,
+                                 dangling != nullptr ? &dv : nullptr, params, out);
+        },
+        params, n_iter, converged);
+  });
+}
+
+gpuml_status_t gpuml_graph_create(gpuml_context_t ctx, int64_t n_vertices, const gpuml_array_t* src,
+                                  const gpuml_array_t* dst, const gpuml_array_t* weights, int32_t dtype,
+                                  gpuml_graph_t* out) {
+  const char* function = "gpuml_graph_create";
+  return guarded(function, [&] {
+    require_arg(out, function, "out");
+    *out = nullptr;
+    gpuml::Context& context = context_of(ctx, function);
+    const gpuml::ArrayView s = to_view(src, function, "src");
+    const gpuml::ArrayView d = to_view(dst, function, "dst");
+    gpuml::ArrayView w;
+    if (weights != nullptr) w = to_view(weights, function, "weights");
+    if (dtype != GPUML_FLOAT32 && dtype != GPUML_FLOAT64)
+      invalid(std::string(function) + ": dtype is " + std::to_string(dtype) + ": expected 0 (GPUML_FLOAT32) or 1 (GPUML_FLOAT64)");
+    auto entry = std::make_shared<GraphEntry>(gpuml::Graph(context, n_vertices, s, d, weights != nullptr ? &w : nullptr,
+                                                           static_cast<gpuml::DType>(dtype)));
+    GraphRegistry& registry = graph_registry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    const uintptr_t key = registry.next++;
+    registry.live.emplace(key, std::move(entry));
+    *out = reinterpret_cast<gpuml_graph_t>(key);
+  });
+}
+
+gpuml_status_t gpuml_graph_free(gpuml_graph_t graph) {
+  const char* function = "gpuml_graph_free";
+  return guarded(function, [&] {
+    if (graph == nullptr) return;
+    std::shared_ptr<GraphEntry> entry;
     {
-      const nlohmann::json json = gpuml::detail::parse_params(params_json, "pagerank");
-      gpuml::detail::ParamReader reader(json, "pagerank");
-      params.alpha = reader.get_double("alpha", params.alpha);
-      params.max_iter = reader.get_int("max_iter", params.max_iter);
-      params.tol = reader.get_double("tol", params.tol);
-      params.allow_unconverged = reader.get_bool("allow_unconverged", params.allow_unconverged);
-      reader.finish();
+      GraphRegistry& registry = graph_registry();
+      std::lock_guard<std::mutex> lock(registry.mutex);
+      const auto found = registry.live.find(reinterpret_cast<uintptr_t>(graph));
+      if (found == registry.live.end())
+        invalid(std::string(function) + ": graph is not a live graph handle (freed already, or not made by gpuml_graph_create)");
+      entry = std::move(found->second);
+      registry.live.erase(found);
     }
-    try {
-      const gpuml::PageRankResult result =
-          gpuml::pagerank(context, n_vertices, s, d, weights != nullptr ? &w : nullptr,
-                          personalization != nullptr ? &p : nullptr, nstart != nullptr ? &x0 : nullptr,
-                          dangling != nullptr ? &dv : nullptr, params, out);
-      *n_iter = result.n_iter;
-      *converged = result.converged ? 1 : 0;
-    } catch (const gpuml::Error& e) {
-      if (e.code() == ErrorCode::not_converged) *n_iter = params.max_iter;
-      throw;
-    }
+    // Waits for calls already inside; the graph goes when the last of them lets go of it.
+    { std::lock_guard<std::mutex> lock(entry->mutex); }
+  });
+}
+
+gpuml_status_t gpuml_graph_info(gpuml_graph_t graph, int64_t* n_vertices, int64_t* n_edges, int32_t* dtype,
+                                int64_t* memory_bytes) {
+  const char* function = "gpuml_graph_info";
+  return guarded(function, [&] {
+    const std::shared_ptr<GraphEntry> entry = graph_of(graph, function);
+    require_arg(n_vertices, function, "n_vertices");
+    require_arg(n_edges, function, "n_edges");
+    require_arg(dtype, function, "dtype");
+    require_arg(memory_bytes, function, "memory_bytes");
+    std::lock_guard<std::mutex> lock(entry->mutex);
+    *n_vertices = entry->graph.n_vertices();
+    *n_edges = entry->graph.n_edges();
+    *dtype = static_cast<int32_t>(entry->graph.dtype());
+    *memory_bytes = entry->graph.memory_bytes();
+  });
+}
+
+gpuml_status_t gpuml_graph_pagerank(gpuml_graph_t graph, const gpuml_array_t* personalization, const gpuml_array_t* nstart,
+                                    const gpuml_array_t* dangling, const char* params_json, gpuml_array_t* ranks_out,
+                                    int64_t* n_iter, int32_t* converged) {
+  const char* function = "gpuml_graph_pagerank";
+  return guarded(function, [&] {
+    const std::shared_ptr<GraphEntry> entry = graph_of(graph, function);
+    require_arg(n_iter, function, "n_iter");
+    require_arg(converged, function, "converged");
+    require_arg(params_json, function, "params_json");
+    *n_iter = 0;
+    *converged = 0;
+    const gpuml::ArrayView out = to_view(ranks_out, function, "ranks_out");
+    gpuml::ArrayView p, x0, dv;
+    if (personalization != nullptr) p = to_view(personalization, function, "personalization");
+    if (nstart != nullptr) x0 = to_view(nstart, function, "nstart");
+    if (dangling != nullptr) dv = to_view(dangling, function, "dangling");
+    const gpuml::PageRankParams params = pagerank_params(params_json, function);
+    std::lock_guard<std::mutex> lock(entry->mutex);
+    report_pagerank(
+        [&] {
+          return entry->graph.pagerank(personalization != nullptr ? &p : nullptr, nstart != nullptr ? &x0 : nullptr,
+                                       dangling != nullptr ? &dv : nullptr, params, out);
+        },
+        params, n_iter, converged);
   });
 }
 

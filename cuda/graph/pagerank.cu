@@ -939,6 +939,19 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     return host_err;
   }
 
+  // A new pagerank call: its x is never the last call's x_new, even at the same address.
+  void restart() override { prepared_for_ = nullptr; }
+
+  std::size_t memory_bytes() const override {
+    std::size_t bytes = 0;
+    for (const Buffer* b : {&first_, &out_pieces_, &in_pieces_, &position_, &src_offset_, &dst_offset_, &val_, &inv_out_,
+                            &partials_, &scalars_, &terms_[0], &terms_[1], &hub_vertex_, &hub_first_, &hub_pieces_,
+                            &hub_index_, &hub_dst_offset_, &hub_val_, &hub_y_[0], &hub_y_[1], &range_row_ptr_, &range_col_,
+                            &range_y_, &range_dangling_x_, &range_change_})
+      bytes += b->bytes();
+    return bytes;
+  }
+
   // The distributed driver's primitives, on device memory.
   void out_degrees(const int64_t* src, const T* weights, int64_t m, int64_t n, double* out) override {
     cuda::Resources& res = cuda::activate(ctx_);

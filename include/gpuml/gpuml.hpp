@@ -10,6 +10,7 @@
 #include "gpuml/decomposition/pca.hpp"
 #include "gpuml/decomposition/truncated_svd.hpp"
 #include "gpuml/ensemble/random_forest.hpp"
+#include "gpuml/graph/graph.hpp"
 #include "gpuml/graph/pagerank.hpp"
 #include "gpuml/linear_model/linear_regression.hpp"
 #include "gpuml/linear_model/elastic_net.hpp"

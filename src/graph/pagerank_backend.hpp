@@ -2,11 +2,13 @@
 // The primitives a PageRank backend provides. The algorithm (validation, normalization of the
 // personalization / start / dangling vectors, the power iteration and its stopping test) is
 // written once, in src/graph/pagerank.cpp, on top of these; src/graph/pagerank_cpu.cpp and
-// cuda/graph/pagerank.cu implement them.
+// cuda/graph/pagerank.cu implement them. A backend is built once (build, or build_range) and then
+// runs any number of iterations, over any number of pagerank calls (gpuml::Graph).
 //
 // Pointers without a `_host` suffix are in the backend's memory (host for the CPU, the device
 // for CUDA), contiguous. Vertex ids fit in int32 (the driver checks n < 2^31); edge counts are
 // int64.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -45,6 +47,14 @@ class PageRankBackend {
   // T first. Returns sum_i |x_new[i] - x[i]|. Between calls x_new is left as written: a backend
   // may keep what it derived from x_new for a next call whose x is that x_new.
   virtual double iterate(const T* x, T* x_new, const T* p, const T* dangling, double alpha) = 0;
+
+  // Called before the first iteration of each pagerank call: forget whatever was kept from the
+  // previous call's iterates (its buffers are freed, and a new x may be allocated at the address
+  // of an old x_new with other values).
+  virtual void restart() {}
+
+  // The bytes the built graph holds (its layout and the iterations' scratch), in the backend's memory.
+  virtual std::size_t memory_bytes() const = 0;
 
   // The distributed driver's primitives (several ranks). Their pointers are in the backend's
   // memory too (the driver's collectives run on it: NCCL on the GPU), except those named _host.

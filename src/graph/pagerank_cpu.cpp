@@ -154,6 +154,11 @@ class CpuPageRankBackend final : public PageRankBackend<T> {
     return err;
   }
 
+  std::size_t memory_bytes() const override {
+    return row_ptr_.capacity() * sizeof(int64_t) + col_.capacity() * sizeof(int32_t) +
+           (val_.capacity() + inv_out_.capacity() + y_.capacity()) * sizeof(T) + partials_.capacity() * sizeof(double);
+  }
+
  private:
   int threads_;
   int64_t n_ = 0, first_ = 0, count_ = 0;  // the graph's vertices; the rows built

@@ -569,6 +569,131 @@ static void check_pagerank(gpuml_context_t ctx) {
                GPUML_ERROR_INVALID_ARGUMENT, "ranks_out");
 }
 
+/* A graph built once and ranked many times (ABI version 3): every call equals gpuml_pagerank on the
+ * same edges bit for bit, on the CPU and (when there is one) on a CUDA device, whose backend keeps
+ * state between iterations keyed by buffer address; then the error statuses, a freed handle
+ * included. Edges: a random graph of 300 vertices, some dangling, weights in [0, 2). */
+static void check_graph(gpuml_context_t ctx) {
+  enum { N = 300, M = 2400, CALLS = 9 };
+  static int64_t src[M], dst[M];
+  static double w[M], starts[3][N], pers[N], ranks[N], once[N];
+  float ranks32[N];
+  double x4[4];
+  int64_t n_iter = -1, once_iter = -2, n_vertices = -1, n_edges = -1, memory = -1, small_src[2] = {0, 1}, small_dst[2] = {1, 4};
+  int32_t converged = -1, once_converged = -2, dtype = -1, device_type = 0, device_id = 0, i, call, on_cuda;
+  gpuml_array_t s = vector(src, GPUML_INT64, M), d = vector(dst, GPUML_INT64, M), wv = vector(w, GPUML_FLOAT64, M);
+  gpuml_array_t out = vector(ranks, GPUML_FLOAT64, N), out_once = vector(once, GPUML_FLOAT64, N);
+  gpuml_array_t out32 = vector(ranks32, GPUML_FLOAT32, N), pv = vector(pers, GPUML_FLOAT64, N);
+  gpuml_array_t short_p = vector(pers, GPUML_FLOAT64, N - 1), out4 = vector(x4, GPUML_FLOAT64, 4);
+  gpuml_array_t ss = vector(small_src, GPUML_INT64, 2), sd = vector(small_dst, GPUML_INT64, 2);
+  gpuml_graph_t graph = NULL, freed = NULL, bad = NULL;
+  gpuml_context_t gctx = NULL, contexts[2];
+  /* max_iter 1, 2, 3 (partial results: the first iterations show stale state) and to convergence. */
+  const char* params[CALLS] = {"{}", "{\"max_iter\": 1, \"allow_unconverged\": true}",
+                               "{\"max_iter\": 2, \"allow_unconverged\": true}", "{\"alpha\": 0.6}",
+                               "{\"max_iter\": 3, \"allow_unconverged\": true}", "{\"tol\": 1e-10, \"max_iter\": 1000}",
+                               "{\"max_iter\": 1, \"allow_unconverged\": true}", "{\"alpha\": 0.95, \"max_iter\": 500}", "{}"};
+
+  for (i = 0; i < M; ++i) {
+    src[i] = (int64_t)(next_random() % N);
+    if (src[i] % 10 == 9) src[i] -= 1; /* ids ending in 9 have no out-edges */
+    dst[i] = (int64_t)(next_random() % N);
+    w[i] = 2.0 * (double)(next_random() % 1000) / 1000.0;
+  }
+  for (i = 0; i < N; ++i) {
+    starts[0][i] = 1.0 + (double)(next_random() % 100);
+    starts[1][i] = (double)(next_random() % 3);
+    starts[2][i] = i == 7 ? 1.0 : 0.0;
+    pers[i] = (double)(next_random() % 5);
+  }
+  pers[0] = 1.0;
+
+  gctx = NULL;
+  if (gpuml_context_create("cuda", &gctx) != GPUML_OK) gctx = NULL;
+  contexts[0] = ctx;
+  contexts[1] = gctx;
+  for (on_cuda = 0; on_cuda < 2; ++on_cuda) {
+    gpuml_context_t c = contexts[on_cuda];
+    if (c == NULL) break;
+    CHECK_OK(gpuml_context_device(c, &device_type, &device_id));
+    CHECK_OK(gpuml_graph_create(c, N, &s, &d, &wv, GPUML_FLOAT64, &graph));
+    CHECK(graph != NULL);
+    CHECK_OK(gpuml_graph_info(graph, &n_vertices, &n_edges, &dtype, &memory));
+    CHECK(n_vertices == N && n_edges == M && dtype == GPUML_FLOAT64);
+    CHECK(memory >= 12 * M); /* a source id and a weight per edge at least */
+    for (call = 0; call < CALLS; ++call) {
+      gpuml_array_t x0 = vector(starts[call % 3], GPUML_FLOAT64, N);
+      const gpuml_array_t* p = call % 4 == 3 ? &pv : NULL;
+      CHECK_OK(gpuml_graph_pagerank(graph, p, &x0, NULL, params[call], &out, &n_iter, &converged));
+      CHECK_OK(gpuml_pagerank(c, N, &s, &d, &wv, p, &x0, NULL, params[call], &out_once, &once_iter, &once_converged));
+      CHECK(memcmp(ranks, once, sizeof ranks) == 0); /* the same code: the same bits */
+      CHECK(n_iter == once_iter && converged == once_converged);
+    }
+    /* float32 ranks out of a float64 graph: rounded once on write. */
+    CHECK_OK(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{}", &out32, &n_iter, &converged));
+    CHECK_OK(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{}", &out, &n_iter, &converged));
+    for (i = 0; i < N; ++i) CHECK(ranks32[i] == (float)ranks[i]);
+    CHECK_OK(gpuml_graph_free(graph));
+    graph = NULL;
+  }
+  if (gctx != NULL) CHECK_OK(gpuml_context_free(gctx));
+
+  /* Errors: a status and a message naming the culprit, never a crash. */
+  EXPECT_ERROR(gpuml_graph_create(ctx, N, &s, &d, &wv, GPUML_FLOAT64, NULL), GPUML_ERROR_INVALID_ARGUMENT, "out");
+  EXPECT_ERROR(gpuml_graph_create(NULL, N, &s, &d, &wv, GPUML_FLOAT64, &bad), GPUML_ERROR_INVALID_ARGUMENT, "ctx");
+  CHECK(bad == NULL);
+  EXPECT_ERROR(gpuml_graph_create(ctx, N, &s, NULL, &wv, GPUML_FLOAT64, &bad), GPUML_ERROR_INVALID_ARGUMENT, "dst");
+  EXPECT_ERROR(gpuml_graph_create(ctx, N, &s, &d, &wv, GPUML_INT32, &bad), GPUML_ERROR_INVALID_ARGUMENT, "dtype");
+  EXPECT_ERROR(gpuml_graph_create(ctx, 4, &ss, &sd, NULL, GPUML_FLOAT64, &bad), GPUML_ERROR_INVALID_ARGUMENT, "n_vertices");
+  EXPECT_ERROR(gpuml_graph_create(ctx, -1, &ss, &sd, NULL, GPUML_FLOAT64, &bad), GPUML_ERROR_INVALID_ARGUMENT, "n_vertices");
+  EXPECT_ERROR(gpuml_graph_create(ctx, N, &s, &ss, NULL, GPUML_FLOAT64, &bad), GPUML_ERROR_INVALID_ARGUMENT, "dst");
+  EXPECT_ERROR(gpuml_graph_create(ctx, N, &s, &d, &out4, GPUML_FLOAT64, &bad), GPUML_ERROR_INVALID_ARGUMENT, "weights");
+  CHECK(bad == NULL);
+  CHECK_OK(gpuml_graph_create(ctx, N, &s, &d, NULL, GPUML_FLOAT32, &graph));
+  CHECK_OK(gpuml_graph_info(graph, &n_vertices, &n_edges, &dtype, &memory));
+  CHECK(dtype == GPUML_FLOAT32 && memory >= 4 * M);
+  EXPECT_ERROR(gpuml_graph_info(graph, NULL, &n_edges, &dtype, &memory), GPUML_ERROR_INVALID_ARGUMENT, "n_vertices");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, &short_p, NULL, NULL, "{}", &out, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "personalization");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, NULL, &short_p, NULL, "{}", &out, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "nstart");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{}", &out4, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "ranks_out");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{}", NULL, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "ranks_out");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, NULL, NULL, NULL, NULL, &out, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "params_json");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{}", &out, NULL, &converged), GPUML_ERROR_INVALID_ARGUMENT,
+               "n_iter");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{\"alpha\": 1.5}", &out, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "alpha");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{\"damping\": 0.5}", &out, &n_iter, &converged),
+               GPUML_ERROR_INVALID_ARGUMENT, "damping");
+  EXPECT_ERROR(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{\"max_iter\": 2}", &out, &n_iter, &converged),
+               GPUML_ERROR_NOT_CONVERGED, "max_iter");
+  CHECK(n_iter == 2 && converged == 0);
+  CHECK_OK(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{}", &out, &n_iter, &converged)); /* still works */
+  CHECK(converged == 1);
+  EXPECT_ERROR(gpuml_graph_pagerank(NULL, NULL, NULL, NULL, "{}", &out, &n_iter, &converged), GPUML_ERROR_INVALID_ARGUMENT,
+               "graph");
+  EXPECT_ERROR(gpuml_graph_info(NULL, &n_vertices, &n_edges, &dtype, &memory), GPUML_ERROR_INVALID_ARGUMENT, "graph");
+  freed = graph;
+  CHECK_OK(gpuml_graph_free(graph));
+  EXPECT_ERROR(gpuml_graph_pagerank(freed, NULL, NULL, NULL, "{}", &out, &n_iter, &converged), GPUML_ERROR_INVALID_ARGUMENT,
+               "graph");
+  EXPECT_ERROR(gpuml_graph_info(freed, &n_vertices, &n_edges, &dtype, &memory), GPUML_ERROR_INVALID_ARGUMENT, "graph");
+  EXPECT_ERROR(gpuml_graph_free(freed), GPUML_ERROR_INVALID_ARGUMENT, "graph"); /* a second free */
+  CHECK_OK(gpuml_graph_free(NULL));                                            /* like free(NULL) */
+  /* The empty graph: no vertices, no edges, an empty result. */
+  EXPECT_ERROR(gpuml_graph_create(ctx, 0, &ss, &sd, NULL, GPUML_FLOAT64, &graph), GPUML_ERROR_INVALID_ARGUMENT, "n_vertices");
+  ss.shape[0] = sd.shape[0] = 0;
+  out4.shape[0] = 0;
+  CHECK_OK(gpuml_graph_create(ctx, 0, &ss, &sd, NULL, GPUML_FLOAT64, &graph));
+  CHECK_OK(gpuml_graph_pagerank(graph, NULL, NULL, NULL, "{}", &out4, &n_iter, &converged));
+  CHECK(n_iter == 0 && converged == 1);
+  CHECK_OK(gpuml_graph_free(graph));
+}
+
 /* ---- sparse X (ABI version 2): TruncatedSVD on a CSR matrix against the same matrix dense, the
  * descriptor's bad-input matrix, and an estimator without sparse support ---- */
 static void check_sparse(gpuml_context_t ctx) {
@@ -1204,6 +1329,7 @@ int main(void) {
   check_pca(ctx, &p);
   check_set_attribute(ctx, &p);
   check_pagerank(ctx);
+  check_graph(ctx);
   check_sparse(ctx);
 
   free_attributes(attributes);

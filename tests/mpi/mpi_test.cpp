@@ -1149,12 +1149,19 @@ struct PageRankOptions {
   gpuml::PageRankParams params;
 };
 
+// The personalization and dangling vectors of the personalized runs.
+void per_vertex_vectors(int64_t n, std::vector<double>& personalization, std::vector<double>& dangling) {
+  personalization.resize(n);
+  dangling.resize(n);
+  for (int64_t v = 0; v < n; ++v) personalization[v] = 1.0 + v % 7, dangling[v] = v % 3 == 0 ? 0.0 : 1.0;
+}
+
 // The ranks, n_iter and converged of pagerank over edges [b, e) of g under ctx.
 template <typename T>
 std::vector<double> run_pagerank(gpuml::Context& ctx, const Graph& g, int64_t b, int64_t e, const PageRankOptions& o) {
   std::vector<T> w(g.w.begin() + b, g.w.begin() + e), out(g.n);
-  std::vector<double> personalization(g.n), dangling(g.n);
-  for (int64_t v = 0; v < g.n; ++v) personalization[v] = 1.0 + v % 7, dangling[v] = v % 3 == 0 ? 0.0 : 1.0;
+  std::vector<double> personalization, dangling;
+  per_vertex_vectors(g.n, personalization, dangling);
   const gpuml::ArrayView wv = gpuml::host_view(w.data(), e - b), pv = gpuml::host_view(personalization.data(), g.n),
                          dv = gpuml::host_view(dangling.data(), g.n);
   const gpuml::PageRankResult r = gpuml::pagerank(
@@ -1165,6 +1172,57 @@ std::vector<double> run_pagerank(gpuml::Context& ctx, const Graph& g, int64_t b,
   result.push_back(static_cast<double>(r.n_iter));
   result.push_back(r.converged ? 1.0 : 0.0);
   return result;
+}
+
+// The same over a prebuilt gpuml::Graph (o.weighted is the graph's), ranks in T.
+template <typename T>
+std::vector<double> rank_graph(gpuml::Graph& graph, const PageRankOptions& o) {
+  const int64_t n = graph.n_vertices();
+  std::vector<T> out(n);
+  std::vector<double> personalization, dangling;
+  per_vertex_vectors(n, personalization, dangling);
+  const gpuml::ArrayView pv = gpuml::host_view(personalization.data(), n), dv = gpuml::host_view(dangling.data(), n);
+  const gpuml::PageRankResult r = graph.pagerank(o.personalized ? &pv : nullptr, nullptr, o.personalized ? &dv : nullptr,
+                                                 o.params, gpuml::host_view(out.data(), n));
+  std::vector<double> result(out.begin(), out.end());
+  result.push_back(static_cast<double>(r.n_iter));
+  result.push_back(r.converged ? 1.0 : 0.0);
+  return result;
+}
+
+// A gpuml::Graph of every rank's edges [begin[r], begin[r + 1]), ranked several times with
+// different options: every call equals the one-shot distributed pagerank bit for bit (the same
+// build and iteration run) and holds the same bits on every rank.
+template <typename T>
+void expect_distributed_graph(gpuml::Comm& comm, gpuml::Context& dist, const Graph& g, const std::vector<int64_t>& begin,
+                              bool weighted, const std::string& what) {
+  try {
+    const int64_t b = begin[comm.rank()], e = begin[comm.rank() + 1];
+    std::vector<T> w(g.w.begin() + b, g.w.begin() + e);
+    const gpuml::ArrayView wv = gpuml::host_view(w.data(), e - b);
+    gpuml::Graph graph(dist, g.n, gpuml::host_view(g.src.data() + b, e - b), gpuml::host_view(g.dst.data() + b, e - b),
+                       weighted ? &wv : nullptr, gpuml::dtype_of<T>::value);
+    CHECK(graph.n_edges() == g.m, "%s: n_edges %lld, expected %lld", what.c_str(), static_cast<long long>(graph.n_edges()),
+          static_cast<long long>(g.m));
+    std::vector<PageRankOptions> calls(4);
+    for (PageRankOptions& o : calls) o.weighted = weighted, o.params.tol = 1e-9, o.params.max_iter = 500;
+    calls[1].personalized = true;
+    calls[2].params.alpha = 0.6;
+    calls[3].params.max_iter = 3;
+    calls[3].params.allow_unconverged = true;
+    for (int pass = 0; pass < 2; ++pass)  // twice over: a call must not depend on the ones before
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        const std::string call = what + ", call " + std::to_string(i);
+        const std::vector<double> got = rank_graph<T>(graph, calls[i]);
+        const std::vector<double> want = run_pagerank<T>(dist, g, b, e, calls[i]);
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0,
+              "%s: the graph's ranks differ from the one-shot pagerank's", call.c_str());
+        expect_same_bits(comm, got, call);
+      }
+  } catch (const std::exception& e) {
+    CHECK(false, "%s: %s", what.c_str(), e.what());
+    throw;
+  }
 }
 
 // Every rank passes its chunk [begin[r], begin[r + 1]) of the edges; every rank's result must
@@ -1226,6 +1284,9 @@ void test_pagerank(gpuml::Comm& comm, uint64_t seed) {
                                         "PageRank on 1 vertex");
   }
 
+  expect_distributed_graph<double>(comm, ctx, g, split(g.m, size), true, "Graph weighted");
+  expect_distributed_graph<float>(comm, ctx, g, split_few(g.m, size, 0), false, "Graph float32, no edges on rank 0");
+
   // Bad input on one rank: every rank returns an error (none waits forever), and the next run works.
   const bool last = comm.rank() == size - 1;
   std::vector<int64_t> src = {0, 1, 2, 3, 4, 5}, dst = {1, 2, 3, 4, 5, 0};
@@ -1265,6 +1326,37 @@ void test_pagerank(gpuml::Comm& comm, uint64_t seed) {
                [&] { run(6, nullptr, &pv, two); }, __LINE__);
   run(6, nullptr, &pv, gpuml::PageRankParams{});
   expect_same_bits(comm, out, "a PageRank run after the errors");
+
+  // The same for a Graph: what must agree is checked when it is built (the graph) and at each call
+  // (the parameters and vectors); the graph still ranks after a refused call.
+  const gpuml::ArrayView sv = gpuml::host_view(src.data(), 6), tv = gpuml::host_view(dst.data(), 6);
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on n_vertices",
+               [&] { gpuml::Graph(ctx, last ? 7 : 6, sv, tv, nullptr); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on precision",
+               [&] { gpuml::Graph(ctx, 6, sv, tv, nullptr, last ? gpuml::DType::float32 : gpuml::DType::float64); },
+               __LINE__);
+  if (last) dst[3] = 6;
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "vertex ids < n_vertices" : "failed on rank",
+               [&] { gpuml::Graph(ctx, 6, sv, tv, nullptr); }, __LINE__);
+  dst[3] = 4;
+  gpuml::Graph graph(ctx, 6, sv, tv, nullptr);
+  const gpuml::ArrayView ov = gpuml::host_view(out.data(), 6);
+  if (last) personalization[1] = 2.0;
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on personalization",
+               [&] { graph.pagerank(&pv, nullptr, nullptr, gpuml::PageRankParams{}, ov); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, "disagree on tol",
+               [&] { graph.pagerank(nullptr, nullptr, nullptr, other_tol, ov); }, __LINE__);
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "alpha must be in (0, 1)" : "failed on rank",
+               [&] { graph.pagerank(nullptr, nullptr, nullptr, bad_alpha, ov); }, __LINE__);
+  std::vector<double> short_p(last ? 5 : 6, 1.0);
+  const gpuml::ArrayView sp = gpuml::host_view(short_p.data(), static_cast<int64_t>(short_p.size()));
+  expect_error(gpuml::ErrorCode::invalid_argument, last ? "personalization has length 5" : "failed on rank",
+               [&] { graph.pagerank(&sp, nullptr, nullptr, gpuml::PageRankParams{}, ov); }, __LINE__);
+  std::vector<double> from_graph(6);
+  personalization.assign(6, 1.0);
+  personalization[1] = 5.0;
+  graph.pagerank(&pv, nullptr, nullptr, gpuml::PageRankParams{}, gpuml::host_view(from_graph.data(), 6));
+  CHECK(from_graph == out, "the graph's ranks after the errors differ from pagerank's");
 }
 
 // gpuml_context_attach_mpi on a CUDA context: NCCL bootstrapped over MPI (run with 1 rank: NCCL

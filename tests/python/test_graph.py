@@ -7,7 +7,7 @@ nx = pytest.importorskip("networkx", reason="NetworkX is not installed (scripts/
 sp = pytest.importorskip("scipy.sparse")
 
 from conftest import CUDA_DEVICE_COUNT, cuda_or_skip  # noqa: E402
-from gpuml.graph import PowerIterationFailedConvergence, pagerank  # noqa: E402
+from gpuml.graph import Graph, PowerIterationFailedConvergence, ZeroPersonalizationError, pagerank  # noqa: E402
 
 # The issue's bound: L1 distance to NetworkX <= 1e-6 in float64. Both run the same iteration with
 # the same stopping test, so the ranks differ only by summation order (~1e-16 each) unless the
@@ -237,3 +237,173 @@ def test_zero_personalization_raises_zero_division_error_as_networkx(device, rng
         with pytest.raises(ZeroDivisionError, match="personalization") as raised:
             pagerank(graph, personalization=personalization, device=device, **extra)
         assert isinstance(raised.value, ValueError)
+
+
+# ---- gpuml.graph.Graph: built once, ranked many times -------------------------------------------
+
+
+def digraph_arrays(G):
+    """src, dst, weights of a graph whose nodes are 0..n-1 in order (as messy_digraph's)."""
+    assert list(G) == list(range(len(G)))
+    edges = list(G.edges(data="weight"))
+    src = np.array([u for u, _, _ in edges], dtype=np.int64)
+    dst = np.array([v for _, v, _ in edges], dtype=np.int64)
+    w = np.array([x for _, _, x in edges], dtype=np.float64)
+    return src, dst, w
+
+
+def test_graph_ranked_many_times_like_networkx(device, rng):
+    G = messy_digraph(rng, n=int(rng.integers(30, 120)))
+    n = len(G)
+    src, dst, w = digraph_arrays(G)
+    graph = Graph(src, dst, w, n_vertices=n, device=device)
+    unweighted = Graph(src, dst, n_vertices=n, device=device)
+    for _ in range(4):  # fresh seed sets, alphas and starts on the same two graphs
+        seeds = rng.choice(n, int(rng.integers(1, 6)), replace=False)
+        personalization = {int(v): float(rng.uniform(0.1, 2)) for v in seeds}
+        alpha = float(rng.uniform(0.5, 0.95))
+        nstart = rng.uniform(0, 1, n)
+        expected = np.array(list(nx.pagerank(G, alpha=alpha, personalization=personalization,
+                                             nstart=dict(enumerate(nstart))).values()))
+        got = graph.pagerank(alpha=alpha, personalization=personalization, nstart=nstart)
+        assert isinstance(got, np.ndarray) and got.dtype == np.float64 and got.shape == (n,)
+        assert np.abs(got - expected).sum() <= L1_FLOAT64  # float64: the bound of the one-shot tests above
+        dangling = rng.uniform(0, 1, n)
+        expected = np.array(list(nx.pagerank(G, weight=None, personalization=personalization,
+                                             dangling=dict(enumerate(dangling))).values()))
+        got = unweighted.pagerank(personalization=personalization, dangling=dangling, weight=None)
+        assert np.abs(got - expected).sum() <= L1_FLOAT64  # float64, as above
+
+
+def test_graph_equals_one_shot_pagerank_bit_for_bit(device, rng):
+    n, src, dst, w = edge_arrays(rng)
+    for weights in (w, w.astype(np.float32), None):
+        graph = Graph(src, dst, weights, n_vertices=n, device=device)
+        for _ in range(3):
+            p = rng.uniform(0, 1, n)
+            alpha = float(rng.uniform(0.5, 0.95))
+            once = pagerank((src, dst) if weights is None else (src, dst, weights), alpha=alpha, personalization=p,
+                            device=device, n_vertices=n)
+            got = graph.pagerank(alpha=alpha, personalization=p)
+            assert got.dtype == once.dtype
+            assert np.array_equal(got, once)  # the same code runs: the same bits
+
+
+def test_graph_properties_and_dtypes(device, rng):
+    n, src, dst, w = edge_arrays(rng)
+    graph = Graph(src.astype(np.int32), dst, w, device=device)
+    assert graph.n_vertices == max(src.max(), dst.max()) + 1  # n_vertices defaults to the largest id + 1
+    assert graph.n_edges == len(src)
+    assert graph.dtype == np.float64
+    assert len(src) * 12 <= graph.nbytes  # at least a source id and a weight per edge
+    assert "n_edges" in repr(graph)
+    single = Graph(src, dst, w.astype(np.float32), n_vertices=n, device=device)
+    assert single.dtype == np.float32 and single.pagerank().dtype == np.float32
+    assert single.nbytes < graph.nbytes
+    forced = Graph(src, dst, w, n_vertices=n, device=device, dtype="float32")
+    assert forced.dtype == np.float32
+    # float32 ranks (eps 6e-8, values ~1/n): a few float32 ulps per vertex, as test_float32.
+    assert np.abs(forced.pagerank() - reference(n, src, dst, w)).sum() <= 1e-5
+    empty = Graph(np.array([], dtype=np.int64), np.array([], dtype=np.int64), device=device)
+    assert empty.n_vertices == 0 and empty.n_edges == 0
+    assert empty.pagerank().shape == (0,)
+    isolated = Graph([], [], n_vertices=4, device=device)
+    assert np.abs(isolated.pagerank() - 0.25).max() <= 1e-15  # every vertex dangling: uniform, up to rounding
+
+
+def test_graph_torch_cpu_tensors(device, rng):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    n, src, dst, w = edge_arrays(rng)
+    graph = Graph(torch.from_numpy(src), torch.from_numpy(dst), torch.from_numpy(w), n_vertices=n, device=device)
+    got = graph.pagerank(personalization=torch.from_numpy(rng.uniform(0, 1, n)))
+    assert isinstance(got, torch.Tensor) and got.device.type == "cpu" and got.dtype == torch.float64
+
+
+def test_graph_device_arrays(rng):
+    if CUDA_DEVICE_COUNT == 0:
+        cuda_or_skip("no CUDA device")
+    n, src, dst, w = edge_arrays(rng)
+    host = Graph(src, dst, w, n_vertices=n, device="cpu")
+    starts = [rng.uniform(0, 1, n) for _ in range(3)]
+    tested = 0
+    for module in ("cupy", "torch"):
+        try:
+            lib = __import__(module)
+        except ImportError:
+            continue
+        if module == "torch":
+            if not lib.cuda.is_available():
+                continue
+            to_device, to_host = (lambda a: lib.from_numpy(a).cuda()), (lambda a: a.cpu().numpy())
+        else:
+            to_device, to_host = lib.asarray, lib.asnumpy
+        graph = Graph(to_device(src), to_device(dst), to_device(w), n_vertices=n)
+        for i in range(9):  # reused, each call on fresh vectors: a stale first iteration would show
+            kwargs = {"nstart": starts[i % 3]}
+            if i % 4 == 3:
+                kwargs["personalization"] = starts[(i + 1) % 3]
+            got = graph.pagerank(**kwargs)
+            assert np.abs(to_host(got) - host.pagerank(**kwargs)).sum() <= 1e-12  # GPU vs CPU, float64 (as test_device_arrays)
+        tested += 1
+    if tested == 0:
+        cuda_or_skip("neither CuPy nor PyTorch with CUDA is installed")
+
+
+def test_graph_bad_input(device, rng):
+    src, dst, w = np.array([0, 1, 2, 2]), np.array([1, 2, 0, 1]), np.array([1.0, 2.0, 1.0, 0.5])
+    with pytest.raises(ValueError, match="n_vertices"):
+        Graph(src, dst, n_vertices=2, device=device)  # id >= n_vertices
+    with pytest.raises(ValueError, match=">= 0"):
+        Graph(np.array([0, -1, 2, 2]), dst, device=device)
+    with pytest.raises(ValueError, match="weights"):
+        Graph(src, dst, -w, device=device)
+    with pytest.raises(ValueError, match="weights"):
+        Graph(src, dst, w[:3], device=device)
+    with pytest.raises(ValueError, match="same length"):
+        Graph(src, dst[:3], device=device)
+    with pytest.raises(ValueError, match="src"):
+        Graph(np.array([0.5, 1, 2, 2]), dst, device=device)
+    with pytest.raises(ValueError, match="dtype"):
+        Graph(src, dst, dtype=np.int32, device=device)
+    with pytest.raises(ValueError, match="n_vertices"):
+        Graph(src, dst, n_vertices=3.5, device=device)
+    with pytest.raises(ValueError, match="n_vertices"):
+        Graph(src, dst, n_vertices=-1, device=device)
+    with pytest.raises(ValueError, match="device"):
+        Graph(src, dst, device="tpu")
+    graph = Graph(src, dst, w, device=device)
+    before = graph.pagerank()
+    with pytest.raises(ValueError, match="personalization"):
+        graph.pagerank(personalization=np.ones(2))  # wrong length
+    with pytest.raises(ValueError, match="nstart"):
+        graph.pagerank(nstart=np.ones((3, 1)))
+    with pytest.raises(ValueError, match="dangling"):
+        graph.pagerank(dangling=np.array([1.0, -1.0, 1.0]))
+    with pytest.raises(ZeroPersonalizationError, match="personalization"):
+        graph.pagerank(personalization={7: 1.0})  # no vertex of the graph: the sum is 0
+    for alpha in (0.0, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="alpha"):
+            graph.pagerank(alpha=alpha)
+    with pytest.raises(ValueError, match="max_iter"):
+        graph.pagerank(max_iter=-1)
+    with pytest.raises(ValueError, match="weight"):
+        graph.pagerank(weight=None)  # built with weights
+    with pytest.raises(nx.PowerIterationFailedConvergence):
+        graph.pagerank(max_iter=1)
+    assert np.array_equal(graph.pagerank(), before)  # the refused calls left the graph as it was
+
+
+def test_graph_freed_with_its_object(device, rng):
+    n, src, dst, w = edge_arrays(rng)
+    graphs = [Graph(src, dst, w, n_vertices=n, device=device) for _ in range(5)]
+    expected = graphs[0].pagerank()
+    del graphs[1:]
+    import gc
+
+    gc.collect()
+    assert np.array_equal(graphs[0].pagerank(), expected)
+    try:
+        Graph(src, dst, -w, device=device)  # a failed build leaves an object without a handle to free
+    except ValueError:
+        pass
+    gc.collect()

@@ -13,7 +13,7 @@ import os
 
 from sklearn.exceptions import NotFittedError
 
-EXPECTED_ABI_VERSION = 2
+EXPECTED_ABI_VERSION = 3
 
 # gpuml_status_t
 OK = 0
@@ -72,6 +72,7 @@ class gpuml_sparse_t(ctypes.Structure):
 
 _context_t = ctypes.c_void_p
 _estimator_t = ctypes.c_void_p
+_graph_t = ctypes.c_void_p
 _status_t = ctypes.c_int
 _array_p = ctypes.POINTER(gpuml_array_t)
 _sparse_p = ctypes.POINTER(gpuml_sparse_t)
@@ -119,6 +120,19 @@ _SIGNATURES = {
         _status_t,
         [_context_t, ctypes.c_int64, _array_p, _array_p, _array_p, _array_p, _array_p, _array_p, ctypes.c_char_p,
          _array_p, ctypes.POINTER(ctypes.c_int64), _i32_p],
+    ),
+    "gpuml_graph_create": (
+        _status_t,
+        [_context_t, ctypes.c_int64, _array_p, _array_p, _array_p, ctypes.c_int32, ctypes.POINTER(_graph_t)],
+    ),
+    "gpuml_graph_free": (_status_t, [_graph_t]),
+    "gpuml_graph_info": (
+        _status_t,
+        [_graph_t, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), _i32_p, ctypes.POINTER(ctypes.c_int64)],
+    ),
+    "gpuml_graph_pagerank": (
+        _status_t,
+        [_graph_t, _array_p, _array_p, _array_p, ctypes.c_char_p, _array_p, ctypes.POINTER(ctypes.c_int64), _i32_p],
     ),
 }
 

@@ -3,6 +3,11 @@
 >>> import networkx as nx, gpuml.graph
 >>> gpuml.graph.pagerank(nx.karate_club_graph())  # doctest: +SKIP
 {0: 0.0970..., 1: 0.0528..., ...}
+
+To rank one graph many times (personalized PageRank per seed set, several alphas), build it once:
+
+>>> g = gpuml.graph.Graph(src, dst)  # doctest: +SKIP
+>>> [g.pagerank(personalization={seed: 1.0}) for seed in seeds]  # doctest: +SKIP
 """
 
 import ctypes
@@ -31,7 +36,7 @@ class ZeroPersonalizationError(ValueError, ZeroDivisionError):
     tests expect it), and gpuml raised ValueError for it before, so the error is both."""
 
 
-__all__ = ["pagerank", "PowerIterationFailedConvergence", "ZeroPersonalizationError"]
+__all__ = ["Graph", "pagerank", "PowerIterationFailedConvergence", "ZeroPersonalizationError"]
 
 
 def _is_networkx_graph(G):
@@ -105,40 +110,6 @@ def _networkx_edges(G, weight):
     )
 
 
-def _call(context, n, src, dst, weights, personalization, nstart, dangling, params, out, device_id):
-    keep = []
-
-    def desc(a):
-        if a is None:
-            return None
-        d, k = _array.descriptor(a, device_id)
-        keep.append(k)
-        return ctypes.byref(d)
-
-    n_iter = ctypes.c_int64(0)
-    converged = ctypes.c_int32(0)
-    out_desc, keep_out = _array.descriptor(out, device_id)
-    status = _lib.lib.gpuml_pagerank(
-        context.handle,
-        n,
-        desc(src),
-        desc(dst),
-        desc(weights),
-        desc(personalization),
-        desc(nstart),
-        desc(dangling),
-        json.dumps(params, allow_nan=False).encode("ascii"),
-        ctypes.byref(out_desc),
-        ctypes.byref(n_iter),
-        ctypes.byref(converged),
-    )
-    if status == _lib.ERROR_NOT_CONVERGED:
-        raise PowerIterationFailedConvergence(params["max_iter"])
-    _lib.check(status)
-    del keep, keep_out
-    return n_iter.value, bool(converged.value)
-
-
 def _is_real(value):
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
@@ -162,6 +133,201 @@ def _host_ids(a, what):
             raise ValueError(f"{what} must hold integer vertex ids, got dtype {a.dtype}")
         a = a.astype(np.int64)
     return a
+
+
+def _edge_inputs(src, dst, weights):
+    """src, dst and weights as the C library takes them: int32 or int64 ids and float32 or float64
+    weights, all on the host or all on one device (converted when they are of another dtype).
+    Returns them with the ArrayKind of src (outputs are made alike) and the default precision:
+    float32 when the weights are float32, float64 otherwise."""
+    kind = _array.ArrayKind.of(src)
+    if kind.is_device:
+        if not _array.has_cuda_array_interface(dst) or (weights is not None and not _array.has_cuda_array_interface(weights)):
+            raise ValueError("src, dst and weights must all be device arrays or all host arrays")
+        if _array.device_dtype(src) not in (np.int32, np.int64):
+            src = _array.device_astype(src, np.int64)
+        if _array.device_dtype(dst) not in (np.int32, np.int64):
+            dst = _array.device_astype(dst, np.int64)
+        if weights is not None and _array.device_dtype(weights) not in (np.float32, np.float64):
+            weights = _array.device_astype(weights, np.float64)
+        src = src if _array.device_is_c_contiguous(src) else _array.device_astype(src, _array.device_dtype(src))
+        dst = dst if _array.device_is_c_contiguous(dst) else _array.device_astype(dst, _array.device_dtype(dst))
+        single = weights is not None and _array.device_dtype(weights) == np.float32
+    else:
+        if _array.has_cuda_array_interface(dst) or (weights is not None and _array.has_cuda_array_interface(weights)):
+            raise ValueError("src, dst and weights must all be device arrays or all host arrays")
+        src = _host_ids(src, "src")
+        dst = _host_ids(dst, "dst")
+        if weights is not None:
+            weights = np.asarray(_array.ArrayKind.host_input(weights))
+            if weights.dtype not in (np.float32, np.float64):
+                weights = weights.astype(np.float64)
+        single = weights is not None and weights.dtype == np.float32
+    return src, dst, weights, kind, np.dtype(np.float32 if single else np.float64)
+
+
+def _precision(dtype, default):
+    if dtype is None:
+        return default
+    try:
+        precision = np.dtype(dtype)
+    except TypeError:
+        precision = None
+    if precision not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32, float64 or None, got {dtype!r}")
+    return precision
+
+
+class Graph:
+    """A graph built once for PageRank and ranked many times.
+
+    Building checks the edges and lays them out for the device (the costly part of a
+    ``pagerank`` call); each ``pagerank`` call then runs only the power iteration, with the same
+    result as ``gpuml.graph.pagerank`` on the same edges, bit for bit.
+
+    src, dst: vertex ids (integers from 0 to n_vertices - 1), NumPy / CuPy / PyTorch arrays, all on
+    the host or all on one GPU; an edge src[e] -> dst[e] per entry; duplicate edges add their
+    weights, self-loops count. weights (or None: every edge weighs 1): one per edge, finite and
+    >= 0. n_vertices defaults to the largest id + 1. device: "auto" (the GPU holding device
+    arrays, else the best device), "cpu", "cuda" or "cuda:N". dtype: the precision of the ranks
+    during the iteration, float32 or float64 (default: float32 when the weights are float32,
+    float64 otherwise). The arrays are not referenced after the constructor returns.
+
+    Ranks come back as an array of src's kind, on its device, in dtype. Bad input raises
+    ValueError naming the argument. A Graph is used by one thread at a time.
+    """
+
+    def __init__(self, src, dst, weights=None, n_vertices=None, device="auto", dtype=None):
+        self._handle = None
+        check_device(device)
+        src, dst, weights, kind, default = _edge_inputs(src, dst, weights)
+        precision = _precision(dtype, default)
+        if n_vertices is None:
+            n_vertices = int(src.max()) + 1 if len(src) else 0
+            n_vertices = max(n_vertices, int(dst.max()) + 1 if len(dst) else 0)
+        elif not (isinstance(n_vertices, numbers.Integral) and not isinstance(n_vertices, (bool, np.bool_))):
+            raise ValueError(f"n_vertices must be an integer or None, got {n_vertices!r}")
+        if device == "auto" and kind.is_device:
+            device = f"cuda:{kind.device_id}"  # compute where the data already lives
+        kind.synchronize()
+        self._create(get_context(device), int(n_vertices), src, dst, weights, precision, kind)
+
+    @classmethod
+    def _from_host(cls, context, n, src, dst, weights, dtype):
+        """A graph of host int64 ids and float64 weights (or None) built on `context`."""
+        graph = cls.__new__(cls)
+        graph._handle = None
+        graph._create(context, n, src, dst, weights, np.dtype(dtype), _array.ArrayKind.of(src))
+        return graph
+
+    def _create(self, context, n, src, dst, weights, dtype, kind):
+        self._free = _lib.lib.gpuml_graph_free  # kept: module globals may be gone at shutdown
+        self._kind = kind
+        self._weighted = weights is not None
+        keep = []
+
+        def desc(a):
+            if a is None:
+                return None
+            d, k = _array.descriptor(a, kind.device_id)
+            keep.append(k)
+            return ctypes.byref(d)
+
+        handle = _lib._graph_t()
+        code = _lib.FLOAT32 if dtype == np.float32 else _lib.FLOAT64
+        _lib.check(
+            _lib.lib.gpuml_graph_create(context.handle, n, desc(src), desc(dst), desc(weights), code, ctypes.byref(handle))
+        )
+        self._handle = handle
+        del keep
+        n_vertices, n_edges, memory = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        code = ctypes.c_int32()
+        _lib.check(
+            _lib.lib.gpuml_graph_info(
+                handle, ctypes.byref(n_vertices), ctypes.byref(n_edges), ctypes.byref(code), ctypes.byref(memory)
+            )
+        )
+        self._n, self._n_edges, self._nbytes = n_vertices.value, n_edges.value, memory.value
+        self._dtype = _array.numpy_dtype(code.value)
+
+    def __del__(self):
+        handle = getattr(self, "_handle", None)
+        if handle is not None and handle.value:
+            self._free(handle)
+            self._handle = None
+
+    @property
+    def n_vertices(self):
+        return self._n
+
+    @property
+    def n_edges(self):
+        """The number of edges given (duplicates counted), summed over the ranks when distributed."""
+        return self._n_edges
+
+    @property
+    def nbytes(self):
+        """The bytes the built graph holds on its device (this rank's share when distributed)."""
+        return self._nbytes
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def __repr__(self):
+        return f"Graph(n_vertices={self._n}, n_edges={self._n_edges}, dtype={self._dtype.name}, nbytes={self._nbytes})"
+
+    def pagerank(self, alpha=0.85, personalization=None, max_iter=100, tol=1e-06, nstart=None, weight="weight",
+                 dangling=None):
+        """PageRank of the graph's vertices, with networkx.pagerank's parameters and semantics.
+
+        personalization, nstart and dangling: arrays of length n_vertices (any kind; copied to
+        the host) or dicts keyed by vertex id (missing ids count 0); each is divided by its sum;
+        dangling defaults to the personalization vector (uniform without one). weight: the
+        graph's weights are those it was built with (any attribute name means them); None ranks
+        unweighted and needs a graph built without weights. Returns an array of src's kind, on
+        its device, in the graph's dtype. Raises ValueError for bad input (naming the argument),
+        ZeroPersonalizationError for a personalization that sums to 0, and
+        PowerIterationFailedConvergence when max_iter iterations do not converge.
+        """
+        params = _checked_params(alpha, max_iter, tol)
+        if weight is None and self._weighted:
+            raise ValueError(
+                "weight=None asks for unweighted ranks, but this Graph was built with weights; "
+                "build one without them (Graph(src, dst)) for unweighted PageRank"
+            )
+        return self._rank(params, _vectors(personalization, nstart, dangling, self._n))
+
+    def _rank(self, params, vectors):
+        """Ranks with checked params and host vectors (None or float64 arrays), as an array of src's kind."""
+        if self._handle is None or not self._handle.value:
+            raise ValueError("this Graph's handle was freed")
+        out = self._kind.empty((self._n,), self._dtype)
+        self._kind.synchronize()
+        keep = []
+
+        def desc(a):
+            if a is None:
+                return None
+            d, k = _array.descriptor(a, self._kind.device_id)
+            keep.append(k)
+            return ctypes.byref(d)
+
+        n_iter = ctypes.c_int64(0)
+        converged = ctypes.c_int32(0)
+        status = _lib.lib.gpuml_graph_pagerank(
+            self._handle,
+            *(desc(v) for v in vectors),
+            json.dumps(params, allow_nan=False).encode("ascii"),
+            desc(out),
+            ctypes.byref(n_iter),
+            ctypes.byref(converged),
+        )
+        if status == _lib.ERROR_NOT_CONVERGED:
+            raise PowerIterationFailedConvergence(params["max_iter"])
+        _lib.check(status)
+        del keep
+        return self._kind.wrap(out)
 
 
 def pagerank(
@@ -198,6 +364,9 @@ def pagerank(
     (0, 1), max_iter not an integer >= 0, tol not a finite number >= 0, vectors of the wrong length or with a zero sum;
     for personalization, ZeroPersonalizationError, both a ValueError and NetworkX's ZeroDivisionError) and PowerIterationFailedConvergence
     (NetworkX's exception when NetworkX is installed) when max_iter iterations do not converge.
+
+    Each call builds a Graph (see Graph) and ranks it once; to rank one graph several times,
+    build the Graph yourself.
     """
     check_device(device)
     params = _checked_params(alpha, max_iter, tol)
@@ -208,10 +377,8 @@ def pagerank(
         nodes, index, src, dst, w = _networkx_edges(G, weight)
         n = len(nodes)
         vectors = _vectors(personalization, nstart, dangling, n, index)
-        context = get_context(device)
-        out = np.empty(n, dtype=np.float64)
-        _call(context, n, src, dst, w if weight is not None else None, *vectors, params, out, 0)
-        return dict(zip(nodes, map(float, out)))
+        graph = Graph._from_host(get_context(device), n, src, dst, w if weight is not None else None, np.float64)
+        return dict(zip(nodes, map(float, graph._rank(params, vectors))))
 
     if _is_scipy_sparse(G):
         A = G.tocoo()
@@ -222,52 +389,14 @@ def pagerank(
         dst = np.ascontiguousarray(A.col, dtype=np.int64)
         w = None if weight is None else np.ascontiguousarray(A.data, dtype=np.float64)
         vectors = _vectors(personalization, nstart, dangling, n)
-        out = np.empty(n, dtype=np.float64)
         if n == 0:
-            return out
-        _call(get_context(device), n, src, dst, w, *vectors, params, out, 0)
-        return out
+            return np.empty(0, dtype=np.float64)
+        return Graph._from_host(get_context(device), n, src, dst, w, np.float64)._rank(params, vectors)
 
     if isinstance(G, (tuple, list)) and len(G) in (2, 3):
-        src, dst = G[0], G[1]
-        weights = G[2] if len(G) == 3 else None
-        if weight is None:
-            weights = None
-        kind = _array.ArrayKind.of(src)
-        if kind.is_device:
-            if not _array.has_cuda_array_interface(dst) or (
-                weights is not None and not _array.has_cuda_array_interface(weights)
-            ):
-                raise ValueError("src, dst and weights must all be device arrays or all host arrays")
-            if _array.device_dtype(src) not in (np.int32, np.int64):
-                src = _array.device_astype(src, np.int64)
-            if _array.device_dtype(dst) not in (np.int32, np.int64):
-                dst = _array.device_astype(dst, np.int64)
-            if weights is not None and _array.device_dtype(weights) not in (np.float32, np.float64):
-                weights = _array.device_astype(weights, np.float64)
-            src = src if _array.device_is_c_contiguous(src) else _array.device_astype(src, _array.device_dtype(src))
-            dst = dst if _array.device_is_c_contiguous(dst) else _array.device_astype(dst, _array.device_dtype(dst))
-            out_dtype = np.float32 if weights is not None and _array.device_dtype(weights) == np.float32 else np.float64
-        else:
-            src = _host_ids(src, "src")
-            dst = _host_ids(dst, "dst")
-            if weights is not None:
-                weights = np.asarray(_array.ArrayKind.host_input(weights))
-                if weights.dtype not in (np.float32, np.float64):
-                    weights = weights.astype(np.float64)
-            out_dtype = np.float32 if weights is not None and weights.dtype == np.float32 else np.float64
-        if n_vertices is None:
-            n_vertices = (int(src.max()) + 1 if len(src) else 0)
-            n_vertices = max(n_vertices, int(dst.max()) + 1 if len(dst) else 0)
-        n = int(n_vertices)
-        vectors = _vectors(personalization, nstart, dangling, n)
-        if device == "auto" and kind.is_device:
-            device = f"cuda:{kind.device_id}"  # compute where the data already lives
-        context = get_context(device)
-        out = kind.empty((max(n, 0),), out_dtype)
-        kind.synchronize()
-        _call(context, n, src, dst, weights, *vectors, params, out, kind.device_id)
-        return kind.wrap(out)
+        weights = G[2] if len(G) == 3 and weight is not None else None
+        graph = Graph(G[0], G[1], weights, n_vertices=n_vertices, device=device)
+        return graph._rank(params, _vectors(personalization, nstart, dangling, graph.n_vertices))
 
     raise TypeError(
         "pagerank expects a NetworkX graph, a SciPy sparse adjacency matrix, or a tuple (src, dst[, weights]) "

@@ -19,6 +19,7 @@ extern "C" {
 
 typedef struct gpuml_context_s*   gpuml_context_t;
 typedef struct gpuml_estimator_s* gpuml_estimator_t;
+typedef struct gpuml_graph_s*     gpuml_graph_t;       /* ABI version 3 */
 typedef enum { GPUML_OK = 0, GPUML_ERROR_INVALID_ARGUMENT = 1, GPUML_ERROR_NOT_FITTED = 2,
                GPUML_ERROR_OUT_OF_MEMORY = 3, GPUML_ERROR_CUDA = 4, GPUML_ERROR_UNSUPPORTED = 5,
                GPUML_ERROR_IO = 6, GPUML_ERROR_INTERNAL = 7,
@@ -43,8 +44,9 @@ typedef struct { int32_t format; int32_t dtype; int32_t index_dtype; int32_t dev
                  const void* indptr; const void* indices; const void* values; } gpuml_sparse_t;
 
 /* Version history. 1: the first stable ABI. 2: adds gpuml_sparse_t and the *_sparse entry points
- * (additions only: every version-1 symbol and struct is unchanged). */
-#define GPUML_ABI_VERSION 2
+ * (additions only: every version-1 symbol and struct is unchanged). 3: adds gpuml_graph_t and the
+ * gpuml_graph_* entry points (additions only). */
+#define GPUML_ABI_VERSION 3
 
 GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-local, never NULL */
 GPUML_C_API void           gpuml_version(int* major, int* minor, int* patch);
@@ -146,6 +148,31 @@ GPUML_C_API gpuml_status_t gpuml_pagerank(gpuml_context_t ctx, int64_t n_vertice
     const gpuml_array_t* src, const gpuml_array_t* dst, const gpuml_array_t* weights /* or NULL */,
     const gpuml_array_t* personalization /* or NULL */, const gpuml_array_t* nstart /* or NULL */,
     const gpuml_array_t* dangling /* or NULL */, const char* params_json, /* alpha, max_iter, tol, allow_unconverged */
+    gpuml_array_t* ranks_out, int64_t* n_iter, int32_t* converged);
+
+/* A graph built once and ranked many times (ABI version 3): personalized PageRank per seed set,
+ * several alphas. gpuml_graph_create checks the edges (as gpuml_pagerank does) and builds the
+ * layout PageRank iterates over, in `dtype` (GPUML_FLOAT32 or GPUML_FLOAT64: the precision of every
+ * later call); src, dst and weights are not read after it returns. The graph computes on ctx's
+ * device and keeps a reference to the context (freeing the context handle is then allowed); its
+ * calls use that context, one thread at a time as the context's rule says. With a communicator of
+ * several ranks, create and pagerank are collective, as gpuml_pagerank.
+ * gpuml_graph_pagerank: gpuml_pagerank over the graph's edges with these vectors and params_json,
+ * the same ranks bit for bit; ranks_out may be float32 or float64 whatever the graph's dtype (the
+ * ranks are converted on write). Calls on one graph take its lock: they may come from several
+ * threads and run one at a time.
+ * gpuml_graph_info: the number of vertices, of edges (as given, duplicates counted, summed over the
+ * ranks), the dtype, and the bytes the graph holds in the context's memory (this rank's share).
+ * A handle is a key, never reused: a freed one is GPUML_ERROR_INVALID_ARGUMENT (not a crash);
+ * gpuml_graph_free(NULL) does nothing, and free waits for calls on the graph already inside. */
+GPUML_C_API gpuml_status_t gpuml_graph_create(gpuml_context_t ctx, int64_t n_vertices, const gpuml_array_t* src,
+    const gpuml_array_t* dst, const gpuml_array_t* weights /* or NULL */, int32_t dtype, gpuml_graph_t* out);
+GPUML_C_API gpuml_status_t gpuml_graph_free(gpuml_graph_t graph);
+GPUML_C_API gpuml_status_t gpuml_graph_info(gpuml_graph_t graph, int64_t* n_vertices, int64_t* n_edges, int32_t* dtype,
+                                            int64_t* memory_bytes);
+GPUML_C_API gpuml_status_t gpuml_graph_pagerank(gpuml_graph_t graph, const gpuml_array_t* personalization /* or NULL */,
+    const gpuml_array_t* nstart /* or NULL */, const gpuml_array_t* dangling /* or NULL */,
+    const char* params_json, /* alpha, max_iter, tol, allow_unconverged */
     gpuml_array_t* ranks_out, int64_t* n_iter, int32_t* converged);
 
 #ifdef __cplusplus

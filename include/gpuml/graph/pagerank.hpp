@@ -40,6 +40,10 @@ struct PageRankResult {
 // iteration did not converge and params.allow_unconverged is false (ranks_out is then left
 // unwritten); with allow_unconverged the last iterate is written and converged is false.
 // n_vertices == 0 returns {0, true} at once, as NetworkX returns {} for an empty graph.
+//
+// This is a gpuml::Graph (gpuml/graph/graph.hpp) built and ranked once: to rank one graph several
+// times (personalized PageRank per seed set, several alphas), build the Graph once and call its
+// pagerank, which skips the build and gives these ranks bit for bit.
 GPUML_API PageRankResult pagerank(Context& ctx, int64_t n_vertices, const ArrayView& src, const ArrayView& dst,
                                   const ArrayView* weights, const ArrayView* personalization,
                                   const ArrayView* nstart, const ArrayView* dangling,

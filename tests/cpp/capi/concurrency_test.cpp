@@ -4,10 +4,13 @@
 //   gets, bit for bit, for every method the kind offers;
 // - a fit racing serialize (and predict) on one handle: every serialize either succeeds with the
 //   bytes of one of the two models the fits make (bytes that load and round-trip) or is refused
-//   with a named status; every prediction is one of the two models' predictions.
+//   with a named status; every prediction is one of the two models' predictions;
+// - one graph handle ranked from many threads at once, and freed while they rank.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -223,6 +226,91 @@ TEST_P(CApiConcurrency, RefitBetweenSizeAndSerialize) {
 INSTANTIATE_TEST_SUITE_P(CApi, CApiConcurrency,
                          ::testing::Combine(::testing::ValuesIn(kind_specs()), ::testing::ValuesIn(backends())),
                          param_name);
+
+// ---- one graph handle (gpuml_graph_t) shared by threads ----------------------------------------
+
+class CApiGraphConcurrency : public ::testing::TestWithParam<std::string> {};
+
+// 8 threads rank one graph at once, each with its own personalization: the graph's lock runs the
+// calls one at a time, and each gets what it gets alone, bit for bit. Then a free races the calls:
+// each call either ranks as before or is refused as a freed handle (never a crash), and once one
+// is refused so are the later ones.
+TEST_P(CApiGraphConcurrency, ThreadsShareOneGraphAndRaceItsFree) {
+  const std::string backend = GetParam();
+  SKIP_WITHOUT_BACKEND(backend);
+  GPUML_FRESH_RNG(rng);
+  constexpr int64_t n = 500, m = 4000;
+  constexpr int kThreads = 8;
+  std::vector<int64_t> src(m), dst(m);
+  std::vector<double> w(m);
+  for (int64_t e = 0; e < m; ++e) {
+    src[e] = uniform_int(rng, 0, n - 1);
+    dst[e] = uniform_int(rng, 0, n - 1);
+    w[e] = uniform_real(rng, 0.0, 2.0);
+  }
+  const gpuml_array_t s = host_array(src.data(), GPUML_INT64, 1, m, 0), d = host_array(dst.data(), GPUML_INT64, 1, m, 0);
+  const gpuml_array_t wv = host_vector(w.data(), m);
+  ContextHandle ctx(backend.c_str());
+  ASSERT_EQ(ctx.status(), GPUML_OK) << gpuml_last_error();
+  gpuml_graph_t graph = nullptr;
+  ASSERT_EQ(gpuml_graph_create(ctx.get(), n, &s, &d, &wv, GPUML_FLOAT64, &graph), GPUML_OK) << gpuml_last_error();
+
+  std::vector<std::vector<double>> personalization(kThreads), expected(kThreads);
+  auto rank = [&](int t, std::vector<double>& out) {
+    out.assign(n, 0.0);
+    const gpuml_array_t p = host_vector(personalization[t].data(), n);
+    gpuml_array_t o = host_vector(out.data(), n);
+    int64_t n_iter = 0;
+    int32_t converged = 0;
+    return gpuml_graph_pagerank(graph, &p, nullptr, nullptr, "{}", &o, &n_iter, &converged);
+  };
+  for (int t = 0; t < kThreads; ++t) {
+    for (int64_t v = 0; v < n; ++v) personalization[t].push_back(uniform_real(rng, 0.0, 1.0));
+    ASSERT_EQ(rank(t, expected[t]), GPUML_OK) << gpuml_last_error();
+  }
+
+  for (int with_free = 0; with_free < 2; ++with_free) {
+    SCOPED_TRACE(with_free ? "racing a free" : "sharing the graph");
+    std::atomic<int> ready{0}, failures{0}, mismatches{0}, refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        ++ready;
+        while (ready.load() < kThreads + with_free) std::this_thread::yield();
+        bool gone = false;
+        for (int round = 0; round < 6; ++round) {
+          std::vector<double> out;
+          const gpuml_status_t status = rank(t, out);
+          if (status == GPUML_OK) {
+            if (gone) ++failures;  // a freed handle must stay refused
+            if (std::memcmp(out.data(), expected[t].data(), n * sizeof(double)) != 0) ++mismatches;
+          } else if (with_free && status == GPUML_ERROR_INVALID_ARGUMENT &&
+                     std::string(gpuml_last_error()).find("not a live graph handle") != std::string::npos) {
+            gone = true;
+            ++refused;
+          } else {
+            ++failures;
+          }
+        }
+      });
+    if (with_free) {
+      ++ready;
+      while (ready.load() < kThreads + 1) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      EXPECT_EQ(gpuml_graph_free(graph), GPUML_OK) << gpuml_last_error();
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_EQ(mismatches.load(), 0);
+    if (!with_free) EXPECT_EQ(refused.load(), 0);
+  }
+  EXPECT_EQ(gpuml_graph_free(graph), GPUML_ERROR_INVALID_ARGUMENT);  // freed above
+}
+
+INSTANTIATE_TEST_SUITE_P(CApi, CApiGraphConcurrency, ::testing::ValuesIn(backends()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == "cpu" ? std::string("cpu") : std::string("cuda");
+                         });
 
 }  // namespace
 }  // namespace gpuml::test::capi

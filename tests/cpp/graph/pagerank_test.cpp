@@ -1,7 +1,7 @@
 // PageRank: the CPU backend against an independent dense power iteration written here (the
 // NetworkX formula), on small random graphs with dangling vertices, self-loops, duplicate edges
-// and isolated vertices; the error paths; and the CUDA backend against the CPU backend
-// (skipped without a GPU).
+// and isolated vertices; the error paths; gpuml::Graph (built once, ranked many times) against
+// the one-shot function; and the CUDA backend against the CPU backend (skipped without a GPU).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend_test_util.hpp"
+#include "gpuml/graph/graph.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
@@ -17,7 +18,7 @@ namespace {
 using test::uniform_int;
 using test::uniform_real;
 
-struct Graph {
+struct Edges {
   int64_t n = 0;
   std::vector<int64_t> src, dst;
   std::vector<double> w;
@@ -25,8 +26,8 @@ struct Graph {
 
 // Random edges among the first n - isolated vertices; some vertices get no out-edges (dangling),
 // some edges are repeated and some are self-loops. The last `isolated` vertices touch nothing.
-Graph random_graph(std::mt19937_64& rng, int64_t n, int64_t m, bool weighted) {
-  Graph g;
+Edges random_graph(std::mt19937_64& rng, int64_t n, int64_t m, bool weighted) {
+  Edges g;
   g.n = n;
   const int64_t isolated = n > 3 ? uniform_int(rng, 0, 2) : 0;
   const int64_t used = n - isolated;
@@ -60,7 +61,7 @@ struct Reference {
 };
 
 // NetworkX's _pagerank_scipy with a dense matrix, in double.
-Reference reference_pagerank(const Graph& g, bool weighted, const std::vector<double>* pers, const std::vector<double>* nstart,
+Reference reference_pagerank(const Edges& g, bool weighted, const std::vector<double>* pers, const std::vector<double>* nstart,
                              const std::vector<double>* dangling, double alpha, int64_t max_iter, double tol) {
   const int64_t n = g.n;
   std::vector<double> A(static_cast<std::size_t>(n * n), 0.0), out(static_cast<std::size_t>(n), 0.0);
@@ -104,7 +105,7 @@ struct Outcome {
 
 // gpuml::pagerank on `ctx` with ranks of type T and int64 or int32 ids.
 template <typename T>
-Outcome run_pagerank(Context& ctx, const Graph& g, bool weighted, const std::vector<double>* pers,
+Outcome run_pagerank(Context& ctx, const Edges& g, bool weighted, const std::vector<double>* pers,
                  const std::vector<double>* nstart, const std::vector<double>* dangling, const PageRankParams& params,
                  bool int32_ids = false) {
   const int64_t m = static_cast<int64_t>(g.src.size());
@@ -144,7 +145,7 @@ TEST(PageRank, MatchesReferenceFloat64) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const int64_t n = uniform_int(rng, 1, 40);
     const bool weighted = trial % 2 == 1;
-    const Graph g = random_graph(rng, n, uniform_int(rng, 0, 4 * n), weighted);
+    const Edges g = random_graph(rng, n, uniform_int(rng, 0, 4 * n), weighted);
     const int options = trial % 8;
     std::vector<double> pers = random_vector(rng, n, true), nstart = random_vector(rng, n, true),
                         dang = random_vector(rng, n, true);
@@ -169,7 +170,7 @@ TEST(PageRank, MatchesReferenceFloat64) {
 TEST(PageRank, DefaultToleranceIterationsLikeNetworkX) {
   GPUML_FRESH_RNG(rng);
   Context ctx = Context::cpu();
-  const Graph g = random_graph(rng, 300, 2000, true);
+  const Edges g = random_graph(rng, 300, 2000, true);
   PageRankParams params;
   const Reference ref = reference_pagerank(g, true, nullptr, nullptr, nullptr, params.alpha, params.max_iter, params.tol);
   const Outcome run = run_pagerank<double>(ctx, g, true, nullptr, nullptr, nullptr, params);
@@ -187,7 +188,7 @@ TEST(PageRank, MatchesReferenceFloat32) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const int64_t n = uniform_int(rng, 1, 60);
     const bool weighted = trial % 2 == 0;
-    const Graph g = random_graph(rng, n, uniform_int(rng, 0, 5 * n), weighted);
+    const Edges g = random_graph(rng, n, uniform_int(rng, 0, 5 * n), weighted);
     std::vector<double> pers = random_vector(rng, n, true);
     const std::vector<double>* pp = trial % 3 == 0 ? &pers : nullptr;
     PageRankParams params;
@@ -208,7 +209,7 @@ TEST(PageRank, KnownSmallGraph) {
   // 0 -> 1, 1 -> 2, 2 -> 0, 2 -> 1, 3 dangling and isolated. Computed by hand with the
   // reference iteration below; the test only checks the driver against the reference.
   Context ctx = Context::cpu();
-  Graph g;
+  Edges g;
   g.n = 4;
   g.src = {0, 1, 2, 2};
   g.dst = {1, 2, 0, 1};
@@ -223,12 +224,12 @@ TEST(PageRank, KnownSmallGraph) {
 
 TEST(PageRank, NoEdgesAndEmptyGraph) {
   Context ctx = Context::cpu();
-  Graph g;
+  Edges g;
   g.n = 5;  // every vertex dangling: the ranks stay uniform
   const Outcome run = run_pagerank<double>(ctx, g, false, nullptr, nullptr, nullptr, PageRankParams{});
   for (double v : run.x) EXPECT_NEAR(v, 0.2, 1e-15);
   EXPECT_EQ(run.result.n_iter, 1);
-  Graph empty;
+  Edges empty;
   const Outcome none = run_pagerank<double>(ctx, empty, false, nullptr, nullptr, nullptr, PageRankParams{});
   EXPECT_TRUE(none.result.converged);
   EXPECT_EQ(none.result.n_iter, 0);
@@ -237,7 +238,7 @@ TEST(PageRank, NoEdgesAndEmptyGraph) {
 TEST(PageRank, NotConverged) {
   GPUML_FRESH_RNG(rng);
   Context ctx = Context::cpu();
-  const Graph g = random_graph(rng, 50, 300, false);
+  const Edges g = random_graph(rng, 50, 300, false);
   PageRankParams params;
   params.max_iter = 2;
   GPUML_EXPECT_ERROR(run_pagerank<double>(ctx, g, false, nullptr, nullptr, nullptr, params), ErrorCode::not_converged);
@@ -251,7 +252,7 @@ TEST(PageRank, NotConverged) {
 
 TEST(PageRank, Deterministic) {
   GPUML_FRESH_RNG(rng);
-  const Graph g = random_graph(rng, 100000, 400000, true);
+  const Edges g = random_graph(rng, 100000, 400000, true);
   Context one = Context::cpu(1), many = Context::cpu(0);
   const Outcome a = run_pagerank<float>(one, g, true, nullptr, nullptr, nullptr, PageRankParams{});
   const Outcome b = run_pagerank<float>(many, g, true, nullptr, nullptr, nullptr, PageRankParams{});
@@ -261,16 +262,16 @@ TEST(PageRank, Deterministic) {
 
 TEST(PageRank, BadInput) {
   Context ctx = Context::cpu();
-  Graph g;
+  Edges g;
   g.n = 3;
   g.src = {0, 1, 2};
   g.dst = {1, 2, 0};
   g.w = {1, 2, 3};
   PageRankParams params;
-  auto run = [&](const Graph& graph, bool weighted, const std::vector<double>* pers, const PageRankParams& p) {
+  auto run = [&](const Edges& graph, bool weighted, const std::vector<double>* pers, const PageRankParams& p) {
     return run_pagerank<double>(ctx, graph, weighted, pers, nullptr, nullptr, p);
   };
-  Graph bad = g;
+  Edges bad = g;
   bad.dst[1] = 3;  // vertex id >= n_vertices
   GPUML_EXPECT_ERROR(run(bad, false, nullptr, params), ErrorCode::invalid_argument);
   bad = g;
@@ -316,6 +317,237 @@ TEST(PageRank, BadInput) {
   GPUML_EXPECT_ERROR(pagerank(ctx, 3, src, dst, &short_w, nullptr, nullptr, nullptr, params, out), ErrorCode::invalid_argument);
 }
 
+// ---- gpuml::Graph: built once, ranked many times ----------------------------------------------
+
+// One pagerank call's options, for a Graph and for the one-shot function alike.
+struct Call {
+  const std::vector<double>* pers = nullptr;
+  const std::vector<double>* nstart = nullptr;
+  const std::vector<double>* dangling = nullptr;
+  PageRankParams params;
+};
+
+template <typename Out>
+Outcome rank_graph(gpuml::Graph& graph, const Call& c) {
+  const int64_t n = graph.n_vertices();
+  ArrayView pv, nv, dv;
+  if (c.pers) pv = host_view(c.pers->data(), n);
+  if (c.nstart) nv = host_view(c.nstart->data(), n);
+  if (c.dangling) dv = host_view(c.dangling->data(), n);
+  std::vector<Out> ranks(static_cast<std::size_t>(n));
+  Outcome r;
+  r.result = graph.pagerank(c.pers ? &pv : nullptr, c.nstart ? &nv : nullptr, c.dangling ? &dv : nullptr, c.params,
+                            host_view(ranks.data(), n));
+  r.x.assign(ranks.begin(), ranks.end());
+  return r;
+}
+
+gpuml::Graph build_graph(Context& ctx, const Edges& g, bool weighted, DType precision, bool int32_ids = false) {
+  const int64_t m = static_cast<int64_t>(g.src.size());
+  const std::vector<int32_t> s32(g.src.begin(), g.src.end()), d32(g.dst.begin(), g.dst.end());
+  const ArrayView w = host_view(g.w.data(), m);
+  return gpuml::Graph(ctx, g.n, int32_ids ? host_view(s32.data(), m) : host_view(g.src.data(), m),
+                      int32_ids ? host_view(d32.data(), m) : host_view(g.dst.data(), m), weighted ? &w : nullptr,
+                      precision);
+}
+
+// Calls that differ in every option; the last repeats the first, so a call that left state
+// behind would show.
+std::vector<Call> varied_calls(std::mt19937_64& rng, int64_t n, std::vector<std::vector<double>>& store) {
+  store.clear();
+  for (int i = 0; i < 6; ++i) store.push_back(random_vector(rng, n, i % 2 == 0));
+  std::vector<Call> calls(7);
+  calls[1].pers = &store[0];
+  calls[2].pers = &store[1];
+  calls[2].params.alpha = 0.6;
+  calls[3].nstart = &store[2];
+  calls[3].params.tol = 1e-10;
+  calls[3].params.max_iter = 1000;
+  calls[4].pers = &store[3];
+  calls[4].dangling = &store[4];
+  calls[4].nstart = &store[5];
+  calls[4].params.alpha = 0.95;
+  calls[4].params.max_iter = 1000;
+  calls[5].params.max_iter = 3;  // a partial result: the first iterations show any stale state
+  calls[5].params.allow_unconverged = true;
+  calls[5].nstart = &store[2];
+  calls[6] = calls[1];
+  return calls;
+}
+
+// A reused graph equals the one-shot function bit for bit on every call (the same code runs:
+// build, then the iteration), whatever the order of the calls.
+TEST(PageRankGraph, ReusedEqualsOneShotBitForBit) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  for (int trial = 0; trial < 6; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int64_t n = uniform_int(rng, 1, 300);
+    const bool weighted = trial % 2 == 0;
+    const Edges g = random_graph(rng, n, uniform_int(rng, 0, 6 * n), weighted);
+    std::vector<std::vector<double>> store;
+    const std::vector<Call> calls = varied_calls(rng, n, store);
+    gpuml::Graph g64 = build_graph(ctx, g, weighted, DType::float64, trial % 3 == 0);
+    gpuml::Graph g32 = build_graph(ctx, g, weighted, DType::float32);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      SCOPED_TRACE("call " + std::to_string(i));
+      const Call& c = calls[i];
+      const Outcome once64 = run_pagerank<double>(ctx, g, weighted, c.pers, c.nstart, c.dangling, c.params);
+      const Outcome graph64 = rank_graph<double>(g64, c);
+      EXPECT_EQ(graph64.x, once64.x);
+      EXPECT_EQ(graph64.result.n_iter, once64.result.n_iter);
+      EXPECT_EQ(graph64.result.converged, once64.result.converged);
+      const Outcome once32 = run_pagerank<float>(ctx, g, weighted, c.pers, c.nstart, c.dangling, c.params);
+      const Outcome graph32 = rank_graph<float>(g32, c);
+      EXPECT_EQ(graph32.x, once32.x);
+      EXPECT_EQ(graph32.result.n_iter, once32.result.n_iter);
+    }
+  }
+}
+
+// ranks_out of the other dtype: the ranks computed in the graph's precision, converted on write.
+TEST(PageRankGraph, RanksOutOfTheOtherDtype) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  const Edges g = random_graph(rng, 200, 1000, true);
+  std::vector<double> pers = random_vector(rng, g.n, true);
+  Call c;
+  c.pers = &pers;
+  gpuml::Graph g64 = build_graph(ctx, g, true, DType::float64);
+  gpuml::Graph g32 = build_graph(ctx, g, true, DType::float32);
+  const Outcome d64 = rank_graph<double>(g64, c), f64 = rank_graph<float>(g64, c);
+  const Outcome f32 = rank_graph<float>(g32, c), d32 = rank_graph<double>(g32, c);
+  for (std::size_t i = 0; i < d64.x.size(); ++i) {
+    EXPECT_EQ(f64.x[i], static_cast<double>(static_cast<float>(d64.x[i])));  // float64 ranks rounded once
+    EXPECT_EQ(d32.x[i], f32.x[i]);  // float32 ranks widened exactly
+  }
+  EXPECT_EQ(f64.result.n_iter, d64.result.n_iter);  // the precision is the graph's, not the output's
+}
+
+TEST(PageRankGraph, SizesAndMemory) {
+  GPUML_FRESH_RNG(rng);
+  Context ctx = Context::cpu();
+  Edges g = random_graph(rng, 2000, 40000, true);
+  const int64_t m = static_cast<int64_t>(g.src.size());
+  const gpuml::Graph weighted = build_graph(ctx, g, true, DType::float64);
+  EXPECT_EQ(weighted.n_vertices(), 2000);
+  EXPECT_EQ(weighted.n_edges(), m);  // as given: duplicates and self-loops counted
+  EXPECT_EQ(weighted.dtype(), DType::float64);
+  // The layout only (the staged int64 edges, 16 bytes per edge, are gone): a 4-byte source and
+  // an 8-byte weight per edge, and a few values per vertex.
+  EXPECT_GE(weighted.memory_bytes(), 12 * m);
+  EXPECT_LE(weighted.memory_bytes(), 12 * m + 40 * g.n + 4096);
+  const gpuml::Graph unweighted = build_graph(ctx, g, false, DType::float32);
+  EXPECT_EQ(unweighted.dtype(), DType::float32);
+  EXPECT_GE(unweighted.memory_bytes(), 4 * m);
+  EXPECT_LE(unweighted.memory_bytes(), 4 * m + 40 * g.n + 4096);
+}
+
+TEST(PageRankGraph, EmptyAndEdgeless) {
+  Context ctx = Context::cpu();
+  Edges none;
+  gpuml::Graph empty = build_graph(ctx, none, false, DType::float64);
+  EXPECT_EQ(empty.n_vertices(), 0);
+  EXPECT_EQ(empty.n_edges(), 0);
+  EXPECT_EQ(empty.memory_bytes(), 0);
+  const Outcome r = rank_graph<double>(empty, Call{});
+  EXPECT_TRUE(r.result.converged);
+  EXPECT_EQ(r.result.n_iter, 0);
+  Edges edgeless;
+  edgeless.n = 4;  // every vertex dangling: uniform ranks
+  gpuml::Graph flat = build_graph(ctx, edgeless, true, DType::float32);
+  const Outcome u = rank_graph<double>(flat, Call{});
+  for (double v : u.x) EXPECT_EQ(v, 0.25);
+}
+
+// The message of the gpuml::Error `f` throws, checked for its code.
+template <typename F>
+std::string error_message(F&& f, ErrorCode code) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return "";
+}
+
+TEST(PageRankGraph, BadInput) {
+  Context ctx = Context::cpu();
+  Edges g;
+  g.n = 3;
+  g.src = {0, 1, 2, 2};
+  g.dst = {1, 2, 0, 1};
+  g.w = {1, 2, 3, 1};
+  const ArrayView src = host_view(g.src.data(), 4), dst = host_view(g.dst.data(), 4), w = host_view(g.w.data(), 4);
+  auto has = [](const std::string& message, const std::string& word) {
+    EXPECT_NE(message.find(word), std::string::npos) << "\"" << message << "\" does not name " << word;
+  };
+  // Building.
+  Edges bad = g;
+  bad.dst[2] = 3;
+  has(error_message([&] { build_graph(ctx, bad, false, DType::float64); }, ErrorCode::invalid_argument), "n_vertices = 3");
+  bad = g;
+  bad.src[1] = -1;
+  has(error_message([&] { build_graph(ctx, bad, false, DType::float64); }, ErrorCode::invalid_argument), ">= 0");
+  bad = g;
+  bad.w[0] = -1;
+  has(error_message([&] { build_graph(ctx, bad, true, DType::float64); }, ErrorCode::invalid_argument), "weights");
+  bad.w[0] = std::nan("");
+  has(error_message([&] { build_graph(ctx, bad, true, DType::float64); }, ErrorCode::invalid_argument), "weights");
+  const ArrayView short_w = host_view(g.w.data(), 3);
+  has(error_message([&] { gpuml::Graph(ctx, 3, src, dst, &short_w); }, ErrorCode::invalid_argument), "weights");
+  has(error_message([&] { gpuml::Graph(ctx, 3, src, host_view(g.dst.data(), 3), nullptr); }, ErrorCode::invalid_argument),
+      "same length");
+  has(error_message([&] { gpuml::Graph(ctx, 3, src, dst, &w, DType::int32); }, ErrorCode::invalid_argument), "precision");
+  has(error_message([&] { gpuml::Graph(ctx, -1, src, dst, nullptr); }, ErrorCode::invalid_argument), "n_vertices");
+  has(error_message([&] { gpuml::Graph(ctx, 0, src, dst, nullptr); }, ErrorCode::invalid_argument), "n_vertices = 0");
+  has(error_message([&] { gpuml::Graph(ctx, int64_t{1} << 31, src, dst, nullptr); }, ErrorCode::unsupported), "n_vertices");
+  has(error_message([&] { gpuml::Graph(ctx, 3, w, dst, nullptr); }, ErrorCode::invalid_argument), "src");
+
+  // Ranking: each refused call leaves ranks_out alone, and the graph then ranks as before.
+  gpuml::Graph graph(ctx, 3, src, dst, &w);
+  const Outcome before = rank_graph<double>(graph, Call{});
+  std::vector<double> ranks(3, -7.0), two = {1.0, 1.0}, zeros(3, 0.0), negative = {1.0, -1.0, 1.0};
+  const ArrayView out = host_view(ranks.data(), 3), pv2 = host_view(two.data(), 2), zv = host_view(zeros.data(), 3),
+                  nv = host_view(negative.data(), 3);
+  const PageRankParams params;
+  has(error_message([&] { graph.pagerank(&pv2, nullptr, nullptr, params, out); }, ErrorCode::invalid_argument),
+      "personalization has length 2");
+  has(error_message([&] { graph.pagerank(nullptr, &pv2, nullptr, params, out); }, ErrorCode::invalid_argument), "nstart");
+  has(error_message([&] { graph.pagerank(nullptr, nullptr, &pv2, params, out); }, ErrorCode::invalid_argument), "dangling");
+  has(error_message([&] { graph.pagerank(&zv, nullptr, nullptr, params, out); }, ErrorCode::invalid_argument),
+      "positive (finite) sum");
+  has(error_message([&] { graph.pagerank(&nv, nullptr, nullptr, params, out); }, ErrorCode::invalid_argument),
+      "non-negative");
+  has(error_message([&] { graph.pagerank(nullptr, nullptr, nullptr, params, host_view(ranks.data(), 2)); },
+                    ErrorCode::invalid_argument),
+      "ranks_out");
+  std::vector<int64_t> int_out(3);
+  has(error_message([&] { graph.pagerank(nullptr, nullptr, nullptr, params, host_view(int_out.data(), 3)); },
+                    ErrorCode::invalid_argument),
+      "ranks_out");
+  for (double alpha : {0.0, 1.0, std::nan("")}) {
+    PageRankParams p;
+    p.alpha = alpha;
+    has(error_message([&] { graph.pagerank(nullptr, nullptr, nullptr, p, out); }, ErrorCode::invalid_argument), "alpha");
+  }
+  PageRankParams few;
+  few.max_iter = 1;
+  has(error_message([&] { graph.pagerank(nullptr, nullptr, nullptr, few, out); }, ErrorCode::not_converged), "max_iter");
+  for (double v : ranks) EXPECT_EQ(v, -7.0);
+  EXPECT_EQ(rank_graph<double>(graph, Call{}).x, before.x);
+
+  // A moved-from graph refuses every call; the one it moved to works.
+  gpuml::Graph moved = std::move(graph);
+  has(error_message([&] { rank_graph<double>(graph, Call{}); }, ErrorCode::invalid_argument), "moved from");
+  has(error_message([&] { (void)graph.n_vertices(); }, ErrorCode::invalid_argument), "moved from");
+  EXPECT_EQ(rank_graph<double>(moved, Call{}).x, before.x);
+  graph = std::move(moved);
+  EXPECT_EQ(rank_graph<double>(graph, Call{}).x, before.x);
+}
+
 // ---- the CUDA backend against the CPU backend ------------------------------------------------
 
 TEST(PageRankGpu, MatchesCpu) {
@@ -329,7 +561,7 @@ TEST(PageRankGpu, MatchesCpu) {
     const int64_t n = trial < 6 ? uniform_int(rng, 1, 50) : uniform_int(rng, 1000, 50000);
     const bool weighted = trial % 2 == 1;
     const int64_t used = trial >= 6 && trial % 3 == 0 ? n / 10 : n;
-    Graph g = random_graph(rng, used, uniform_int(rng, 0, 8 * used), weighted);
+    Edges g = random_graph(rng, used, uniform_int(rng, 0, 8 * used), weighted);
     g.n = n;
     if (trial >= 6)
       for (int hub = 0; hub < 2; ++hub) {  // hubs of in-degree 1k..40k (rows of 1 to 20 pieces)
@@ -375,7 +607,7 @@ TEST(PageRankGpu, MoreHubCandidatesThanRoom) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
   Context cpu = Context::cpu();
-  Graph g;
+  Edges g;
   g.n = 30000;
   for (int64_t v = 0; v < g.n; ++v) {
     const int64_t degree = uniform_real(rng, 0, 1) < 0.05 ? 0 : uniform_int(rng, 32, 160);  // some dangling
@@ -404,7 +636,7 @@ TEST(PageRankGpu, MoreHubCandidatesThanRoom) {
 TEST(PageRankGpu, SameBitsOnEveryRun) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
-  Graph g;
+  Edges g;
   g.n = 300000;
   for (int64_t e = 0; e < 4000000; ++e) {
     const double u = uniform_real(rng, 0, 1), v = uniform_real(rng, 0, 1);
@@ -430,7 +662,7 @@ TEST(PageRankGpu, DeviceInputsAndOutput) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
   Context cpu = Context::cpu();
-  const Graph g = random_graph(rng, 2000, 10000, true);
+  const Edges g = random_graph(rng, 2000, 10000, true);
   const int64_t m = static_cast<int64_t>(g.src.size());
   std::vector<double> host_ranks(static_cast<std::size_t>(g.n));
   const ArrayView hw = host_view(g.w.data(), m);
@@ -454,6 +686,66 @@ TEST(PageRankGpu, DeviceInputsAndOutput) {
   GPUML_EXPECT_ERROR(pagerank(gpu, g.n, ds, make_view(bd.data(), DType::int64, gpu.device(), m), &dw, nullptr, nullptr,
                               nullptr, PageRankParams{}, make_view(out.data(), DType::float64, gpu.device(), g.n)),
                      ErrorCode::invalid_argument);
+}
+
+// A graph on the GPU ranked many times: every call equals the one-shot function on the GPU bit for
+// bit and the CPU within rounding. The CUDA backend skips a pass when an iteration's x is the last
+// one's x_new (a pointer it keeps): each call's vectors are new buffers, which the pool may place
+// where the last call's x_new was, with other values. Calls of 1, 2 or 3 iterations (odd and even:
+// x and x_new end in either buffer) and different nstart each time make stale terms show.
+TEST(PageRankGraphGpu, ReusedMatchesOneShotAndCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  Edges g = random_graph(rng, 20000, 200000, true);
+  for (int hub = 0; hub < 3; ++hub) {  // sources of out-degree >= 64: the CUDA backend's hubs
+    const int64_t from = uniform_int(rng, 0, g.n - 1);
+    for (int64_t e = 0; e < 5000; ++e) {
+      g.src.push_back(from);
+      g.dst.push_back(uniform_int(rng, 0, g.n - 1));
+      g.w.push_back(uniform_real(rng, 0.0, 2.0));
+    }
+  }
+  for (DType precision : {DType::float64, DType::float32}) {
+    SCOPED_TRACE(dtype_name(precision));
+    gpuml::Graph on_gpu = build_graph(gpu, g, true, precision);
+    gpuml::Graph on_cpu = build_graph(cpu, g, true, precision);
+    EXPECT_GT(on_gpu.memory_bytes(), 0);
+    std::vector<std::vector<double>> starts;
+    for (int i = 0; i < 4; ++i) starts.push_back(random_vector(rng, g.n, i % 2 == 1));
+    std::vector<double> pers = random_vector(rng, g.n, true);
+    for (int call = 0; call < 24; ++call) {
+      SCOPED_TRACE("call " + std::to_string(call));
+      Call c;
+      c.nstart = &starts[call % 4];
+      if (call % 5 == 2) c.pers = &pers;
+      c.params.max_iter = call % 3 + 1;
+      c.params.allow_unconverged = true;
+      if (call % 6 == 5) {  // to convergence now and then
+        c.params.max_iter = 1000;
+        c.params.tol = precision == DType::float64 ? 1e-12 : 1e-6;
+      }
+      const bool f64 = precision == DType::float64;
+      const Outcome mine = f64 ? rank_graph<double>(on_gpu, c) : rank_graph<float>(on_gpu, c);
+      const Outcome once = f64 ? run_pagerank<double>(gpu, g, true, c.pers, c.nstart, nullptr, c.params)
+                               : run_pagerank<float>(gpu, g, true, c.pers, c.nstart, nullptr, c.params);
+      EXPECT_EQ(mine.x, once.x);  // a fresh backend on the same device: the same bits
+      EXPECT_EQ(mine.result.n_iter, once.result.n_iter);
+      const Outcome host = f64 ? rank_graph<double>(on_cpu, c) : rank_graph<float>(on_cpu, c);
+      // As PageRankGpu.MatchesCpu: float64 differs by the order of each row's sum only; float32
+      // by an ulp or so per value.
+      EXPECT_LE(l1(mine.x, host.x), f64 ? 1e-12 : 1e-5);
+      if (c.params.max_iter < 1000) EXPECT_EQ(mine.result.n_iter, c.params.max_iter);
+    }
+    // A float64 output from a float32 graph and the reverse, on the device memory too.
+    Call c;
+    Buffer out(gpu, static_cast<std::size_t>(g.n) * sizeof(double));
+    const PageRankResult r = on_gpu.pagerank(nullptr, nullptr, nullptr, c.params,
+                                             make_view(out.data(), DType::float64, gpu.device(), g.n));
+    const Outcome host = rank_graph<double>(on_cpu, c);
+    EXPECT_TRUE(r.converged);
+    EXPECT_LE(l1(test::to_host<double>(gpu, out, static_cast<std::size_t>(g.n)), host.x), 1e-5);
+  }
 }
 
 }  // namespace
