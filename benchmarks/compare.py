@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""KMeans per-iteration time: gpuml against scikit-learn and a plain PyTorch Lloyd loop.
+"""KMeans as users call it, then per iteration: gpuml against scikit-learn and plain PyTorch.
 
-One run, one data set (Gaussian blobs, float32, the seed printed), one initial-center array
-shared by all three, max_iter iterations with tol=0. Prints a table of per-iteration times,
-the ratios against gpuml, and whether the three inertias agree within 1e-3 (relative).
+One run, one data set (Gaussian blobs, float32, the seed printed). First the user's path: the
+whole `KMeans(n_clusters=k, random_state=0).fit(X)` with every other parameter at its default
+(k-means++, n_init="auto", max_iter=300, tol=1e-4), beside scikit-learn's same call and the
+PyTorch a user would write (k-means++ with one D^2 draw per center, then Lloyd until the
+centers move less than scikit-learn's tol); gpuml's init is split out (a 1-iteration fit less
+one Lloyd iteration). Then the detail: one initial-center array shared by all three, max_iter
+iterations with tol=0; a table of per-iteration times, the ratios against gpuml, and whether the
+three inertias agree within 1e-3 (relative).
 
     GPUML_LIBRARY=build-cuda/libgpuml.so python3 benchmarks/compare.py --case small
     python3 benchmarks/compare.py --case large --json large.json
@@ -80,6 +85,61 @@ def time_gpuml(X, init, iters, device):
     return dict(seconds=seconds, seconds_1=one, n_iter=int(model.n_iter_), inertia=float(model.inertia_))
 
 
+def time_gpuml_default(X, k, device, lloyd_seconds, extra=None):
+    """The user's call: KMeans(k, random_state=0).fit(X), defaults otherwise (plus `extra`).
+    The init's share: a max_iter=1 fit less one Lloyd iteration (lloyd_seconds)."""
+    from gpuml.cluster import KMeans
+
+    def fit(**params):
+        model = KMeans(n_clusters=k, random_state=0, device=device, **(extra or {}), **params)
+        start = time.perf_counter()
+        model.fit(X)
+        return model, time.perf_counter() - start
+
+    model, seconds = fit()
+    _, one = fit(max_iter=1)
+    return dict(seconds=seconds, init_seconds=max(one - lloyd_seconds, 0.0), n_iter=int(model.n_iter_),
+                inertia=float(model.inertia_))
+
+
+def time_sklearn_default(X, k):
+    from sklearn.cluster import KMeans
+
+    model = KMeans(n_clusters=k, random_state=0)
+    start = time.perf_counter()
+    model.fit(X)
+    return dict(seconds=time.perf_counter() - start, n_iter=int(model.n_iter_), inertia=float(model.inertia_))
+
+
+def torch_kmeans_plus_plus(torch, X, k, generator):
+    """k-means++ as a PyTorch user writes it: each new center drawn with probability
+    proportional to D^2 (one draw per center, not scikit-learn's greedy best of 2 + ln k)."""
+    n = X.shape[0]
+    first = torch.randint(n, (1,), device=X.device, generator=generator)
+    centers = [X[first]]
+    closest = ((X - X[first]) ** 2).sum(dim=1)
+    for _ in range(1, k):
+        pick = torch.multinomial(closest, 1, generator=generator)
+        centers.append(X[pick])
+        closest = torch.minimum(closest, ((X - X[pick]) ** 2).sum(dim=1))
+    return torch.cat(centers)
+
+
+def time_torch_default(torch, X_dev, k, tol=1e-4, max_iter=300):
+    """The PyTorch user's whole k-means: k-means++, then Lloyd until the squared center shift is
+    at most tol times the mean feature variance (scikit-learn's rule) or max_iter."""
+    generator = torch.Generator(device=X_dev.device).manual_seed(0)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    C = torch_kmeans_plus_plus(torch, X_dev, k, generator)
+    torch.cuda.synchronize()
+    init_seconds = time.perf_counter() - start
+    threshold = tol * float(X_dev.var(dim=0).mean())
+    n_iter, inertia = torch_lloyd(torch, X_dev, C, max_iter, shift_threshold=threshold)
+    torch.cuda.synchronize()
+    return dict(seconds=time.perf_counter() - start, init_seconds=init_seconds, n_iter=n_iter, inertia=inertia)
+
+
 def time_sklearn(X, init, iters):
     from sklearn.cluster import KMeans
 
@@ -95,11 +155,12 @@ def time_sklearn(X, init, iters):
     return dict(seconds=seconds, seconds_1=one, n_iter=int(model.n_iter_), inertia=float(model.inertia_))
 
 
-def torch_lloyd(torch, X, init, iters):
+def torch_lloyd(torch, X, init, iters, shift_threshold=None):
     """Lloyd's algorithm in plain PyTorch: expanded distances by row chunks (|x|^2 - 2 x.c +
     |c|^2, argmin), index_add_ for the sums, bincount for the counts, and scikit-learn's
-    relocation of empty clusters (the farthest rows become their centers). Returns
-    (iterations run, inertia of the final centers)."""
+    relocation of empty clusters (the farthest rows become their centers). With
+    shift_threshold, stops once the squared center shift is at most it. Returns (iterations
+    run, inertia of the final centers)."""
     n, d = X.shape
     k = init.shape[0]
     C = init.clone()
@@ -117,7 +178,9 @@ def torch_lloyd(torch, X, init, iters):
             labels[s:e] = idx
             best[s:e] = values + x_sq[s:e]
 
+    n_iter = 0
     for _ in range(iters):
+        n_iter += 1
         assign()
         sums = torch.zeros((k, d), dtype=X.dtype, device=X.device).index_add_(0, labels, X)
         counts = torch.bincount(labels, minlength=k).to(X.dtype)
@@ -129,9 +192,12 @@ def torch_lloyd(torch, X, init, iters):
             sums[empty] = X[far]
             counts[empty] = 1
         nonempty = counts > 0
+        previous = C.clone() if shift_threshold is not None else None
         C[nonempty] = sums[nonempty] / counts[nonempty].unsqueeze(1)
+        if shift_threshold is not None and float(((C - previous) ** 2).sum()) <= shift_threshold:
+            break
     assign()
-    return iters, float(best.clamp_min(0).double().sum())
+    return n_iter, float(best.clamp_min(0).double().sum())
 
 
 def time_torch(torch, X_dev, init, iters):
@@ -161,6 +227,7 @@ def main():
     parser.add_argument("--no-sklearn", action="store_true")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    parser.add_argument("--parallel-init", action="store_true", help='also time the user\'s call with init="k-means||"')
     args = parser.parse_args()
 
     import gpuml
@@ -198,6 +265,28 @@ def main():
         print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
         results["torch"] = time_torch(torch, X_dev, init, iters)
 
+    # The user's path (printed first): the default call, timed whole, after the detail's warm-up.
+    lloyd_seconds = max(results["gpuml"]["seconds"] - results["gpuml"]["seconds_1"], 0.0) / max(
+        1, results["gpuml"]["n_iter"] - 1)
+    user = {"gpuml": time_gpuml_default(X_for_gpuml, k, device, lloyd_seconds)}
+    if args.parallel_init:
+        user['gpuml k-means||'] = time_gpuml_default(X_for_gpuml, k, device, lloyd_seconds, {"init": "k-means||"})
+    if run_sklearn:
+        user["sklearn"] = time_sklearn_default(X, k)
+    if torch is not None:
+        user["torch"] = time_torch_default(torch, X_dev, k)
+    print()
+    print(f"user's path: KMeans(n_clusters={k}, random_state=0).fit(X), other parameters at their defaults")
+    print(f"{'':16} {'fit s':>9} {'init s':>9} {'n_iter':>6} {'inertia':>14} {'vs gpuml (fit)':>15}")
+    for name, r in user.items():
+        ratio = r["seconds"] / user["gpuml"]["seconds"]
+        label = "" if name == "gpuml" else f"{ratio:.1f}x slower" if ratio >= 1 else f"{1 / ratio:.1f}x faster"
+        init = f"{r['init_seconds']:>9.3f}" if "init_seconds" in r else f"{'':>9}"
+        print(f"{name:16} {r['seconds']:>9.3f} {init} {r['n_iter']:>6} {r['inertia']:>14.6g} {label:>15}")
+    print("(gpuml's init: a max_iter=1 fit less one Lloyd iteration; torch's: its k-means++ alone)")
+    print()
+    print(f"detail: Lloyd iterations from shared initial centers, max_iter={iters}, tol=0")
+
     for r in results.values():
         # fit / n_iter carries the fixed costs (checks, the final assignment, copies back); the
         # marginal cost of one Lloyd iteration is the difference between a long and a 1-iteration fit.
@@ -225,7 +314,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
-                dict(case=args.case, n=n, d=d, k=k, max_iter=iters, seed=seed, device=device, results=results,
+                dict(case=args.case, n=n, d=d, k=k, max_iter=iters, seed=seed, device=device, results=results, user_path=user,
                      inertia_max_rel_diff=worst, inertia_agree=agree),
                 f,
                 indent=2,
