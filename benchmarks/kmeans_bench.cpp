@@ -6,9 +6,10 @@
 //   FLOP/s            2 n d k per Lloyd iteration (the distance GEMM) / time
 //   time_per_iter     seconds per Lloyd iteration (fit time / n_iter, fixed costs included)
 // CUDA inputs are copied to the device before timing, so host-to-device staging is not timed.
-// Arguments: n, d, k, max_iter.
+// Arguments: n, d, k, max_iter. BM_KMeansInit_*: the init alone (init_alone below).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -110,8 +111,58 @@ void fit_per_iteration(benchmark::State& state, bool on_cuda) {
   }
 }
 
+// The init alone: a fit with init = "k-means++" (range(3) = 0) or "k-means||" (1), n_init = 1,
+// max_iter = 1, less a 1-iteration fit from given centers (timed alongside): the counter
+// init_seconds. The benchmark's own time is the whole 1-iteration fit with that init.
+void init_alone(benchmark::State& state, bool on_cuda) {
+  const int64_t n = state.range(0), d = state.range(1), k = state.range(2);
+  const std::string init = state.range(3) == 0 ? "k-means++" : "k-means||";
+  if (on_cuda && gpuml::cuda_device_count() == 0) {
+    state.SkipWithError(gpuml::built_with_cuda() ? "no CUDA device" : "built without CUDA");
+    return;
+  }
+  try {
+    const Blobs& data = blobs(n, d, k);
+    gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
+    gpuml::Buffer device_X;
+    const gpuml::ArrayView X = bench::in_context(ctx, data.X, n, d, device_X);
+    gpuml::KMeansParams given;
+    given.n_clusters = k;
+    given.init = "array";
+    given.init_array = data.init;
+    given.n_init = 1;
+    given.max_iter = 1;
+    given.tol = 0.0;
+    gpuml::KMeansParams drawn = given;
+    drawn.init = init;
+    drawn.init_array.clear();
+    drawn.random_state = 0;
+    auto seconds = [&](const gpuml::KMeansParams& params) {
+      const auto start = std::chrono::steady_clock::now();
+      gpuml::KMeans(params).fit(ctx, X);
+      ctx.synchronize();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    seconds(given);  // warm-up: library handles, the memory pool, first-touch pages
+    double init_total = 0.0;
+    for (auto _ : state) {
+      const double whole = seconds(drawn);
+      state.PauseTiming();
+      init_total += whole - seconds(given);
+      state.ResumeTiming();
+    }
+    state.counters["init_seconds"] = init_total / double(state.iterations());
+    state.SetLabel(std::string(on_cuda ? "cuda " : "cpu ") + init + " n=" + std::to_string(n) + " d=" + std::to_string(d) +
+                   " k=" + std::to_string(k));
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 void BM_KMeansFit_CPU(benchmark::State& state) { fit_per_iteration(state, false); }
 void BM_KMeansFit_CUDA(benchmark::State& state) { fit_per_iteration(state, true); }
+void BM_KMeansInit_CPU(benchmark::State& state) { init_alone(state, false); }
+void BM_KMeansInit_CUDA(benchmark::State& state) { init_alone(state, true); }
 
 }  // namespace
 
@@ -129,6 +180,21 @@ BENCHMARK(BM_KMeansFit_CUDA)
     ->Args({100000, 64, 64, 20})
     ->Args({1000000, 64, 256, 20})
     ->Args({10000000, 64, 1024, 5})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// n, d, k, init (0 k-means++, 1 k-means||).
+BENCHMARK(BM_KMeansInit_CPU)
+    ->Args({100000, 64, 64, 0})
+    ->Args({100000, 64, 64, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_KMeansInit_CUDA)
+    ->Args({1000000, 64, 256, 0})
+    ->Args({1000000, 64, 256, 1})
+    ->Args({10000000, 64, 1024, 0})
+    ->Args({10000000, 64, 1024, 1})
+    ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
