@@ -64,27 +64,39 @@ const Blobs& blobs(int64_t n, int64_t d, int64_t k) {
   return *slot;
 }
 
+// False (the benchmark skipped) when CUDA is asked for and absent.
+bool device_present(benchmark::State& state, bool on_cuda) {
+  if (on_cuda && gpuml::cuda_device_count() == 0) {
+    state.SkipWithError(gpuml::built_with_cuda() ? "no CUDA device" : "built without CUDA");
+    return false;
+  }
+  return true;
+}
+
+// A fit of k clusters from the data's first k rows, n_init = 1, tol = 0.
+gpuml::KMeansParams from_given_centers(const Blobs& data, int64_t k, int max_iter) {
+  gpuml::KMeansParams params;
+  params.n_clusters = k;
+  params.init = "array";
+  params.init_array = data.init;
+  params.n_init = 1;
+  params.max_iter = max_iter;
+  params.tol = 0.0;
+  return params;
+}
+
 void fit_per_iteration(benchmark::State& state, bool on_cuda) {
   const int64_t n = state.range(0), d = state.range(1), k = state.range(2);
   const int max_iter = static_cast<int>(state.range(3));
-  if (on_cuda && gpuml::cuda_device_count() == 0) {
-    state.SkipWithError(gpuml::built_with_cuda() ? "no CUDA device" : "built without CUDA");
-    return;
-  }
+  if (!device_present(state, on_cuda)) return;
   try {
     const Blobs& data = blobs(n, d, k);
     gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
     gpuml::Buffer device_X;
     const gpuml::ArrayView X = bench::in_context(ctx, data.X, n, d, device_X);
-    gpuml::KMeansParams params;
-    params.n_clusters = k;
-    params.init = "array";
-    params.init_array = data.init;
-    params.n_init = 1;
-    params.tol = 0.0;
+    gpuml::KMeansParams params = from_given_centers(data, k, 1);
 
-    params.max_iter = 1;  // warm-up: library handles, the memory pool, first-touch pages
-    gpuml::KMeans(params).fit(ctx, X);
+    gpuml::KMeans(params).fit(ctx, X);  // warm-up (max_iter 1): library handles, the memory pool, first-touch pages
     ctx.synchronize();
 
     params.max_iter = max_iter;
@@ -117,22 +129,13 @@ void fit_per_iteration(benchmark::State& state, bool on_cuda) {
 void init_alone(benchmark::State& state, bool on_cuda) {
   const int64_t n = state.range(0), d = state.range(1), k = state.range(2);
   const std::string init = state.range(3) == 0 ? "k-means++" : "k-means||";
-  if (on_cuda && gpuml::cuda_device_count() == 0) {
-    state.SkipWithError(gpuml::built_with_cuda() ? "no CUDA device" : "built without CUDA");
-    return;
-  }
+  if (!device_present(state, on_cuda)) return;
   try {
     const Blobs& data = blobs(n, d, k);
     gpuml::Context ctx = on_cuda ? gpuml::Context::cuda(0) : gpuml::Context::cpu();
     gpuml::Buffer device_X;
     const gpuml::ArrayView X = bench::in_context(ctx, data.X, n, d, device_X);
-    gpuml::KMeansParams given;
-    given.n_clusters = k;
-    given.init = "array";
-    given.init_array = data.init;
-    given.n_init = 1;
-    given.max_iter = 1;
-    given.tol = 0.0;
+    const gpuml::KMeansParams given = from_given_centers(data, k, 1);
     gpuml::KMeansParams drawn = given;
     drawn.init = init;
     drawn.init_array.clear();
