@@ -341,6 +341,117 @@ ScaledSparse scaled_sparse(Context& ctx, const SparseView& X, std::optional<int>
   return out;
 }
 
+// The random choices of rows, over the rows of every rank of `comm` (rank r's local row i is row
+// offset + i of the union, in rank order): k-means++ and the draws behind "random".
+template <typename T>
+class Seeder {
+ public:
+  Seeder(Context& ctx, detail::KMeansBackend<T>& backend, Rows<T>& rows, Comm& comm, int64_t n, int64_t d, int64_t offset)
+      : ctx_(ctx), backend_(backend), rows_(rows), comm_(comm), n_(n), d_(d), offset_(offset) {}
+
+  // Greedy k-means++, as scikit-learn's _kmeans_plusplus: each new center is the best of
+  // 2 + floor(ln k) candidates drawn with probability proportional to weight * distance^2.
+  // weights: in the backend's memory; local_total: their sum on this rank. centers: k x d.
+  void kmeans_plusplus(detail::Random& rng, const T* weights, double local_total, int64_t k, T* centers) {
+    Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
+    T* closest = closest_buffer.as<T>();
+    std::vector<double> prefix;  // the cumulative sums of the ranks' totals
+    double threshold = rng.uniform() * rank_prefix(local_total, prefix);
+    search_rows(weights, nullptr, prefix, &threshold, 1, centers);
+    rows_.update_closest(centers, closest, /*reset=*/true);
+    plusplus_steps(rng, weights, closest, 1, k, centers);
+  }
+
+  // The k-means++ steps that choose centers[from, k) when centers[0, from) are chosen and
+  // closest (the backend's memory) holds every local row's squared distance to the nearest of them.
+  void plusplus_steps(detail::Random& rng, const T* weights, T* closest, int64_t from, int64_t k, T* centers) {
+    const int64_t trials = 2 + static_cast<int64_t>(std::floor(std::log(static_cast<double>(k))));
+    double local_potential = backend_.weighted_sum(weights, closest, n_);
+    std::vector<double> prefix;
+    std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
+    std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
+    for (int64_t c = from; c < k; ++c) {
+      const double potential = rank_prefix(local_potential, prefix);
+      for (auto& t : thresholds) t = rng.uniform() * potential;
+      search_rows(weights, closest, prefix, thresholds.data(), trials, candidate_rows.data());
+      rows_.candidate_potentials(weights, closest, candidate_rows.data(), trials, potentials.data());
+      const std::vector<double> local_potentials = potentials;
+      comm_.allreduce_sum(potentials.data(), trials);
+      const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
+      std::copy_n(candidate_rows.begin() + best * d_, d_, centers + c * d_);
+      rows_.update_closest(centers + c * d_, closest, /*reset=*/false);
+      local_potential = local_potentials[best];
+    }
+  }
+
+  // Every rank's `local` gathered in rank order; prefix[r] = the sum of ranks before r (size+1
+  // entries); returns the sum over all ranks, the same bits on every rank.
+  double rank_prefix(double local, std::vector<double>& prefix) {
+    const std::vector<double> all = comm_.allgather(local);
+    prefix.assign(all.size() + 1, 0.0);
+    for (std::size_t r = 0; r < all.size(); ++r) prefix[r + 1] = r == 0 ? all[0] : prefix[r] + all[r];
+    return prefix.back();
+  }
+
+  // search_cumsum over the rows of all ranks (prefix from rank_prefix of the ranks' sums of
+  // weights * values): each threshold is answered by the first rank whose cumulative sum
+  // passes it (the last rank when none does), which searches its rows for the rest of it.
+  // The m chosen rows go into out_host (m x d) on every rank.
+  void search_rows(const T* weights, const T* values, const std::vector<double>& prefix, const double* thresholds,
+                   int64_t m, T* out_host) {
+    const int size = comm_.size(), rank = comm_.rank();
+    std::vector<int64_t> mine, slot;  // local thresholds' positions
+    std::vector<double> local_thresholds;
+    for (int64_t q = 0; q < m; ++q) {
+      int owner = size - 1;
+      for (int r = 0; r < size; ++r)
+        if (prefix[r + 1] > thresholds[q]) {
+          owner = r;
+          break;
+        }
+      if (owner != rank) continue;
+      slot.push_back(q);
+      local_thresholds.push_back(thresholds[q] - prefix[rank]);
+    }
+    mine.resize(slot.size());
+    if (!slot.empty())
+      backend_.search_cumsum(weights, values, n_, local_thresholds.data(), static_cast<int64_t>(slot.size()), mine.data());
+    share_local_rows(mine, slot, m, out_host);
+  }
+
+  // Rows given by global index (rows of the union, in rank order) into out_host on every rank.
+  void share_rows(const std::vector<int64_t>& global_rows, T* out_host) {
+    const int64_t begin = offset_;
+    std::vector<int64_t> mine, slot;
+    for (std::size_t e = 0; e < global_rows.size(); ++e)
+      if (global_rows[e] >= begin && global_rows[e] < begin + n_) {
+        mine.push_back(global_rows[e] - begin);
+        slot.push_back(static_cast<int64_t>(e));
+      }
+    share_local_rows(mine, slot, static_cast<int64_t>(global_rows.size()), out_host);
+  }
+
+  // Each rank contributes its local rows `mine` to the slots `slot` of an m x d result that
+  // every rank receives (every slot is filled by exactly one rank). The rows cross as doubles
+  // (exact for T) and are summed with the zeros of the other ranks, which leaves them unchanged.
+  void share_local_rows(const std::vector<int64_t>& mine, const std::vector<int64_t>& slot, int64_t m, T* out_host) {
+    std::vector<T> rows(mine.size() * static_cast<std::size_t>(d_));
+    if (!mine.empty()) rows_.gather_rows(mine.data(), static_cast<int64_t>(mine.size()), rows.data());
+    std::vector<double> shared(static_cast<std::size_t>(m * d_), 0.0);
+    for (std::size_t e = 0; e < slot.size(); ++e)
+      for (int64_t j = 0; j < d_; ++j) shared[slot[e] * d_ + j] = static_cast<double>(rows[e * d_ + j]);
+    comm_.allreduce_sum(shared.data(), m * d_);
+    for (int64_t i = 0; i < m * d_; ++i) out_host[i] = static_cast<T>(shared[i]);
+  }
+
+ private:
+  Context& ctx_;
+  detail::KMeansBackend<T>& backend_;
+  Rows<T>& rows_;
+  Comm& comm_;
+  int64_t n_, d_, offset_;
+};
+
 // One fit: the data, the weights and a backend, and the algorithm on top of them.
 //
 // As scikit-learn's KMeans.fit, the algorithm runs on X minus its column means, and the means
@@ -534,42 +645,14 @@ class Fitter {
           centers[c * d_ + j] = static_cast<T>(params_.init_array[c * d_ + j] - (centered_ ? means_[j] : 0.0));
     } else if (params_.init == "random") {
       const std::vector<int64_t> rows = rng.sample_without_replacement(layout_.total, k_);  // global rows
-      share_rows(rows, centers.data());
+      seeder().share_rows(rows, centers.data());
     } else {
-      kmeans_plusplus(rng, centers);
+      seeder().kmeans_plusplus(rng, weights_.device(), weights_.total, k_, centers.data());
     }
     return centers;
   }
 
-  // Greedy k-means++, as scikit-learn's _kmeans_plusplus: each new center is the best of
-  // 2 + floor(ln k) candidates drawn with probability proportional to weight * distance^2.
-  void kmeans_plusplus(detail::Random& rng, std::vector<T>& centers) {
-    const int64_t trials = 2 + static_cast<int64_t>(std::floor(std::log(static_cast<double>(k_))));
-    Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
-    T* closest = closest_buffer.as<T>();
-    const T* w = weights_.device();
-
-    std::vector<double> prefix;  // the cumulative sums of the ranks' totals
-    double threshold = rng.uniform() * rank_prefix(weights_.total, prefix);
-    search_rows(w, nullptr, prefix, &threshold, 1, centers.data());
-    rows_->update_closest(centers.data(), closest, /*reset=*/true);
-    double local_potential = backend_->weighted_sum(w, closest, n_);
-
-    std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
-    std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
-    for (int64_t c = 1; c < k_; ++c) {
-      const double potential = rank_prefix(local_potential, prefix);
-      for (auto& t : thresholds) t = rng.uniform() * potential;
-      search_rows(w, closest, prefix, thresholds.data(), trials, candidate_rows.data());
-      rows_->candidate_potentials(w, closest, candidate_rows.data(), trials, potentials.data());
-      const std::vector<double> local_potentials = potentials;
-      comm_.allreduce_sum(potentials.data(), trials);
-      const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
-      std::copy_n(candidate_rows.begin() + best * d_, d_, centers.begin() + c * d_);
-      rows_->update_closest(centers.data() + c * d_, closest, /*reset=*/false);
-      local_potential = local_potentials[best];
-    }
-  }
+  Seeder<T> seeder() { return Seeder<T>(ctx_, *backend_, *rows_, comm_, n_, d_, layout_.offset[comm_.rank()]); }
 
   // Mean over features of the variance of all rows (centered on the global means): each rank's
   // variance about its own mean, plus its mean's squared distance to the global one, weighted
@@ -584,66 +667,6 @@ class Fitter {
     variance = static_cast<double>(n_) / static_cast<double>(layout_.total) * (variance + offset / static_cast<double>(d_));
     comm_.allreduce_sum(&variance, 1);
     return variance;
-  }
-
-  // Every rank's `local` gathered in rank order; prefix[r] = the sum of ranks before r (size+1
-  // entries); returns the sum over all ranks, the same bits on every rank.
-  double rank_prefix(double local, std::vector<double>& prefix) {
-    const std::vector<double> all = comm_.allgather(local);
-    prefix.assign(all.size() + 1, 0.0);
-    for (std::size_t r = 0; r < all.size(); ++r) prefix[r + 1] = r == 0 ? all[0] : prefix[r] + all[r];
-    return prefix.back();
-  }
-
-  // search_cumsum over the rows of all ranks (prefix from rank_prefix of the ranks' sums of
-  // weights * values): each threshold is answered by the first rank whose cumulative sum
-  // passes it (the last rank when none does), which searches its rows for the rest of it.
-  // The m chosen rows go into out_host (m x d) on every rank.
-  void search_rows(const T* weights, const T* values, const std::vector<double>& prefix, const double* thresholds,
-                   int64_t m, T* out_host) {
-    const int size = comm_.size(), rank = comm_.rank();
-    std::vector<int64_t> mine, slot;  // local thresholds' positions
-    std::vector<double> local_thresholds;
-    for (int64_t q = 0; q < m; ++q) {
-      int owner = size - 1;
-      for (int r = 0; r < size; ++r)
-        if (prefix[r + 1] > thresholds[q]) {
-          owner = r;
-          break;
-        }
-      if (owner != rank) continue;
-      slot.push_back(q);
-      local_thresholds.push_back(thresholds[q] - prefix[rank]);
-    }
-    mine.resize(slot.size());
-    if (!slot.empty())
-      backend_->search_cumsum(weights, values, n_, local_thresholds.data(), static_cast<int64_t>(slot.size()), mine.data());
-    share_local_rows(mine, slot, m, out_host);
-  }
-
-  // Rows given by global index (rows of the union, in rank order) into out_host on every rank.
-  void share_rows(const std::vector<int64_t>& global_rows, T* out_host) {
-    const int64_t begin = layout_.offset[comm_.rank()];
-    std::vector<int64_t> mine, slot;
-    for (std::size_t e = 0; e < global_rows.size(); ++e)
-      if (global_rows[e] >= begin && global_rows[e] < begin + n_) {
-        mine.push_back(global_rows[e] - begin);
-        slot.push_back(static_cast<int64_t>(e));
-      }
-    share_local_rows(mine, slot, static_cast<int64_t>(global_rows.size()), out_host);
-  }
-
-  // Each rank contributes its local rows `mine` to the slots `slot` of an m x d result that
-  // every rank receives (every slot is filled by exactly one rank). The rows cross as doubles
-  // (exact for T) and are summed with the zeros of the other ranks, which leaves them unchanged.
-  void share_local_rows(const std::vector<int64_t>& mine, const std::vector<int64_t>& slot, int64_t m, T* out_host) {
-    std::vector<T> rows(mine.size() * static_cast<std::size_t>(d_));
-    if (!mine.empty()) rows_->gather_rows(mine.data(), static_cast<int64_t>(mine.size()), rows.data());
-    std::vector<double> shared(static_cast<std::size_t>(m * d_), 0.0);
-    for (std::size_t e = 0; e < slot.size(); ++e)
-      for (int64_t j = 0; j < d_; ++j) shared[slot[e] * d_ + j] = static_cast<double>(rows[e * d_ + j]);
-    comm_.allreduce_sum(shared.data(), m * d_);
-    for (int64_t i = 0; i < m * d_; ++i) out_host[i] = static_cast<T>(shared[i]);
   }
 
   // Gives every cluster of zero weight the row farthest from its center (the j-th empty
