@@ -1,13 +1,15 @@
 // KMeans: validation, the dispatch to a backend, and the whole algorithm (n_init restarts,
-// k-means++ seeding, Lloyd iterations, empty-cluster relocation), written once on top of the
-// KMeansBackend<T> primitives. It follows scikit-learn's KMeans(algorithm="lloyd"). Sparse X
-// (CPU, one rank) runs the same algorithm through Rows<T>: distances from the sparse products.
+// k-means++ and k-means|| seeding, Lloyd iterations, empty-cluster relocation), written once on
+// top of the KMeansBackend<T> primitives. It follows scikit-learn's KMeans(algorithm="lloyd").
+// Sparse X (CPU, one rank) runs the same algorithm through Rows<T>: distances from the sparse
+// products.
 //
 // Distributed (SPMD): every rank of the context's communicator calls fit with its own rows.
 // The fit is that of one process on all rows in rank order, with the same seed: the column
 // means, the variance, the per-cluster sums and weights, the inertia and the k-means++
 // potentials are summed over ranks; k-means++ and "random" draw global rows (the draw is
-// answered by the rank that holds the row, and the row is shared with everyone); empty-cluster
+// answered by the rank that holds the row, and the row is shared with everyone); k-means||
+// draws each row by its global index and gathers the chosen rows to every rank; empty-cluster
 // relocation takes the farthest rows over all ranks. Every rank ends with the same centers,
 // inertia and n_iter; labels_ are those of the rank's own rows. Without a communicator the
 // context's local one (1 rank) makes every collective the identity: the same code path, and
@@ -48,9 +50,11 @@ const detail::ParamTable<KMeansParams>& params_table() {
       "kmeans",
       {
           field("n_clusters", &P::n_clusters, {integer_in(1)}, "The number of clusters, and of centers."),
-          ParamRow<P>{"init", {one_of({"k-means++", "random"}), matrix()},
-                      "How the first centers are chosen: \"k-means++\" seeding, \"random\" rows of X, or the "
-                      "centers themselves (n_clusters rows of n_features).",
+          ParamRow<P>{"init", {one_of({"k-means++", "k-means||", "random"}), matrix()},
+                      "How the first centers are chosen: \"k-means++\" seeding, \"k-means||\" (scalable "
+                      "k-means++: a few passes over X oversample candidates, which k-means++ reduces to "
+                      "n_clusters), \"random\" rows of X, or the centers themselves (n_clusters rows of "
+                      "n_features).",
                       [](P& p, const nlohmann::json& v) {
                         p.init_array.clear();
                         if (v.is_string()) {
@@ -94,7 +98,7 @@ const detail::ParamTable<KMeansParams>& params_table() {
           field("verbose", &P::verbose, {verbose()}, "Above 0, progress on stdout as scikit-learn prints it.")
               .per_rank(),
           field("random_state", &P::random_state, {seed()},
-                "The seed of k-means++ and \"random\"; null: the context's seed."),
+                "The seed of k-means++, k-means|| and \"random\"; null: the context's seed."),
           field("copy_x", &P::copy_x, {boolean()}, "Accepted, without effect: gpuml never writes to X.").per_rank(),
           field("algorithm", &P::algorithm, {one_of({"lloyd", "elkan"})},
                 "Accepted: Elkan's algorithm gives Lloyd's result, so both run Lloyd's."),
@@ -341,6 +345,119 @@ ScaledSparse scaled_sparse(Context& ctx, const SparseView& X, std::optional<int>
   return out;
 }
 
+// The random choices of rows, over the rows of every rank of `comm` (rank r's local row i is row
+// offset + i of the union, in rank order): k-means++ and the draws behind "random" and k-means||.
+// A fit seeds from X's rows; k-means|| also runs k-means++ on its weighted candidates (one rank,
+// the host's CPU backend).
+template <typename T>
+class Seeder {
+ public:
+  Seeder(Context& ctx, detail::KMeansBackend<T>& backend, Rows<T>& rows, Comm& comm, int64_t n, int64_t d, int64_t offset)
+      : ctx_(ctx), backend_(backend), rows_(rows), comm_(comm), n_(n), d_(d), offset_(offset) {}
+
+  // Greedy k-means++, as scikit-learn's _kmeans_plusplus: each new center is the best of
+  // 2 + floor(ln k) candidates drawn with probability proportional to weight * distance^2.
+  // weights: in the backend's memory; local_total: their sum on this rank. centers: k x d.
+  void kmeans_plusplus(detail::Random& rng, const T* weights, double local_total, int64_t k, T* centers) {
+    Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
+    T* closest = closest_buffer.as<T>();
+    std::vector<double> prefix;  // the cumulative sums of the ranks' totals
+    double threshold = rng.uniform() * rank_prefix(local_total, prefix);
+    search_rows(weights, nullptr, prefix, &threshold, 1, centers);
+    rows_.update_closest(centers, closest, /*reset=*/true);
+    plusplus_steps(rng, weights, closest, 1, k, centers);
+  }
+
+  // The k-means++ steps that choose centers[from, k) when centers[0, from) are chosen and
+  // closest (the backend's memory) holds every local row's squared distance to the nearest of them.
+  void plusplus_steps(detail::Random& rng, const T* weights, T* closest, int64_t from, int64_t k, T* centers) {
+    const int64_t trials = 2 + static_cast<int64_t>(std::floor(std::log(static_cast<double>(k))));
+    double local_potential = backend_.weighted_sum(weights, closest, n_);
+    std::vector<double> prefix;
+    std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
+    std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
+    for (int64_t c = from; c < k; ++c) {
+      const double potential = rank_prefix(local_potential, prefix);
+      for (auto& t : thresholds) t = rng.uniform() * potential;
+      search_rows(weights, closest, prefix, thresholds.data(), trials, candidate_rows.data());
+      rows_.candidate_potentials(weights, closest, candidate_rows.data(), trials, potentials.data());
+      const std::vector<double> local_potentials = potentials;
+      comm_.allreduce_sum(potentials.data(), trials);
+      const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
+      std::copy_n(candidate_rows.begin() + best * d_, d_, centers + c * d_);
+      rows_.update_closest(centers + c * d_, closest, /*reset=*/false);
+      local_potential = local_potentials[best];
+    }
+  }
+
+  // Every rank's `local` gathered in rank order; prefix[r] = the sum of ranks before r (size+1
+  // entries); returns the sum over all ranks, the same bits on every rank.
+  double rank_prefix(double local, std::vector<double>& prefix) {
+    const std::vector<double> all = comm_.allgather(local);
+    prefix.assign(all.size() + 1, 0.0);
+    for (std::size_t r = 0; r < all.size(); ++r) prefix[r + 1] = r == 0 ? all[0] : prefix[r] + all[r];
+    return prefix.back();
+  }
+
+  // search_cumsum over the rows of all ranks (prefix from rank_prefix of the ranks' sums of
+  // weights * values): each threshold is answered by the first rank whose cumulative sum
+  // passes it (the last rank when none does), which searches its rows for the rest of it.
+  // The m chosen rows go into out_host (m x d) on every rank.
+  void search_rows(const T* weights, const T* values, const std::vector<double>& prefix, const double* thresholds,
+                   int64_t m, T* out_host) {
+    const int size = comm_.size(), rank = comm_.rank();
+    std::vector<int64_t> mine, slot;  // local thresholds' positions
+    std::vector<double> local_thresholds;
+    for (int64_t q = 0; q < m; ++q) {
+      int owner = size - 1;
+      for (int r = 0; r < size; ++r)
+        if (prefix[r + 1] > thresholds[q]) {
+          owner = r;
+          break;
+        }
+      if (owner != rank) continue;
+      slot.push_back(q);
+      local_thresholds.push_back(thresholds[q] - prefix[rank]);
+    }
+    mine.resize(slot.size());
+    if (!slot.empty())
+      backend_.search_cumsum(weights, values, n_, local_thresholds.data(), static_cast<int64_t>(slot.size()), mine.data());
+    share_local_rows(mine, slot, m, out_host);
+  }
+
+  // Rows given by global index (rows of the union, in rank order) into out_host on every rank.
+  void share_rows(const std::vector<int64_t>& global_rows, T* out_host) {
+    const int64_t begin = offset_;
+    std::vector<int64_t> mine, slot;
+    for (std::size_t e = 0; e < global_rows.size(); ++e)
+      if (global_rows[e] >= begin && global_rows[e] < begin + n_) {
+        mine.push_back(global_rows[e] - begin);
+        slot.push_back(static_cast<int64_t>(e));
+      }
+    share_local_rows(mine, slot, static_cast<int64_t>(global_rows.size()), out_host);
+  }
+
+  // Each rank contributes its local rows `mine` to the slots `slot` of an m x d result that
+  // every rank receives (every slot is filled by exactly one rank). The rows cross as doubles
+  // (exact for T) and are summed with the zeros of the other ranks, which leaves them unchanged.
+  void share_local_rows(const std::vector<int64_t>& mine, const std::vector<int64_t>& slot, int64_t m, T* out_host) {
+    std::vector<T> rows(mine.size() * static_cast<std::size_t>(d_));
+    if (!mine.empty()) rows_.gather_rows(mine.data(), static_cast<int64_t>(mine.size()), rows.data());
+    std::vector<double> shared(static_cast<std::size_t>(m * d_), 0.0);
+    for (std::size_t e = 0; e < slot.size(); ++e)
+      for (int64_t j = 0; j < d_; ++j) shared[slot[e] * d_ + j] = static_cast<double>(rows[e * d_ + j]);
+    comm_.allreduce_sum(shared.data(), m * d_);
+    for (int64_t i = 0; i < m * d_; ++i) out_host[i] = static_cast<T>(shared[i]);
+  }
+
+ private:
+  Context& ctx_;
+  detail::KMeansBackend<T>& backend_;
+  Rows<T>& rows_;
+  Comm& comm_;
+  int64_t n_, d_, offset_;
+};
+
 // One fit: the data, the weights and a backend, and the algorithm on top of them.
 //
 // As scikit-learn's KMeans.fit, the algorithm runs on X minus its column means, and the means
@@ -534,41 +651,131 @@ class Fitter {
           centers[c * d_ + j] = static_cast<T>(params_.init_array[c * d_ + j] - (centered_ ? means_[j] : 0.0));
     } else if (params_.init == "random") {
       const std::vector<int64_t> rows = rng.sample_without_replacement(layout_.total, k_);  // global rows
-      share_rows(rows, centers.data());
+      seeder().share_rows(rows, centers.data());
+    } else if (params_.init == "k-means||") {
+      kmeans_parallel(rng, centers);
     } else {
-      kmeans_plusplus(rng, centers);
+      seeder().kmeans_plusplus(rng, weights_.device(), weights_.total, k_, centers.data());
     }
     return centers;
   }
 
-  // Greedy k-means++, as scikit-learn's _kmeans_plusplus: each new center is the best of
-  // 2 + floor(ln k) candidates drawn with probability proportional to weight * distance^2.
-  void kmeans_plusplus(detail::Random& rng, std::vector<T>& centers) {
-    const int64_t trials = 2 + static_cast<int64_t>(std::floor(std::log(static_cast<double>(k_))));
-    Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
-    T* closest = closest_buffer.as<T>();
-    const T* w = weights_.device();
+  Seeder<T> seeder() { return Seeder<T>(ctx_, *backend_, *rows_, comm_, n_, d_, layout_.offset[comm_.rank()]); }
 
-    std::vector<double> prefix;  // the cumulative sums of the ranks' totals
-    double threshold = rng.uniform() * rank_prefix(weights_.total, prefix);
-    search_rows(w, nullptr, prefix, &threshold, 1, centers.data());
-    rows_->update_closest(centers.data(), closest, /*reset=*/true);
-    double local_potential = backend_->weighted_sum(w, closest, n_);
+  // k-means|| (Bahmani et al., "Scalable K-Means++", 2012): one row drawn by weight, then
+  // kParallelRounds rounds that each keep every row independently with probability
+  // min(1, l w D² / φ), l = 2k, D² the row's squared distance to the candidates so far and
+  // φ = Σ w D² over all ranks: one pass over X a round (assign to that round's new candidates)
+  // instead of k-means++'s pass per center. The candidates, each weighted by the weight of the
+  // rows nearest to it, are then reduced to k centers by k-means++ on the host.
+  //
+  // A row's draw is counter_uniform(run key, round, global row): the same choices on every
+  // backend, thread count and split of the rows over ranks. Chosen rows join the candidates in
+  // (round, global row) order. Candidates of zero weight (a copy of an earlier candidate, which
+  // takes all the ties) are dropped; when fewer than k remain (fewer distinct rows than k, or a
+  // small X), they are all centers and k-means++ steps on X choose the rest, as k-means++ would.
+  void kmeans_parallel(detail::Random& rng, std::vector<T>& centers) {
+    constexpr int kParallelRounds = 5;
+    const double oversampling = 2.0 * static_cast<double>(k_);
+    const uint64_t key = rng.next();
+    Seeder<T> seeding = seeder();
+    const int rank = comm_.rank();
+    const int64_t offset = layout_.offset[rank];
+    const T* w = weights_.host;
 
-    std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
-    std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
-    for (int64_t c = 1; c < k_; ++c) {
-      const double potential = rank_prefix(local_potential, prefix);
-      for (auto& t : thresholds) t = rng.uniform() * potential;
-      search_rows(w, closest, prefix, thresholds.data(), trials, candidate_rows.data());
-      rows_->candidate_potentials(w, closest, candidate_rows.data(), trials, potentials.data());
-      const std::vector<double> local_potentials = potentials;
-      comm_.allreduce_sum(potentials.data(), trials);
-      const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
-      std::copy_n(candidate_rows.begin() + best * d_, d_, centers.begin() + c * d_);
-      rows_->update_closest(centers.data() + c * d_, closest, /*reset=*/false);
-      local_potential = local_potentials[best];
+    std::vector<T> candidates(static_cast<std::size_t>(d_));  // m x d
+    std::vector<double> prefix;
+    double threshold = rng.uniform() * seeding.rank_prefix(weights_.total, prefix);
+    seeding.search_rows(weights_.device(), nullptr, prefix, &threshold, 1, candidates.data());
+
+    // Host copies of each local row's D² and nearest candidate, merged round by round.
+    std::vector<T> closest(static_cast<std::size_t>(n_)), round_dist2(static_cast<std::size_t>(n_));
+    std::vector<int64_t> nearest(static_cast<std::size_t>(n_), 0);
+    std::vector<int32_t> round_labels(static_cast<std::size_t>(n_));
+    Buffer labels_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
+    Buffer dist2_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
+    // D² to candidates [first, first + m) (rows_host), kept where lower (ties: the earlier
+    // candidate), in batches of at most k candidates: sparse X's products take no more memory
+    // than a Lloyd iteration's.
+    auto merge_nearest = [&](const T* rows_host, int64_t m, int64_t first) {
+      for (int64_t b = 0; b < m && n_ > 0; b += k_) {
+        const int64_t batch = std::min(k_, m - b);
+        rows_->assign(rows_host + b * d_, batch, labels_buffer.as<int32_t>(), dist2_buffer.as<T>(), false);
+        detail::copy_bytes(ctx_, round_labels.data(), Device{}, labels_buffer.data(), ctx_.device(), n_ * sizeof(int32_t));
+        detail::copy_bytes(ctx_, round_dist2.data(), Device{}, dist2_buffer.data(), ctx_.device(), n_ * sizeof(T));
+        for (int64_t i = 0; i < n_; ++i) {
+          const T d2 = std::max(round_dist2[i], T(0));  // |x|² + |c|² - 2 x·c may round below 0
+          if (first + b == 0 || d2 < closest[i]) {
+            closest[i] = d2;
+            nearest[i] = first + b + round_labels[i];
+          }
+        }
+      }
+    };
+    merge_nearest(candidates.data(), 1, 0);
+
+    for (int round = 0; round < kParallelRounds; ++round) {
+      double phi = 0.0;
+      for (int64_t i = 0; i < n_; ++i) phi += static_cast<double>(w[i]) * static_cast<double>(closest[i]);
+      comm_.allreduce_sum(&phi, 1);
+      if (!(phi > 0.0)) break;  // every row of positive weight sits on a candidate
+      std::vector<int64_t> chosen;
+      for (int64_t i = 0; i < n_; ++i) {
+        const double mass = oversampling * static_cast<double>(w[i]) * static_cast<double>(closest[i]);
+        // u < min(1, mass / φ), without the division's rounding.
+        if (mass > 0.0 && detail::counter_uniform(key, static_cast<uint64_t>(round), static_cast<uint64_t>(offset + i)) * phi < mass)
+          chosen.push_back(i);
+      }
+      // Every rank's chosen rows, in rank order: the union's rows in global order.
+      const int64_t local_m = static_cast<int64_t>(chosen.size());
+      std::vector<int64_t> counts = comm_.allgather(local_m * d_);
+      int64_t added = 0;
+      for (int64_t c : counts) added += c / d_;
+      if (added == 0) continue;
+      std::vector<T> mine(static_cast<std::size_t>(local_m * d_));
+      if (local_m > 0) rows_->gather_rows(chosen.data(), local_m, mine.data());
+      const int64_t first = static_cast<int64_t>(candidates.size()) / d_;
+      candidates.resize(static_cast<std::size_t>((first + added) * d_));
+      comm_.allgatherv(mine.data(), local_m * d_, candidates.data() + first * d_, counts.data(), dtype_of<T>::value);
+      merge_nearest(candidates.data() + first * d_, added, first);
+      // A chosen row sits on a candidate (itself, or an equal row chosen before it, which takes
+      // the tie): exactly 0, though the backend's D² may round above it, so it is never drawn again.
+      for (int64_t i : chosen) closest[i] = T(0);
     }
+
+    const int64_t m = static_cast<int64_t>(candidates.size()) / d_;
+    std::vector<double> candidate_weights(static_cast<std::size_t>(m), 0.0);
+    for (int64_t i = 0; i < n_; ++i) candidate_weights[nearest[i]] += static_cast<double>(w[i]);
+    comm_.allreduce_sum(candidate_weights.data(), m);
+    std::vector<T> kept, kept_weights;
+    for (int64_t c = 0; c < m; ++c)
+      if (candidate_weights[c] > 0.0) {
+        kept.insert(kept.end(), candidates.begin() + c * d_, candidates.begin() + (c + 1) * d_);
+        kept_weights.push_back(static_cast<T>(candidate_weights[c]));
+      }
+    const int64_t n_kept = static_cast<int64_t>(kept_weights.size());
+    if (n_kept <= k_) {
+      std::copy(kept.begin(), kept.end(), centers.begin());
+      if (n_kept == k_) return;
+      Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
+      detail::copy_bytes(ctx_, closest_buffer.data(), ctx_.device(), closest.data(), Device{}, n_ * sizeof(T));
+      seeding.plusplus_steps(rng, weights_.device(), closest_buffer.as<T>(), n_kept, k_, centers.data());
+      return;
+    }
+    // k-means++ on the weighted candidates: on rank 0's host (the candidates are few: about
+    // 1 + 2k * rounds), the centers broadcast, so that every rank holds the same bits whatever
+    // its thread count. A CUDA fit uses a CPU context of all hardware threads, as Context::cpu()
+    // does, so the CPU and CUDA fits of the same X choose alike.
+    if (rank == 0) {
+      Context host = Context::cpu(ctx_.is_cuda() ? 0 : ctx_.n_threads());
+      auto backend = detail::make_kmeans_cpu_backend<T>(host);
+      DenseRows<T> rows(*backend, kept.data(), n_kept, d_);
+      std::shared_ptr<Comm> alone = Comm::local();
+      double total = 0.0;
+      for (T v : kept_weights) total += static_cast<double>(v);
+      Seeder<T>(host, *backend, rows, *alone, n_kept, d_, 0).kmeans_plusplus(rng, kept_weights.data(), total, k_, centers.data());
+    }
+    comm_.broadcast(centers.data(), k_ * d_, 0);
   }
 
   // Mean over features of the variance of all rows (centered on the global means): each rank's
@@ -584,66 +791,6 @@ class Fitter {
     variance = static_cast<double>(n_) / static_cast<double>(layout_.total) * (variance + offset / static_cast<double>(d_));
     comm_.allreduce_sum(&variance, 1);
     return variance;
-  }
-
-  // Every rank's `local` gathered in rank order; prefix[r] = the sum of ranks before r (size+1
-  // entries); returns the sum over all ranks, the same bits on every rank.
-  double rank_prefix(double local, std::vector<double>& prefix) {
-    const std::vector<double> all = comm_.allgather(local);
-    prefix.assign(all.size() + 1, 0.0);
-    for (std::size_t r = 0; r < all.size(); ++r) prefix[r + 1] = r == 0 ? all[0] : prefix[r] + all[r];
-    return prefix.back();
-  }
-
-  // search_cumsum over the rows of all ranks (prefix from rank_prefix of the ranks' sums of
-  // weights * values): each threshold is answered by the first rank whose cumulative sum
-  // passes it (the last rank when none does), which searches its rows for the rest of it.
-  // The m chosen rows go into out_host (m x d) on every rank.
-  void search_rows(const T* weights, const T* values, const std::vector<double>& prefix, const double* thresholds,
-                   int64_t m, T* out_host) {
-    const int size = comm_.size(), rank = comm_.rank();
-    std::vector<int64_t> mine, slot;  // local thresholds' positions
-    std::vector<double> local_thresholds;
-    for (int64_t q = 0; q < m; ++q) {
-      int owner = size - 1;
-      for (int r = 0; r < size; ++r)
-        if (prefix[r + 1] > thresholds[q]) {
-          owner = r;
-          break;
-        }
-      if (owner != rank) continue;
-      slot.push_back(q);
-      local_thresholds.push_back(thresholds[q] - prefix[rank]);
-    }
-    mine.resize(slot.size());
-    if (!slot.empty())
-      backend_->search_cumsum(weights, values, n_, local_thresholds.data(), static_cast<int64_t>(slot.size()), mine.data());
-    share_local_rows(mine, slot, m, out_host);
-  }
-
-  // Rows given by global index (rows of the union, in rank order) into out_host on every rank.
-  void share_rows(const std::vector<int64_t>& global_rows, T* out_host) {
-    const int64_t begin = layout_.offset[comm_.rank()];
-    std::vector<int64_t> mine, slot;
-    for (std::size_t e = 0; e < global_rows.size(); ++e)
-      if (global_rows[e] >= begin && global_rows[e] < begin + n_) {
-        mine.push_back(global_rows[e] - begin);
-        slot.push_back(static_cast<int64_t>(e));
-      }
-    share_local_rows(mine, slot, static_cast<int64_t>(global_rows.size()), out_host);
-  }
-
-  // Each rank contributes its local rows `mine` to the slots `slot` of an m x d result that
-  // every rank receives (every slot is filled by exactly one rank). The rows cross as doubles
-  // (exact for T) and are summed with the zeros of the other ranks, which leaves them unchanged.
-  void share_local_rows(const std::vector<int64_t>& mine, const std::vector<int64_t>& slot, int64_t m, T* out_host) {
-    std::vector<T> rows(mine.size() * static_cast<std::size_t>(d_));
-    if (!mine.empty()) rows_->gather_rows(mine.data(), static_cast<int64_t>(mine.size()), rows.data());
-    std::vector<double> shared(static_cast<std::size_t>(m * d_), 0.0);
-    for (std::size_t e = 0; e < slot.size(); ++e)
-      for (int64_t j = 0; j < d_; ++j) shared[slot[e] * d_ + j] = static_cast<double>(rows[e * d_ + j]);
-    comm_.allreduce_sum(shared.data(), m * d_);
-    for (int64_t i = 0; i < m * d_; ++i) out_host[i] = static_cast<T>(shared[i]);
   }
 
   // Gives every cluster of zero weight the row farthest from its center (the j-th empty

@@ -1,7 +1,8 @@
 // Distributed training over MPI, run by ctest under `mpirun -np 2` (label mpi; any rank count
 // works). `mpi_test comm` checks every Comm operation; `mpi_test kmeans` checks that KMeans fitted
 // on every rank's own rows (an uneven split of fresh random rows) equals, on every rank, a
-// 1-process fit on all rows with the same seed, and the collective error paths. `mpi_test linear`
+// 1-process fit on all rows with the same seed (k-means++, k-means||, "random", array init), and
+// the collective error paths. `mpi_test linear`
 // does the same for LinearRegression (every algorithm), Ridge, Lasso and ElasticNet, and
 // `mpi_test decomposition` for PCA and TruncatedSVD, `mpi_test logistic` for LogisticRegression,
 // `mpi_test pagerank` for PageRank over every rank's share of the edges, and `mpi_test forest`
@@ -311,6 +312,18 @@ void test_kmeans(gpuml::Comm& comm, uint64_t data_seed) {
   params.init = "random";
   params.n_init = 3;
   test_kmeans_case<double>(ctx, comm, data_seed + 20, params, true, 1e-9, "random init, 3 runs, weighted");
+  // k-means||: each row's draw is keyed by its global index and the chosen rows are gathered in
+  // rank order, so the split over ranks changes no choice.
+  params.init = "k-means||";
+  params.n_init = 0;
+  params.random_state = 5;
+  test_kmeans_case<double>(ctx, comm, data_seed + 21, params, false, 1e-9, "k-means|| float64");
+  test_kmeans_case<float>(ctx, comm, data_seed + 22, params, true, 1e-5, "k-means|| float32 weighted");
+  // k == n: the rounds leave some rows out, and k-means++ steps over all ranks choose the rest.
+  params.n_clusters = 2003;
+  // Unweighted: each center is exactly its row (x * 1 / 1), so the inertia is 0 in both fits.
+  test_kmeans_case<double>(ctx, comm, data_seed + 23, params, false, 1e-9, "k-means|| with k = n");
+  params.n_clusters = 6;
   // A center far from every row: its cluster is empty after the first assignment and takes the
   // farthest row over all ranks.
   params.init = "array";

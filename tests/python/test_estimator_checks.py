@@ -14,7 +14,7 @@ EXPECTED_FAILED_CHECKS = {
     "KMeans": {
         # scikit-learn marks this very check as an expected failure of its own KMeans.
         "check_sample_weight_equivalence_on_dense_data": (
-            "k-means++ draws its initial centers by position in the data, and the check shuffles the "
+            "k-means++ (and k-means||) draws its initial centers by position in the data, and the check shuffles the "
             "weighted rows but not the repeated ones, so the two fits start from different centers and "
             "number their clusters differently. Weights are checked exactly in test_kmeans.py "
             "(test_integer_weights_equal_repeated_rows: same initial centers, same order)."
@@ -62,7 +62,7 @@ ESTIMATORS = [
         RandomForestRegressor,
     )
     for d in DEVICES
-]
+] + [KMeans(init="k-means||", device=d) for d in DEVICES]  # gpuml's own init, through the same checks
 
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)

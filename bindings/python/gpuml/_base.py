@@ -49,7 +49,8 @@ def worded_as_sklearn(constraints, sklearn_class):
     parameter's constraints in scikit-learn's order, and each ``StrOptions`` replaced by scikit-learn's
     for the same parameter where it offers the same choices (messages print the choices as a set, and
     a set's order depends on how it was built). Then gpuml's InvalidParameterError reads word for
-    word as scikit-learn's where gpuml accepts what scikit-learn accepts."""
+    word as scikit-learn's where gpuml accepts what scikit-learn accepts. A ``StrOptions`` offering
+    more choices than scikit-learn's (KMeans's init "k-means||") takes the place of theirs."""
     from sklearn.utils._param_validation import Hidden, StrOptions, make_constraint
 
     def key(constraint):
@@ -59,11 +60,22 @@ def worded_as_sklearn(constraints, sklearn_class):
             return (hidden, frozenset(inner.options))
         return (hidden, str(make_constraint(inner)))
 
+    def extends(ours, their):  # ours: a visible StrOptions with every choice of their visible one
+        return (isinstance(ours, StrOptions) and isinstance(their, StrOptions)
+                and set(their.options) <= set(ours.options))
+
     theirs = getattr(sklearn_class, "_parameter_constraints", {})
     worded = {}
     for name, rules in constraints.items():
         same = {key(c): (i, c) for i, c in enumerate(theirs.get(name, []))}
-        ordered = sorted(rules, key=lambda c: same.get(key(c), (len(same), None))[0])  # stable: ours last
+
+        def position(c):
+            if key(c) in same:
+                return same[key(c)][0]
+            wider = [i for i, t in enumerate(theirs.get(name, [])) if extends(c, t)]
+            return wider[0] if wider else len(same)  # stable: ours last
+
+        ordered = sorted(rules, key=position)
         worded[name] = [same[key(c)][1] if key(c) in same else c for c in ordered]
     return worded
 

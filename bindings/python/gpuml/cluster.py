@@ -22,6 +22,14 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
     plus ``device``: "auto" (the first GPU when there is one, else the CPU; for CUDA inputs,
     the GPU that holds them), "cpu", "cuda" or "cuda:N".
 
+    ``init`` also takes "k-means||", which scikit-learn lacks: scalable k-means++ (Bahmani et al.
+    2012, Spark MLlib's default and cuML's "scalable-k-means++"). After one row drawn by weight,
+    five rounds each keep every row with probability min(1, 2 n_clusters w D² / sum(w D²)) (one pass
+    over X a round, D² the squared distance to the rows kept so far); k-means++ then reduces the kept
+    rows, weighted by the weight nearest to each, to n_clusters centers. The inertia after Lloyd
+    matches k-means++'s on average (within 1% in the tests), in six passes over X instead of one or
+    more per center. ``n_init="auto"`` runs it once, as k-means++.
+
     Inputs may be NumPy arrays (or anything scikit-learn accepts), CuPy arrays, or PyTorch
     tensors; outputs of predict / transform / fit_predict / fit_transform have the input's type
     and device. Fitted attributes are NumPy arrays. Sparse X (SciPy CSR / CSC, CuPy sparse, torch
@@ -73,10 +81,10 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         return centers
 
     def _resolved_n_init(self, init_is_array):
-        """scikit-learn's number of runs: "auto" is 1 for k-means++ and arrays, 10 for "random" and
-        callables; an array with n_init != 1 warns and runs once."""
+        """scikit-learn's number of runs: "auto" is 1 for k-means++ (and k-means||) and arrays, 10
+        for "random" and callables; an array with n_init != 1 warns and runs once."""
         if isinstance(self.n_init, str):  # "auto"
-            return 1 if init_is_array or self.init == "k-means++" else 10
+            return 1 if init_is_array or self.init in ("k-means++", "k-means||") else 10
         if init_is_array and self.n_init != 1:
             warnings.warn(
                 "Explicit initial center position passed: performing only one init in "

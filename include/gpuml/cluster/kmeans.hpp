@@ -12,9 +12,9 @@ namespace gpuml {
 // documentation, in the parameter table in src/cluster/kmeans.cpp.
 struct KMeansParams {
   int64_t n_clusters = 8;
-  std::string init = "k-means++";   // "k-means++", "random", or "array" (then init_array is used)
+  std::string init = "k-means++";   // "k-means++", "k-means||", "random", or "array" (then init_array is used)
   std::vector<double> init_array;   // n_clusters x n_features, row-major, when init == "array"
-  int n_init = 0;                   // 0 means "auto": 1 for k-means++ and arrays, 10 for random
+  int n_init = 0;                   // 0 means "auto": 10 for random, else 1
   int max_iter = 300;
   double tol = 1e-4;                // relative: multiplied by the mean per-feature variance of X
   int verbose = 0;                  // > 0: progress on stdout, as scikit-learn prints it
@@ -23,7 +23,8 @@ struct KMeansParams {
   std::string algorithm = "lloyd";  // "lloyd" or "elkan": the same result, so both run Lloyd
 };
 
-// Lloyd's k-means with k-means++ seeding, as scikit-learn's KMeans(algorithm="lloyd").
+// Lloyd's k-means with k-means++ seeding, as scikit-learn's KMeans(algorithm="lloyd"), or
+// k-means|| seeding (scalable k-means++, as Spark MLlib's and cuML's), which scikit-learn lacks.
 // Sparse X (CSR / CSC, core/sparse.hpp) is accepted on the CPU: the same fit through the sparse
 // products, X never made dense and not centered (as scikit-learn); one rank only.
 class GPUML_API KMeans final : public Estimator {

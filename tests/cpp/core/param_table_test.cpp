@@ -57,8 +57,8 @@ TEST(ParamTable, RefusesValuesOfNoFormNamingTheParameterAndTheForms) {
   EXPECT_EQ(message_of(create(R"({"n_init": "all"})")),
             "kmeans parameter 'n_init' must be \"auto\" or an integer >= 1, got \"all\"");
   EXPECT_EQ(message_of(create(R"({"init": [[1, 2], [3]]})")),
-            "kmeans parameter 'init' must be \"k-means++\", \"random\" or a list of equally long lists of finite "
-            "numbers, got [[1,2],[3]]");
+            "kmeans parameter 'init' must be \"k-means++\", \"k-means||\", \"random\" or a list of equally long "
+            "lists of finite numbers, got [[1,2],[3]]");
   EXPECT_EQ(message_of(create(R"({"random_state": -1})")),
             "kmeans parameter 'random_state' must be null or an integer >= 0, got -1");
   EXPECT_EQ(message_of(create(R"({"copy_x": 1})")), "kmeans parameter 'copy_x' must be true or false, got 1");
@@ -119,7 +119,7 @@ TEST(ParamTable, SchemaDescribesEachParameter) {
   EXPECT_EQ(n_clusters["forms"][0], nlohmann::json::parse(R"({"type": "integer", "min": 1, "max": null, "closed": "left"})"));
   EXPECT_TRUE(n_clusters["ranks_agree"].get<bool>());
   EXPECT_FALSE(schema["parameters"][5]["ranks_agree"].get<bool>());  // verbose may differ per rank
-  EXPECT_EQ(schema["parameters"][1]["forms"][0], nlohmann::json::parse(R"({"type": "string", "choices": ["k-means++", "random"]})"));
+  EXPECT_EQ(schema["parameters"][1]["forms"][0], nlohmann::json::parse(R"({"type": "string", "choices": ["k-means++", "k-means||", "random"]})"));
   EXPECT_EQ(schema["parameters"][1]["forms"][1]["type"], "matrix");
   for (const auto& row : schema["parameters"]) EXPECT_FALSE(row["doc"].get<std::string>().empty()) << row["name"];
   EXPECT_EQ(message_of([] { gpuml::estimator_params_schema("kmeanz"); }).find("unknown estimator kind"), 0u);
