@@ -361,13 +361,15 @@ std::vector<Call> varied_calls(std::mt19937_64& rng, int64_t n, std::vector<std:
   calls[2].pers = &store[1];
   calls[2].params.alpha = 0.6;
   calls[3].nstart = &store[2];
-  calls[3].params.tol = 1e-10;
+  calls[3].params.tol = 1e-10;  // below float32's rounding of the L1 change: it may never converge there
   calls[3].params.max_iter = 1000;
+  calls[3].params.allow_unconverged = true;  // the last iterate, compared bit for bit all the same
   calls[4].pers = &store[3];
   calls[4].dangling = &store[4];
   calls[4].nstart = &store[5];
   calls[4].params.alpha = 0.95;
   calls[4].params.max_iter = 1000;
+  calls[4].params.allow_unconverged = true;
   calls[5].params.max_iter = 3;  // a partial result: the first iterations show any stale state
   calls[5].params.allow_unconverged = true;
   calls[5].nstart = &store[2];
