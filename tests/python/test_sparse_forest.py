@@ -153,3 +153,13 @@ def test_sparse_tags_and_refusals():
         RandomForestRegressor(n_estimators=2).fit(bad, rng.standard_normal(30))
     with pytest.raises(ValueError, match="NaN|infinity"):
         model.apply(bad)
+
+
+@pytest.mark.parametrize("Forest", [RandomForestClassifier, RandomForestRegressor])
+def test_sparse_y_is_refused_as_sklearn_refuses_it(Forest):
+    rng = np.random.default_rng()
+    X = rng.standard_normal((20, 3))
+    y = sparse.csr_matrix(rng.integers(0, 3, size=(20, 1)).astype(float) + 1.0)
+    for Model in (Forest, {RandomForestClassifier: SkForestClassifier, RandomForestRegressor: SkForestRegressor}[Forest]):
+        with pytest.raises(ValueError, match="sparse multilabel-indicator for y is not supported"):
+            Model(n_estimators=2).fit(X, y)

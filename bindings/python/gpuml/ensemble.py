@@ -52,6 +52,12 @@ def _warn_friedman_mse(criterion):
     return criterion
 
 
+def _reject_sparse_y(y):
+    """scikit-learn's forests refuse a sparse y with this ValueError (not the validators' TypeError)."""
+    if sparse.issparse(y):
+        raise ValueError("sparse multilabel-indicator for y is not supported.")
+
+
 class _Forest:
     """The parameters, fitted attributes and tree methods both forests share (mixed into the estimators)."""
 
@@ -342,6 +348,7 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and the labels y (n_samples,); returns self."""
         params = self._gpuml_params()  # bad parameters fail before the data is looked at
+        _reject_sparse_y(y)
         X, y, kind = self._prepare_X_labels(X, y)
         classes, labels = self._labels(y)
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
@@ -398,6 +405,7 @@ class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
     def fit(self, X, y, sample_weight=None):
         """Fits on X (n_samples, n_features) and the targets y (n_samples,); returns self."""
         params = self._gpuml_params()
+        _reject_sparse_y(y)
         X, y, kind = self._prepare_X_y(X, y)
         if len(tuple(y.shape)) == 2:
             if y.shape[1] != 1:
