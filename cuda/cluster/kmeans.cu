@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -599,6 +600,301 @@ __global__ void update_closest_kernel(const T* __restrict__ X, int64_t n, int64_
   }
 }
 
+// ---- k-means++ in the device's memory (one process, dense X) -------------------------------
+//
+// Each step is four launches and no host round trip: refresh (closest takes the previous step's
+// chosen column, and the totals of w * closest over chunks of kPlusChunk rows), draw (one warp
+// per threshold walks those totals, then the chosen chunk: the first row whose running sum
+// passes the threshold), potentials (one pass over X: every row's distance to every candidate,
+// min'd with closest, written per candidate, and the weighted sums per block), choose (the
+// candidate of least potential, the first on ties; its row becomes the step's center). Sums run
+// in double, in orders fixed by n alone.
+constexpr int64_t kPlusChunk = 1024;     // rows per chunk total
+constexpr int64_t kPlusSegment = 256;    // chunk totals per segment total (the draw's first level)
+constexpr int kPlusLanes = 4;            // lanes per row in the potentials pass
+constexpr int kMaxTrials = 24;           // 2 + floor(ln k) <= 23 for every k < 2^31
+constexpr int64_t kPlusChunkRows = 2048;  // rows per partial sum of the potentials pass
+
+// closest = column `*best` of cand (m x n, skipped when cand is null), then
+// totals[c] = sum of w * closest over rows [c kPlusChunk, (c + 1) kPlusChunk), a block per chunk.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) plusplus_refresh_kernel(const T* __restrict__ w, const T* __restrict__ cand,
+                                                                  const int32_t* __restrict__ best, int64_t n,
+                                                                  T* __restrict__ closest, int64_t n_chunks,
+                                                                  double* __restrict__ totals) {
+  __shared__ double shared[kBlock];
+  const T* source = cand ? cand + static_cast<int64_t>(*best) * n : nullptr;
+  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+    const int64_t begin = chunk * kPlusChunk, end = begin + kPlusChunk < n ? begin + kPlusChunk : n;
+    double acc = 0.0;
+    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) {
+      T v;
+      if (source) {
+        v = source[i];
+        closest[i] = v;
+      } else {
+        v = closest[i];
+      }
+      acc += (w ? static_cast<double>(w[i]) : 1.0) * static_cast<double>(v);
+    }
+    const double total = block_sum(acc, shared);
+    if (threadIdx.x == 0 && totals) totals[chunk] = total;
+    __syncthreads();  // `shared` is reused by the next chunk
+  }
+}
+
+// A warp's search of values value(0..len) (all >= 0) for the first index at which run + the
+// running sum exceeds t: lane l sums 8 consecutive values of each window of 256, a warp scan
+// orders the lanes, and the first lane to pass walks its 8 again. Returns that index, with run
+// advanced to the sum before it; -1 when none passes, with run advanced by the sum of all. Where
+// the walk rounds short of the lane's sum, the lane's last positive value is taken (in exact
+// arithmetic the index found always holds a positive value). Every lane returns the same.
+template <typename F>
+__device__ int64_t warp_search(F value, int64_t len, double& run, double t) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t base = 0; base < len; base += 8 * kWarp) {
+    const int64_t first = base + 8 * lane;
+    double mine = 0.0;
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (first + e < len) mine += value(first + e);
+    double scan = mine;  // inclusive, over lanes in order
+#pragma unroll
+    for (int offset = 1; offset < kWarp; offset *= 2) {
+      const double other = __shfl_up_sync(kFullMask, scan, offset);
+      if (lane >= offset) scan += other;
+    }
+    const unsigned passed = __ballot_sync(kFullMask, run + scan > t);
+    if (passed) {
+      const int owner = __ffs(passed) - 1;
+      double r = run + __shfl_sync(kFullMask, scan - mine, owner);
+      const int64_t owner_first = base + 8 * owner, owner_end = owner_first + 8 < len ? owner_first + 8 : len;
+      int64_t found = -1, last_positive = -1;
+      double before_last_positive = r;
+      for (int64_t i = owner_first; i < owner_end; ++i) {
+        const double v = value(i);
+        if (r + v > t) {
+          found = i;
+          break;
+        }
+        if (v > 0) {
+          last_positive = i;
+          before_last_positive = r;
+        }
+        r += v;
+      }
+      if (found < 0) {  // rounded short: the lane's sum passed, so it holds a positive value
+        found = last_positive;
+        r = before_last_positive;
+      }
+      run = r;
+      return found;
+    }
+    run += __shfl_sync(kFullMask, scan, kWarp - 1);
+  }
+  return -1;
+}
+
+// The last index of value(0..len) holding a positive value, -1 when none does (every lane).
+template <typename F>
+__device__ int64_t warp_last_positive(F value, int64_t len) {
+  int64_t last = -1;
+  for (int64_t i = threadIdx.x % kWarp; i < len; i += kWarp)
+    if (value(i) > 0) last = i;
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    const int64_t other = __shfl_xor_sync(kFullMask, last, offset);
+    last = other > last ? other : last;
+  }
+  return last;
+}
+
+// warp_search, and where nothing passes (t at or past the sum: rounding, as the potential and
+// these sums add in different orders), the last positive value; -1 when every value is 0.
+template <typename F>
+__device__ int64_t warp_search_or_last(F value, int64_t len, double& run, double t) {
+  const double start = run;
+  const int64_t found = warp_search(value, len, run, t);
+  if (found >= 0) return found;
+  run = start;  // the next level then passes nothing either, and takes its last positive value
+  return warp_last_positive(value, len);
+}
+
+// The step's `m` candidate rows: thresholds uniforms[t] * (*potential), each answered by
+// warp t as search_cumsum does (the first row whose cumulative w * closest passes it; the last
+// row when none does), through the segment totals (computed here), the chunk totals, then the
+// rows. One block of m warps.
+template <typename T>
+__global__ void plusplus_draw_kernel(const T* __restrict__ w, const T* __restrict__ closest, int64_t n,
+                                     const double* __restrict__ totals, int64_t n_chunks, double* __restrict__ segments,
+                                     const double* __restrict__ uniforms, const double* __restrict__ potential, int64_t m,
+                                     int64_t* __restrict__ idx) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  const int64_t n_segments = ceil_div(n_chunks, kPlusSegment);
+  for (int64_t s = warp; s < n_segments; s += warps) {
+    double acc = 0.0;
+    const int64_t end = (s + 1) * kPlusSegment < n_chunks ? (s + 1) * kPlusSegment : n_chunks;
+#pragma unroll 8
+    for (int64_t c = s * kPlusSegment + lane; c < end; c += kWarp) acc += totals[c];
+    acc = warp_sum(acc);
+    if (lane == 0) segments[s] = acc;
+  }
+  __syncthreads();
+  if (warp >= m) return;
+  const double t = uniforms[warp] * *potential;
+  double run = 0.0;
+  int64_t found = n - 1;  // every value 0 (each row on a center or of zero weight): clipped, as search_cumsum
+  const int64_t s = warp_search_or_last([&](int64_t i) { return segments[i]; }, n_segments, run, t);
+  if (s >= 0) {
+    const int64_t c0 = s * kPlusSegment, chunks = (c0 + kPlusSegment < n_chunks ? c0 + kPlusSegment : n_chunks) - c0;
+    // (A positive sum holds a positive term: -1 below only for negative weights; then the last.)
+    const int64_t cs = warp_search_or_last([&](int64_t i) { return totals[c0 + i]; }, chunks, run, t);
+    const int64_t c = c0 + (cs >= 0 ? cs : chunks - 1);
+    const int64_t r0 = c * kPlusChunk, rows = (r0 + kPlusChunk < n ? r0 + kPlusChunk : n) - r0;
+    const int64_t r = warp_search_or_last(
+        [&](int64_t i) { return (w ? static_cast<double>(w[r0 + i]) : 1.0) * static_cast<double>(closest[r0 + i]); }, rows,
+        run, t);
+    found = r0 + (r >= 0 ? r : rows - 1);
+  }
+  if (lane == 0) idx[warp] = found;
+}
+
+// For the m candidate rows idx[0..m) of X: cand[q n + i] = min(closest_i, |X_i - X_idx[q]|^2)
+// and partials[chunk m + q] = the sum of w_i cand[q n + i] over the chunk's kPlusChunkRows rows
+// (double, in an order fixed by n alone; a block per chunk, the grid any size). A group of
+// kPlusLanes lanes per row; the candidates in shared memory (m d values, after the
+// groups' potentials: groups x m doubles). Vectors > 0: lane s holds the row's 16-byte vectors
+// s, s + kPlusLanes, ... (at most Vectors of them) in registers, loaded at once (X aligned, d a
+// multiple of the vector width); 0: lane s reads columns s, s + kPlusLanes, ... per candidate.
+template <typename T, int Vectors>
+__global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __restrict__ X, const T* __restrict__ w,
+                                                                     const T* __restrict__ closest, int64_t n, int64_t d,
+                                                                     const int64_t* __restrict__ idx, int m,
+                                                                     T* __restrict__ cand, double* __restrict__ partials) {
+  using V = Vec16<T>;
+  constexpr int W = V::width, kSlots = Vectors > 0 ? Vectors * W : 1;
+  extern __shared__ double plusplus_shared[];
+  constexpr int kGroups = kBlock / kPlusLanes;
+  double* group_potentials = plusplus_shared;                          // [kGroups][m]
+  // Vectors > 0: [d / W][m][W] (vector v of candidate q at (v m + q) W), so that a lane's vector
+  // of every candidate sits at a fixed offset from one base; else [m][d]. 16-byte aligned.
+  T* candidates = reinterpret_cast<T*>(plusplus_shared + kGroups * m);
+  for (int64_t e = threadIdx.x; e < m * d; e += blockDim.x) {
+    const int64_t q = e / d, c = e % d;
+    candidates[Vectors > 0 ? ((c / W) * m + q) * W + c % W : e] = X[idx[q] * d + c];
+  }
+  __syncthreads();
+  const int lane = threadIdx.x % kPlusLanes, group = threadIdx.x / kPlusLanes;
+  const int first_group_of_warp = group - (threadIdx.x % kWarp) / kPlusLanes;
+  const int64_t n_chunks = ceil_div(n, kPlusChunkRows);
+  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+    const int64_t chunk_end = (chunk + 1) * kPlusChunkRows < n ? (chunk + 1) * kPlusChunkRows : n;
+    // Lane s sums the potentials of candidates s, s + kPlusLanes, ... over its group's rows.
+    double potential[kMaxTrials / kPlusLanes];
+#pragma unroll
+    for (int j = 0; j < kMaxTrials / kPlusLanes; ++j) potential[j] = 0.0;
+    // Warp-uniform trips (the shuffles below take every lane): rows past the chunk compute on its
+    // first row, unused.
+    for (int64_t i0 = chunk * kPlusChunkRows + first_group_of_warp; i0 < chunk_end; i0 += kGroups) {
+      const int64_t i = i0 + (group - first_group_of_warp);
+      const bool active = i < chunk_end;
+      const T* row = X + (active ? i : chunk * kPlusChunkRows) * d;
+      T x[kSlots];
+      if constexpr (Vectors > 0) {
+#pragma unroll
+        for (int j = 0; j < Vectors; ++j) {
+          const int c = (lane + j * kPlusLanes) * W;
+          if (c < d) {
+            T v[W];
+            V::load(row + c, v);
+#pragma unroll
+            for (int e = 0; e < W; ++e) x[j * W + e] = v[e];
+          } else {
+#pragma unroll
+            for (int e = 0; e < W; ++e) x[j * W + e] = T(0);
+          }
+        }
+      }
+      const T near = active ? closest[i] : T(0);
+      const double wi = active ? (w ? static_cast<double>(w[i]) : 1.0) : 0.0;
+      T* const cand_row = cand + i;
+#pragma unroll
+      for (int q = 0; q < kMaxTrials; ++q) {
+        if (q >= m) break;
+        T dist = 0;
+        if constexpr (Vectors > 0) {
+#pragma unroll
+          for (int j = 0; j < Vectors; ++j) {
+            const int vector = lane + j * kPlusLanes;
+            if (vector * W < d) {
+              T v[W];
+              V::load(candidates + (vector * m + q) * W, v);
+#pragma unroll
+              for (int e = 0; e < W; ++e) {
+                const T diff = x[j * W + e] - v[e];
+                dist += diff * diff;
+              }
+            }
+          }
+        } else {
+          const T* center = candidates + int64_t(q) * d;
+          for (int64_t c = lane; c < d; c += kPlusLanes) {
+            const T diff = row[c] - center[c];
+            dist += diff * diff;
+          }
+        }
+        // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
+        for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist += __shfl_xor_sync(kFullMask, dist, offset);
+        const T v = dist < near ? dist : near;
+        if (active && lane == q % kPlusLanes) {
+          cand_row[int64_t(q) * n] = v;
+          potential[q / kPlusLanes] += wi * static_cast<double>(v);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kMaxTrials / kPlusLanes; ++j)
+      if (j * kPlusLanes + lane < m) group_potentials[group * m + j * kPlusLanes + lane] = potential[j];
+    __syncthreads();
+    for (int q = threadIdx.x; q < m; q += blockDim.x) {
+      double s = 0.0;
+      for (int g = 0; g < kGroups; ++g) s += group_potentials[g * m + q];
+      partials[chunk * m + q] = s;
+    }
+    __syncthreads();  // group_potentials is written again by the next chunk
+  }
+}
+
+// The candidate of least potential (the first on ties: a warp per candidate sums its chunks.
+// partials in a fixed order): *best, *potential, and its row of X into center. One block of
+// at least m warps.
+template <typename T>
+__global__ void plusplus_choose_kernel(const double* __restrict__ partials, int64_t chunks, int m,
+                                       const int64_t* __restrict__ idx, const T* __restrict__ X, int64_t d,
+                                       T* __restrict__ center, int32_t* __restrict__ best, double* __restrict__ potential) {
+  __shared__ double potentials[kMaxTrials];
+  __shared__ int chosen;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  if (warp < m) {
+    double s = 0.0;
+#pragma unroll 8
+    for (int64_t b = lane; b < chunks; b += kWarp) s += partials[b * m + warp];
+    s = warp_sum(s);
+    if (lane == 0) potentials[warp] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int b = 0;
+    for (int q = 1; q < m; ++q)
+      if (potentials[q] < potentials[b]) b = q;
+    chosen = b;
+    *best = b;
+    *potential = potentials[b];
+  }
+  __syncthreads();
+  const T* row = X + idx[chosen] * d;
+  for (int64_t c = threadIdx.x; c < d; c += blockDim.x) center[c] = row[c];
+}
+
 // ---- X known through its products with the centers (sparse X) ------------------------------
 //
 // The arithmetic of the CPU backend (kmeans_cpu.cpp), so that labels agree with it exactly:
@@ -1037,6 +1333,61 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     Buffer center = to_device(res, center_host, d);
     update_closest_kernel<T><<<blocks_for_warps(n), kBlock, 0, res.stream>>>(X, n, d, center.as<T>(), closest, reset);
     GPUML_CUDA_CHECK_LAUNCH();
+  }
+
+  bool plusplus_steps(const T* X, const T* weights, int64_t n, int64_t d, T* closest, double potential,
+                      const double* uniforms_host, int64_t trials, int64_t from, int64_t k, T* centers_host) override {
+    constexpr std::size_t kMaxSharedBytes = 48 << 10;  // without opting in to more
+    const std::size_t shared_bytes = static_cast<std::size_t>(kBlock / kPlusLanes * trials) * sizeof(double) +
+                                     static_cast<std::size_t>(trials * d) * sizeof(T);
+    if (trials < 1 || trials > kMaxTrials || shared_bytes > kMaxSharedBytes || n <= 0 || d <= 0) return false;
+    const int64_t steps = k - from;
+    if (steps <= 0) return true;
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int m = static_cast<int>(trials);
+    const int64_t n_chunks = ceil_div(n, kPlusChunk);
+    const int64_t row_chunks = ceil_div(n, kPlusChunkRows);
+    Buffer uniforms = to_device(res, uniforms_host, steps * trials);
+    Buffer state = to_device(res, &potential, 1);  // the potential, then the chosen candidate
+    Buffer best = device(sizeof(int32_t));
+    Buffer idx = device(trials * sizeof(int64_t));
+    Buffer cand = device(static_cast<std::size_t>(trials * n) * sizeof(T));
+    Buffer partials = device(row_chunks * trials * sizeof(double));
+    Buffer totals = device(n_chunks * sizeof(double));
+    Buffer segments = device(ceil_div(n_chunks, kPlusSegment) * sizeof(double));
+    Buffer centers = device(steps * d * sizeof(T));
+    const unsigned refresh_blocks = static_cast<unsigned>(std::min(n_chunks, kMaxBlocks));
+    // Rows held in registers where they fit (16-byte vectors: X aligned, d a multiple of the width).
+    constexpr int W = Vec16<T>::width;
+    const bool vectors = reinterpret_cast<std::uintptr_t>(X) % 16 == 0 && d % W == 0;
+    auto potentials = vectors && d <= 4 * kPlusLanes * W    ? plusplus_potentials_kernel<T, 4>
+                      : vectors && d <= 16 * kPlusLanes * W ? plusplus_potentials_kernel<T, 16>
+                                                            : plusplus_potentials_kernel<T, 0>;
+    // The pass's partial sums are per chunk of rows, so its grid may fill this device.
+    int per_sm = 0, sms = 0, device_id = 0;
+    GPUML_CUDA_CHECK(cudaGetDevice(&device_id));
+    GPUML_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_id));
+    GPUML_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, potentials, kBlock, shared_bytes));
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(row_chunks, std::max(1, per_sm) * int64_t(sms)));
+    for (int64_t step = 0; step < steps; ++step) {
+      plusplus_refresh_kernel<T><<<refresh_blocks, kBlock, 0, res.stream>>>(
+          weights, step == 0 ? nullptr : cand.as<T>(), best.as<int32_t>(), n, closest, n_chunks, totals.as<double>());
+      plusplus_draw_kernel<T><<<1, kWarp * std::max(m, 8), 0, res.stream>>>(
+          weights, closest, n, totals.as<double>(), n_chunks, segments.as<double>(), uniforms.as<double>() + step * trials,
+          state.as<double>(), m, idx.as<int64_t>());
+      potentials<<<blocks, kBlock, shared_bytes, res.stream>>>(
+          X, weights, closest, n, d, idx.as<int64_t>(), m, cand.as<T>(), partials.as<double>());
+      plusplus_choose_kernel<T><<<1, kWarp * m, 0, res.stream>>>(partials.as<double>(), row_chunks, m, idx.as<int64_t>(), X, d,
+                                                                 centers.as<T>() + step * d, best.as<int32_t>(),
+                                                                 state.as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    // closest as the last step leaves it (no totals wanted).
+    plusplus_refresh_kernel<T><<<refresh_blocks, kBlock, 0, res.stream>>>(weights, cand.as<T>(), best.as<int32_t>(), n,
+                                                                           closest, n_chunks, nullptr);
+    GPUML_CUDA_CHECK_LAUNCH();
+    copy_to_host(res, centers_host + from * d, centers.data(), steps * d * sizeof(T));
+    return true;
   }
 
   void distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, T* out) override {

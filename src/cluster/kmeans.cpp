@@ -228,6 +228,11 @@ class Rows {
                                     double* potentials_host) = 0;
   virtual void update_closest(const T* center_host, T* closest, bool reset) = 0;
   virtual void distances(const T* centers_host, int64_t k, T* out) = 0;
+  // KMeansBackend::plusplus_steps on these rows; false where there is no such path.
+  virtual bool plusplus_steps(const T* /*weights*/, T* /*closest*/, double /*potential*/, const double* /*uniforms_host*/,
+                              int64_t /*trials*/, int64_t /*from*/, int64_t /*k*/, T* /*centers_host*/) {
+    return false;
+  }
 };
 
 template <typename T>
@@ -251,6 +256,10 @@ class DenseRows final : public Rows<T> {
     backend_.update_closest(X_, n_, d_, center_host, closest, reset);
   }
   void distances(const T* centers_host, int64_t k, T* out) override { backend_.distances(X_, n_, d_, centers_host, k, out); }
+  bool plusplus_steps(const T* weights, T* closest, double potential, const double* uniforms_host, int64_t trials,
+                      int64_t from, int64_t k, T* centers_host) override {
+    return backend_.plusplus_steps(X_, weights, n_, d_, closest, potential, uniforms_host, trials, from, k, centers_host);
+  }
 
  private:
   detail::KMeansBackend<T>& backend_;
@@ -373,12 +382,19 @@ class Seeder {
   void plusplus_steps(detail::Random& rng, const T* weights, T* closest, int64_t from, int64_t k, T* centers) {
     const int64_t trials = 2 + static_cast<int64_t>(std::floor(std::log(static_cast<double>(k))));
     double local_potential = backend_.weighted_sum(weights, closest, n_);
+    // Every step's draws, in the order the steps take them (the same on every rank).
+    std::vector<double> uniforms(static_cast<std::size_t>(std::max<int64_t>(k - from, 0) * trials));
+    for (double& u : uniforms) u = rng.uniform();
+    // One process: the backend may run all the steps in its own memory (the GPU: no host round
+    // trip per center).
+    if (comm_.size() == 1 && rows_.plusplus_steps(weights, closest, local_potential, uniforms.data(), trials, from, k, centers))
+      return;
     std::vector<double> prefix;
     std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
     std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
     for (int64_t c = from; c < k; ++c) {
       const double potential = rank_prefix(local_potential, prefix);
-      for (auto& t : thresholds) t = rng.uniform() * potential;
+      for (int64_t t = 0; t < trials; ++t) thresholds[t] = uniforms[(c - from) * trials + t] * potential;
       search_rows(weights, closest, prefix, thresholds.data(), trials, candidate_rows.data());
       rows_.candidate_potentials(weights, closest, candidate_rows.data(), trials, potentials.data());
       const std::vector<double> local_potentials = potentials;

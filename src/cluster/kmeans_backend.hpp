@@ -59,6 +59,18 @@ class KMeansBackend {
   virtual void candidate_potentials(const T* X, const T* weights, const T* closest, int64_t n, int64_t d,
                                     const T* candidates_host, int64_t m, double* potentials_host) = 0;
 
+  // The k-means++ steps that choose centers [from, k) into centers_host (k x d), in one call
+  // that stays in the backend's memory, for one process: the steps of Seeder::plusplus_steps
+  // (src/cluster/kmeans.cpp) over the primitives above, step s drawing its `trials` thresholds
+  // as uniforms_host[s * trials + t] times the potential (which starts at `potential`, the sum
+  // of weights * closest). closest is left as the last step leaves it. Returns false, having
+  // done nothing, where the backend has no such path (the driver then loops over the primitives).
+  virtual bool plusplus_steps(const T* /*X*/, const T* /*weights*/, int64_t /*n*/, int64_t /*d*/, T* /*closest*/,
+                              double /*potential*/, const double* /*uniforms_host*/, int64_t /*trials*/, int64_t /*from*/,
+                              int64_t /*k*/, T* /*centers_host*/) {
+    return false;
+  }
+
   // closest[i] = min(closest[i], |X_i - center|^2); with `reset`, closest[i] = |X_i - center|^2.
   virtual void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) = 0;
 

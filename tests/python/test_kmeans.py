@@ -274,7 +274,13 @@ def test_fewer_distinct_points_than_clusters_kmeans_plus_plus(device, rng, seed)
     scale = np.abs(X).max()
     assert distance_to_nearest_point(ours.cluster_centers_, points).max() <= 1e-13 * scale
     assert ours.inertia_ <= inertia_of_duplicates_bound(device, scale, X.shape[0])
-    assert_array_equal(ours.predict(X), ours.labels_)
+    # predict agrees with labels_, up to centers that coincide (k > distinct points): fit compares
+    # distances in centered coordinates, predict in X's, so equal centers may tie either way.
+    predicted, centers = ours.predict(X), ours.cluster_centers_
+    assert np.abs(centers[predicted] - centers[ours.labels_]).max() <= 1e-13 * scale
+    d2 = np.sort(((X[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2), axis=1)
+    apart = d2[:, 1] - d2[:, 0] > 1e-12 * scale**2
+    assert_array_equal(predicted[apart], ours.labels_[apart])
 
 
 def test_sample_weight_matches_sklearn(device, rng):
@@ -752,7 +758,7 @@ def test_kmeans_parallel_duplicate_points(device, rng):
     with pytest.warns(ConvergenceWarning, match="Number of distinct clusters"):
         model = KMeans(7, init="k-means||", random_state=int(rng.integers(2**31)), device=device).fit(X)
     assert model.n_iter_ <= 2
-    assert model.inertia_ <= 1e-20 * len(X)
+    assert model.inertia_ <= inertia_of_duplicates_bound(device, np.abs(X).max(), len(X))
     gaps = np.abs(model.cluster_centers_[:, None, :] - points[None, :, :]).max(axis=2).min(axis=1)
     assert np.all(gaps <= 1e-12)  # each center on a point, up to the centering round trip
 
@@ -768,7 +774,8 @@ def test_kmeans_parallel_zero_weight_rows_are_never_centers(device, rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=1
         model.fit(X, sample_weight=weights)
-    assert model.inertia_ <= 1e-20
+    # Every row of positive weight on its center: 0 up to the distances' rounding (weights <= 3).
+    assert model.inertia_ <= 3 * inertia_of_duplicates_bound(device, np.abs(X).max(), len(X))
     assert_allclose(np.sort(model.cluster_centers_, axis=0), np.sort(X[weights > 0], axis=0), rtol=1e-12, atol=1e-12)
 
 

@@ -195,6 +195,14 @@ class _Forest:
             trees = self.__dict__["_gpuml_trees"] = self.to_sklearn().estimators_
         return trees
 
+    @property
+    def estimator(self):
+        """The unfitted template tree, as scikit-learn's forests hold it (not a parameter): its
+        criterion and splitter name the kind of tree gpuml grows."""
+        from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+        return DecisionTreeClassifier() if isinstance(self, RandomForestClassifier) else DecisionTreeRegressor()
+
     def __getattr__(self, name):
         # scikit-learn's feature_importances_ is a property that says "not fitted" before a fit.
         if name == "feature_importances_" and "_gpuml_handle" not in self.__dict__:

@@ -1665,25 +1665,29 @@ TEST(KMeansGpu, FewerDistinctRowsThanClustersMatchesCpu) {
   }
 }
 
+// The CUDA backend runs k-means++ in device memory with each row's slice in registers where
+// d fits (float64: d <= 32 or <= 128, even d), else reading the row per candidate: d covers all.
 TEST(KMeansGpu, KMeansPlusPlusMakesTheSameChoices) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
-  const int64_t n = uniform_int(rng, 1000, 20000), d = uniform_int(rng, 1, 20), k = uniform_int(rng, 1, 32);
-  Blobs b = make_blobs(rng, n, d, 10, 1.5, 8.0);
-  const std::vector<double> w = random_weights(rng, n);
-  for (const char* init : {"k-means++", "random"}) {
-    SCOPED_TRACE(init);
-    KMeansParams p;
-    p.n_clusters = k;
-    p.init = init;
-    p.random_state = rng();
-    p.max_iter = 1;  // the centers after one step still show which rows were picked
-    auto [cpu, gpu_fit] = fit_both(gpu, p, b.X, n, d, &w);
-    expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-9, "centers");
-    p.max_iter = 300;
-    auto [cpu_full, gpu_full] = fit_both(gpu, p, b.X, n, d, &w);
-    expect_near_scaled(gpu_full.centers, cpu_full.centers, 1e-9, "centers");
-    expect_rel_near(gpu_full.inertia, cpu_full.inertia, 1e-6, "inertia");
+  for (const int64_t d : {uniform_int(rng, 1, 20), uniform_int(rng, 33, 140)}) {
+    const int64_t n = uniform_int(rng, 1000, 20000), k = uniform_int(rng, 1, 32);
+    Blobs b = make_blobs(rng, n, d, 10, 1.5, 8.0);
+    const std::vector<double> w = random_weights(rng, n);
+    for (const char* init : {"k-means++", "random"}) {
+      SCOPED_TRACE(std::string(init) + ", d = " + std::to_string(d));
+      KMeansParams p;
+      p.n_clusters = k;
+      p.init = init;
+      p.random_state = rng();
+      p.max_iter = 1;  // the centers after one step still show which rows were picked
+      auto [cpu, gpu_fit] = fit_both(gpu, p, b.X, n, d, &w);
+      expect_near_scaled(gpu_fit.centers, cpu.centers, 1e-9, "centers");
+      p.max_iter = 300;
+      auto [cpu_full, gpu_full] = fit_both(gpu, p, b.X, n, d, &w);
+      expect_near_scaled(gpu_full.centers, cpu_full.centers, 1e-9, "centers");
+      expect_rel_near(gpu_full.inertia, cpu_full.inertia, 1e-6, "inertia");
+    }
   }
 }
 
