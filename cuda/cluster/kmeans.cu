@@ -775,12 +775,14 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
   extern __shared__ double plusplus_shared[];
   constexpr int kGroups = kBlock / kPlusLanes;
   double* group_potentials = plusplus_shared;                          // [kGroups][m]
-  // Vectors > 0: [d / W][m][W] (vector v of candidate q at (v m + q) W), so that a lane's vector
-  // of every candidate sits at a fixed offset from one base; else [m][d]. 16-byte aligned.
+  // Vectors > 0: vector v = s + kPlusLanes j of candidate q (the one lane s holds in slot j) at
+  // ((j m + q) kPlusLanes + s) W: a group's lanes read 4 consecutive vectors (no bank conflict),
+  // each at an offset from its slot's base fixed by q. Else [m][d]. 16-byte aligned.
   T* candidates = reinterpret_cast<T*>(plusplus_shared + kGroups * m);
   for (int64_t e = threadIdx.x; e < m * d; e += blockDim.x) {
-    const int64_t q = e / d, c = e % d;
-    candidates[Vectors > 0 ? ((c / W) * m + q) * W + c % W : e] = X[idx[q] * d + c];
+    const int64_t q = e / d, c = e % d, v = c / W;
+    const int64_t at = ((v / kPlusLanes * m + q) * kPlusLanes + v % kPlusLanes) * W + c % W;
+    candidates[Vectors > 0 ? at : e] = X[idx[q] * d + c];
   }
   __syncthreads();
   const int lane = threadIdx.x % kPlusLanes, group = threadIdx.x / kPlusLanes;
@@ -827,7 +829,7 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
             const int vector = lane + j * kPlusLanes;
             if (vector * W < d) {
               T v[W];
-              V::load(candidates + (vector * m + q) * W, v);
+              V::load(candidates + ((j * m + q) * kPlusLanes + lane) * W, v);
 #pragma unroll
               for (int e = 0; e < W; ++e) {
                 const T diff = x[j * W + e] - v[e];
