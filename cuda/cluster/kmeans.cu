@@ -777,7 +777,8 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
   double* group_potentials = plusplus_shared;                          // [kGroups][m]
   // Vectors > 0: vector v = s + kPlusLanes j of candidate q (the one lane s holds in slot j) at
   // ((j m + q) kPlusLanes + s) W: a group's lanes read 4 consecutive vectors (no bank conflict),
-  // each at an offset from its slot's base fixed by q. Else [m][d]. 16-byte aligned.
+  // each at an offset from its slot's base fixed by q; m round_up(d, kPlusLanes W) values, the
+  // host sizes it so. Else [m][d]. 16-byte aligned.
   T* candidates = reinterpret_cast<T*>(plusplus_shared + kGroups * m);
   for (int64_t e = threadIdx.x; e < m * d; e += blockDim.x) {
     const int64_t q = e / d, c = e % d, v = c / W;
@@ -1340,8 +1341,10 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
   bool plusplus_steps(const T* X, const T* weights, int64_t n, int64_t d, T* closest, double potential,
                       const double* uniforms_host, int64_t trials, int64_t from, int64_t k, T* centers_host) override {
     constexpr std::size_t kMaxSharedBytes = 48 << 10;  // without opting in to more
+    // The candidates' layout pads each to whole groups of kPlusLanes vectors (plusplus_potentials_kernel).
+    const int64_t padded_d = round_up(d, kPlusLanes * Vec16<T>::width);
     const std::size_t shared_bytes = static_cast<std::size_t>(kBlock / kPlusLanes * trials) * sizeof(double) +
-                                     static_cast<std::size_t>(trials * d) * sizeof(T);
+                                     static_cast<std::size_t>(trials * padded_d) * sizeof(T);
     if (trials < 1 || trials > kMaxTrials || shared_bytes > kMaxSharedBytes || n <= 0 || d <= 0) return false;
     const int64_t steps = k - from;
     if (steps <= 0) return true;
