@@ -28,6 +28,7 @@
 #include "core/magnitudes.hpp"
 #include "core/distributed.hpp"
 #include "core/param_table.hpp"
+#include "core/parallel.hpp"
 #include "core/random.hpp"
 #include "core/registry.hpp"
 #include "core/sparse_backend.hpp"
@@ -704,6 +705,11 @@ class Fitter {
     double threshold = rng.uniform() * seeding.rank_prefix(weights_.total, prefix);
     seeding.search_rows(weights_.device(), nullptr, prefix, &threshold, 1, candidates.data());
 
+    // The host loops over the rows below run on the context's threads (row by row, or sums
+    // over fixed chunks of kHostChunk rows added in order).
+    constexpr int64_t kHostChunk = 8192;
+    const int host_threads = detail::threads_for(ctx_.n_threads(), n_);
+    const int64_t host_chunks = (n_ + kHostChunk - 1) / kHostChunk;
     // Host copies of each local row's D² and nearest candidate, merged round by round.
     std::vector<T> closest(static_cast<std::size_t>(n_)), round_dist2(static_cast<std::size_t>(n_));
     std::vector<int64_t> nearest(static_cast<std::size_t>(n_), 0);
@@ -719,6 +725,7 @@ class Fitter {
         rows_->assign(rows_host + b * d_, batch, labels_buffer.as<int32_t>(), dist2_buffer.as<T>(), false);
         detail::copy_bytes(ctx_, round_labels.data(), Device{}, labels_buffer.data(), ctx_.device(), n_ * sizeof(int32_t));
         detail::copy_bytes(ctx_, round_dist2.data(), Device{}, dist2_buffer.data(), ctx_.device(), n_ * sizeof(T));
+#pragma omp parallel for num_threads(host_threads) schedule(static)
         for (int64_t i = 0; i < n_; ++i) {
           const T d2 = std::max(round_dist2[i], T(0));  // |x|² + |c|² - 2 x·c may round below 0
           if (first + b == 0 || d2 < closest[i]) {
@@ -731,17 +738,31 @@ class Fitter {
     merge_nearest(candidates.data(), 1, 0);
 
     for (int round = 0; round < kParallelRounds; ++round) {
+      // φ: fixed chunks of rows summed in order (the same bits for any thread count).
+      std::vector<double> chunk_phi(static_cast<std::size_t>(host_chunks));
+#pragma omp parallel for num_threads(host_threads) schedule(static)
+      for (int64_t c = 0; c < host_chunks; ++c) {
+        double sum = 0.0;
+        for (int64_t i = c * kHostChunk; i < std::min(n_, (c + 1) * kHostChunk); ++i)
+          sum += static_cast<double>(w[i]) * static_cast<double>(closest[i]);
+        chunk_phi[c] = sum;
+      }
       double phi = 0.0;
-      for (int64_t i = 0; i < n_; ++i) phi += static_cast<double>(w[i]) * static_cast<double>(closest[i]);
+      for (double v : chunk_phi) phi += v;
       comm_.allreduce_sum(&phi, 1);
       if (!(phi > 0.0)) break;  // every row of positive weight sits on a candidate
-      std::vector<int64_t> chosen;
-      for (int64_t i = 0; i < n_; ++i) {
-        const double mass = oversampling * static_cast<double>(w[i]) * static_cast<double>(closest[i]);
-        // u < min(1, mass / φ), without the division's rounding.
-        if (mass > 0.0 && detail::counter_uniform(key, static_cast<uint64_t>(round), static_cast<uint64_t>(offset + i)) * phi < mass)
-          chosen.push_back(i);
-      }
+      std::vector<std::vector<int64_t>> chunk_chosen(static_cast<std::size_t>(host_chunks));
+#pragma omp parallel for num_threads(host_threads) schedule(static)
+      for (int64_t c = 0; c < host_chunks; ++c)
+        for (int64_t i = c * kHostChunk; i < std::min(n_, (c + 1) * kHostChunk); ++i) {
+          const double mass = oversampling * static_cast<double>(w[i]) * static_cast<double>(closest[i]);
+          // u < min(1, mass / φ), without the division's rounding.
+          if (mass > 0.0 &&
+              detail::counter_uniform(key, static_cast<uint64_t>(round), static_cast<uint64_t>(offset + i)) * phi < mass)
+            chunk_chosen[c].push_back(i);
+        }
+      std::vector<int64_t> chosen;  // in row order
+      for (const auto& part : chunk_chosen) chosen.insert(chosen.end(), part.begin(), part.end());
       // Every rank's chosen rows, in rank order: the union's rows in global order.
       const int64_t local_m = static_cast<int64_t>(chosen.size());
       std::vector<int64_t> counts = comm_.allgather(local_m * d_);

@@ -1198,6 +1198,23 @@ TEST(KMeansParallel, SameRandomStateIsReproducible) {
   EXPECT_LE(fit(two, p, b.X, n, d, &w).inertia, single);
 }
 
+// Past 2^17 rows the rounds' host loops run on the context's threads (φ summed over fixed
+// chunks): 1 and 3 threads draw the same rows (the centers after one step differ by Lloyd's
+// rounding only), weighted or not.
+TEST(KMeansParallel, ThreadCountChangesNoChoiceOnLargeX) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, int64_t{1} << 17, (int64_t{1} << 17) + 40000), d = 2, k = uniform_int(rng, 2, 12);
+  const Blobs b = make_blobs(rng, n, d, uniform_int(rng, 2, 12), 1.5, 6.0);
+  const std::vector<double> w = random_weights(rng, n);
+  KMeansParams p = seeded("k-means||", k, rng());
+  p.max_iter = 1;
+  Context one = Context::cpu(1), three = Context::cpu(3);
+  for (const std::vector<double>* weights : {static_cast<const std::vector<double>*>(nullptr), &w}) {
+    const Fitted a = fit(one, p, b.X, n, d, weights), c = fit(three, p, b.X, n, d, weights);
+    expect_near_scaled(c.centers, a.centers, 1e-12, weights ? "weighted centers, 3 threads" : "centers, 3 threads");
+  }
+}
+
 // Fewer rows than the 1 + 5 * 2k candidates the rounds aim at, down to k == n: every row is then
 // a center (max_iter = 1 leaves each center on its own row, and the inertia is 0).
 TEST(KMeansParallel, SmallXAndKEqualsN) {
