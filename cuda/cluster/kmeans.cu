@@ -1349,6 +1349,15 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     const int64_t steps = k - from;
     if (steps <= 0) return true;
     cuda::Resources& res = cuda::activate(ctx_);
+    // Each candidate's column of min'd distances (trials x n): where the device cannot hold it,
+    // the driver's loop (no such buffer) runs instead.
+    Buffer cand;
+    try {
+      cand = device(static_cast<std::size_t>(trials * n) * sizeof(T));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::out_of_memory) throw;
+      return false;
+    }
     const int m = static_cast<int>(trials);
     const int64_t n_chunks = ceil_div(n, kPlusChunk);
     const int64_t row_chunks = ceil_div(n, kPlusChunkRows);
@@ -1356,7 +1365,6 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     Buffer state = to_device(res, &potential, 1);  // the potential, then the chosen candidate
     Buffer best = device(sizeof(int32_t));
     Buffer idx = device(trials * sizeof(int64_t));
-    Buffer cand = device(static_cast<std::size_t>(trials * n) * sizeof(T));
     Buffer partials = device(row_chunks * trials * sizeof(double));
     Buffer totals = device(n_chunks * sizeof(double));
     Buffer segments = device(ceil_div(n_chunks, kPlusSegment) * sizeof(double));
