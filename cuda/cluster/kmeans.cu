@@ -604,15 +604,16 @@ __global__ void update_closest_kernel(const T* __restrict__ X, int64_t n, int64_
 //
 // Each step is four launches and no host round trip: refresh (closest takes the previous step's
 // chosen column, and the totals of w * closest over chunks of kPlusChunk rows), draw (one warp
-// per threshold walks those totals, then the chosen chunk: the first row whose running sum
-// passes the threshold), potentials (one pass over X: every row's distance to every candidate,
-// min'd with closest, written per candidate, and the weighted sums per block), choose (the
-// candidate of least potential, the first on ties; its row becomes the step's center). Sums run
-// in double, in orders fixed by n alone.
-constexpr int64_t kPlusChunk = 1024;     // rows per chunk total
-constexpr int64_t kPlusSegment = 256;    // chunk totals per segment total (the draw's first level)
-constexpr int kPlusLanes = 4;            // lanes per row in the potentials pass
-constexpr int kMaxTrials = 24;           // 2 + floor(ln k) <= 23 for every k < 2^31
+// per threshold walks the segment sums of those totals, the totals, then the chosen chunk's rows:
+// the first row whose running sum passes the threshold), potentials (one pass over X: every
+// row's distance to every candidate, min'd with closest, written per candidate, and their
+// weighted sums per chunk of kPlusChunkRows rows), choose (the candidate of least potential, the
+// first on ties; its row becomes the step's center). Sums run in double, in orders fixed by n
+// alone (the grids' sizes change no result). Measurements: benchmarks/NOTES.md.
+constexpr int64_t kPlusChunk = 1024;      // rows per chunk total (the draw)
+constexpr int64_t kPlusSegment = 256;     // chunk totals per segment sum (the draw's first level)
+constexpr int kPlusLanes = 4;             // lanes per row in the potentials pass
+constexpr int kMaxTrials = 24;            // 2 + floor(ln k) <= 23 for every k < 2^31
 constexpr int64_t kPlusChunkRows = 2048;  // rows per partial sum of the potentials pass
 
 // closest = column `*best` of cand (m x n, skipped when cand is null), then
