@@ -868,7 +868,7 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
   }
 }
 
-// The candidate of least potential (the first on ties: a warp per candidate sums its chunks.
+// The candidate of least potential (the first on ties; a warp per candidate sums its chunks'
 // partials in a fixed order): *best, *potential, and its row of X into center. One block of
 // at least m warps.
 template <typename T>
