@@ -3,7 +3,7 @@
 // products with the centers (sparse X): assign_from_products (labels, dist2, count of changed
 // labels, exact ties between duplicate centers, rows on a center), candidate_potentials_from_
 // products (one and several candidate batches), update_closest_from_products and
-// distances_from_products.
+// distances_from_products; and plusplus_steps against the loop over the dense primitives.
 //
 // The backends are internal: this file reaches them through the src/ headers (their factories
 // and detail::copy_bytes are exported for it).
@@ -240,6 +240,78 @@ TEST(KMeansBackendGpu, DistancesFromProductsMatchCpu) {
       check_distances<float>(gpu, rng, n, k);
       check_distances<double>(gpu, rng, n, k);
     }
+}
+
+// plusplus_steps (the CUDA backend's k-means++ in device memory) against the same steps taken
+// through the same backend's fine primitives, as the driver's loop takes them. X holds small
+// integers and the weights halves, so every distance, sum and threshold comparison is exact in
+// both paths, whatever their summation orders: the same draws must choose the same rows (the
+// centers equal bit for bit) and leave the same closest. d covers every layout of the
+// potentials pass (rows in registers as 4 or up to 16 vectors a lane, candidates padded to
+// whole groups of vectors, or read per candidate) and n several chunks of rows.
+template <typename T>
+void check_plusplus_steps(Context& gpu, std::mt19937_64& rng, int64_t n, int64_t d, int64_t k, bool weighted) {
+  SCOPED_TRACE(type_name<T>() + " plusplus_steps n=" + std::to_string(n) + " d=" + std::to_string(d) +
+               " k=" + std::to_string(k) + (weighted ? " weighted" : ""));
+  // Blobs around k / 2 integer centers in [-10, 10]; |x - c|² <= 300 * 40² < 2^24: exact in float.
+  std::normal_distribution<double> normal(0.0, 2.0);
+  const int64_t blobs = std::max<int64_t>(1, k / 2);
+  std::vector<double> C(blobs * d);
+  for (auto& v : C) v = static_cast<double>(uniform_int(rng, -10, 10));
+  std::vector<T> X(n * d), w(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t b = uniform_int(rng, 0, blobs - 1);
+    for (int64_t j = 0; j < d; ++j) X[i * d + j] = static_cast<T>(std::clamp(std::round(C[b * d + j] + normal(rng)), -20.0, 20.0));
+    w[i] = static_cast<T>(0.5 * static_cast<double>(uniform_int(rng, 1, 4)));
+  }
+  auto cuda = detail::make_kmeans_cuda_backend<T>(gpu);
+  const Buffer Xd = to_device(gpu, X), wd = to_device(gpu, w);
+  const T* weights = weighted ? wd.as<const T>() : nullptr;
+  const int64_t trials = 2 + static_cast<int64_t>(std::floor(std::log(static_cast<double>(k))));
+  std::vector<double> uniforms((k - 1) * trials);
+  for (double& u : uniforms) u = uniform_real(rng, 0.0, 1.0);
+
+  // The loop over the primitives, from row 0 as the first center.
+  std::vector<T> want(k * d);
+  std::copy(X.begin(), X.begin() + d, want.begin());
+  Buffer closest_want = to_device(gpu, std::vector<T>(n));
+  cuda->update_closest(Xd.as<T>(), n, d, want.data(), closest_want.as<T>(), true);
+  double potential = cuda->weighted_sum(weights, closest_want.as<T>(), n);
+  const double first_potential = potential;
+  std::vector<double> thresholds(trials), potentials(trials);
+  std::vector<int64_t> rows(trials);
+  std::vector<T> candidates(trials * d);
+  for (int64_t c = 1; c < k; ++c) {
+    for (int64_t t = 0; t < trials; ++t) thresholds[t] = uniforms[(c - 1) * trials + t] * potential;
+    cuda->search_cumsum(weights, closest_want.as<T>(), n, thresholds.data(), trials, rows.data());
+    cuda->gather_rows(Xd.as<T>(), n, d, rows.data(), trials, candidates.data());
+    cuda->candidate_potentials(Xd.as<T>(), weights, closest_want.as<T>(), n, d, candidates.data(), trials, potentials.data());
+    const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
+    std::copy_n(candidates.begin() + best * d, d, want.begin() + c * d);
+    cuda->update_closest(Xd.as<T>(), n, d, want.data() + c * d, closest_want.as<T>(), false);
+    potential = potentials[best];
+  }
+
+  std::vector<T> got(k * d);
+  std::copy(X.begin(), X.begin() + d, got.begin());
+  Buffer closest = to_device(gpu, std::vector<T>(n));
+  cuda->update_closest(Xd.as<T>(), n, d, got.data(), closest.as<T>(), true);
+  ASSERT_TRUE(cuda->plusplus_steps(Xd.as<T>(), weights, n, d, closest.as<T>(), first_potential, uniforms.data(), trials, 1, k,
+                                   got.data()));
+  for (int64_t c = 0; c < k; ++c)
+    ASSERT_EQ(std::memcmp(got.data() + c * d, want.data() + c * d, d * sizeof(T)), 0) << "center " << c;
+  EXPECT_EQ(to_host<T>(gpu, closest, n), to_host<T>(gpu, closest_want, n));
+}
+
+TEST(KMeansBackendGpu, PlusPlusStepsMatchTheLoopOverPrimitives) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = 3 * 2048 + uniform_int(rng, 1, 3000);  // several chunks of the potentials pass
+  // float: 16-byte vectors of 4; d = 64 fills 4 vectors a lane, 8 and 40 pad the candidates, 3
+  // and 300 read rows per candidate. double: vectors of 2.
+  for (int64_t d : {64, 8, 40, 3, 300}) check_plusplus_steps<float>(gpu, rng, n, d, uniform_int(rng, 2, 60), d % 2 == 0);
+  for (int64_t d : {10, 60, 7}) check_plusplus_steps<double>(gpu, rng, n, d, uniform_int(rng, 2, 60), d != 7);
+  check_plusplus_steps<float>(gpu, rng, uniform_int(rng, 1, 40), 16, 3, true);  // fewer rows than a group's trip
 }
 
 }  // namespace
