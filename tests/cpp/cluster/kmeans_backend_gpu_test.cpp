@@ -314,5 +314,31 @@ TEST(KMeansBackendGpu, PlusPlusStepsMatchTheLoopOverPrimitives) {
   check_plusplus_steps<float>(gpu, rng, uniform_int(rng, 1, 40), 16, 3, true);  // fewer rows than a group's trip
 }
 
+// Where the candidates' columns (trials x n values) do not fit under the context's memory limit,
+// plusplus_steps declines (returns false, closest untouched, the context usable) so that the
+// driver's loop runs instead of the fit failing.
+TEST(KMeansBackendGpu, PlusPlusStepsDeclineWhereTheirBufferDoesNotFit) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 20000, 30000), d = 8, k = 10, trials = 2 + 2;  // 2 + floor(ln 10)
+  std::vector<float> X(n * d);
+  for (float& v : X) v = static_cast<float>(uniform_int(rng, -20, 20));
+  auto cuda = detail::make_kmeans_cuda_backend<float>(gpu);
+  const Buffer Xd = to_device(gpu, X);
+  Buffer closest = to_device(gpu, std::vector<float>(n));
+  cuda->update_closest(Xd.as<float>(), n, d, X.data(), closest.as<float>(), true);
+  const std::vector<float> before = to_host<float>(gpu, closest, n);
+  const double potential = cuda->weighted_sum(nullptr, closest.as<float>(), n);
+  std::vector<double> uniforms((k - 1) * trials, 0.5);
+  std::vector<float> centers(k * d, 0.0f);
+  gpu.set_memory_limit(gpu.memory_in_use() + trials * n * static_cast<int64_t>(sizeof(float)) / 2);
+  EXPECT_FALSE(cuda->plusplus_steps(Xd.as<float>(), nullptr, n, d, closest.as<float>(), potential, uniforms.data(), trials, 1, k,
+                                    centers.data()));
+  gpu.set_memory_limit(0);
+  EXPECT_EQ(to_host<float>(gpu, closest, n), before);
+  EXPECT_TRUE(cuda->plusplus_steps(Xd.as<float>(), nullptr, n, d, closest.as<float>(), potential, uniforms.data(), trials, 1, k,
+                                   centers.data()));
+}
+
 }  // namespace
 }  // namespace gpuml
