@@ -19,11 +19,17 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "cluster/kmeans_backend.hpp"
+#include "core/trace.hpp"
+#include "cuda/cluster/kmeans_tf32.cuh"
 #include "cuda/core/resources.cuh"
 #include "gpuml/core/error.hpp"
 #include "cuda/core/kernel_util.cuh"
@@ -231,21 +237,22 @@ constexpr std::size_t kSharedBytes = 4 * sizeof(Tile) + 8 * kThreads * (sizeof(f
 
 // Starts asynchronous copies (cp.async, no registers held) of the kTileRows x kDepth tile at
 // (row0, col0) of a row-major rows x cols matrix into S, transposed; zeros outside the matrix.
+// With row_list, tile row i is matrix row row_list[row0 + i] (rows counts the list).
 // Thread t copies feature (t % 16) of rows (t / 16) + 16 i, i < 8.
 __device__ __forceinline__ void issue_tile(Tile& S, const float* __restrict__ M, int64_t rows, int64_t cols, int64_t row0,
-                                           int64_t col0) {
+                                           int64_t col0, const int64_t* __restrict__ row_list = nullptr) {
   const int c = threadIdx.x % kDepth, r = threadIdx.x / kDepth;
   const bool col_ok = col0 + c < cols;
   const int64_t rows_left = rows - row0 - r;  // copy row r + 16 i while 16 i < rows_left
-  const float* src = M + (row0 + r) * cols + col0 + c;
-  const int64_t stride = 16 * cols;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     float* dst = &S[c][r + 16 * i];
-    if (col_ok && 16 * i < rows_left)
-      __pipeline_memcpy_async(dst, src + i * stride, sizeof(float));
-    else
+    if (col_ok && 16 * i < rows_left) {
+      const int64_t row = row0 + r + 16 * i;
+      __pipeline_memcpy_async(dst, M + (row_list ? row_list[row] : row) * cols + col0 + c, sizeof(float));
+    } else {
       *dst = 0.0f;
+    }
   }
 }
 
@@ -259,11 +266,13 @@ __device__ __forceinline__ void load4(const float* p, float* out) {
 }
 }  // namespace fused
 
+// With row_list, only rows row_list[0 .. *list_count) of X are assigned (n is ignored).
 __global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
     const float* __restrict__ X, int64_t n, int64_t d, const float* __restrict__ C, int64_t k, const float* __restrict__ center_sqnorms,
     const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2, bool count_changes,
-    unsigned long long* __restrict__ changes) {
+    unsigned long long* __restrict__ changes, const int64_t* __restrict__ row_list, const unsigned long long* __restrict__ list_count) {
   using namespace fused;
+  if (row_list) n = static_cast<int64_t>(*list_count);
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   Tile* As = reinterpret_cast<Tile*>(shared_bytes);  // [2]
   Tile* Bs = As + 2;                                 // [2]
@@ -289,13 +298,13 @@ __global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
         for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
       // Double buffering: the copy of the next depth slice runs while this one is multiplied.
       // A buffer is refilled only after the barrier that ends the step which last read it.
-      issue_tile(As[0], X, n, d, row0, 0);
+      issue_tile(As[0], X, n, d, row0, 0, row_list);
       issue_tile(Bs[0], C, k, d, c0, 0);
       __pipeline_commit();
       int buf = 0;
       for (int64_t k0 = 0; k0 < d; k0 += kDepth) {
         if (k0 + kDepth < d) {
-          issue_tile(As[buf ^ 1], X, n, d, row0, k0 + kDepth);
+          issue_tile(As[buf ^ 1], X, n, d, row0, k0 + kDepth, row_list);
           issue_tile(Bs[buf ^ 1], C, k, d, c0, k0 + kDepth);
           __pipeline_commit();
           __pipeline_wait_prior(1);  // this step's copies are done, the next step's may still run
@@ -360,8 +369,9 @@ __global__ void __launch_bounds__(fused::kThreads, 2) fused_argmin_kernel(
     if (tx == 0) {
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        const int64_t row = row0 + tile_index(ty, i);
-        if (row < n) {
+        const int64_t slot = row0 + tile_index(ty, i);
+        if (slot < n) {
+          const int64_t row = row_list ? row_list[slot] : slot;
           const int32_t label = best_j[i] < k ? best_j[i] : 0;  // no finite candidate (overflow): 0
           if (count_changes && labels[row] != label) ++my_changes;
           labels[row] = label;
@@ -1092,19 +1102,64 @@ void assign_gemm(Context& ctx, cuda::Resources& res, const T* X, int64_t n, int6
   }
 }
 
-// assign for float32 through the fused kernel.
+// float32 assign: the tensor-core kernel (kmeans_tf32.cu) then the FP32 kernel on the rows it
+// hands back, unless GPUML_KMEANS_ASSIGN (read at every call) says otherwise: "fp32", the FP32
+// kernel alone (for comparison: both give the same bits); "tf32-unchecked", a test hook that skips
+// the FP32 pass, so that the rows handed back keep their old labels.
+enum class AssignPath { fp32, tf32, tf32_unchecked };
+AssignPath float_assign_path(int64_t d) {
+  if (d > kTf32MaxFeatures) return AssignPath::fp32;
+  const char* v = std::getenv("GPUML_KMEANS_ASSIGN");
+  if (v == nullptr) return AssignPath::tf32;
+  if (std::strcmp(v, "fp32") == 0) return AssignPath::fp32;
+  return std::strcmp(v, "tf32-unchecked") == 0 ? AssignPath::tf32_unchecked : AssignPath::tf32;
+}
+
+// assign for float32: the tensor-core kernel, then the FP32 fused kernel on the rows it hands
+// back; or the fused kernel on every row. Both paths give the same labels and dist2, bit for bit.
 void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n, int64_t d, const float* centers, int64_t k,
                   int32_t* labels, float* dist2, bool count_changes, unsigned long long* changes) {
   checked_int(k, "n_clusters");  // labels and the kernel's column indices are int
   Buffer center_sqnorms(ctx, k * sizeof(float)), row_sqnorms(ctx, n * sizeof(float));
   launch_row_sqnorms(res, centers, k, d, k, center_sqnorms.as<float>());
   launch_row_sqnorms(res, X, n, d, n, row_sqnorms.as<float>());
-  const unsigned blocks = static_cast<unsigned>(std::min(ceil_div(n, fused::kTileRows), kMaxBlocks));
   // Over 48 KiB of dynamic shared memory needs an opt-in (per device; cheap to repeat).
   GPUML_CUDA_CHECK(cudaFuncSetAttribute(fused_argmin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(fused::kSharedBytes)));
+  const AssignPath path = float_assign_path(d);
+  if (path != AssignPath::fp32) {
+    std::optional<Buffer> recheck_rows;
+    try {
+      recheck_rows.emplace(ctx, std::max<int64_t>(n, 1) * sizeof(int64_t));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::out_of_memory) throw;  // no room for the list: the FP32 kernel alone
+    }
+    if (recheck_rows) {
+      Buffer recheck_count(ctx, sizeof(unsigned long long));
+      GPUML_CUDA_CHECK(cudaMemsetAsync(recheck_count.data(), 0, sizeof(unsigned long long), res.stream));
+      assign_tf32(ctx, res, X, n, d, centers, k, center_sqnorms.as<float>(), row_sqnorms.as<float>(), labels, dist2, count_changes,
+                  changes, recheck_rows->as<int64_t>(), recheck_count.as<unsigned long long>());
+      // The handed-back rows, however many: a grid of resident blocks strides over the list.
+      const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(n, fused::kTileRows), 2 * int64_t(res.sm_count)));
+      if (path == AssignPath::tf32) {
+        fused_argmin_kernel<<<blocks, fused::kThreads, fused::kSharedBytes, res.stream>>>(
+            X, n, d, centers, k, center_sqnorms.as<float>(), row_sqnorms.as<float>(), labels, dist2, count_changes, changes,
+            recheck_rows->as<int64_t>(), recheck_count.as<unsigned long long>());
+        GPUML_CUDA_CHECK_LAUNCH();
+      }
+      if (Trace::enabled()) {
+        unsigned long long rechecked = 0;
+        res.copy_to_host(&rechecked, recheck_count.data(), sizeof(rechecked));
+        std::fprintf(stderr, "gpuml trace: kmeans assign: TF32, %llu of %lld rows rechecked in FP32\n", rechecked,
+                     static_cast<long long>(n));
+      }
+      return;
+    }
+  }
+  const unsigned blocks = static_cast<unsigned>(std::min(ceil_div(n, fused::kTileRows), kMaxBlocks));
   fused_argmin_kernel<<<blocks, fused::kThreads, fused::kSharedBytes, res.stream>>>(X, n, d, centers, k, center_sqnorms.as<float>(),
-                                                                   row_sqnorms.as<float>(), labels, dist2, count_changes, changes);
+                                                                   row_sqnorms.as<float>(), labels, dist2, count_changes, changes,
+                                                                   nullptr, nullptr);
   GPUML_CUDA_CHECK_LAUNCH();
 }
 

@@ -3,7 +3,8 @@
 // products with the centers (sparse X): assign_from_products (labels, dist2, count of changed
 // labels, exact ties between duplicate centers, rows on a center), candidate_potentials_from_
 // products (one and several candidate batches), update_closest_from_products and
-// distances_from_products; and plusplus_steps against the loop over the dense primitives.
+// distances_from_products; plusplus_steps against the loop over the dense primitives; and the
+// float32 assign on the tensor cores against the FP32 kernel alone.
 //
 // The backends are internal: this file reaches them through the src/ headers (their factories
 // and detail::copy_bytes are exported for it).
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -338,6 +340,122 @@ TEST(KMeansBackendGpu, PlusPlusStepsDeclineWhereTheirBufferDoesNotFit) {
   EXPECT_EQ(to_host<float>(gpu, closest, n), before);
   EXPECT_TRUE(cuda->plusplus_steps(Xd.as<float>(), nullptr, n, d, closest.as<float>(), potential, uniforms.data(), trials, 1, k,
                                    centers.data()));
+}
+
+// Sets an environment variable for a scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) setenv(name, value, 1); else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1); else unsetenv(name_);
+  }
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+enum class AssignData { normal, ties, offset, blobs };
+
+// The float32 assign as users get it (TF32 products on the tensor cores, near ties settled
+// exactly, doubtful rows re-assigned by the FP32 kernel) against the FP32 kernel alone
+// (GPUML_KMEANS_ASSIGN=fp32), from the same old labels: the same labels, the same dist2 bits, the
+// same count of changes. Then the TF32 kernel without its FP32 pass ("tf32-unchecked"): every
+// row it settles equals the FP32 kernel's, and on data without crowded ties it settles all but
+// max_handed_back of them (otherwise the comparison above would test the FP32 kernel against itself).
+void check_tensor_core_assign(Context& gpu, std::mt19937_64& rng, int64_t n, int64_t d, int64_t k, AssignData data,
+                              double max_handed_back) {
+  SCOPED_TRACE("assign n=" + std::to_string(n) + " d=" + std::to_string(d) + " k=" + std::to_string(k) + " data=" +
+               std::to_string(static_cast<int>(data)));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> X(n * d), C(k * d);
+  if (data == AssignData::blobs) {  // 20 blobs in [-10, 10]^d; centers are rows, several per blob
+    std::vector<float> blob(20 * d);
+    for (float& v : blob) v = static_cast<float>(uniform_real(rng, -10.0, 10.0));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t b = uniform_int(rng, 0, 19);
+      for (int64_t j = 0; j < d; ++j) X[i * d + j] = blob[b * d + j] + normal(rng);
+    }
+    for (int64_t c = 0; c < k; ++c) {
+      const int64_t i = uniform_int(rng, 0, n - 1);
+      std::copy(X.begin() + i * d, X.begin() + (i + 1) * d, C.begin() + c * d);
+    }
+  } else {
+    const float shift = data == AssignData::offset ? 1000.0f : 0.0f;  // a large mean: |x||c| >> the gaps
+    for (float& v : C) v = normal(rng) + shift;
+    for (float& v : X) v = normal(rng) + shift;
+    if (data == AssignData::ties && k >= 3) {
+      std::copy(C.begin(), C.begin() + d, C.begin() + d);  // center 1 duplicates center 0
+      for (int64_t j = 0; j < d; ++j) C[2 * d + j] = C[j] * (1.0f + 1e-6f * normal(rng));  // 2 nearly does
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t a = uniform_int(rng, 0, k - 1), b = uniform_int(rng, 0, k - 1);
+        for (int64_t j = 0; j < d; ++j) {
+          if (i % 3 == 0) X[i * d + j] = 0.5f * (C[a * d + j] + C[b * d + j]);  // about equally far from a and b
+          if (i % 5 == 0) X[i * d + j] = C[a * d + j];                          // on a center
+        }
+      }
+    }
+  }
+  std::vector<int32_t> old_labels(n);
+  for (auto& y : old_labels) y = static_cast<int32_t>(uniform_int(rng, 0, k - 1));
+  auto cuda = detail::make_kmeans_cuda_backend<float>(gpu);
+  const Buffer Xd = to_device(gpu, X);
+  auto run = [&](const char* path, const std::vector<int32_t>& start, std::vector<int32_t>& labels_out, std::vector<float>& dist2_out) {
+    ScopedEnv env("GPUML_KMEANS_ASSIGN", path);
+    Buffer labels = to_device(gpu, start);
+    Buffer dist2 = to_device(gpu, std::vector<float>(n, -1.0f));
+    const int64_t changes = cuda->assign(Xd.as<float>(), n, d, C.data(), k, labels.as<int32_t>(), dist2.as<float>(), true);
+    labels_out = to_host<int32_t>(gpu, labels, n);
+    dist2_out = to_host<float>(gpu, dist2, n);
+    return changes;
+  };
+  std::vector<int32_t> labels_fp32, labels_tc;
+  std::vector<float> dist2_fp32, dist2_tc;
+  const int64_t changes_fp32 = run("fp32", old_labels, labels_fp32, dist2_fp32);
+  const int64_t changes_tc = run(nullptr, old_labels, labels_tc, dist2_tc);
+  EXPECT_EQ(changes_tc, changes_fp32);  // integer counts over equal labels: exactly equal
+  int reported = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    // Exactness is the contract: equal labels, dist2 equal bit for bit.
+    if ((labels_tc[i] != labels_fp32[i] || std::memcmp(&dist2_tc[i], &dist2_fp32[i], sizeof(float)) != 0) && reported++ < 10)
+      ADD_FAILURE() << "row " << i << ": tensor cores " << labels_tc[i] << " / " << dist2_tc[i] << ", FP32 " << labels_fp32[i]
+                    << " / " << dist2_fp32[i];
+  }
+  if (d > 128) return;  // wider rows take the FP32 kernel: nothing is handed back
+  std::vector<int32_t> labels_unchecked;
+  std::vector<float> dist2_unchecked;
+  run("tf32-unchecked", std::vector<int32_t>(n, -1), labels_unchecked, dist2_unchecked);
+  int64_t handed_back = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (labels_unchecked[i] == -1) {
+      ++handed_back;
+      if (dist2_unchecked[i] != -1.0f && reported++ < 10) ADD_FAILURE() << "row " << i << " handed back, yet its dist2 was written";
+    } else if ((labels_unchecked[i] != labels_fp32[i] ||
+                std::memcmp(&dist2_unchecked[i], &dist2_fp32[i], sizeof(float)) != 0) && reported++ < 10) {
+      ADD_FAILURE() << "row " << i << " settled on the tensor cores: " << labels_unchecked[i] << " / " << dist2_unchecked[i]
+                    << ", FP32 " << labels_fp32[i] << " / " << dist2_fp32[i];
+    }
+  }
+  // Counted, not timed: a kernel that handed every row back would be exact and useless.
+  EXPECT_LE(static_cast<double>(handed_back), max_handed_back * static_cast<double>(n)) << handed_back << " of " << n << " rows handed back";
+}
+
+TEST(KMeansBackendGpu, TensorCoreAssignEqualsTheFp32Kernel) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  // Shapes around the kernel's tiles (128 rows, 128 centers, 32-feature slices, 16-byte vectors).
+  check_tensor_core_assign(gpu, rng, 20000 + uniform_int(rng, 0, 127), 64, 300, AssignData::normal, 0.02);
+  check_tensor_core_assign(gpu, rng, 3001, 37, 129, AssignData::normal, 0.02);
+  check_tensor_core_assign(gpu, rng, 4099, 128, 256, AssignData::normal, 0.02);
+  check_tensor_core_assign(gpu, rng, 129, 3, 5, AssignData::normal, 0.02);
+  check_tensor_core_assign(gpu, rng, 1, 1, 1, AssignData::normal, 0.0);
+  check_tensor_core_assign(gpu, rng, 777, 129, 40, AssignData::normal, 0.0);
+  check_tensor_core_assign(gpu, rng, 20000, 64, 64, AssignData::blobs, 0.02);
+  check_tensor_core_assign(gpu, rng, 10000, 32, 200, AssignData::ties, 1.0);
+  check_tensor_core_assign(gpu, rng, 5000, 64, 100, AssignData::offset, 1.0);  // most rows handed back
 }
 
 }  // namespace

@@ -1,0 +1,332 @@
+// KMeans assignment on the tensor cores, with the FP32 kernel's exact answers.
+//
+// The distances |c_j|^2 - 2 x.c_j come from a TF32 GEMM (mma.sync m16n8k8, operands rounded to
+// nearest TF32, FP32 accumulation) that keeps, per row, short lists of the least values. TF32
+// products err by at most ~2^-10 |x||c|, so every center whose TF32 value lies within twice that
+// bound (E, below) of the row's least value may be the FP32 winner; every other center cannot be.
+// Those few candidates are then recomputed exactly as fused_argmin_kernel computes them (one
+// sequential FP32 FMA chain over the features, then fmaf(-2, acc, |c|^2)), and the least, lowest
+// index on ties, is the label. A row whose candidates did not all fit in the lists, or whose
+// values are not finite, is handed back (recheck_rows) for the FP32 kernel to assign in full.
+//
+// Layout: a block owns 128 rows (all their features, rounded to TF32, in shared memory) and
+// streams the centers (pre-rounded, zero-padded) through a double-buffered 128 x 32 slice,
+// cp.async. 8 warps, 4 along rows x 2 along centers, each 32 rows x 64 centers; fragments are
+// read with ldmatrix from rows padded by 16 bytes (no bank conflicts).
+#include <cuda_pipeline_primitives.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "cuda/cluster/kmeans_tf32.cuh"
+#include "cuda/core/kernel_util.cuh"
+#include "gpuml/core/error.hpp"
+
+namespace gpuml::detail {
+namespace {
+
+constexpr int kRows = 128;                    // rows per block tile
+constexpr int kCenters = 128;                 // centers per tile
+constexpr int kSlice = 32;                    // features per streamed slice of the centers
+constexpr int kThreads = 256;                 // 8 warps: 4 along rows x 2 along centers
+constexpr int kPadWords = 4;                  // 16 bytes per shared row: ldmatrix conflict-free
+constexpr int kSliceStride = kSlice + kPadWords;
+constexpr int kSlots = 8;                     // partial lists per row: 2 warps x 4 lanes
+constexpr int kSlotWords = 5;                 // v1, j1, v2, j2, overflow
+constexpr int kMaxCandidates = 4;             // more near-tied candidates: the FP32 kernel decides
+static_assert(kRows * kSlots * kSlotWords <= 2 * kCenters * kSliceStride, "the merge reuses the slice buffers");
+
+__device__ __forceinline__ float to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const float* p) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+// c += a b: a 16 x 8 (row), b 8 x 8 (col), c 16 x 8, TF32 in, FP32 accumulate.
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Ct (k_pad x dpad) = the centers rounded to TF32, zeros past k and d; cn_pad (k_pad) = their
+// squared norms, +inf past k (a padding center is never anyone's candidate).
+__global__ void tf32_centers_kernel(const float* __restrict__ C, int64_t k, int64_t d, int64_t k_pad, int64_t dpad,
+                                    const float* __restrict__ cn, float* __restrict__ Ct, float* __restrict__ cn_pad) {
+  for (int64_t i = global_thread(); i < k_pad * dpad; i += grid_threads()) {
+    const int64_t j = i / dpad, f = i % dpad;
+    Ct[i] = (j < k && f < d) ? to_tf32(C[j * d + f]) : 0.0f;
+    if (f == 0) cn_pad[j] = j < k ? cn[j] : INFINITY;
+  }
+}
+
+// out[0] = max(v[0..n)) (one block).
+__global__ void max_value_kernel(const float* __restrict__ v, int64_t n, float* __restrict__ out) {
+  __shared__ float s[kBlock];
+  float m = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += kBlock) m = fmaxf(m, v[i]);
+  s[threadIdx.x] = m;
+  __syncthreads();
+  for (int width = kBlock / 2; width > 0; width /= 2) {
+    if (static_cast<int>(threadIdx.x) < width) s[threadIdx.x] = fmaxf(s[threadIdx.x], s[threadIdx.x + width]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[0] = s[0];
+}
+
+// x.c exactly as fused_argmin_kernel forms it: one FMA chain over the features in order.
+__device__ __forceinline__ float fp32_product(const float* __restrict__ x, const float* __restrict__ c, int64_t d, bool vec4) {
+  float acc = 0.0f;
+  if (vec4) {
+    for (int64_t f = 0; f < d; f += 4) {
+      const float4 a = *reinterpret_cast<const float4*>(x + f), b = *reinterpret_cast<const float4*>(c + f);
+      acc = fmaf(a.x, b.x, acc);
+      acc = fmaf(a.y, b.y, acc);
+      acc = fmaf(a.z, b.z, acc);
+      acc = fmaf(a.w, b.w, acc);
+    }
+  } else {
+    for (int64_t f = 0; f < d; ++f) acc = fmaf(x[f], c[f], acc);
+  }
+  return acc;
+}
+
+// A row's running list: the two least values seen and their centers, and the least value it let go.
+struct Shortlist {
+  float v1 = INFINITY, v2 = INFINITY, overflow = INFINITY;
+  int j1 = -1, j2 = -1;
+
+  __device__ __forceinline__ void offer(float v, int j) {
+    if (v < v2) {
+      overflow = fminf(overflow, v2);
+      if (v < v1) {
+        v2 = v1;
+        j2 = j1;
+        v1 = v;
+        j1 = j;
+      } else {
+        v2 = v;
+        j2 = j;
+      }
+    } else {
+      overflow = fminf(overflow, v);
+    }
+  }
+};
+
+__global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
+    const float* __restrict__ X, int64_t n, int64_t d, int dpad, bool vec4, const float* __restrict__ C,
+    const float* __restrict__ Ct, int64_t k_pad, const float* __restrict__ cn_pad, const float* __restrict__ max_center_sqnorm,
+    const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2, bool count_changes,
+    unsigned long long* __restrict__ changes, int64_t* __restrict__ recheck_rows, unsigned long long* __restrict__ recheck_count) {
+  extern __shared__ __align__(16) float smem[];
+  const int a_stride = dpad + kPadWords;
+  float* As = smem;                     // kRows x a_stride
+  float* Bs = As + kRows * a_stride;    // 2 x kCenters x kSliceStride
+  float* merge = Bs;                    // after the center loop: kRows x kSlots x kSlotWords
+  __shared__ unsigned int block_changes;
+
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int warp_row = warp % 4, warp_col = warp / 4;
+  const int g = lane >> 2, t = lane & 3;        // the mma fragments' group and thread in group
+  const int mat = lane >> 3, mat_row = lane & 7;  // ldmatrix: which 8 x 4 matrix this lane addresses
+  const int slices = dpad / kSlice;
+  const int64_t steps = (k_pad / kCenters) * slices;
+  const float cm = sqrtf(max_center_sqnorm[0]);
+  if (threadIdx.x == 0) block_changes = 0;
+  unsigned int my_changes = 0;
+
+  for (int64_t row0 = int64_t(blockIdx.x) * kRows; row0 < n; row0 += int64_t(gridDim.x) * kRows) {
+    // 1. The block's rows, rounded to TF32; zeros past n and d. (The barrier that ended the
+    //    previous tile guards both buffers.)
+    const int chunks = dpad / 4;
+    for (int i = threadIdx.x; i < kRows * chunks; i += kThreads) {
+      const int r = i / chunks, c4 = (i % chunks) * 4;
+      const int64_t row = row0 + r;
+      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (row < n) {
+        const float* src = X + row * d + c4;
+        if (vec4) {
+          if (c4 < d) {
+            const float4 q = *reinterpret_cast<const float4*>(src);
+            v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+          }
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (c4 + e < d) v[e] = src[e];
+        }
+      }
+      *reinterpret_cast<float4*>(&As[r * a_stride + c4]) = make_float4(to_tf32(v[0]), to_tf32(v[1]), to_tf32(v[2]), to_tf32(v[3]));
+    }
+    // 2. Stream the centers slice by slice: step s is slice s % slices of center tile s / slices.
+    auto issue = [&](int64_t s) {
+      const float* src = Ct + (s / slices) * kCenters * int64_t(dpad) + (s % slices) * kSlice;
+      float* dst = Bs + (s & 1) * kCenters * kSliceStride;
+      for (int i = threadIdx.x; i < kCenters * (kSlice / 4); i += kThreads) {
+        const int r = i / (kSlice / 4), c4 = (i % (kSlice / 4)) * 4;
+        __pipeline_memcpy_async(dst + r * kSliceStride + c4, src + r * int64_t(dpad) + c4, 16);
+      }
+      __pipeline_commit();
+    };
+    Shortlist lists[4];  // the thread's rows: warp_row*32 + mi*16 + half*8 + g, index mi*2 + half
+    float acc[2][8][4];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 8; ++ni)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[mi][ni][q] = 0.0f;
+    issue(0);
+    for (int64_t s = 0; s < steps; ++s) {
+      if (s + 1 < steps) {
+        issue(s + 1);  // into the buffer step s - 1 read; the barrier ending that step guards it
+        __pipeline_wait_prior(1);
+      } else {
+        __pipeline_wait_prior(0);
+      }
+      __syncthreads();
+      const int slice = static_cast<int>(s % slices);
+      const float* B = Bs + (s & 1) * kCenters * kSliceStride;
+#pragma unroll
+      for (int ks = 0; ks < kSlice / 8; ++ks) {
+        uint32_t a[2][4];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+          ldmatrix_x4(a[mi], As + (warp_row * 32 + mi * 16 + (mat & 1) * 8 + mat_row) * a_stride + slice * kSlice + ks * 8 +
+                                 (mat >> 1) * 4);
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {
+          uint32_t b[4];  // b[0], b[1]: n-tile 2 np; b[2], b[3]: n-tile 2 np + 1
+          ldmatrix_x4(b, B + (warp_col * 64 + np * 16 + (mat >> 1) * 8 + mat_row) * kSliceStride + ks * 8 + (mat & 1) * 4);
+#pragma unroll
+          for (int mi = 0; mi < 2; ++mi) {
+            mma_tf32(acc[mi][2 * np], a[mi], b[0], b[1]);
+            mma_tf32(acc[mi][2 * np + 1], a[mi], b[2], b[3]);
+          }
+        }
+      }
+      if (slice == slices - 1) {  // the tile's products are complete: offer |c|^2 - 2 x.c to the lists
+        const int64_t tile0 = (s / slices) * kCenters + warp_col * 64;
+#pragma unroll
+        for (int ni = 0; ni < 8; ++ni) {
+          const int64_t j0 = tile0 + ni * 8 + 2 * t;
+          const float2 cn = *reinterpret_cast<const float2*>(cn_pad + j0);
+#pragma unroll
+          for (int mi = 0; mi < 2; ++mi) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const float v = fmaf(-2.0f, acc[mi][ni][q], (q & 1) ? cn.y : cn.x);
+              lists[mi * 2 + (q >> 1)].offer(v, static_cast<int>(j0 + (q & 1)));
+              acc[mi][ni][q] = 0.0f;
+            }
+          }
+        }
+      }
+      __syncthreads();
+    }
+
+    // 3. Merge the 8 lists of each row, then settle its candidates exactly (threads 0..127, a row each).
+#pragma unroll
+    for (int l = 0; l < 4; ++l) {
+      const int r = warp_row * 32 + (l >> 1) * 16 + (l & 1) * 8 + g;
+      float* m = merge + (r * kSlots + warp_col * 4 + t) * kSlotWords;
+      m[0] = lists[l].v1;
+      m[1] = __int_as_float(lists[l].j1);
+      m[2] = lists[l].v2;
+      m[3] = __int_as_float(lists[l].j2);
+      m[4] = lists[l].overflow;
+    }
+    __syncthreads();
+    const int64_t row = row0 + threadIdx.x;
+    if (threadIdx.x < kRows && row < n) {
+      const float* m = merge + threadIdx.x * kSlots * kSlotWords;
+      float least = INFINITY;
+      for (int s = 0; s < kSlots; ++s) least = fminf(least, m[s * kSlotWords]);
+      // |TF32 value - FP32 value| <= E for every center: twice (v = |c|^2 - 2 x.c) the product's
+      // error, 2^-10 from the operands' rounding (2^-11 each) plus d 2^-20 for the accumulations
+      // (the tensor cores truncate: ~2.25 d 2^-23 at worst; FP32: d 2^-24), with |x.c| <= |x||c|
+      // <= nx cm; the fmaf roundings; 5% to spare; a floor for subnormal operands flushed to zero.
+      const float row_sqnorm = row_sqnorms[row];
+      const float nx = sqrtf(row_sqnorm);
+      const float df = static_cast<float>(d);
+      const float E = 1.05f * (0x1p-9f + df * 0x1p-19f) * nx * cm + 0x1p-21f * cm * cm + df * 0x1p-122f * (1.0f + nx + cm);
+      const float bound = least + 2.001f * E + fabsf(least) * 0x1p-22f;
+      bool full = !(E < INFINITY) || !(bound < INFINITY) || !(least > -INFINITY);
+      int count = 0;
+      for (int s = 0; s < kSlots && !full; ++s) {
+        const float* slot = m + s * kSlotWords;
+        if (slot[4] <= bound) full = true;  // a value it let go may be the winner
+        count += (slot[0] <= bound) + (slot[2] <= bound);
+      }
+      if (count > kMaxCandidates) full = true;
+      if (full) {
+        const unsigned long long at = atomicAdd(recheck_count, 1ull);
+        recheck_rows[at] = row;
+      } else {
+        float best = INFINITY;
+        int best_j = INT_MAX;
+        for (int s = 0; s < kSlots; ++s) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float* slot = m + s * kSlotWords + 2 * e;
+            if (slot[0] <= bound) {
+              const int j = __float_as_int(slot[1]);
+              const float v = fmaf(-2.0f, fp32_product(X + row * d, C + int64_t(j) * d, d, vec4), cn_pad[j]);
+              if (v < best || (v == best && j < best_j)) {
+                best = v;
+                best_j = j;
+              }
+            }
+          }
+        }
+        if (count_changes && labels[row] != best_j) ++my_changes;
+        labels[row] = best_j;
+        const float d2 = row_sqnorm + best;
+        dist2[row] = d2 > 0.0f ? d2 : 0.0f;  // as the FP32 kernel: rounding can push an exact 0 below zero
+      }
+    }
+    __syncthreads();  // the merge area is the next tile's slice buffers
+  }
+  if (count_changes) {
+    if (my_changes) atomicAdd(&block_changes, my_changes);
+    __syncthreads();
+    if (threadIdx.x == 0 && block_changes) atomicAdd(changes, static_cast<unsigned long long>(block_changes));
+  }
+}
+
+}  // namespace
+
+void assign_tf32(Context& ctx, cuda::Resources& res, const float* X, int64_t n, int64_t d, const float* centers, int64_t k,
+                 const float* center_sqnorms, const float* row_sqnorms, int32_t* labels, float* dist2, bool count_changes,
+                 unsigned long long* changes, int64_t* recheck_rows, unsigned long long* recheck_count) {
+  if (n <= 0) return;
+  const int64_t dpad = ceil_div(d, kSlice) * kSlice, k_pad = ceil_div(k, kCenters) * kCenters;
+  Buffer centers_tf32(ctx, k_pad * dpad * sizeof(float)), norms_pad(ctx, k_pad * sizeof(float)), max_norm(ctx, sizeof(float));
+  tf32_centers_kernel<<<cuda::grid_for(k_pad * dpad, kBlock), kBlock, 0, res.stream>>>(centers, k, d, k_pad, dpad, center_sqnorms,
+                                                                                   centers_tf32.as<float>(), norms_pad.as<float>());
+  GPUML_CUDA_CHECK_LAUNCH();
+  max_value_kernel<<<1, kBlock, 0, res.stream>>>(center_sqnorms, k, max_norm.as<float>());
+  GPUML_CUDA_CHECK_LAUNCH();
+  const std::size_t shared = (kRows * (dpad + kPadWords) + 2 * kCenters * kSliceStride) * sizeof(float);
+  GPUML_CUDA_CHECK(cudaFuncSetAttribute(tf32_argmin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+  int per_sm = 0;
+  GPUML_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tf32_argmin_kernel, kThreads, shared));
+  const int64_t blocks = std::min<int64_t>(ceil_div(n, kRows), int64_t(std::max(per_sm, 1)) * res.sm_count);
+  const bool vec4 = d % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0;
+  tf32_argmin_kernel<<<static_cast<unsigned>(blocks), kThreads, shared, res.stream>>>(
+      X, n, d, static_cast<int>(dpad), vec4, centers, centers_tf32.as<float>(), k_pad, norms_pad.as<float>(), max_norm.as<float>(),
+      row_sqnorms, labels, dist2, count_changes, changes, recheck_rows, recheck_count);
+  GPUML_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gpuml::detail
