@@ -772,7 +772,7 @@ __global__ void plusplus_draw_kernel(const T* __restrict__ w, const T* __restric
 // For the m candidate rows idx[0..m) of X: cand[q n + i] = min(closest_i, |X_i - X_idx[q]|^2)
 // and partials[chunk m + q] = the sum of w_i cand[q n + i] over the chunk's kPlusChunkRows rows
 // (double, in an order fixed by n alone; a block per chunk, the grid any size). A group of
-// kPlusLanes lanes per row; the candidates in shared memory (m d values, after the
+// kPlusLanes lanes per row (two rows at once where they fit in registers); the candidates in shared memory (m d values, after the
 // groups' potentials: groups x m doubles). Vectors > 0: lane s holds the row's 16-byte vectors
 // s, s + kPlusLanes, ... (at most Vectors of them) in registers, loaded at once (X aligned, d a
 // multiple of the vector width); 0: lane s reads columns s, s + kPlusLanes, ... per candidate.
@@ -783,6 +783,9 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
                                                                      T* __restrict__ cand, double* __restrict__ partials) {
   using V = Vec16<T>;
   constexpr int W = V::width, kSlots = Vectors > 0 ? Vectors * W : 1;
+  // Rows per group and trip: two where they fit in registers (halves the shared-memory reads,
+  // which bound the pass as much as X's), else one.
+  constexpr int kRowsPer = Vectors > 0 && kSlots <= 16 ? 2 : 1;
   extern __shared__ double plusplus_shared[];
   constexpr int kGroups = kBlock / kPlusLanes;
   double* group_potentials = plusplus_shared;                          // [kGroups][m]
@@ -807,34 +810,43 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
 #pragma unroll
     for (int j = 0; j < kMaxTrials / kPlusLanes; ++j) potential[j] = 0.0;
     // Warp-uniform trips (the shuffles below take every lane): rows past the chunk compute on its
-    // first row, unused.
-    for (int64_t i0 = chunk * kPlusChunkRows + first_group_of_warp; i0 < chunk_end; i0 += kGroups) {
-      const int64_t i = i0 + (group - first_group_of_warp);
-      const bool active = i < chunk_end;
-      const T* row = X + (active ? i : chunk * kPlusChunkRows) * d;
-      T x[kSlots];
-      if constexpr (Vectors > 0) {
+    // first row, unused. A group takes kRowsPer rows a trip, kGroups apart, so that each
+    // candidate value read from shared memory serves all of them.
+    for (int64_t i0 = chunk * kPlusChunkRows + first_group_of_warp; i0 < chunk_end; i0 += kRowsPer * kGroups) {
+      int64_t rows[kRowsPer];
+      bool active[kRowsPer];
+      T x[kRowsPer][kSlots];
+      T near[kRowsPer];
+      double wi[kRowsPer];
 #pragma unroll
-        for (int j = 0; j < Vectors; ++j) {
-          const int c = (lane + j * kPlusLanes) * W;
-          if (c < d) {
-            T v[W];
-            V::load(row + c, v);
+      for (int r = 0; r < kRowsPer; ++r) {
+        rows[r] = i0 + (group - first_group_of_warp) + r * kGroups;
+        active[r] = rows[r] < chunk_end;
+        const T* row = X + (active[r] ? rows[r] : chunk * kPlusChunkRows) * d;
+        if constexpr (Vectors > 0) {
 #pragma unroll
-            for (int e = 0; e < W; ++e) x[j * W + e] = v[e];
-          } else {
+          for (int j = 0; j < Vectors; ++j) {
+            const int c = (lane + j * kPlusLanes) * W;
+            if (c < d) {
+              T v[W];
+              V::load(row + c, v);
 #pragma unroll
-            for (int e = 0; e < W; ++e) x[j * W + e] = T(0);
+              for (int e = 0; e < W; ++e) x[r][j * W + e] = v[e];
+            } else {
+#pragma unroll
+              for (int e = 0; e < W; ++e) x[r][j * W + e] = T(0);
+            }
           }
         }
+        near[r] = active[r] ? closest[rows[r]] : T(0);
+        wi[r] = active[r] ? (w ? static_cast<double>(w[rows[r]]) : 1.0) : 0.0;
       }
-      const T near = active ? closest[i] : T(0);
-      const double wi = active ? (w ? static_cast<double>(w[i]) : 1.0) : 0.0;
-      T* const cand_row = cand + i;
 #pragma unroll
       for (int q = 0; q < kMaxTrials; ++q) {
         if (q >= m) break;
-        T dist = 0;
+        T dist[kRowsPer];
+#pragma unroll
+        for (int r = 0; r < kRowsPer; ++r) dist[r] = 0;
         if constexpr (Vectors > 0) {
 #pragma unroll
           for (int j = 0; j < Vectors; ++j) {
@@ -844,24 +856,31 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
               V::load(candidates + ((j * m + q) * kPlusLanes + lane) * W, v);
 #pragma unroll
               for (int e = 0; e < W; ++e) {
-                const T diff = x[j * W + e] - v[e];
-                dist += diff * diff;
+#pragma unroll
+                for (int r = 0; r < kRowsPer; ++r) {
+                  const T diff = x[r][j * W + e] - v[e];
+                  dist[r] += diff * diff;
+                }
               }
             }
           }
         } else {
           const T* center = candidates + int64_t(q) * d;
+          const T* row = X + (active[0] ? rows[0] : chunk * kPlusChunkRows) * d;
           for (int64_t c = lane; c < d; c += kPlusLanes) {
             const T diff = row[c] - center[c];
-            dist += diff * diff;
+            dist[0] += diff * diff;
           }
         }
-        // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
-        for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist += __shfl_xor_sync(kFullMask, dist, offset);
-        const T v = dist < near ? dist : near;
-        if (active && lane == q % kPlusLanes) {
-          cand_row[int64_t(q) * n] = v;
-          potential[q / kPlusLanes] += wi * static_cast<double>(v);
+#pragma unroll
+        for (int r = 0; r < kRowsPer; ++r) {
+          // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
+          for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
+          const T v = dist[r] < near[r] ? dist[r] : near[r];
+          if (active[r] && lane == q % kPlusLanes) {
+            cand[int64_t(q) * n + rows[r]] = v;
+            potential[q / kPlusLanes] += wi[r] * static_cast<double>(v);
+          }
         }
       }
     }
