@@ -33,6 +33,7 @@
 #include "core/registry.hpp"
 #include "core/sparse_backend.hpp"
 #include "core/staging.hpp"
+#include "core/trace.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 #include "gpuml/core/progress.hpp"
@@ -569,11 +570,15 @@ class Fitter {
     Buffer dist2(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
     detail::Random runs(seed_);
     Run best;
+    detail::Trace trace(ctx_, "kmeans fit");
+    trace.mark("variance, buffers");
     for (int r = 0; r < n_runs; ++r) {
       detail::Random rng(runs.next());
       std::vector<T> start = initial_centers(rng);
+      trace.mark("init");
       progress("Initialization complete\n");
       Run run = lloyd(std::move(start), run_labels.as<int32_t>(), dist2.as<T>(), tol_abs);
+      trace.mark("lloyd");
       if (r == 0 || run.inertia < best.inertia) {
         best = std::move(run);
         std::swap(labels, run_labels);
@@ -596,9 +601,11 @@ class Fitter {
     bool strict_convergence = false;
     double shift = 0.0;
     int64_t iter = 0;
+    detail::Trace trace(ctx_, "kmeans lloyd");
     while (iter < params_.max_iter) {
       // The first assignment has no previous labels to compare with: it always "changes".
       int64_t changed = rows_->assign(centers.data(), k_, labels, dist2, iter > 0);
+      trace.mark("assign");
       comm_.allreduce_sum(&changed, 1);
       if (params_.verbose > 0) {  // the inertia of the previous centers, as scikit-learn prints it
         double inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
@@ -610,6 +617,7 @@ class Fitter {
       rows_->accumulate(weights_.device(), labels, k_, sums.data(), weight_sums.data());
       comm_.allreduce_sum(sums.data(), kd);
       comm_.allreduce_sum(weight_sums.data(), k_);
+      trace.mark("accumulate");
       relocate_empty_clusters(labels, dist2, centers, sums, weight_sums);
       // A cluster still empty after relocation (every row sits on its center: fewer distinct
       // rows than clusters) is put on the heaviest cluster's center (the first on ties), as
@@ -648,6 +656,7 @@ class Fitter {
     Run run;
     run.inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
     comm_.allreduce_sum(&run.inertia, 1);
+    trace.mark("final assign, inertia");
     run.centers = std::move(centers);
     run.n_iter = iter;
     return run;
@@ -964,6 +973,7 @@ KMeans::KMeans(KMeansParams params) : params_(std::move(params)) { params_table(
 
 KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_weight) {
   Comm& comm = ctx.comm();
+  detail::Trace trace(ctx, "kmeans");
   const int64_t k = params_.n_clusters;
   int64_t n = 0, d = 0;
   DType dtype = DType::float64;
@@ -997,6 +1007,7 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
   // Rank 0's seed for all (the same as random_state's when set: every rank checked it above).
   int64_t seed = static_cast<int64_t>(params_.random_state.value_or(ctx.seed()));
   comm.broadcast(&seed, 1, 0);
+  trace.mark("stage and check X");
 
   with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -1010,7 +1021,9 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
     int exponent = 0;
     try {
       Fitter<T> fitter(ctx, params_, staged, n, d, *weights, layout, static_cast<uint64_t>(seed));
+      trace.mark("weights, means, centered copy");
       best = fitter.fit(labels, true);
+      trace.mark("fit");
     } catch (const detail::BadlyScaled&) {
       // Extreme magnitudes: fit 2^e X (and init) from the caller's X (the fitter may have centered
       // the staged copy in place), then centers times 2^-e, inertia times 4^-e.
@@ -1025,6 +1038,7 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
       best.inertia = std::ldexp(best.inertia, -2 * exponent);
     }
     adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, labels, n);
+    trace.mark("adopt");
   });
   return *this;
 }
