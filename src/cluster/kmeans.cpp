@@ -708,6 +708,7 @@ class Fitter {
     const int rank = comm_.rank();
     const int64_t offset = layout_.offset[rank];
     const T* w = weights_.host;
+    detail::Trace trace(ctx_, "kmeans||");
 
     std::vector<T> candidates(static_cast<std::size_t>(d_));  // m x d
     std::vector<double> prefix;
@@ -789,6 +790,7 @@ class Fitter {
       for (int64_t i : chosen) closest[i] = T(0);
     }
 
+    trace.mark("rounds");
     const int64_t m = static_cast<int64_t>(candidates.size()) / d_;
     std::vector<double> candidate_weights(static_cast<std::size_t>(m), 0.0);
     for (int64_t i = 0; i < n_; ++i) candidate_weights[nearest[i]] += static_cast<double>(w[i]);
@@ -800,6 +802,7 @@ class Fitter {
         kept_weights.push_back(static_cast<T>(candidate_weights[c]));
       }
     const int64_t n_kept = static_cast<int64_t>(kept_weights.size());
+    trace.mark("candidate weights");
     if (n_kept <= k_) {
       std::copy(kept.begin(), kept.end(), centers.begin());
       if (n_kept == k_) return;
@@ -822,6 +825,7 @@ class Fitter {
       Seeder<T>(host, *backend, rows, *alone, n_kept, d_, 0).kmeans_plusplus(rng, kept_weights.data(), total, k_, centers.data());
     }
     comm_.broadcast(centers.data(), k_ * d_, 0);
+    trace.mark("k-means++ on the candidates");
   }
 
   // Mean over features of the variance of all rows (centered on the global means): each rank's

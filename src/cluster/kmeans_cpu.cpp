@@ -60,28 +60,37 @@ class CenterTiles {
   int64_t width(int64_t t) const { return std::min(width_, k_ - t * width_); }
 
   // acc[c] = |x - center(first(t) + c)|^2 for c < width(t); acc holds kMaxWidth entries.
-  void distances(const T* x, int64_t t, T* acc) const {
+  void distances(const T* x, int64_t t, T* acc) const { rows_distances<1>(x, t, reinterpret_cast<T(*)[kMaxWidth]>(acc)); }
+
+  // The same for R consecutive rows of X (x the first, rows d apart) into acc[r]: each row's sums
+  // in the same order as distances(), the rows' independent chains interleaved (one row's
+  // ordered sum is bound by the add's latency).
+  template <int R>
+  void rows_distances(const T* x, int64_t t, T (*acc)[kMaxWidth]) const {
     const T* tile = data_.data() + t * d_ * width_;
     // A compile-time lane count lets the compiler keep acc in registers.
     switch (width_) {
-      case 4: return tile_distances<4>(x, tile, acc);
-      case 8: return tile_distances<8>(x, tile, acc);
-      case 12: return tile_distances<12>(x, tile, acc);
-      default: return tile_distances<kMaxWidth>(x, tile, acc);
+      case 4: return tile_distances<R, 4>(x, tile, acc);
+      case 8: return tile_distances<R, 8>(x, tile, acc);
+      case 12: return tile_distances<R, 12>(x, tile, acc);
+      default: return tile_distances<R, kMaxWidth>(x, tile, acc);
     }
   }
 
  private:
-  template <int64_t W>
-  void tile_distances(const T* x, const T* tile, T* acc) const {
-    for (int64_t c = 0; c < W; ++c) acc[c] = T(0);
+  template <int R, int64_t W>
+  void tile_distances(const T* x, const T* tile, T (*acc)[kMaxWidth]) const {
+    for (int r = 0; r < R; ++r)
+      for (int64_t c = 0; c < W; ++c) acc[r][c] = T(0);
     for (int64_t j = 0; j < d_; ++j) {
-      const T xj = x[j];
       const T* column = tile + j * W;
+      for (int r = 0; r < R; ++r) {
+        const T xj = x[r * d_ + j];
 #pragma omp simd
-      for (int64_t c = 0; c < W; ++c) {
-        const T diff = xj - column[c];
-        acc[c] += diff * diff;
+        for (int64_t c = 0; c < W; ++c) {
+          const T diff = xj - column[c];
+          acc[r][c] += diff * diff;
+        }
       }
     }
   }
@@ -255,15 +264,28 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
 #pragma omp parallel for num_threads(threads_for(n * d * m)) schedule(static)
     for (int b = 0; b < blocks.count(); ++b) {
       double* acc_pot = partial.data() + static_cast<int64_t>(b) * m;
-      T acc[CenterTiles<T>::kMaxWidth];
-      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
-        const double w = static_cast<double>(weights[i]);
-        for (int64_t t = 0; t < tiles.tiles(); ++t) {
-          tiles.distances(X + i * d, t, acc);
+      constexpr int kRows = 4;  // rows at once: 4 independent sums per candidate
+      T acc[kRows][CenterTiles<T>::kMaxWidth];
+      // Each potential takes its rows' terms in row order, as one row at a time would.
+      auto add_rows = [&](int64_t i, int rows, int64_t t) {
+        for (int r = 0; r < rows; ++r) {
+          const double w = static_cast<double>(weights[i + r]);
           for (int64_t c = 0; c < tiles.width(t); ++c)
-            acc_pot[tiles.first(t) + c] += w * static_cast<double>(std::min(closest[i], acc[c]));
+            acc_pot[tiles.first(t) + c] += w * static_cast<double>(std::min(closest[i + r], acc[r][c]));
+        }
+      };
+      int64_t i = blocks.begin(b);
+      if (tiles.tiles() == 1) {
+        for (; i + kRows <= blocks.end(b); i += kRows) {
+          tiles.template rows_distances<kRows>(X + i * d, 0, acc);
+          add_rows(i, kRows, 0);
         }
       }
+      for (; i < blocks.end(b); ++i)
+        for (int64_t t = 0; t < tiles.tiles(); ++t) {
+          tiles.distances(X + i * d, t, acc[0]);
+          add_rows(i, 1, t);
+        }
     }
     std::fill(potentials_host, potentials_host + m, 0.0);
     for (int b = 0; b < blocks.count(); ++b)
