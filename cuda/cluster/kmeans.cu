@@ -4,7 +4,8 @@
 // Lloyd's iteration is assign + accumulate:
 //  - assign never materializes the n x k distance matrix. float32: one fused kernel computes
 //    x.c like an SGEMM (exact FP32 FMA, register tiles) and keeps a running argmin of
-//    |c_j|^2 - 2 x.c_j per row. float64: cuBLAS DGEMM (pedantic math: exact) on row tiles sized
+//    |c_j|^2 - 2 x.c_j per row; for d <= 128 the TF32 tensor-core kernel (kmeans_tf32.cu) runs
+//    first and settles every row whose answer it can prove equal to this kernel's. float64: cuBLAS DGEMM (pedantic math: exact) on row tiles sized
 //    to stay in L2, then an argmin kernel (a warp per row). Both count changed labels.
 //  - accumulate is deterministic: rows are sorted by label (stable radix sort), every cluster's
 //    rows are cut into fixed chunks summed in double in a fixed order, and the chunks of each
@@ -1139,6 +1140,7 @@ AssignPath float_assign_path(int64_t d) {
 void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n, int64_t d, const float* centers, int64_t k,
                   int32_t* labels, float* dist2, bool count_changes, unsigned long long* changes) {
   checked_int(k, "n_clusters");  // labels and the kernel's column indices are int
+  if (n <= 0) return;            // (a rank without rows): nothing to assign, and no empty grid to launch
   Buffer center_sqnorms(ctx, k * sizeof(float)), row_sqnorms(ctx, n * sizeof(float));
   launch_row_sqnorms(res, centers, k, d, k, center_sqnorms.as<float>());
   launch_row_sqnorms(res, X, n, d, n, row_sqnorms.as<float>());
@@ -1230,8 +1232,9 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     Buffer centers = to_device(res, centers_host, k * d);
     Buffer changes = device(sizeof(unsigned long long));
     GPUML_CUDA_CHECK(cudaMemsetAsync(changes.data(), 0, sizeof(unsigned long long), res.stream));
-    // float32: the fused kernel (exact FP32 FMA on the SIMT units, no distance matrix). float64:
-    // cuBLAS DGEMM (FP64 tensor cores are exact IEEE FMA) on L2-sized tiles + the argmin kernel.
+    // float32: TF32 tensor cores with the FP32 fused kernel's exact answers (assign_fused; no
+    // distance matrix). float64: cuBLAS DGEMM (FP64 tensor cores are exact IEEE FMA) on L2-sized
+    // tiles + the argmin kernel.
     if constexpr (std::is_same_v<T, float>)
       assign_fused(ctx_, res, X, n, d, centers.as<float>(), k, labels, dist2, count_changes, changes.as<unsigned long long>());
     else
