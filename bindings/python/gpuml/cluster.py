@@ -100,6 +100,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         if init is None and not isinstance(self.init, str):
             init = self._init_centers(X, self.init)
         n_init = self._resolved_n_init(not isinstance(self.init, str) and not callable(self.init))
+        self._n_init = n_init  # scikit-learn's record of the runs "auto" (or a given init) resolved to
         given = {"n_init": 1 if init is not None else n_init}
         if init is not None:
             given["init"] = init.tolist()
@@ -140,6 +141,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         random_state = check_random_state(self.random_state)
         X_host = X if sparse.issparse(X) else _array.to_numpy(X)  # scikit-learn hands sparse X to init as it is
         n_runs = self._resolved_n_init(False)
+        self._n_init = n_runs
         best, best_start, best_inertia, best_labels = None, None, None, None
         for run in range(n_runs):
             centers = self._init_centers(X, self.init(X_host, self.n_clusters, random_state=random_state))
