@@ -21,6 +21,7 @@
 
 #include "cuda/cluster/kmeans_tf32.cuh"
 #include "cuda/core/kernel_util.cuh"
+#include "cuda/core/tensor_core.cuh"
 #include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
@@ -37,12 +38,6 @@ constexpr int kSlotWords = 5;                 // v1, j1, v2, j2, overflow
 constexpr int kMaxCandidates = 4;             // more near-tied candidates: the FP32 kernel decides
 static_assert(kRows * kSlots * kSlotWords <= 2 * kCenters * kSliceStride, "the merge reuses the slice buffers");
 
-__device__ __forceinline__ float to_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
-}
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const float* p) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -51,20 +46,13 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const float* p) {
                : "memory");
 }
 
-// c += a b: a 16 x 8 (row), b 8 x 8 (col), c 16 x 8, TF32 in, FP32 accumulate.
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // Ct (k_pad x dpad) = the centers rounded to TF32, zeros past k and d; cn_pad (k_pad) = their
 // squared norms, +inf past k (a padding center is never anyone's candidate).
 __global__ void tf32_centers_kernel(const float* __restrict__ C, int64_t k, int64_t d, int64_t k_pad, int64_t dpad,
                                     const float* __restrict__ cn, float* __restrict__ Ct, float* __restrict__ cn_pad) {
   for (int64_t i = global_thread(); i < k_pad * dpad; i += grid_threads()) {
     const int64_t j = i / dpad, f = i % dpad;
-    Ct[i] = (j < k && f < d) ? to_tf32(C[j * d + f]) : 0.0f;
+    Ct[i] = (j < k && f < d) ? round_to_tf32(C[j * d + f]) : 0.0f;
     if (f == 0) cn_pad[j] = j < k ? cn[j] : INFINITY;
   }
 }
@@ -166,7 +154,8 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
             if (c4 + e < d) v[e] = src[e];
         }
       }
-      *reinterpret_cast<float4*>(&As[r * a_stride + c4]) = make_float4(to_tf32(v[0]), to_tf32(v[1]), to_tf32(v[2]), to_tf32(v[3]));
+      *reinterpret_cast<float4*>(&As[r * a_stride + c4]) =
+          make_float4(round_to_tf32(v[0]), round_to_tf32(v[1]), round_to_tf32(v[2]), round_to_tf32(v[3]));
     }
     // 2. Stream the centers slice by slice: step s is slice s % slices of center tile s / slices.
     auto issue = [&](int64_t s) {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "cuda/core/kernel_util.cuh"
+#include "cuda/core/tensor_core.cuh"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/error.hpp"
 
@@ -60,20 +61,6 @@ constexpr std::size_t kSharedBytes = 2 * (4 * kStageRows * kLd + kStageRows * kE
 static_assert(kSharedBytes <= 227 * 1024, "more than an sm_90 block may have");
 static_assert(kLoaderRows * (kExtras * kTile + 1) <= 8 * kStageRows * kLd, "the extras' partial sums reuse the stages");
 static_assert(kStageRows * kExtras <= kThreads && kStageRows % kLoaderRows == 0, "loader shape");
-
-__device__ __forceinline__ float round_to_tf32(float x) {
-  uint32_t bits;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
-  return __uint_as_float(bits);
-}
-
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // Grid: (tiles, chunks), so that the blocks of one chunk run side by side and share its rows of X
 // in L2. tiles[x] = (I, J), I <= J: the tile's row and column blocks of 128.
