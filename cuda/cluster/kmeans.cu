@@ -5,7 +5,8 @@
 //  - assign never materializes the n x k distance matrix. float32: one fused kernel computes
 //    x.c like an SGEMM (exact FP32 FMA, register tiles) and keeps a running argmin of
 //    |c_j|^2 - 2 x.c_j per row; for d <= 128 the TF32 tensor-core kernel (kmeans_tf32.cu) runs
-//    first and settles every row whose answer it can prove equal to this kernel's. float64: cuBLAS DGEMM (pedantic math: exact) on row tiles sized
+//    first and settles every row whose answer it can prove equal to this kernel's.
+//    float64: cuBLAS DGEMM (pedantic math: exact) on row tiles sized
 //    to stay in L2, then an argmin kernel (a warp per row). Both count changed labels.
 //  - accumulate is deterministic: rows are sorted by label (stable radix sort), every cluster's
 //    rows are cut into fixed chunks summed in double in a fixed order, and the chunks of each
@@ -773,8 +774,8 @@ __global__ void plusplus_draw_kernel(const T* __restrict__ w, const T* __restric
 // For the m candidate rows idx[0..m) of X: cand[q n + i] = min(closest_i, |X_i - X_idx[q]|^2)
 // and partials[chunk m + q] = the sum of w_i cand[q n + i] over the chunk's kPlusChunkRows rows
 // (double, in an order fixed by n alone; a block per chunk, the grid any size). A group of
-// kPlusLanes lanes per row (two rows at once where they fit in registers); the candidates in shared memory (m d values, after the
-// groups' potentials: groups x m doubles). Vectors > 0: lane s holds the row's 16-byte vectors
+// kPlusLanes lanes per row (two rows at once where they fit in registers); the candidates in
+// shared memory (m d values, after the groups' potentials: groups x m doubles). Vectors > 0: lane s holds the row's 16-byte vectors
 // s, s + kPlusLanes, ... (at most Vectors of them) in registers, loaded at once (X aligned, d a
 // multiple of the vector width); 0: lane s reads columns s, s + kPlusLanes, ... per candidate.
 template <typename T, int Vectors>
@@ -784,8 +785,9 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
                                                                      T* __restrict__ cand, double* __restrict__ partials) {
   using V = Vec16<T>;
   constexpr int W = V::width, kSlots = Vectors > 0 ? Vectors * W : 1;
-  // Rows per group and trip: two where they fit in registers (halves the shared-memory reads,
-  // which bound the pass as much as X's), else one.
+  // Rows per group and trip: two where they fit in registers, else one. Two halve the
+  // shared-memory reads of the candidates (measured: ~3% off the pass at 10M x 64; X's reads
+  // and the issue rate bound it, benchmarks/NOTES.md).
   constexpr int kRowsPer = Vectors > 0 && kSlots <= 16 ? 2 : 1;
   extern __shared__ double plusplus_shared[];
   constexpr int kGroups = kBlock / kPlusLanes;
