@@ -811,18 +811,29 @@ class Fitter {
       seeding.plusplus_steps(rng, weights_.device(), closest_buffer.as<T>(), n_kept, k_, centers.data());
       return;
     }
-    // k-means++ on the weighted candidates: on rank 0's host (the candidates are few: about
-    // 1 + 2k * rounds), the centers broadcast, so that every rank holds the same bits whatever
-    // its thread count. A CUDA fit uses a CPU context of all hardware threads, as Context::cpu()
-    // does, so the CPU and CUDA fits of the same X choose alike.
+    // k-means++ on the weighted candidates (about 1 + 2k * rounds of them) on rank 0, the centers
+    // broadcast, so that every rank holds the same bits. A CUDA fit runs it on the device
+    // (plusplus_steps: no host round trip a center); its choices may then differ from a CPU fit's
+    // where float sums round differently.
     if (rank == 0) {
-      Context host = Context::cpu(ctx_.is_cuda() ? 0 : ctx_.n_threads());
-      auto backend = detail::make_kmeans_cpu_backend<T>(host);
-      DenseRows<T> rows(*backend, kept.data(), n_kept, d_);
       std::shared_ptr<Comm> alone = Comm::local();
       double total = 0.0;
       for (T v : kept_weights) total += static_cast<double>(v);
-      Seeder<T>(host, *backend, rows, *alone, n_kept, d_, 0).kmeans_plusplus(rng, kept_weights.data(), total, k_, centers.data());
+      if (ctx_.is_cuda()) {
+        // On the device: the CUDA backend's plusplus_steps (no host round trip a center).
+        Buffer rows_device(ctx_, static_cast<std::size_t>(n_kept * d_) * sizeof(T));
+        Buffer weights_device(ctx_, static_cast<std::size_t>(n_kept) * sizeof(T));
+        detail::copy_bytes(ctx_, rows_device.data(), ctx_.device(), kept.data(), Device{}, kept.size() * sizeof(T));
+        detail::copy_bytes(ctx_, weights_device.data(), ctx_.device(), kept_weights.data(), Device{}, kept_weights.size() * sizeof(T));
+        DenseRows<T> rows(*backend_, rows_device.as<T>(), n_kept, d_);
+        Seeder<T>(ctx_, *backend_, rows, *alone, n_kept, d_, 0)
+            .kmeans_plusplus(rng, weights_device.as<T>(), total, k_, centers.data());
+      } else {
+        Context host = Context::cpu(ctx_.n_threads());
+        auto backend = detail::make_kmeans_cpu_backend<T>(host);
+        DenseRows<T> rows(*backend, kept.data(), n_kept, d_);
+        Seeder<T>(host, *backend, rows, *alone, n_kept, d_, 0).kmeans_plusplus(rng, kept_weights.data(), total, k_, centers.data());
+      }
     }
     comm_.broadcast(centers.data(), k_ * d_, 0);
     trace.mark("k-means++ on the candidates");
