@@ -600,15 +600,19 @@ __global__ void __launch_bounds__(kBlock) candidate_potentials_kernel(const T* _
   write_group_potentials(warp_potentials, kWarpsPerBlock, m, partials);
 }
 
-// closest_i = min(closest_i, |X_i - center|^2), or = |X_i - center|^2 with reset.
+// closest_i = min(closest_i, |X_i - center|^2), or = |X_i - center|^2 with reset; where it
+// is set or decreases, nearest_i = index (nearest may be null).
 template <typename T>
 __global__ void update_closest_kernel(const T* __restrict__ X, int64_t n, int64_t d, const T* __restrict__ center,
-                                      T* __restrict__ closest, bool reset) {
+                                      T* __restrict__ closest, int32_t* __restrict__ nearest, int32_t index, bool reset) {
   const int lane = threadIdx.x % kWarp;
   for (int64_t i = global_warp(); i < n; i += grid_warps()) {
     const WarpRow<T> row(X + i * d, d, lane);
     const T dist = row.sqdist(center);
-    if (lane == 0) closest[i] = reset ? dist : min_value(closest[i], dist);
+    if (lane == 0 && (reset || dist < closest[i])) {
+      closest[i] = dist;
+      if (nearest) nearest[i] = index;
+    }
   }
 }
 
@@ -630,23 +634,30 @@ constexpr int64_t kPlusChunkRows = 2048;  // rows per partial sum of the potenti
 
 // closest = column `*best` of cand (m x n, skipped when cand is null), then
 // totals[c] = sum of w * closest over rows [c kPlusChunk, (c + 1) kPlusChunk), a block per chunk.
+// With nearest: a row the bound proves unchanged keeps closest (the potentials pass did not
+// write its column), and nearest_i = index where closest decreases.
 template <typename T>
 __global__ void __launch_bounds__(kBlock) plusplus_refresh_kernel(const T* __restrict__ w, const T* __restrict__ cand,
                                                                   const int32_t* __restrict__ best, int64_t n,
-                                                                  T* __restrict__ closest, int64_t n_chunks,
+                                                                  T* __restrict__ closest, int32_t* __restrict__ nearest,
+                                                                  const T* __restrict__ gaps, int m, int32_t index,
+                                                                  PlusPlusBound<T> bound, int64_t n_chunks,
                                                                   double* __restrict__ totals) {
   __shared__ double shared[kBlock];
-  const T* source = cand ? cand + static_cast<int64_t>(*best) * n : nullptr;
+  const int32_t chosen = cand ? *best : 0;
+  const T* source = cand ? cand + static_cast<int64_t>(chosen) * n : nullptr;
   for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
     const int64_t begin = chunk * kPlusChunk, end = begin + kPlusChunk < n ? begin + kPlusChunk : n;
     double acc = 0.0;
     for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) {
-      T v;
-      if (source) {
-        v = source[i];
-        closest[i] = v;
-      } else {
-        v = closest[i];
+      T v = closest[i];
+      if (source && (!nearest || !bound.unchanged(gaps[static_cast<int64_t>(nearest[i]) * m + chosen], v))) {
+        const T c = source[i];  // min(closest, distance)
+        if (c < v) {
+          v = c;
+          closest[i] = c;
+          if (nearest) nearest[i] = index;
+        }
       }
       acc += (w ? static_cast<double>(w[i]) : 1.0) * static_cast<double>(v);
     }
@@ -771,27 +782,51 @@ __global__ void plusplus_draw_kernel(const T* __restrict__ w, const T* __restric
   if (lane == 0) idx[warp] = found;
 }
 
+// gaps[a m + q] = |X_idx[q] - center a|² for the centers [0, count) (a warp per center).
+template <typename T>
+__global__ void plusplus_gaps_kernel(const T* __restrict__ centers, int64_t count, int64_t d, const T* __restrict__ X,
+                                     const int64_t* __restrict__ idx, int m, T* __restrict__ gaps) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t a = global_warp(); a < count; a += grid_warps()) {
+    const WarpRow<T> center(centers + a * d, d, lane);
+    for (int q = 0; q < m; ++q) {
+      const T gap = center.sqdist(X + idx[q] * d);
+      if (lane == 0) gaps[a * m + q] = gap;
+    }
+  }
+}
+
 // For the m candidate rows idx[0..m) of X: cand[q n + i] = min(closest_i, |X_i - X_idx[q]|^2)
 // and partials[chunk m + q] = the sum of w_i cand[q n + i] over the chunk's kPlusChunkRows rows
-// (double, in an order fixed by n alone; a block per chunk, the grid any size). A group of
-// kPlusLanes lanes per row (two rows at once where they fit in registers); the candidates in
-// shared memory (m d values, after the groups' potentials: groups x m doubles). Vectors > 0: lane s holds the row's 16-byte vectors
-// s, s + kPlusLanes, ... (at most Vectors of them) in registers, loaded at once (X aligned, d a
-// multiple of the vector width); 0: lane s reads columns s, s + kPlusLanes, ... per candidate.
+// (double, in an order fixed by n alone; a block per chunk, the grid any size).
+//
+// A warp takes 32 consecutive rows at a time, a lane judging one: with nearest (else every row
+// is read), a row no candidate can bring closer (PlusPlusBound on gaps, m per center) is not
+// read, its term w_i closest_i added for every candidate and its cand entries not written. The
+// rows to read are then shared out, in order, to the warp's groups of kPlusLanes lanes (two
+// rows a group at once where they fit in registers); the candidates sit in shared memory (m d
+// values, after the groups' potentials: groups x m doubles). Vectors > 0: lane s holds the
+// row's 16-byte vectors s, s + kPlusLanes, ... (at most Vectors of them) in registers, loaded
+// at once (X aligned, d a multiple of the vector width); 0: lane s reads columns s,
+// s + kPlusLanes, ... per candidate.
 template <typename T, int Vectors>
 __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __restrict__ X, const T* __restrict__ w,
-                                                                     const T* __restrict__ closest, int64_t n, int64_t d,
-                                                                     const int64_t* __restrict__ idx, int m,
-                                                                     T* __restrict__ cand, double* __restrict__ partials) {
+                                                                     const T* __restrict__ closest,
+                                                                     const int32_t* __restrict__ nearest,
+                                                                     const T* __restrict__ gaps, PlusPlusBound<T> bound,
+                                                                     int64_t n, int64_t d, const int64_t* __restrict__ idx,
+                                                                     int m, T* __restrict__ cand,
+                                                                     double* __restrict__ partials) {
   using V = Vec16<T>;
   constexpr int W = V::width, kSlots = Vectors > 0 ? Vectors * W : 1;
   // Rows per group and trip: two where they fit in registers, else one. Two halve the
   // shared-memory reads of the candidates (measured: ~3% off the pass at 10M x 64; X's reads
   // and the issue rate bound it, benchmarks/NOTES.md).
   constexpr int kRowsPer = Vectors > 0 && kSlots <= 16 ? 2 : 1;
+  constexpr int kGroups = kBlock / kPlusLanes, kGroupsPerWarp = kWarp / kPlusLanes;
   extern __shared__ double plusplus_shared[];
-  constexpr int kGroups = kBlock / kPlusLanes;
-  double* group_potentials = plusplus_shared;                          // [kGroups][m]
+  __shared__ int read_lanes[kWarpsPerBlock][kWarp];  // per warp: the lanes whose rows are read, in order
+  double* group_potentials = plusplus_shared;        // [kGroups][m]
   // Vectors > 0: vector v = s + kPlusLanes j of candidate q (the one lane s holds in slot j) at
   // ((j m + q) kPlusLanes + s) W: a group's lanes read 4 consecutive vectors (no bank conflict),
   // each at an offset from its slot's base fixed by q; m round_up(d, kPlusLanes W) values, the
@@ -804,92 +839,119 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
   }
   __syncthreads();
   const int lane = threadIdx.x % kPlusLanes, group = threadIdx.x / kPlusLanes;
-  const int first_group_of_warp = group - (threadIdx.x % kWarp) / kPlusLanes;
+  const int warp_lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, group_in_warp = warp_lane / kPlusLanes;
   const int64_t n_chunks = ceil_div(n, kPlusChunkRows);
   for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
     const int64_t chunk_end = (chunk + 1) * kPlusChunkRows < n ? (chunk + 1) * kPlusChunkRows : n;
-    // Lane s sums the potentials of candidates s, s + kPlusLanes, ... over its group's rows.
+    // Lane s sums the potentials of candidates s, s + kPlusLanes, ... over its group's rows read,
+    // and `unread` the terms of the rows it judged unchanged.
     double potential[kMaxTrials / kPlusLanes];
 #pragma unroll
     for (int j = 0; j < kMaxTrials / kPlusLanes; ++j) potential[j] = 0.0;
-    // Warp-uniform trips (the shuffles below take every lane): rows past the chunk compute on its
-    // first row, unused. A group takes kRowsPer rows a trip, kGroups apart, so that each
-    // candidate value read from shared memory serves all of them.
-    for (int64_t i0 = chunk * kPlusChunkRows + first_group_of_warp; i0 < chunk_end; i0 += kRowsPer * kGroups) {
-      int64_t rows[kRowsPer];
-      bool active[kRowsPer];
-      T x[kRowsPer][kSlots];
-      T near[kRowsPer];
-      double wi[kRowsPer];
-#pragma unroll
-      for (int r = 0; r < kRowsPer; ++r) {
-        rows[r] = i0 + (group - first_group_of_warp) + r * kGroups;
-        active[r] = rows[r] < chunk_end;
-        const T* row = X + (active[r] ? rows[r] : chunk * kPlusChunkRows) * d;
-        if constexpr (Vectors > 0) {
-#pragma unroll
-          for (int j = 0; j < Vectors; ++j) {
-            const int c = (lane + j * kPlusLanes) * W;
-            if (c < d) {
-              T v[W];
-              V::load(row + c, v);
-#pragma unroll
-              for (int e = 0; e < W; ++e) x[r][j * W + e] = v[e];
-            } else {
-#pragma unroll
-              for (int e = 0; e < W; ++e) x[r][j * W + e] = T(0);
-            }
-          }
+    double unread = 0.0;
+    for (int64_t base = chunk * kPlusChunkRows + warp * kWarp; base < chunk_end; base += kBlock) {  // warp-uniform
+      const int64_t mine = base + warp_lane;
+      const bool valid = mine < chunk_end;
+      const T my_closest = valid ? closest[mine] : T(0);
+      const double my_weight = valid ? (w ? static_cast<double>(w[mine]) : 1.0) : 0.0;
+      bool read = valid;
+      if (valid && nearest) {
+        const T* row_gaps = gaps + static_cast<int64_t>(nearest[mine]) * m;
+        bool unchanged = true;
+        for (int q = 0; q < m; ++q) unchanged = unchanged && bound.unchanged(row_gaps[q], my_closest);
+        if (unchanged) {
+          read = false;
+          unread += my_weight * static_cast<double>(my_closest);
         }
-        near[r] = active[r] ? closest[rows[r]] : T(0);
-        wi[r] = active[r] ? (w ? static_cast<double>(w[rows[r]]) : 1.0) : 0.0;
       }
+      const unsigned to_read = __ballot_sync(kFullMask, read);
+      if (read) read_lanes[warp][__popc(to_read & ((1u << warp_lane) - 1u))] = warp_lane;
+      __syncwarp();
+      const int count = __popc(to_read);
+      // Warp-uniform trips (the shuffles below take every lane): slots past `count` compute on
+      // the first row read, unused.
+      for (int s0 = 0; s0 < count; s0 += kRowsPer * kGroupsPerWarp) {
+        int64_t rows[kRowsPer];
+        bool active[kRowsPer];
+        T x[kRowsPer][kSlots];
+        T near[kRowsPer];
+        double wi[kRowsPer];
 #pragma unroll
-      for (int q = 0; q < kMaxTrials; ++q) {
-        if (q >= m) break;
-        T dist[kRowsPer];
+        for (int r = 0; r < kRowsPer; ++r) {
+          const int slot = s0 + group_in_warp + r * kGroupsPerWarp;
+          active[r] = slot < count;
+          const int source = read_lanes[warp][active[r] ? slot : 0];
+          rows[r] = base + source;
+          near[r] = __shfl_sync(kFullMask, my_closest, source);
+          const double weight = __shfl_sync(kFullMask, my_weight, source);
+          wi[r] = active[r] ? weight : 0.0;
+          const T* row = X + rows[r] * d;
+          if constexpr (Vectors > 0) {
 #pragma unroll
-        for (int r = 0; r < kRowsPer; ++r) dist[r] = 0;
-        if constexpr (Vectors > 0) {
+            for (int j = 0; j < Vectors; ++j) {
+              const int c = (lane + j * kPlusLanes) * W;
+              if (c < d) {
+                T v[W];
+                V::load(row + c, v);
 #pragma unroll
-          for (int j = 0; j < Vectors; ++j) {
-            const int vector = lane + j * kPlusLanes;
-            if (vector * W < d) {
-              T v[W];
-              V::load(candidates + ((j * m + q) * kPlusLanes + lane) * W, v);
+                for (int e = 0; e < W; ++e) x[r][j * W + e] = v[e];
+              } else {
 #pragma unroll
-              for (int e = 0; e < W; ++e) {
-#pragma unroll
-                for (int r = 0; r < kRowsPer; ++r) {
-                  const T diff = x[r][j * W + e] - v[e];
-                  dist[r] += diff * diff;
-                }
+                for (int e = 0; e < W; ++e) x[r][j * W + e] = T(0);
               }
             }
           }
-        } else {
-          const T* center = candidates + int64_t(q) * d;
-          const T* row = X + (active[0] ? rows[0] : chunk * kPlusChunkRows) * d;
-          for (int64_t c = lane; c < d; c += kPlusLanes) {
-            const T diff = row[c] - center[c];
-            dist[0] += diff * diff;
-          }
         }
 #pragma unroll
-        for (int r = 0; r < kRowsPer; ++r) {
-          // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
-          for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
-          const T v = dist[r] < near[r] ? dist[r] : near[r];
-          if (active[r] && lane == q % kPlusLanes) {
-            cand[int64_t(q) * n + rows[r]] = v;
-            potential[q / kPlusLanes] += wi[r] * static_cast<double>(v);
+        for (int q = 0; q < kMaxTrials; ++q) {
+          if (q >= m) break;
+          T dist[kRowsPer];
+#pragma unroll
+          for (int r = 0; r < kRowsPer; ++r) dist[r] = 0;
+          if constexpr (Vectors > 0) {
+#pragma unroll
+            for (int j = 0; j < Vectors; ++j) {
+              const int vector = lane + j * kPlusLanes;
+              if (vector * W < d) {
+                T v[W];
+                V::load(candidates + ((j * m + q) * kPlusLanes + lane) * W, v);
+#pragma unroll
+                for (int e = 0; e < W; ++e) {
+#pragma unroll
+                  for (int r = 0; r < kRowsPer; ++r) {
+                    const T diff = x[r][j * W + e] - v[e];
+                    dist[r] += diff * diff;
+                  }
+                }
+              }
+            }
+          } else {
+            const T* center = candidates + int64_t(q) * d;
+            const T* row = X + rows[0] * d;
+            for (int64_t c = lane; c < d; c += kPlusLanes) {
+              const T diff = row[c] - center[c];
+              dist[0] += diff * diff;
+            }
+          }
+#pragma unroll
+          for (int r = 0; r < kRowsPer; ++r) {
+            // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
+            for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
+            const T v = dist[r] < near[r] ? dist[r] : near[r];
+            if (active[r] && lane == q % kPlusLanes) {
+              cand[int64_t(q) * n + rows[r]] = v;
+              potential[q / kPlusLanes] += wi[r] * static_cast<double>(v);
+            }
           }
         }
       }
+      __syncwarp();  // read_lanes is written again by the next batch
     }
+    // The group's unread terms count for each of its candidates.
+    for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) unread += __shfl_xor_sync(kFullMask, unread, offset);
 #pragma unroll
     for (int j = 0; j < kMaxTrials / kPlusLanes; ++j)
-      if (j * kPlusLanes + lane < m) group_potentials[group * m + j * kPlusLanes + lane] = potential[j];
+      if (j * kPlusLanes + lane < m) group_potentials[group * m + j * kPlusLanes + lane] = potential[j] + unread;
     __syncthreads();
     for (int q = threadIdx.x; q < m; q += blockDim.x) {
       double s = 0.0;
@@ -1399,8 +1461,10 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     for (int64_t i = 0; i < n_queries; ++i) idx_host[query_of[i]] = found[i];
   }
 
-  void candidate_potentials(const T* X, const T* weights, const T* closest, int64_t n, int64_t d, const T* candidates_host, int64_t m,
-                            double* potentials_host) override {
+  // The rows are all read (known is not used): the driver's loop runs on the GPU only over
+  // several processes, where plusplus_steps does not.
+  void candidate_potentials(const T* X, const T* weights, const T* closest, const NearestCenters<T>& /*known*/, int64_t n,
+                            int64_t d, const T* candidates_host, int64_t m, double* potentials_host) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (m <= 0) return;
     Buffer candidates = to_device(res, candidates_host, m * d);
@@ -1411,16 +1475,19 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     });
   }
 
-  void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) override {
+  void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, const NearestCenters<T>& known,
+                      bool reset) override {
     cuda::Resources& res = cuda::activate(ctx_);
     Buffer center = to_device(res, center_host, d);
-    update_closest_kernel<T><<<blocks_for_warps(n), kBlock, 0, res.stream>>>(X, n, d, center.as<T>(), closest, reset);
+    update_closest_kernel<T><<<blocks_for_warps(n), kBlock, 0, res.stream>>>(
+        X, n, d, center.as<T>(), closest, known.nearest, static_cast<int32_t>(reset ? 0 : known.centers), reset);
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
-  bool plusplus_steps(const T* X, const T* weights, int64_t n, int64_t d, T* closest, double potential,
+  bool plusplus_steps(const T* X, const T* weights, int64_t n, int64_t d, T* closest, int32_t* nearest, double potential,
                       const double* uniforms_host, int64_t trials, int64_t from, int64_t k, T* centers_host) override {
-    constexpr std::size_t kMaxSharedBytes = 48 << 10;  // without opting in to more
+    // Without opting in to more (the pass's static read_lanes included).
+    constexpr std::size_t kMaxSharedBytes = (48 << 10) - kBlock * sizeof(int);
     // The candidates' layout pads each to whole groups of kPlusLanes vectors (plusplus_potentials_kernel).
     const int64_t padded_d = round_up(d, kPlusLanes * Vec16<T>::width);
     const std::size_t shared_bytes = static_cast<std::size_t>(kBlock / kPlusLanes * trials) * sizeof(double) +
@@ -1448,7 +1515,11 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     Buffer partials = device(row_chunks * trials * sizeof(double));
     Buffer totals = device(n_chunks * sizeof(double));
     Buffer segments = device(ceil_div(n_chunks, kPlusSegment) * sizeof(double));
-    Buffer centers = device(steps * d * sizeof(T));
+    // Every center (those given, then each step's), and their gaps to the step's candidates.
+    Buffer centers = device(k * d * sizeof(T));
+    if (from > 0) res.copy_to_device(centers.data(), centers_host, from * d * sizeof(T));
+    Buffer gaps = device(k * trials * sizeof(T));
+    const PlusPlusBound<T> bound(d);
     const unsigned refresh_blocks = static_cast<unsigned>(std::min(n_chunks, kMaxBlocks));
     // Rows held in registers where they fit (16-byte vectors: X aligned, d a multiple of the width).
     constexpr int W = Vec16<T>::width;
@@ -1463,23 +1534,30 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, potentials, kBlock, shared_bytes));
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(row_chunks, std::max(1, per_sm) * int64_t(sms)));
     for (int64_t step = 0; step < steps; ++step) {
+      const int64_t chosen = from + step;  // the number of centers chosen before this step
       plusplus_refresh_kernel<T><<<refresh_blocks, kBlock, 0, res.stream>>>(
-          weights, step == 0 ? nullptr : cand.as<T>(), best.as<int32_t>(), n, closest, n_chunks, totals.as<double>());
+          weights, step == 0 ? nullptr : cand.as<T>(), best.as<int32_t>(), n, closest, nearest, gaps.as<T>(), m,
+          static_cast<int32_t>(chosen - 1), bound, n_chunks, totals.as<double>());
       plusplus_draw_kernel<T><<<1, kWarp * std::max(m, 8), 0, res.stream>>>(
           weights, closest, n, totals.as<double>(), n_chunks, segments.as<double>(), uniforms.as<double>() + step * trials,
           state.as<double>(), m, idx.as<int64_t>());
-      potentials<<<blocks, kBlock, shared_bytes, res.stream>>>(
-          X, weights, closest, n, d, idx.as<int64_t>(), m, cand.as<T>(), partials.as<double>());
+      if (nearest)
+        plusplus_gaps_kernel<T><<<blocks_for_warps(chosen), kBlock, 0, res.stream>>>(centers.as<T>(), chosen, d, X,
+                                                                                      idx.as<int64_t>(), m, gaps.as<T>());
+      potentials<<<blocks, kBlock, shared_bytes, res.stream>>>(X, weights, closest, nearest, gaps.as<T>(), bound, n, d,
+                                                               idx.as<int64_t>(), m, cand.as<T>(), partials.as<double>());
       plusplus_choose_kernel<T><<<1, kWarp * m, 0, res.stream>>>(partials.as<double>(), row_chunks, m, idx.as<int64_t>(), X, d,
-                                                                 centers.as<T>() + step * d, best.as<int32_t>(),
+                                                                 centers.as<T>() + chosen * d, best.as<int32_t>(),
                                                                  state.as<double>());
       GPUML_CUDA_CHECK_LAUNCH();
     }
-    // closest as the last step leaves it (no totals wanted).
+    // closest (and nearest) as the last step leaves them (no totals wanted).
     plusplus_refresh_kernel<T><<<refresh_blocks, kBlock, 0, res.stream>>>(weights, cand.as<T>(), best.as<int32_t>(), n,
-                                                                           closest, n_chunks, nullptr);
+                                                                           closest, nearest, gaps.as<T>(), m,
+                                                                           static_cast<int32_t>(k - 1), bound, n_chunks,
+                                                                           nullptr);
     GPUML_CUDA_CHECK_LAUNCH();
-    copy_to_host(res, centers_host + from * d, centers.data(), steps * d * sizeof(T));
+    copy_to_host(res, centers_host + from * d, centers.as<T>() + from * d, steps * d * sizeof(T));
     return true;
   }
 

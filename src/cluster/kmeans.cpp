@@ -226,15 +226,19 @@ class Rows {
   virtual void accumulate(const T* weights, const int32_t* labels, int64_t k, double* sums_host,
                           double* weight_sums_host) = 0;
   virtual void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) = 0;
-  virtual void candidate_potentials(const T* weights, const T* closest, const T* candidates_host, int64_t m,
-                                    double* potentials_host) = 0;
-  virtual void update_closest(const T* center_host, T* closest, bool reset) = 0;
+  virtual void candidate_potentials(const T* weights, const T* closest, const detail::NearestCenters<T>& known,
+                                    const T* candidates_host, int64_t m, double* potentials_host) = 0;
+  virtual void update_closest(const T* center_host, T* closest, const detail::NearestCenters<T>& known, bool reset) = 0;
   virtual void distances(const T* centers_host, int64_t k, T* out) = 0;
   // KMeansBackend::plusplus_steps on these rows; false where there is no such path.
-  virtual bool plusplus_steps(const T* /*weights*/, T* /*closest*/, double /*potential*/, const double* /*uniforms_host*/,
-                              int64_t /*trials*/, int64_t /*from*/, int64_t /*k*/, T* /*centers_host*/) {
+  virtual bool plusplus_steps(const T* /*weights*/, T* /*closest*/, int32_t* /*nearest*/, double /*potential*/,
+                              const double* /*uniforms_host*/, int64_t /*trials*/, int64_t /*from*/, int64_t /*k*/,
+                              T* /*centers_host*/) {
     return false;
   }
+  // Whether k-means++ may skip rows through their nearest centers (detail::NearestCenters):
+  // the distances are sums of squared differences.
+  virtual bool skips_rows() const { return false; }
 };
 
 template <typename T>
@@ -250,18 +254,20 @@ class DenseRows final : public Rows<T> {
   void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) override {
     backend_.gather_rows(X_, n_, d_, idx_host, m, out_host);
   }
-  void candidate_potentials(const T* weights, const T* closest, const T* candidates_host, int64_t m,
-                            double* potentials_host) override {
-    backend_.candidate_potentials(X_, weights, closest, n_, d_, candidates_host, m, potentials_host);
+  void candidate_potentials(const T* weights, const T* closest, const detail::NearestCenters<T>& known,
+                            const T* candidates_host, int64_t m, double* potentials_host) override {
+    backend_.candidate_potentials(X_, weights, closest, known, n_, d_, candidates_host, m, potentials_host);
   }
-  void update_closest(const T* center_host, T* closest, bool reset) override {
-    backend_.update_closest(X_, n_, d_, center_host, closest, reset);
+  void update_closest(const T* center_host, T* closest, const detail::NearestCenters<T>& known, bool reset) override {
+    backend_.update_closest(X_, n_, d_, center_host, closest, known, reset);
   }
   void distances(const T* centers_host, int64_t k, T* out) override { backend_.distances(X_, n_, d_, centers_host, k, out); }
-  bool plusplus_steps(const T* weights, T* closest, double potential, const double* uniforms_host, int64_t trials,
-                      int64_t from, int64_t k, T* centers_host) override {
-    return backend_.plusplus_steps(X_, weights, n_, d_, closest, potential, uniforms_host, trials, from, k, centers_host);
+  bool plusplus_steps(const T* weights, T* closest, int32_t* nearest, double potential, const double* uniforms_host,
+                      int64_t trials, int64_t from, int64_t k, T* centers_host) override {
+    return backend_.plusplus_steps(X_, weights, n_, d_, closest, nearest, potential, uniforms_host, trials, from, k,
+                                   centers_host);
   }
+  bool skips_rows() const override { return true; }
 
  private:
   detail::KMeansBackend<T>& backend_;
@@ -286,13 +292,13 @@ class SparseRows final : public Rows<T> {
     X_.grouped_row_sums(labels, weights, k, sums_host, weight_sums_host);
   }
   void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) override { X_.dense_rows(idx_host, m, out_host); }
-  void candidate_potentials(const T* weights, const T* closest, const T* candidates_host, int64_t m,
-                            double* potentials_host) override {
+  void candidate_potentials(const T* weights, const T* closest, const detail::NearestCenters<T>& /*known*/,
+                            const T* candidates_host, int64_t m, double* potentials_host) override {
     const T* products = times(candidates_host, m);
     backend_.candidate_potentials_from_products(products, row_norms_.as<const T>(), weights, closest, n_,
                                                 squared_norms(candidates_host, m).data(), m, potentials_host);
   }
-  void update_closest(const T* center_host, T* closest, bool reset) override {
+  void update_closest(const T* center_host, T* closest, const detail::NearestCenters<T>& /*known*/, bool reset) override {
     const T* products = times(center_host, 1);
     backend_.update_closest_from_products(products, row_norms_.as<const T>(), n_, squared_norms(center_host, 1)[0],
                                           closest, reset);
@@ -372,16 +378,22 @@ class Seeder {
   void kmeans_plusplus(detail::Random& rng, const T* weights, double local_total, int64_t k, T* centers) {
     Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
     T* closest = closest_buffer.as<T>();
+    // Each row's nearest center: what lets the steps skip rows (detail::NearestCenters).
+    Buffer nearest_buffer;
+    if (rows_.skips_rows()) nearest_buffer = Buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
+    int32_t* nearest = nearest_buffer.as<int32_t>();
     std::vector<double> prefix;  // the cumulative sums of the ranks' totals
     double threshold = rng.uniform() * rank_prefix(local_total, prefix);
     search_rows(weights, nullptr, prefix, &threshold, 1, centers);
-    rows_.update_closest(centers, closest, /*reset=*/true);
-    plusplus_steps(rng, weights, closest, 1, k, centers);
+    rows_.update_closest(centers, closest, detail::NearestCenters<T>{nearest, nullptr, 0}, /*reset=*/true);
+    plusplus_steps(rng, weights, closest, nearest, 1, k, centers);
   }
 
   // The k-means++ steps that choose centers[from, k) when centers[0, from) are chosen and
-  // closest (the backend's memory) holds every local row's squared distance to the nearest of them.
-  void plusplus_steps(detail::Random& rng, const T* weights, T* closest, int64_t from, int64_t k, T* centers) {
+  // closest (the backend's memory) holds every local row's squared distance to the nearest of
+  // them; nearest (or null: no row is skipped) the index of that center.
+  void plusplus_steps(detail::Random& rng, const T* weights, T* closest, int32_t* nearest, int64_t from, int64_t k,
+                      T* centers) {
     const int64_t trials = 2 + static_cast<int64_t>(std::floor(std::log(static_cast<double>(k))));
     double local_potential = backend_.weighted_sum(weights, closest, n_);
     // Every step's draws, in the order the steps take them (the same on every rank).
@@ -389,23 +401,48 @@ class Seeder {
     for (double& u : uniforms) u = rng.uniform();
     // One process: the backend may run all the steps in its own memory (the GPU: no host round
     // trip per center).
-    if (comm_.size() == 1 && rows_.plusplus_steps(weights, closest, local_potential, uniforms.data(), trials, from, k, centers))
+    if (comm_.size() == 1 &&
+        rows_.plusplus_steps(weights, closest, nearest, local_potential, uniforms.data(), trials, from, k, centers))
       return;
     std::vector<double> prefix;
     std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
     std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
+    std::vector<T> gaps, chosen_gaps;  // |candidate - center|², centers x trials; the chosen one's column
     for (int64_t c = from; c < k; ++c) {
       const double potential = rank_prefix(local_potential, prefix);
       for (int64_t t = 0; t < trials; ++t) thresholds[t] = uniforms[(c - from) * trials + t] * potential;
       search_rows(weights, closest, prefix, thresholds.data(), trials, candidate_rows.data());
-      rows_.candidate_potentials(weights, closest, candidate_rows.data(), trials, potentials.data());
+      if (nearest) center_gaps(centers, c, candidate_rows.data(), trials, gaps);
+      rows_.candidate_potentials(weights, closest, detail::NearestCenters<T>{nearest, gaps.data(), c}, candidate_rows.data(),
+                                 trials, potentials.data());
       const std::vector<double> local_potentials = potentials;
       comm_.allreduce_sum(potentials.data(), trials);
       const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
       std::copy_n(candidate_rows.begin() + best * d_, d_, centers + c * d_);
-      rows_.update_closest(centers + c * d_, closest, /*reset=*/false);
+      if (nearest) {
+        chosen_gaps.resize(static_cast<std::size_t>(c));
+        for (int64_t a = 0; a < c; ++a) chosen_gaps[a] = gaps[a * trials + best];
+      }
+      rows_.update_closest(centers + c * d_, closest, detail::NearestCenters<T>{nearest, chosen_gaps.data(), c},
+                           /*reset=*/false);
       local_potential = local_potentials[best];
     }
+  }
+
+  // gaps[a * m + q] = |candidate q - center a|² for the centers [0, count), summed in feature
+  // order (any order keeps detail::PlusPlusBound's margin).
+  void center_gaps(const T* centers, int64_t count, const T* candidates, int64_t m, std::vector<T>& gaps) const {
+    gaps.resize(static_cast<std::size_t>(count * m));
+#pragma omp parallel for num_threads(count * m * d_ < (int64_t{1} << 18) ? 1 : ctx_.n_threads()) schedule(static)
+    for (int64_t a = 0; a < count; ++a)
+      for (int64_t q = 0; q < m; ++q) {
+        T sum = 0;
+        for (int64_t j = 0; j < d_; ++j) {
+          const T diff = candidates[q * d_ + j] - centers[a * d_ + j];
+          sum += diff * diff;
+        }
+        gaps[a * m + q] = sum;
+      }
   }
 
   // Every rank's `local` gathered in rank order; prefix[r] = the sum of ranks before r (size+1
@@ -808,7 +845,7 @@ class Fitter {
       if (n_kept == k_) return;
       Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
       detail::copy_bytes(ctx_, closest_buffer.data(), ctx_.device(), closest.data(), Device{}, n_ * sizeof(T));
-      seeding.plusplus_steps(rng, weights_.device(), closest_buffer.as<T>(), n_kept, k_, centers.data());
+      seeding.plusplus_steps(rng, weights_.device(), closest_buffer.as<T>(), nullptr, n_kept, k_, centers.data());
       return;
     }
     // k-means++ on the weighted candidates (about 1 + 2k * rounds of them) on rank 0, the centers

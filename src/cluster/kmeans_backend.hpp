@@ -7,12 +7,54 @@
 // Pointers named X, weights, labels, dist2 and closest are in the backend's memory (host for
 // the CPU, the device for CUDA), contiguous and row-major. Pointers with a `_host` suffix are
 // host memory. X is n x d; centers are k x d.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 
+#include "../core/host_device.hpp"  // relative: the tests include this header by path
 #include "gpuml/core/context.hpp"
 
 namespace gpuml::detail {
+
+// ---- k-means++ without the rows that cannot change (the triangle inequality) ---------------
+//
+// A row x whose nearest chosen center is a, at squared distance D = |x - a|², is no closer to a
+// candidate c than to a when |c - a| >= 2 |x - a|: then min(D, |x - c|²) = D, and the step need
+// not read x. The test runs on computed values, so it keeps a margin: every squared distance is
+// a sum of d rounded squares of rounded differences, within (d + 2) u of the exact value
+// (relative, u the unit roundoff, any summation order, with or without FMA), and the factor
+// 4 (1 + 16 (d + 2) u) makes the computed |x - c|² at least the computed D. D below `floor`,
+// where underflow's absolute error could count, is never skipped (unless it is 0: min(0, .) = 0).
+// A pass that skips rows therefore returns the bits it would return reading them all.
+template <typename T>
+struct PlusPlusBound {
+  T scale;  // 4 (1 + 16 (d + 2) u), +inf where d makes the margin too wide to be of use
+  T floor;
+  explicit PlusPlusBound(int64_t d) {
+    const double u = std::numeric_limits<T>::epsilon() / 2;
+    const double margin = 16.0 * (static_cast<double>(d) + 2.0) * u;
+    scale = margin < 0.25 ? static_cast<T>(4.0 * (1.0 + margin)) : std::numeric_limits<T>::infinity();
+    floor = std::ldexp(std::numeric_limits<T>::min(), std::numeric_limits<T>::digits + 2);
+  }
+  // gap = |c - a|² (computed), closest = D (computed): true where min(closest, |x - c|²) = closest
+  // is proven.
+  GPUML_HOST_DEVICE bool unchanged(T gap, T closest) const {
+    return closest == T(0) || (closest >= floor && gap >= scale * closest);
+  }
+};
+
+// What a k-means++ pass may skip rows with. nearest[i] (the backend's memory) is the index of
+// row i's nearest chosen center (update_closest keeps it); gaps_host[a * m + q] is
+// |candidate q - center a|² for the `centers` centers chosen so far. gaps_host == nullptr: no
+// skipping (nearest still kept); nearest == nullptr: neither. A backend may ignore the gaps (the sparse products do: their
+// distances are not within the bound's margin); results are the same bits either way.
+template <typename T>
+struct NearestCenters {
+  int32_t* nearest = nullptr;
+  const T* gaps_host = nullptr;
+  int64_t centers = 0;
+};
 
 template <typename T>
 class KMeansBackend {
@@ -55,24 +97,32 @@ class KMeansBackend {
                              int64_t m, int64_t* idx_host) = 0;
 
   // k-means++ step: for each of m candidate rows, the potential
-  // sum_i weights[i] * min(closest[i], |X_i - candidate|^2), into potentials_host.
-  virtual void candidate_potentials(const T* X, const T* weights, const T* closest, int64_t n, int64_t d,
-                                    const T* candidates_host, int64_t m, double* potentials_host) = 0;
+  // sum_i weights[i] * min(closest[i], |X_i - candidate|^2), into potentials_host; rows may be
+  // skipped through `known` (gaps_host: known.centers x m).
+  virtual void candidate_potentials(const T* X, const T* weights, const T* closest, const NearestCenters<T>& known,
+                                    int64_t n, int64_t d, const T* candidates_host, int64_t m,
+                                    double* potentials_host) = 0;
 
-  // The k-means++ steps that choose centers [from, k) into centers_host (k x d), in one call
-  // that stays in the backend's memory, for one process: the steps of Seeder::plusplus_steps
-  // (src/cluster/kmeans.cpp) over the primitives above, step s drawing its `trials` thresholds
-  // as uniforms_host[s * trials + t] times the potential (which starts at `potential`, the sum
-  // of weights * closest). closest is left as the last step leaves it. Returns false, having
-  // done nothing, where the backend has no such path (the driver then loops over the primitives).
+  // The k-means++ steps that choose centers [from, k) into centers_host (k x d; centers [0,
+  // from) given), in one call that stays in the backend's memory, for one process: the steps of
+  // Seeder::plusplus_steps (src/cluster/kmeans.cpp) over the primitives above, step s drawing
+  // its `trials` thresholds as uniforms_host[s * trials + t] times the potential (which starts
+  // at `potential`, the sum of weights * closest). closest (and nearest, where not null: rows
+  // may then be skipped, NearestCenters) are left as the last step leaves them. Returns false,
+  // having done nothing, where the backend has no such path (the driver then loops over the
+  // primitives).
   virtual bool plusplus_steps(const T* /*X*/, const T* /*weights*/, int64_t /*n*/, int64_t /*d*/, T* /*closest*/,
-                              double /*potential*/, const double* /*uniforms_host*/, int64_t /*trials*/, int64_t /*from*/,
-                              int64_t /*k*/, T* /*centers_host*/) {
+                              int32_t* /*nearest*/, double /*potential*/, const double* /*uniforms_host*/,
+                              int64_t /*trials*/, int64_t /*from*/, int64_t /*k*/, T* /*centers_host*/) {
     return false;
   }
 
-  // closest[i] = min(closest[i], |X_i - center|^2); with `reset`, closest[i] = |X_i - center|^2.
-  virtual void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) = 0;
+  // closest[i] = min(closest[i], |X_i - center|^2), and where it decreases strictly,
+  // known.nearest[i] = known.centers (the center's index; not kept where nearest is null); rows
+  // may be skipped through the gaps (gaps_host: 1 x known.centers). With `reset`,
+  // closest[i] = |X_i - center|^2 and nearest[i] = 0 (the gaps are not read).
+  virtual void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest,
+                              const NearestCenters<T>& known, bool reset) = 0;
 
   // Euclidean (not squared) distances to every center: out is n x k in the backend's memory.
   virtual void distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, T* out) = 0;

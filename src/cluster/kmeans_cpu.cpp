@@ -60,32 +60,35 @@ class CenterTiles {
   int64_t width(int64_t t) const { return std::min(width_, k_ - t * width_); }
 
   // acc[c] = |x - center(first(t) + c)|^2 for c < width(t); acc holds kMaxWidth entries.
-  void distances(const T* x, int64_t t, T* acc) const { rows_distances<1>(x, t, reinterpret_cast<T(*)[kMaxWidth]>(acc)); }
+  void distances(const T* x, int64_t t, T* acc) const {
+    const T* rows[1] = {x};
+    rows_distances<1>(rows, t, reinterpret_cast<T(*)[kMaxWidth]>(acc));
+  }
 
-  // The same for R consecutive rows of X (x the first, rows d apart) into acc[r]: each row's sums
-  // in the same order as distances(), the rows' independent chains interleaved (one row's
-  // ordered sum is bound by the add's latency).
+  // The same for R rows of X (rows[r]) into acc[r]: each row's sums in the same order as
+  // distances(), the rows' independent chains interleaved (one row's ordered sum is bound by
+  // the add's latency).
   template <int R>
-  void rows_distances(const T* x, int64_t t, T (*acc)[kMaxWidth]) const {
+  void rows_distances(const T* const* rows, int64_t t, T (*acc)[kMaxWidth]) const {
     const T* tile = data_.data() + t * d_ * width_;
     // A compile-time lane count lets the compiler keep acc in registers.
     switch (width_) {
-      case 4: return tile_distances<R, 4>(x, tile, acc);
-      case 8: return tile_distances<R, 8>(x, tile, acc);
-      case 12: return tile_distances<R, 12>(x, tile, acc);
-      default: return tile_distances<R, kMaxWidth>(x, tile, acc);
+      case 4: return tile_distances<R, 4>(rows, tile, acc);
+      case 8: return tile_distances<R, 8>(rows, tile, acc);
+      case 12: return tile_distances<R, 12>(rows, tile, acc);
+      default: return tile_distances<R, kMaxWidth>(rows, tile, acc);
     }
   }
 
  private:
   template <int R, int64_t W>
-  void tile_distances(const T* x, const T* tile, T (*acc)[kMaxWidth]) const {
+  void tile_distances(const T* const* rows, const T* tile, T (*acc)[kMaxWidth]) const {
     for (int r = 0; r < R; ++r)
       for (int64_t c = 0; c < W; ++c) acc[r][c] = T(0);
     for (int64_t j = 0; j < d_; ++j) {
       const T* column = tile + j * W;
       for (int r = 0; r < R; ++r) {
-        const T xj = x[r * d_ + j];
+        const T xj = rows[r][j];
 #pragma omp simd
         for (int64_t c = 0; c < W; ++c) {
           const T diff = xj - column[c];
@@ -256,68 +259,107 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     }
   }
 
-  void candidate_potentials(const T* X, const T* weights, const T* closest, int64_t n, int64_t d,
-                            const T* candidates_host, int64_t m, double* potentials_host) override {
+  void candidate_potentials(const T* X, const T* weights, const T* closest, const NearestCenters<T>& known, int64_t n,
+                            int64_t d, const T* candidates_host, int64_t m, double* potentials_host) override {
     const CenterTiles<T> tiles(candidates_host, m, d);
     const RowBlocks blocks(n, threads_, 1024);
+    const PlusPlusBound<T> bound(d);
+    // Rows no candidate can bring closer (NearestCenters) are not read: their terms are
+    // w * closest, which min(closest, distance) would give.
+    auto unchanged = [&](int64_t i) {
+      if (known.nearest == nullptr || known.gaps_host == nullptr) return false;
+      const T* gaps = known.gaps_host + static_cast<int64_t>(known.nearest[i]) * m;
+      for (int64_t q = 0; q < m; ++q)
+        if (!bound.unchanged(gaps[q], closest[i])) return false;
+      return true;
+    };
     std::vector<double> partial(static_cast<std::size_t>(blocks.count() * m), 0.0);
 #pragma omp parallel for num_threads(threads_for(n * d * m)) schedule(static)
     for (int b = 0; b < blocks.count(); ++b) {
       double* acc_pot = partial.data() + static_cast<int64_t>(b) * m;
-      constexpr int kRows = 4;  // rows at once: 4 independent sums per candidate
-      T acc[kRows][CenterTiles<T>::kMaxWidth];
-      // Each potential takes its rows' terms in row order, as one row at a time would.
-      auto add_rows = [&](int64_t i, int rows, int64_t t) {
-        for (int r = 0; r < rows; ++r) {
-          const double w = static_cast<double>(weights[i + r]);
-          for (int64_t c = 0; c < tiles.width(t); ++c)
-            acc_pot[tiles.first(t) + c] += w * static_cast<double>(std::min(closest[i + r], acc[r][c]));
+      // A window of rows at a time: the distances of the rows read, kRows at once (independent
+      // sums), then every row's terms in row order, as one row at a time would add them.
+      constexpr int kRows = 4;
+      constexpr int64_t kWindow = 128;
+      T dist[kWindow][CenterTiles<T>::kMaxWidth];
+      bool skipped[kWindow];
+      const T* read[kWindow];
+      int64_t read_at[kWindow];
+      for (int64_t w0 = blocks.begin(b); w0 < blocks.end(b); w0 += kWindow) {
+        const int64_t rows = std::min(kWindow, blocks.end(b) - w0);
+        int64_t n_read = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          skipped[r] = unchanged(w0 + r);
+          if (!skipped[r]) {
+            read[n_read] = X + (w0 + r) * d;
+            read_at[n_read++] = r;
+          }
         }
-      };
-      int64_t i = blocks.begin(b);
-      if (tiles.tiles() == 1) {
-        for (; i + kRows <= blocks.end(b); i += kRows) {
-          tiles.template rows_distances<kRows>(X + i * d, 0, acc);
-          add_rows(i, kRows, 0);
+        for (int64_t t = 0; t < tiles.tiles(); ++t) {
+          int64_t j = 0;
+          for (; j + kRows <= n_read && tiles.tiles() == 1; j += kRows) {
+            T acc[kRows][CenterTiles<T>::kMaxWidth];
+            tiles.template rows_distances<kRows>(read + j, t, acc);
+            for (int r = 0; r < kRows; ++r) std::copy_n(acc[r], tiles.width(t), dist[read_at[j + r]]);
+          }
+          for (; j < n_read; ++j) {
+            T acc[CenterTiles<T>::kMaxWidth];
+            tiles.distances(read[j], t, acc);
+            std::copy_n(acc, tiles.width(t), dist[read_at[j]]);
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            const T near = closest[w0 + r];
+            const double w = static_cast<double>(weights[w0 + r]);
+            for (int64_t c = 0; c < tiles.width(t); ++c)
+              acc_pot[tiles.first(t) + c] += w * static_cast<double>(skipped[r] ? near : std::min(near, dist[r][c]));
+          }
         }
       }
-      for (; i < blocks.end(b); ++i)
-        for (int64_t t = 0; t < tiles.tiles(); ++t) {
-          tiles.distances(X + i * d, t, acc[0]);
-          add_rows(i, 1, t);
-        }
     }
     std::fill(potentials_host, potentials_host + m, 0.0);
     for (int b = 0; b < blocks.count(); ++b)
       for (int64_t c = 0; c < m; ++c) potentials_host[c] += partial[b * m + c];
   }
 
-  void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, bool reset) override {
-    // Groups of rows at once: independent sums hide the latency of each row's ordered sum.
-    constexpr int64_t kGroup = 8;
-    const int64_t n_groups = (n + kGroup - 1) / kGroup;
+  void update_closest(const T* X, int64_t n, int64_t d, const T* center_host, T* closest, const NearestCenters<T>& known,
+                      bool reset) override {
+    const PlusPlusBound<T> bound(d);
+    const bool skipping = !reset && known.nearest != nullptr && known.gaps_host != nullptr;
+    const auto index = static_cast<int32_t>(reset ? 0 : known.centers);
+    // Windows of rows; the rows read in groups of kGroup (independent sums hide the latency of
+    // each row's ordered sum). Rows the center cannot bring closer are not read (NearestCenters).
+    constexpr int64_t kGroup = 8, kWindow = 1024;
+    const int64_t n_windows = (n + kWindow - 1) / kWindow;
 #pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
-    for (int64_t g = 0; g < n_groups; ++g) {
-      const int64_t row0 = g * kGroup;
-      if (row0 + kGroup > n) {
-        for (int64_t i = row0; i < n; ++i) {
-          const T dist = squared_distance(X + i * d, center_host, d);
-          closest[i] = reset ? dist : std::min(closest[i], dist);
+    for (int64_t w = 0; w < n_windows; ++w) {
+      const int64_t w0 = w * kWindow, w_end = std::min(n, w0 + kWindow);
+      int64_t read[kWindow];
+      int64_t n_read = 0;
+      for (int64_t i = w0; i < w_end; ++i)
+        if (!skipping || !bound.unchanged(known.gaps_host[known.nearest[i]], closest[i])) read[n_read++] = i;
+      for (int64_t g = 0; g < n_read; g += kGroup) {
+        const int64_t rows = std::min(kGroup, n_read - g);
+        const T* x[kGroup];
+        for (int64_t r = 0; r < kGroup; ++r) x[r] = X + read[g + std::min(r, rows - 1)] * d;  // repeats: unused
+        T acc[kGroup] = {};
+        for (int64_t j = 0; j < d; ++j) {
+          const T cj = center_host[j];
+          for (int64_t r = 0; r < kGroup; ++r) {
+            const T diff = x[r][j] - cj;
+            acc[r] += diff * diff;
+          }
         }
-        continue;
-      }
-      T acc[kGroup] = {};
-      const T* rows = X + row0 * d;
-      for (int64_t j = 0; j < d; ++j) {
-        const T cj = center_host[j];
-        for (int64_t r = 0; r < kGroup; ++r) {
-          const T diff = rows[r * d + j] - cj;
-          acc[r] += diff * diff;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = read[g + r];
+          if (reset || acc[r] < closest[i]) {
+            closest[i] = acc[r];
+            if (known.nearest) known.nearest[i] = index;
+          }
         }
       }
-      for (int64_t r = 0; r < kGroup; ++r) closest[row0 + r] = reset ? acc[r] : std::min(closest[row0 + r], acc[r]);
     }
   }
+
 
   void distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, T* out) override {
     const CenterTiles<T> tiles(centers_host, k, d);

@@ -8,11 +8,7 @@
 //  - regression: W = Σ w, S = Σ w y, and Q = Σ w y² (squared_error) or Σ w y log y (poisson).
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define GPUML_HOST_DEVICE __host__ __device__
-#else
-#define GPUML_HOST_DEVICE
-#endif
+#include "../core/host_device.hpp"  // relative: the tests include this header by path
 
 namespace gpuml::detail {
 

@@ -248,7 +248,8 @@ TEST(KMeansBackendGpu, DistancesFromProductsMatchCpu) {
 // through the same backend's fine primitives, as the driver's loop takes them. X holds small
 // integers and the weights halves, so every distance, sum and threshold comparison is exact in
 // both paths, whatever their summation orders: the same draws must choose the same rows (the
-// centers equal bit for bit) and leave the same closest. d covers every layout of the
+// centers equal bit for bit) and leave the same closest, with rows skipped through their nearest
+// centers (NearestCenters) and without; and the same nearest centers. d covers every layout of the
 // potentials pass (rows in registers as 4 or up to 16 vectors a lane, candidates padded to
 // whole groups of vectors, or read per candidate) and n several chunks of rows.
 template <typename T>
@@ -277,7 +278,8 @@ void check_plusplus_steps(Context& gpu, std::mt19937_64& rng, int64_t n, int64_t
   std::vector<T> want(k * d);
   std::copy(X.begin(), X.begin() + d, want.begin());
   Buffer closest_want = to_device(gpu, std::vector<T>(n));
-  cuda->update_closest(Xd.as<T>(), n, d, want.data(), closest_want.as<T>(), true);
+  Buffer nearest_want = to_device(gpu, std::vector<int32_t>(n));
+  cuda->update_closest(Xd.as<T>(), n, d, want.data(), closest_want.as<T>(), {nearest_want.as<int32_t>(), nullptr, 0}, true);
   double potential = cuda->weighted_sum(weights, closest_want.as<T>(), n);
   const double first_potential = potential;
   std::vector<double> thresholds(trials), potentials(trials);
@@ -287,22 +289,29 @@ void check_plusplus_steps(Context& gpu, std::mt19937_64& rng, int64_t n, int64_t
     for (int64_t t = 0; t < trials; ++t) thresholds[t] = uniforms[(c - 1) * trials + t] * potential;
     cuda->search_cumsum(weights, closest_want.as<T>(), n, thresholds.data(), trials, rows.data());
     cuda->gather_rows(Xd.as<T>(), n, d, rows.data(), trials, candidates.data());
-    cuda->candidate_potentials(Xd.as<T>(), weights, closest_want.as<T>(), n, d, candidates.data(), trials, potentials.data());
+    cuda->candidate_potentials(Xd.as<T>(), weights, closest_want.as<T>(), {}, n, d, candidates.data(), trials, potentials.data());
     const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
     std::copy_n(candidates.begin() + best * d, d, want.begin() + c * d);
-    cuda->update_closest(Xd.as<T>(), n, d, want.data() + c * d, closest_want.as<T>(), false);
+    cuda->update_closest(Xd.as<T>(), n, d, want.data() + c * d, closest_want.as<T>(), {nearest_want.as<int32_t>(), nullptr, c},
+                         false);
     potential = potentials[best];
   }
 
-  std::vector<T> got(k * d);
-  std::copy(X.begin(), X.begin() + d, got.begin());
-  Buffer closest = to_device(gpu, std::vector<T>(n));
-  cuda->update_closest(Xd.as<T>(), n, d, got.data(), closest.as<T>(), true);
-  ASSERT_TRUE(cuda->plusplus_steps(Xd.as<T>(), weights, n, d, closest.as<T>(), first_potential, uniforms.data(), trials, 1, k,
-                                   got.data()));
-  for (int64_t c = 0; c < k; ++c)
-    ASSERT_EQ(std::memcmp(got.data() + c * d, want.data() + c * d, d * sizeof(T)), 0) << "center " << c;
-  EXPECT_EQ(to_host<T>(gpu, closest, n), to_host<T>(gpu, closest_want, n));
+  for (bool skipping : {true, false}) {
+    SCOPED_TRACE(skipping ? "rows skipped through their nearest centers" : "every row read");
+    std::vector<T> got(k * d);
+    std::copy(X.begin(), X.begin() + d, got.begin());
+    Buffer closest = to_device(gpu, std::vector<T>(n));
+    Buffer nearest = to_device(gpu, std::vector<int32_t>(n));
+    int32_t* kept = skipping ? nearest.as<int32_t>() : nullptr;
+    cuda->update_closest(Xd.as<T>(), n, d, got.data(), closest.as<T>(), {kept, nullptr, 0}, true);
+    ASSERT_TRUE(cuda->plusplus_steps(Xd.as<T>(), weights, n, d, closest.as<T>(), kept, first_potential, uniforms.data(), trials,
+                                     1, k, got.data()));
+    for (int64_t c = 0; c < k; ++c)
+      ASSERT_EQ(std::memcmp(got.data() + c * d, want.data() + c * d, d * sizeof(T)), 0) << "center " << c;
+    EXPECT_EQ(to_host<T>(gpu, closest, n), to_host<T>(gpu, closest_want, n));
+    if (skipping) EXPECT_EQ(to_host<int32_t>(gpu, nearest, n), to_host<int32_t>(gpu, nearest_want, n));
+  }
 }
 
 TEST(KMeansBackendGpu, PlusPlusStepsMatchTheLoopOverPrimitives) {
@@ -328,18 +337,18 @@ TEST(KMeansBackendGpu, PlusPlusStepsDeclineWhereTheirBufferDoesNotFit) {
   auto cuda = detail::make_kmeans_cuda_backend<float>(gpu);
   const Buffer Xd = to_device(gpu, X);
   Buffer closest = to_device(gpu, std::vector<float>(n));
-  cuda->update_closest(Xd.as<float>(), n, d, X.data(), closest.as<float>(), true);
+  cuda->update_closest(Xd.as<float>(), n, d, X.data(), closest.as<float>(), {}, true);
   const std::vector<float> before = to_host<float>(gpu, closest, n);
   const double potential = cuda->weighted_sum(nullptr, closest.as<float>(), n);
   std::vector<double> uniforms((k - 1) * trials, 0.5);
   std::vector<float> centers(k * d, 0.0f);
   gpu.set_memory_limit(gpu.memory_in_use() + trials * n * static_cast<int64_t>(sizeof(float)) / 2);
-  EXPECT_FALSE(cuda->plusplus_steps(Xd.as<float>(), nullptr, n, d, closest.as<float>(), potential, uniforms.data(), trials, 1, k,
-                                    centers.data()));
+  EXPECT_FALSE(cuda->plusplus_steps(Xd.as<float>(), nullptr, n, d, closest.as<float>(), nullptr, potential, uniforms.data(),
+                                    trials, 1, k, centers.data()));
   gpu.set_memory_limit(0);
   EXPECT_EQ(to_host<float>(gpu, closest, n), before);
-  EXPECT_TRUE(cuda->plusplus_steps(Xd.as<float>(), nullptr, n, d, closest.as<float>(), potential, uniforms.data(), trials, 1, k,
-                                   centers.data()));
+  EXPECT_TRUE(cuda->plusplus_steps(Xd.as<float>(), nullptr, n, d, closest.as<float>(), nullptr, potential, uniforms.data(),
+                                   trials, 1, k, centers.data()));
 }
 
 // Sets an environment variable for a scope, then restores it.
