@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <set>
@@ -379,8 +381,10 @@ class Seeder {
     Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
     T* closest = closest_buffer.as<T>();
     // Each row's nearest center: what lets the steps skip rows (detail::NearestCenters).
+    // GPUML_KMEANS_SKIP_ROWS=0 reads every row (for comparison: the same bits either way).
+    const char* skip = std::getenv("GPUML_KMEANS_SKIP_ROWS");
     Buffer nearest_buffer;
-    if (rows_.skips_rows()) nearest_buffer = Buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
+    if (rows_.skips_rows() && !(skip && std::strcmp(skip, "0") == 0)) nearest_buffer = Buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
     int32_t* nearest = nearest_buffer.as<int32_t>();
     std::vector<double> prefix;  // the cumulative sums of the ranks' totals
     double threshold = rng.uniform() * rank_prefix(local_total, prefix);
