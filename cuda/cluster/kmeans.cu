@@ -618,51 +618,112 @@ __global__ void update_closest_kernel(const T* __restrict__ X, int64_t n, int64_
 
 // ---- k-means++ in the device's memory (one process, dense X) -------------------------------
 //
-// Each step is four launches and no host round trip: refresh (closest takes the previous step's
-// chosen column, and the totals of w * closest over chunks of kPlusChunk rows), draw (one warp
-// per threshold walks the segment sums of those totals, the totals, then the chosen chunk's rows:
-// the first row whose running sum passes the threshold), potentials (one pass over X: every
-// row's distance to every candidate, min'd with closest, written per candidate, and their
-// weighted sums per chunk of kPlusChunkRows rows), choose (the candidate of least potential, the
-// first on ties; its row becomes the step's center). Sums run in double, in orders fixed by n
-// alone (the grids' sizes change no result). Measurements: benchmarks/NOTES.md.
-constexpr int64_t kPlusChunk = 1024;      // rows per chunk total (the draw)
+// Each step is a few launches and no host round trip. apply (closest and nearest take the
+// previous step's chosen column, on the rows that step read), draw (one warp per threshold walks
+// the segment sums of the chunks' totals, the totals, then the chosen chunk's rows: the first row
+// whose running sum passes the threshold), gaps (the candidates' distances to the centers),
+// judge (per chunk of kPlusChunkRows rows, the rows some candidate may bring closer, in order,
+// and the sum of the others' terms), potentials (one pass over the rows judged: every row's
+// distance to every candidate, min'd with closest, written per candidate, and their weighted
+// sums per chunk), choose (the candidate of least potential, the first on ties; its row becomes
+// the step's center). A chunk's total for the draw is the chosen candidate's partial potential
+// over it: the sum of w * closest once applied. Without nearest, gaps and judge are not run and
+// every row is read. Sums run in double, in orders fixed by n alone (the grids' sizes change no
+// result). Measurements: benchmarks/NOTES.md.
+constexpr int64_t kPlusChunkRows = 2048;  // rows per chunk: judge's lists, partial potentials, draw's totals
 constexpr int64_t kPlusSegment = 256;     // chunk totals per segment sum (the draw's first level)
 constexpr int kPlusLanes = 4;             // lanes per row in the potentials pass
 constexpr int kMaxTrials = 24;            // 2 + floor(ln k) <= 23 for every k < 2^31
-constexpr int64_t kPlusChunkRows = 2048;  // rows per partial sum of the potentials pass
 
-// closest = column `*best` of cand (m x n, skipped when cand is null), then
-// totals[c] = sum of w * closest over rows [c kPlusChunk, (c + 1) kPlusChunk), a block per chunk.
-// With nearest: a row the bound proves unchanged keeps closest (the potentials pass did not
-// write its column), and nearest_i = index where closest decreases.
+// Where a chunk's rows start and end.
+struct PlusChunk {
+  int64_t begin, rows;
+  __device__ PlusChunk(int64_t chunk, int64_t n)
+      : begin(chunk * kPlusChunkRows), rows((begin + kPlusChunkRows < n ? begin + kPlusChunkRows : n) - begin) {}
+};
+
+// The first step's chunk totals: totals[c * stride] = sum of w * closest over chunk c (a block per chunk).
 template <typename T>
-__global__ void __launch_bounds__(kBlock) plusplus_refresh_kernel(const T* __restrict__ w, const T* __restrict__ cand,
-                                                                  const int32_t* __restrict__ best, int64_t n,
-                                                                  T* __restrict__ closest, int32_t* __restrict__ nearest,
-                                                                  const T* __restrict__ gaps, int m, int32_t index,
-                                                                  PlusPlusBound<T> bound, int64_t n_chunks,
-                                                                  double* __restrict__ totals) {
+__global__ void __launch_bounds__(kBlock) plusplus_totals_kernel(const T* __restrict__ w, const T* __restrict__ closest,
+                                                                 int64_t n, int64_t n_chunks, int64_t stride,
+                                                                 double* __restrict__ totals) {
   __shared__ double shared[kBlock];
-  const int32_t chosen = cand ? *best : 0;
-  const T* source = cand ? cand + static_cast<int64_t>(chosen) * n : nullptr;
   for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
-    const int64_t begin = chunk * kPlusChunk, end = begin + kPlusChunk < n ? begin + kPlusChunk : n;
+    const PlusChunk c(chunk, n);
     double acc = 0.0;
-    for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) {
-      T v = closest[i];
-      if (source && (!nearest || !bound.unchanged(gaps[static_cast<int64_t>(nearest[i]) * m + chosen], v))) {
-        const T c = source[i];  // min(closest, distance)
-        if (c < v) {
-          v = c;
-          closest[i] = c;
-          if (nearest) nearest[i] = index;
-        }
-      }
-      acc += (w ? static_cast<double>(w[i]) : 1.0) * static_cast<double>(v);
-    }
+    for (int64_t i = c.begin + threadIdx.x; i < c.begin + c.rows; i += kBlock)
+      acc += (w ? static_cast<double>(w[i]) : 1.0) * static_cast<double>(closest[i]);
     const double total = block_sum(acc, shared);
-    if (threadIdx.x == 0 && totals) totals[chunk] = total;
+    if (threadIdx.x == 0) totals[chunk * stride] = total;
+    __syncthreads();  // `shared` is reused by the next chunk
+  }
+}
+
+// closest = min(closest, column *best of cand) on the rows the last potentials pass read (lists
+// and counts from judge; every row where lists is null), and nearest_i = index where it decreases.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) plusplus_apply_kernel(const T* __restrict__ cand, const int32_t* __restrict__ best,
+                                                                int64_t n, int64_t n_chunks, const int32_t* __restrict__ lists,
+                                                                const int32_t* __restrict__ counts, T* __restrict__ closest,
+                                                                int32_t* __restrict__ nearest, int32_t index) {
+  const T* source = cand + static_cast<int64_t>(*best) * n;
+  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+    const PlusChunk c(chunk, n);
+    const int64_t count = lists ? counts[chunk] : c.rows;
+    for (int64_t s = threadIdx.x; s < count; s += kBlock) {
+      const int64_t i = c.begin + (lists ? lists[c.begin + s] : s);
+      const T v = source[i];  // min(closest, distance)
+      if (v < closest[i]) {
+        closest[i] = v;
+        if (nearest) nearest[i] = index;
+      }
+    }
+  }
+}
+
+// Per chunk: the rows some candidate may bring closer (PlusPlusBound on their nearest center's
+// gaps, m per center), as offsets in the chunk, in increasing order, into lists[begin ..] and
+// their count into counts[chunk]; the sum of w * closest over the other rows into unread[chunk].
+template <typename T>
+__global__ void __launch_bounds__(kBlock) plusplus_judge_kernel(const T* __restrict__ w, const T* __restrict__ closest,
+                                                                const int32_t* __restrict__ nearest, const T* __restrict__ gaps,
+                                                                int m, PlusPlusBound<T> bound, int64_t n, int64_t n_chunks,
+                                                                int32_t* __restrict__ lists, int32_t* __restrict__ counts,
+                                                                double* __restrict__ unread) {
+  __shared__ double shared[kBlock];
+  __shared__ int warp_counts[kWarpsPerBlock];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+    const PlusChunk c(chunk, n);
+    double acc = 0.0;
+    int kept = 0;  // rows listed so far (every thread holds it)
+    for (int64_t r0 = 0; r0 < c.rows; r0 += kBlock) {
+      const int64_t r = r0 + threadIdx.x;
+      bool read = false;
+      if (r < c.rows) {
+        const int64_t i = c.begin + r;
+        const T near = closest[i];
+        const T* row_gaps = gaps + static_cast<int64_t>(nearest[i]) * m;
+        for (int q = 0; q < m && !read; ++q) read = !bound.unchanged(row_gaps[q], near);
+        if (!read) acc += (w ? static_cast<double>(w[i]) : 1.0) * static_cast<double>(near);
+      }
+      const unsigned ballot = __ballot_sync(kFullMask, read);
+      if (lane == 0) warp_counts[warp] = __popc(ballot);
+      __syncthreads();
+      int before = kept, total = kept;
+      for (int v = 0; v < kWarpsPerBlock; ++v) {
+        if (v < warp) before += warp_counts[v];
+        total += warp_counts[v];
+      }
+      if (read) lists[c.begin + before + __popc(ballot & ((1u << lane) - 1u))] = static_cast<int32_t>(r);
+      kept = total;
+      __syncthreads();  // warp_counts is written again next round
+    }
+    const double sum = block_sum(acc, shared);
+    if (threadIdx.x == 0) {
+      counts[chunk] = kept;
+      unread[chunk] = sum;
+    }
     __syncthreads();  // `shared` is reused by the next chunk
   }
 }
@@ -745,20 +806,21 @@ __device__ int64_t warp_search_or_last(F value, int64_t len, double& run, double
 
 // The step's `m` candidate rows: thresholds uniforms[t] * (*potential), each answered by
 // warp t as search_cumsum does (the first row whose cumulative w * closest passes it; the last
-// row when none does), through the segment totals (computed here), the chunk totals, then the
-// rows. One block of m warps.
+// row when none does), through the segment totals (computed here), the chunk totals
+// (partials[c * stride + *best]), then the rows. One block of m warps.
 template <typename T>
 __global__ void plusplus_draw_kernel(const T* __restrict__ w, const T* __restrict__ closest, int64_t n,
-                                     const double* __restrict__ totals, int64_t n_chunks, double* __restrict__ segments,
-                                     const double* __restrict__ uniforms, const double* __restrict__ potential, int64_t m,
-                                     int64_t* __restrict__ idx) {
+                                     const double* __restrict__ partials, int64_t stride, const int32_t* __restrict__ best,
+                                     int64_t n_chunks, double* __restrict__ segments, const double* __restrict__ uniforms,
+                                     const double* __restrict__ potential, int64_t m, int64_t* __restrict__ idx) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  const double* totals = partials + *best;  // chunk c's total at totals[c * stride]
   const int64_t n_segments = ceil_div(n_chunks, kPlusSegment);
   for (int64_t s = warp; s < n_segments; s += warps) {
     double acc = 0.0;
     const int64_t end = (s + 1) * kPlusSegment < n_chunks ? (s + 1) * kPlusSegment : n_chunks;
 #pragma unroll 8
-    for (int64_t c = s * kPlusSegment + lane; c < end; c += kWarp) acc += totals[c];
+    for (int64_t c = s * kPlusSegment + lane; c < end; c += kWarp) acc += totals[c * stride];
     acc = warp_sum(acc);
     if (lane == 0) segments[s] = acc;
   }
@@ -771,9 +833,9 @@ __global__ void plusplus_draw_kernel(const T* __restrict__ w, const T* __restric
   if (s >= 0) {
     const int64_t c0 = s * kPlusSegment, chunks = (c0 + kPlusSegment < n_chunks ? c0 + kPlusSegment : n_chunks) - c0;
     // (A positive sum holds a positive term: -1 below only for negative weights; then the last.)
-    const int64_t cs = warp_search_or_last([&](int64_t i) { return totals[c0 + i]; }, chunks, run, t);
+    const int64_t cs = warp_search_or_last([&](int64_t i) { return totals[(c0 + i) * stride]; }, chunks, run, t);
     const int64_t c = c0 + (cs >= 0 ? cs : chunks - 1);
-    const int64_t r0 = c * kPlusChunk, rows = (r0 + kPlusChunk < n ? r0 + kPlusChunk : n) - r0;
+    const int64_t r0 = c * kPlusChunkRows, rows = (r0 + kPlusChunkRows < n ? r0 + kPlusChunkRows : n) - r0;
     const int64_t r = warp_search_or_last(
         [&](int64_t i) { return (w ? static_cast<double>(w[r0 + i]) : 1.0) * static_cast<double>(closest[r0 + i]); }, rows,
         run, t);
@@ -796,37 +858,33 @@ __global__ void plusplus_gaps_kernel(const T* __restrict__ centers, int64_t coun
   }
 }
 
-// For the m candidate rows idx[0..m) of X: cand[q n + i] = min(closest_i, |X_i - X_idx[q]|^2)
-// and partials[chunk m + q] = the sum of w_i cand[q n + i] over the chunk's kPlusChunkRows rows
-// (double, in an order fixed by n alone; a block per chunk, the grid any size).
-//
-// A warp takes 32 consecutive rows at a time, a lane judging one: with nearest (else every row
-// is read), a row no candidate can bring closer (PlusPlusBound on gaps, m per center) is not
-// read, its term w_i closest_i added for every candidate and its cand entries not written. The
-// rows to read are then shared out, in order, to the warp's groups of kPlusLanes lanes (two
-// rows a group at once where they fit in registers); the candidates sit in shared memory (m d
-// values, after the groups' potentials: groups x m doubles). Vectors > 0: lane s holds the
-// row's 16-byte vectors s, s + kPlusLanes, ... (at most Vectors of them) in registers, loaded
-// at once (X aligned, d a multiple of the vector width); 0: lane s reads columns s,
+// For the m candidate rows idx[0..m) of X, over the rows judged in each chunk (lists and counts
+// from judge, unread its sum of the others' terms; every row where lists is null):
+// cand[q n + i] = min(closest_i, |X_i - X_idx[q]|^2) and partials[chunk m + q] = the sum of
+// w_i min(closest_i, |X_i - X_idx[q]|^2) over the chunk's rows (double, in an order fixed by n
+// and the lists; a block per chunk, the grid any size). The chunk's rows are shared out in order
+// to groups of kPlusLanes lanes, kRowsPer rows a group and trip (two where they fit in
+// registers), the next trip's rows loaded while this trip's are used; the candidates sit in
+// shared memory (m d values, after the groups' potentials: groups x m doubles). Vectors > 0:
+// lane s holds the row's 16-byte vectors s, s + kPlusLanes, ... (at most Vectors of them) in
+// registers (X aligned, d a multiple of the vector width); 0: lane s reads columns s,
 // s + kPlusLanes, ... per candidate.
 template <typename T, int Vectors>
 __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __restrict__ X, const T* __restrict__ w,
-                                                                     const T* __restrict__ closest,
-                                                                     const int32_t* __restrict__ nearest,
-                                                                     const T* __restrict__ gaps, PlusPlusBound<T> bound,
-                                                                     int64_t n, int64_t d, const int64_t* __restrict__ idx,
-                                                                     int m, T* __restrict__ cand,
-                                                                     double* __restrict__ partials) {
+                                                                     const T* __restrict__ closest, int64_t n, int64_t d,
+                                                                     const int32_t* __restrict__ lists,
+                                                                     const int32_t* __restrict__ counts,
+                                                                     const double* __restrict__ unread,
+                                                                     const int64_t* __restrict__ idx, int m,
+                                                                     T* __restrict__ cand, double* __restrict__ partials) {
   using V = Vec16<T>;
   constexpr int W = V::width, kSlots = Vectors > 0 ? Vectors * W : 1;
-  // Rows per group and trip: two where they fit in registers, else one. Two halve the
-  // shared-memory reads of the candidates (measured: ~3% off the pass at 10M x 64; X's reads
-  // and the issue rate bound it, benchmarks/NOTES.md).
+  // Rows per group and trip: two where they fit in registers, else one (two halve the
+  // shared-memory reads of the candidates).
   constexpr int kRowsPer = Vectors > 0 && kSlots <= 16 ? 2 : 1;
-  constexpr int kGroups = kBlock / kPlusLanes, kGroupsPerWarp = kWarp / kPlusLanes;
+  constexpr int kGroups = kBlock / kPlusLanes, kTripRows = kRowsPer * kGroups;
   extern __shared__ double plusplus_shared[];
-  __shared__ int read_lanes[kWarpsPerBlock][kWarp];  // per warp: the lanes whose rows are read, in order
-  double* group_potentials = plusplus_shared;        // [kGroups][m]
+  double* group_potentials = plusplus_shared;  // [kGroups][m]
   // Vectors > 0: vector v = s + kPlusLanes j of candidate q (the one lane s holds in slot j) at
   // ((j m + q) kPlusLanes + s) W: a group's lanes read 4 consecutive vectors (no bank conflict),
   // each at an offset from its slot's base fixed by q; m round_up(d, kPlusLanes W) values, the
@@ -839,124 +897,110 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
   }
   __syncthreads();
   const int lane = threadIdx.x % kPlusLanes, group = threadIdx.x / kPlusLanes;
-  const int warp_lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, group_in_warp = warp_lane / kPlusLanes;
   const int64_t n_chunks = ceil_div(n, kPlusChunkRows);
+  // A trip's rows (slot s0 + group + r kGroups of the chunk's list) into x, near and wi; past
+  // `count` the list's first row, unused (wi 0).
+  struct Trip {
+    int64_t rows[kRowsPer];
+    bool active[kRowsPer];
+    T x[kRowsPer][kSlots];
+    T near[kRowsPer];
+    double wi[kRowsPer];
+  };
+  auto load = [&](Trip& t, const PlusChunk& c, const int32_t* list, int64_t count, int64_t s0) {
+#pragma unroll
+    for (int r = 0; r < kRowsPer; ++r) {
+      const int64_t slot = s0 + group + r * kGroups;
+      t.active[r] = slot < count;
+      const int64_t at = t.active[r] ? slot : 0;
+      t.rows[r] = c.begin + (list ? list[at] : at);
+      const T* row = X + t.rows[r] * d;
+      if constexpr (Vectors > 0) {
+#pragma unroll
+        for (int j = 0; j < Vectors; ++j) {
+          const int col = (lane + j * kPlusLanes) * W;
+          T v[W];
+          if (col < d) {
+            V::load(row + col, v);
+          } else {
+#pragma unroll
+            for (int e = 0; e < W; ++e) v[e] = T(0);
+          }
+#pragma unroll
+          for (int e = 0; e < W; ++e) t.x[r][j * W + e] = v[e];
+        }
+      }
+      t.near[r] = closest[t.rows[r]];
+      t.wi[r] = t.active[r] ? (w ? static_cast<double>(w[t.rows[r]]) : 1.0) : 0.0;
+    }
+  };
   for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
-    const int64_t chunk_end = (chunk + 1) * kPlusChunkRows < n ? (chunk + 1) * kPlusChunkRows : n;
-    // Lane s sums the potentials of candidates s, s + kPlusLanes, ... over its group's rows read,
-    // and `unread` the terms of the rows it judged unchanged.
+    const PlusChunk c(chunk, n);
+    const int32_t* list = lists ? lists + c.begin : nullptr;
+    const int64_t count = lists ? counts[chunk] : c.rows;
+    // Lane s sums the potentials of candidates s, s + kPlusLanes, ... over its group's rows.
     double potential[kMaxTrials / kPlusLanes];
 #pragma unroll
     for (int j = 0; j < kMaxTrials / kPlusLanes; ++j) potential[j] = 0.0;
-    double unread = 0.0;
-    for (int64_t base = chunk * kPlusChunkRows + warp * kWarp; base < chunk_end; base += kBlock) {  // warp-uniform
-      const int64_t mine = base + warp_lane;
-      const bool valid = mine < chunk_end;
-      const T my_closest = valid ? closest[mine] : T(0);
-      const double my_weight = valid ? (w ? static_cast<double>(w[mine]) : 1.0) : 0.0;
-      bool read = valid;
-      if (valid && nearest) {
-        const T* row_gaps = gaps + static_cast<int64_t>(nearest[mine]) * m;
-        bool unchanged = true;
-        for (int q = 0; q < m; ++q) unchanged = unchanged && bound.unchanged(row_gaps[q], my_closest);
-        if (unchanged) {
-          read = false;
-          unread += my_weight * static_cast<double>(my_closest);
-        }
-      }
-      const unsigned to_read = __ballot_sync(kFullMask, read);
-      if (read) read_lanes[warp][__popc(to_read & ((1u << warp_lane) - 1u))] = warp_lane;
-      __syncwarp();
-      const int count = __popc(to_read);
-      // Warp-uniform trips (the shuffles below take every lane): slots past `count` compute on
-      // the first row read, unused.
-      for (int s0 = 0; s0 < count; s0 += kRowsPer * kGroupsPerWarp) {
-        int64_t rows[kRowsPer];
-        bool active[kRowsPer];
-        T x[kRowsPer][kSlots];
-        T near[kRowsPer];
-        double wi[kRowsPer];
+    Trip now;
+    if (count > 0) load(now, c, list, count, 0);
+    // Block-uniform trips (the shuffles below take every lane of a warp).
+    for (int64_t s0 = 0; s0 < count; s0 += kTripRows) {
+      Trip next;
+      const bool more = s0 + kTripRows < count;
+      if (more) load(next, c, list, count, s0 + kTripRows);
 #pragma unroll
-        for (int r = 0; r < kRowsPer; ++r) {
-          const int slot = s0 + group_in_warp + r * kGroupsPerWarp;
-          active[r] = slot < count;
-          const int source = read_lanes[warp][active[r] ? slot : 0];
-          rows[r] = base + source;
-          near[r] = __shfl_sync(kFullMask, my_closest, source);
-          const double weight = __shfl_sync(kFullMask, my_weight, source);
-          wi[r] = active[r] ? weight : 0.0;
-          const T* row = X + rows[r] * d;
-          if constexpr (Vectors > 0) {
+      for (int q = 0; q < kMaxTrials; ++q) {
+        if (q >= m) break;
+        T dist[kRowsPer];
 #pragma unroll
-            for (int j = 0; j < Vectors; ++j) {
-              const int c = (lane + j * kPlusLanes) * W;
-              if (c < d) {
-                T v[W];
-                V::load(row + c, v);
+        for (int r = 0; r < kRowsPer; ++r) dist[r] = 0;
+        if constexpr (Vectors > 0) {
 #pragma unroll
-                for (int e = 0; e < W; ++e) x[r][j * W + e] = v[e];
-              } else {
+          for (int j = 0; j < Vectors; ++j) {
+            const int vector = lane + j * kPlusLanes;
+            if (vector * W < d) {
+              T v[W];
+              V::load(candidates + ((j * m + q) * kPlusLanes + lane) * W, v);
 #pragma unroll
-                for (int e = 0; e < W; ++e) x[r][j * W + e] = T(0);
-              }
-            }
-          }
-        }
+              for (int e = 0; e < W; ++e) {
 #pragma unroll
-        for (int q = 0; q < kMaxTrials; ++q) {
-          if (q >= m) break;
-          T dist[kRowsPer];
-#pragma unroll
-          for (int r = 0; r < kRowsPer; ++r) dist[r] = 0;
-          if constexpr (Vectors > 0) {
-#pragma unroll
-            for (int j = 0; j < Vectors; ++j) {
-              const int vector = lane + j * kPlusLanes;
-              if (vector * W < d) {
-                T v[W];
-                V::load(candidates + ((j * m + q) * kPlusLanes + lane) * W, v);
-#pragma unroll
-                for (int e = 0; e < W; ++e) {
-#pragma unroll
-                  for (int r = 0; r < kRowsPer; ++r) {
-                    const T diff = x[r][j * W + e] - v[e];
-                    dist[r] += diff * diff;
-                  }
+                for (int r = 0; r < kRowsPer; ++r) {
+                  const T diff = now.x[r][j * W + e] - v[e];
+                  dist[r] += diff * diff;
                 }
               }
             }
-          } else {
-            const T* center = candidates + int64_t(q) * d;
-            const T* row = X + rows[0] * d;
-            for (int64_t c = lane; c < d; c += kPlusLanes) {
-              const T diff = row[c] - center[c];
-              dist[0] += diff * diff;
-            }
           }
+        } else {
+          const T* center = candidates + int64_t(q) * d;
+          const T* row = X + now.rows[0] * d;
+          for (int64_t col = lane; col < d; col += kPlusLanes) {
+            const T diff = row[col] - center[col];
+            dist[0] += diff * diff;
+          }
+        }
 #pragma unroll
-          for (int r = 0; r < kRowsPer; ++r) {
-            // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
-            for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
-            const T v = dist[r] < near[r] ? dist[r] : near[r];
-            if (active[r] && lane == q % kPlusLanes) {
-              cand[int64_t(q) * n + rows[r]] = v;
-              potential[q / kPlusLanes] += wi[r] * static_cast<double>(v);
-            }
+        for (int r = 0; r < kRowsPer; ++r) {
+          // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
+          for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
+          const T v = dist[r] < now.near[r] ? dist[r] : now.near[r];
+          if (now.active[r] && lane == q % kPlusLanes) {
+            cand[int64_t(q) * n + now.rows[r]] = v;
+            potential[q / kPlusLanes] += now.wi[r] * static_cast<double>(v);
           }
         }
       }
-      __syncwarp();  // read_lanes is written again by the next batch
+      if (more) now = next;
     }
-    // The group's unread terms count for each of its candidates.
-    for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) unread += __shfl_xor_sync(kFullMask, unread, offset);
 #pragma unroll
     for (int j = 0; j < kMaxTrials / kPlusLanes; ++j)
-      if (j * kPlusLanes + lane < m) group_potentials[group * m + j * kPlusLanes + lane] = potential[j] + unread;
+      if (j * kPlusLanes + lane < m) group_potentials[group * m + j * kPlusLanes + lane] = potential[j];
     __syncthreads();
     for (int q = threadIdx.x; q < m; q += blockDim.x) {
-      double s = 0.0;
-      for (int g = 0; g < kGroups; ++g) s += group_potentials[g * m + q];
-      partials[chunk * m + q] = s;
+      double sum = unread ? unread[chunk] : 0.0;
+      for (int g = 0; g < kGroups; ++g) sum += group_potentials[g * m + q];
+      partials[chunk * m + q] = sum;
     }
     __syncthreads();  // group_potentials is written again by the next chunk
   }
@@ -1486,8 +1530,7 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
 
   bool plusplus_steps(const T* X, const T* weights, int64_t n, int64_t d, T* closest, int32_t* nearest, double potential,
                       const double* uniforms_host, int64_t trials, int64_t from, int64_t k, T* centers_host) override {
-    // Without opting in to more (the pass's static read_lanes included).
-    constexpr std::size_t kMaxSharedBytes = (48 << 10) - kBlock * sizeof(int);
+    constexpr std::size_t kMaxSharedBytes = 48 << 10;  // without opting in to more
     // The candidates' layout pads each to whole groups of kPlusLanes vectors (plusplus_potentials_kernel).
     const int64_t padded_d = round_up(d, kPlusLanes * Vec16<T>::width);
     const std::size_t shared_bytes = static_cast<std::size_t>(kBlock / kPlusLanes * trials) * sizeof(double) +
@@ -1506,21 +1549,27 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
       return false;
     }
     const int m = static_cast<int>(trials);
-    const int64_t n_chunks = ceil_div(n, kPlusChunk);
-    const int64_t row_chunks = ceil_div(n, kPlusChunkRows);
+    const int64_t n_chunks = ceil_div(n, kPlusChunkRows);
     Buffer uniforms = to_device(res, uniforms_host, steps * trials);
-    Buffer state = to_device(res, &potential, 1);  // the potential, then the chosen candidate
-    Buffer best = device(sizeof(int32_t));
+    Buffer state = to_device(res, &potential, 1);  // the potential of the centers so far
+    Buffer best = device(sizeof(int32_t));         // the step's chosen candidate (0 before the first)
+    GPUML_CUDA_CHECK(cudaMemsetAsync(best.data(), 0, sizeof(int32_t), res.stream));
     Buffer idx = device(trials * sizeof(int64_t));
-    Buffer partials = device(row_chunks * trials * sizeof(double));
-    Buffer totals = device(n_chunks * sizeof(double));
+    Buffer partials = device(n_chunks * trials * sizeof(double));
     Buffer segments = device(ceil_div(n_chunks, kPlusSegment) * sizeof(double));
-    // Every center (those given, then each step's), and their gaps to the step's candidates.
+    // Every center (those given, then each step's); with nearest, their gaps to the step's
+    // candidates and judge's lists of rows to read.
     Buffer centers = device(k * d * sizeof(T));
     if (from > 0) res.copy_to_device(centers.data(), centers_host, from * d * sizeof(T));
-    Buffer gaps = device(k * trials * sizeof(T));
+    Buffer gaps, lists, counts, unread;
+    if (nearest) {
+      gaps = device(k * trials * sizeof(T));
+      lists = device(n * sizeof(int32_t));
+      counts = device(n_chunks * sizeof(int32_t));
+      unread = device(n_chunks * sizeof(double));
+    }
     const PlusPlusBound<T> bound(d);
-    const unsigned refresh_blocks = static_cast<unsigned>(std::min(n_chunks, kMaxBlocks));
+    const unsigned chunk_blocks = static_cast<unsigned>(std::min(n_chunks, kMaxBlocks));
     // Rows held in registers where they fit (16-byte vectors: X aligned, d a multiple of the width).
     constexpr int W = Vec16<T>::width;
     const bool vectors = reinterpret_cast<std::uintptr_t>(X) % 16 == 0 && d % W == 0;
@@ -1532,30 +1581,36 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK(cudaGetDevice(&device_id));
     GPUML_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_id));
     GPUML_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, potentials, kBlock, shared_bytes));
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(row_chunks, std::max(1, per_sm) * int64_t(sms)));
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n_chunks, std::max(1, per_sm) * int64_t(sms)));
+    // The first step's chunk totals, where the steps then find the chosen candidate's partials.
+    plusplus_totals_kernel<T><<<chunk_blocks, kBlock, 0, res.stream>>>(weights, closest, n, n_chunks, m, partials.as<double>());
+    auto apply = [&](int32_t index) {
+      plusplus_apply_kernel<T><<<chunk_blocks, kBlock, 0, res.stream>>>(cand.as<T>(), best.as<int32_t>(), n, n_chunks,
+                                                                        lists.as<int32_t>(), counts.as<int32_t>(), closest,
+                                                                        nearest, index);
+    };
     for (int64_t step = 0; step < steps; ++step) {
       const int64_t chosen = from + step;  // the number of centers chosen before this step
-      plusplus_refresh_kernel<T><<<refresh_blocks, kBlock, 0, res.stream>>>(
-          weights, step == 0 ? nullptr : cand.as<T>(), best.as<int32_t>(), n, closest, nearest, gaps.as<T>(), m,
-          static_cast<int32_t>(chosen - 1), bound, n_chunks, totals.as<double>());
+      if (step > 0) apply(static_cast<int32_t>(chosen - 1));
       plusplus_draw_kernel<T><<<1, kWarp * std::max(m, 8), 0, res.stream>>>(
-          weights, closest, n, totals.as<double>(), n_chunks, segments.as<double>(), uniforms.as<double>() + step * trials,
-          state.as<double>(), m, idx.as<int64_t>());
-      if (nearest)
+          weights, closest, n, partials.as<double>(), m, best.as<int32_t>(), n_chunks, segments.as<double>(),
+          uniforms.as<double>() + step * trials, state.as<double>(), m, idx.as<int64_t>());
+      if (nearest) {
         plusplus_gaps_kernel<T><<<blocks_for_warps(chosen), kBlock, 0, res.stream>>>(centers.as<T>(), chosen, d, X,
                                                                                       idx.as<int64_t>(), m, gaps.as<T>());
-      potentials<<<blocks, kBlock, shared_bytes, res.stream>>>(X, weights, closest, nearest, gaps.as<T>(), bound, n, d,
-                                                               idx.as<int64_t>(), m, cand.as<T>(), partials.as<double>());
-      plusplus_choose_kernel<T><<<1, kWarp * m, 0, res.stream>>>(partials.as<double>(), row_chunks, m, idx.as<int64_t>(), X, d,
+        plusplus_judge_kernel<T><<<chunk_blocks, kBlock, 0, res.stream>>>(
+            weights, closest, nearest, gaps.as<T>(), m, bound, n, n_chunks, lists.as<int32_t>(), counts.as<int32_t>(),
+            unread.as<double>());
+      }
+      potentials<<<blocks, kBlock, shared_bytes, res.stream>>>(X, weights, closest, n, d, lists.as<int32_t>(),
+                                                               counts.as<int32_t>(), unread.as<double>(), idx.as<int64_t>(), m,
+                                                               cand.as<T>(), partials.as<double>());
+      plusplus_choose_kernel<T><<<1, kWarp * m, 0, res.stream>>>(partials.as<double>(), n_chunks, m, idx.as<int64_t>(), X, d,
                                                                  centers.as<T>() + chosen * d, best.as<int32_t>(),
                                                                  state.as<double>());
       GPUML_CUDA_CHECK_LAUNCH();
     }
-    // closest (and nearest) as the last step leaves them (no totals wanted).
-    plusplus_refresh_kernel<T><<<refresh_blocks, kBlock, 0, res.stream>>>(weights, cand.as<T>(), best.as<int32_t>(), n,
-                                                                           closest, nearest, gaps.as<T>(), m,
-                                                                           static_cast<int32_t>(k - 1), bound, n_chunks,
-                                                                           nullptr);
+    apply(static_cast<int32_t>(k - 1));  // closest (and nearest) as the last step leaves them
     GPUML_CUDA_CHECK_LAUNCH();
     copy_to_host(res, centers_host + from * d, centers.as<T>() + from * d, steps * d * sizeof(T));
     return true;
