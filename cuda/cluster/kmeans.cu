@@ -660,7 +660,8 @@ __global__ void __launch_bounds__(kBlock) plusplus_totals_kernel(const T* __rest
 }
 
 // closest = min(closest, column *best of cand) on the rows the last potentials pass read (lists
-// and counts from judge; every row where lists is null), and nearest_i = index where it decreases.
+// and counts from judge; every row where lists is null; cand holds a chunk's values in the order
+// of its list), and nearest_i = index where it decreases.
 template <typename T>
 __global__ void __launch_bounds__(kBlock) plusplus_apply_kernel(const T* __restrict__ cand, const int32_t* __restrict__ best,
                                                                 int64_t n, int64_t n_chunks, const int32_t* __restrict__ lists,
@@ -672,7 +673,7 @@ __global__ void __launch_bounds__(kBlock) plusplus_apply_kernel(const T* __restr
     const int64_t count = lists ? counts[chunk] : c.rows;
     for (int64_t s = threadIdx.x; s < count; s += kBlock) {
       const int64_t i = c.begin + (lists ? lists[c.begin + s] : s);
-      const T v = source[i];  // min(closest, distance)
+      const T v = source[c.begin + s];  // min(closest, distance), at the row's slot
       if (v < closest[i]) {
         closest[i] = v;
         if (nearest) nearest[i] = index;
@@ -682,49 +683,67 @@ __global__ void __launch_bounds__(kBlock) plusplus_apply_kernel(const T* __restr
 }
 
 // Per chunk: the rows some candidate may bring closer (PlusPlusBound on their nearest center's
-// gaps, m per center), as offsets in the chunk, in increasing order, into lists[begin ..] and
-// their count into counts[chunk]; the sum of w * closest over the other rows into unread[chunk].
+// gaps, m per center), as offsets in the chunk, in increasing order, into lists[begin ..], their
+// closest and weights beside them (listed_closest, listed_w: the potentials pass reads them in
+// order), and their count into counts[chunk]; the sum of w * closest over the other rows into
+// unread[chunk]. Thread t judges rows t + kBlock j, j < kJudgeRounds, its loads issued at once.
+constexpr int kJudgeRounds = kPlusChunkRows / kBlock;
 template <typename T>
 __global__ void __launch_bounds__(kBlock) plusplus_judge_kernel(const T* __restrict__ w, const T* __restrict__ closest,
                                                                 const int32_t* __restrict__ nearest, const T* __restrict__ gaps,
                                                                 int m, PlusPlusBound<T> bound, int64_t n, int64_t n_chunks,
-                                                                int32_t* __restrict__ lists, int32_t* __restrict__ counts,
+                                                                int32_t* __restrict__ lists, T* __restrict__ listed_closest,
+                                                                T* __restrict__ listed_w, int32_t* __restrict__ counts,
                                                                 double* __restrict__ unread) {
   __shared__ double shared[kBlock];
-  __shared__ int warp_counts[kWarpsPerBlock];
+  __shared__ int warp_counts[kJudgeRounds][kWarpsPerBlock];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
     const PlusChunk c(chunk, n);
-    double acc = 0.0;
-    int kept = 0;  // rows listed so far (every thread holds it)
-    for (int64_t r0 = 0; r0 < c.rows; r0 += kBlock) {
-      const int64_t r = r0 + threadIdx.x;
-      bool read = false;
-      if (r < c.rows) {
-        const int64_t i = c.begin + r;
-        const T near = closest[i];
-        const T* row_gaps = gaps + static_cast<int64_t>(nearest[i]) * m;
-        for (int q = 0; q < m && !read; ++q) read = !bound.unchanged(row_gaps[q], near);
-        if (!read) acc += (w ? static_cast<double>(w[i]) : 1.0) * static_cast<double>(near);
-      }
-      const unsigned ballot = __ballot_sync(kFullMask, read);
-      if (lane == 0) warp_counts[warp] = __popc(ballot);
-      __syncthreads();
-      int before = kept, total = kept;
-      for (int v = 0; v < kWarpsPerBlock; ++v) {
-        if (v < warp) before += warp_counts[v];
-        total += warp_counts[v];
-      }
-      if (read) lists[c.begin + before + __popc(ballot & ((1u << lane) - 1u))] = static_cast<int32_t>(r);
-      kept = total;
-      __syncthreads();  // warp_counts is written again next round
+    T near[kJudgeRounds], weight[kJudgeRounds];
+    int32_t center[kJudgeRounds];
+#pragma unroll
+    for (int j = 0; j < kJudgeRounds; ++j) {
+      const int64_t r = threadIdx.x + j * kBlock;
+      const bool valid = r < c.rows;
+      near[j] = valid ? closest[c.begin + r] : T(0);
+      weight[j] = valid && w ? w[c.begin + r] : T(1);
+      center[j] = valid ? nearest[c.begin + r] : 0;
     }
-    const double sum = block_sum(acc, shared);
+    double acc = 0.0;
+    unsigned ballots[kJudgeRounds];
+#pragma unroll
+    for (int j = 0; j < kJudgeRounds; ++j) {
+      const bool valid = threadIdx.x + j * kBlock < c.rows;
+      const T* row_gaps = gaps + static_cast<int64_t>(center[j]) * m;
+      bool unchanged = true;
+      for (int q = 0; q < m; ++q) unchanged = unchanged && bound.unchanged(row_gaps[q], near[j]);
+      const bool read = valid && !unchanged;
+      if (valid && unchanged) acc += static_cast<double>(weight[j]) * static_cast<double>(near[j]);
+      ballots[j] = __ballot_sync(kFullMask, read);
+      if (lane == 0) warp_counts[j][warp] = __popc(ballots[j]);
+    }
+    __syncthreads();
+    int at = 0, total = 0;  // rows listed before this thread's round-j row; rows listed in all
+#pragma unroll
+    for (int j = 0; j < kJudgeRounds; ++j) {
+      int before = total;
+      for (int v = 0; v < kWarpsPerBlock; ++v) {
+        if (v < warp) before += warp_counts[j][v];
+        total += warp_counts[j][v];
+      }
+      if (ballots[j] >> lane & 1u) {
+        at = before + __popc(ballots[j] & ((1u << lane) - 1u));
+        lists[c.begin + at] = static_cast<int32_t>(threadIdx.x + j * kBlock);
+        listed_closest[c.begin + at] = near[j];
+        if (w) listed_w[c.begin + at] = weight[j];
+      }
+    }
+    const double sum = block_sum(acc, shared);  // (its barriers also end the reads of warp_counts)
     if (threadIdx.x == 0) {
-      counts[chunk] = kept;
+      counts[chunk] = total;
       unread[chunk] = sum;
     }
-    __syncthreads();  // `shared` is reused by the next chunk
   }
 }
 
@@ -858,9 +877,10 @@ __global__ void plusplus_gaps_kernel(const T* __restrict__ centers, int64_t coun
   }
 }
 
-// For the m candidate rows idx[0..m) of X, over the rows judged in each chunk (lists and counts
-// from judge, unread its sum of the others' terms; every row where lists is null):
-// cand[q n + i] = min(closest_i, |X_i - X_idx[q]|^2) and partials[chunk m + q] = the sum of
+// For the m candidate rows idx[0..m) of X, over the rows judged in each chunk (lists, their
+// closest and weights, and counts from judge, unread its sum of the others' terms; every row
+// where lists is null): cand[q n + begin + s] = min(closest_i, |X_i - X_idx[q]|^2) for the
+// chunk's s-th row read, i (so that a warp's writes are contiguous), and partials[chunk m + q] = the sum of
 // w_i min(closest_i, |X_i - X_idx[q]|^2) over the chunk's rows (double, in an order fixed by n
 // and the lists; a block per chunk, the grid any size). The chunk's rows are shared out in order
 // to groups of kPlusLanes lanes, kRowsPer rows a group and trip (two where they fit in
@@ -873,6 +893,8 @@ template <typename T, int Vectors>
 __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __restrict__ X, const T* __restrict__ w,
                                                                      const T* __restrict__ closest, int64_t n, int64_t d,
                                                                      const int32_t* __restrict__ lists,
+                                                                     const T* __restrict__ listed_closest,
+                                                                     const T* __restrict__ listed_w,
                                                                      const int32_t* __restrict__ counts,
                                                                      const double* __restrict__ unread,
                                                                      const int64_t* __restrict__ idx, int m,
@@ -901,7 +923,7 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
   // A trip's rows (slot s0 + group + r kGroups of the chunk's list) into x, near and wi; past
   // `count` the list's first row, unused (wi 0).
   struct Trip {
-    int64_t rows[kRowsPer];
+    int64_t rows[kRowsPer], slots[kRowsPer];
     bool active[kRowsPer];
     T x[kRowsPer][kSlots];
     T near[kRowsPer];
@@ -913,6 +935,7 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
       const int64_t slot = s0 + group + r * kGroups;
       t.active[r] = slot < count;
       const int64_t at = t.active[r] ? slot : 0;
+      t.slots[r] = c.begin + at;
       t.rows[r] = c.begin + (list ? list[at] : at);
       const T* row = X + t.rows[r] * d;
       if constexpr (Vectors > 0) {
@@ -930,8 +953,8 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
           for (int e = 0; e < W; ++e) t.x[r][j * W + e] = v[e];
         }
       }
-      t.near[r] = closest[t.rows[r]];
-      t.wi[r] = t.active[r] ? (w ? static_cast<double>(w[t.rows[r]]) : 1.0) : 0.0;
+      t.near[r] = list ? listed_closest[t.slots[r]] : closest[t.rows[r]];
+      t.wi[r] = t.active[r] && w ? static_cast<double>(list ? listed_w[t.slots[r]] : w[t.rows[r]]) : t.active[r] ? 1.0 : 0.0;
     }
   };
   for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
@@ -986,7 +1009,7 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
           for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
           const T v = dist[r] < now.near[r] ? dist[r] : now.near[r];
           if (now.active[r] && lane == q % kPlusLanes) {
-            cand[int64_t(q) * n + now.rows[r]] = v;
+            cand[int64_t(q) * n + now.slots[r]] = v;
             potential[q / kPlusLanes] += now.wi[r] * static_cast<double>(v);
           }
         }
@@ -997,10 +1020,14 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
     for (int j = 0; j < kMaxTrials / kPlusLanes; ++j)
       if (j * kPlusLanes + lane < m) group_potentials[group * m + j * kPlusLanes + lane] = potential[j];
     __syncthreads();
-    for (int q = threadIdx.x; q < m; q += blockDim.x) {
-      double sum = unread ? unread[chunk] : 0.0;
-      for (int g = 0; g < kGroups; ++g) sum += group_potentials[g * m + q];
-      partials[chunk * m + q] = sum;
+    // A warp per candidate sums the groups' potentials (lane l: groups l, l + 32, ...; then a
+    // fixed butterfly).
+    const int warp_lane = threadIdx.x % kWarp;
+    for (int q = threadIdx.x / kWarp; q < m; q += kWarpsPerBlock) {
+      double sum = 0.0;
+      for (int g = warp_lane; g < kGroups; g += kWarp) sum += group_potentials[g * m + q];
+      sum = warp_sum(sum);
+      if (warp_lane == 0) partials[chunk * m + q] = sum + (unread ? unread[chunk] : 0.0);
     }
     __syncthreads();  // group_potentials is written again by the next chunk
   }
@@ -1561,10 +1588,12 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     // candidates and judge's lists of rows to read.
     Buffer centers = device(k * d * sizeof(T));
     if (from > 0) res.copy_to_device(centers.data(), centers_host, from * d * sizeof(T));
-    Buffer gaps, lists, counts, unread;
+    Buffer gaps, lists, listed_closest, listed_w, counts, unread;
     if (nearest) {
       gaps = device(k * trials * sizeof(T));
       lists = device(n * sizeof(int32_t));
+      listed_closest = device(n * sizeof(T));
+      if (weights) listed_w = device(n * sizeof(T));
       counts = device(n_chunks * sizeof(int32_t));
       unread = device(n_chunks * sizeof(double));
     }
@@ -1599,12 +1628,12 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
         plusplus_gaps_kernel<T><<<blocks_for_warps(chosen), kBlock, 0, res.stream>>>(centers.as<T>(), chosen, d, X,
                                                                                       idx.as<int64_t>(), m, gaps.as<T>());
         plusplus_judge_kernel<T><<<chunk_blocks, kBlock, 0, res.stream>>>(
-            weights, closest, nearest, gaps.as<T>(), m, bound, n, n_chunks, lists.as<int32_t>(), counts.as<int32_t>(),
-            unread.as<double>());
+            weights, closest, nearest, gaps.as<T>(), m, bound, n, n_chunks, lists.as<int32_t>(), listed_closest.as<T>(),
+            listed_w.as<T>(), counts.as<int32_t>(), unread.as<double>());
       }
-      potentials<<<blocks, kBlock, shared_bytes, res.stream>>>(X, weights, closest, n, d, lists.as<int32_t>(),
-                                                               counts.as<int32_t>(), unread.as<double>(), idx.as<int64_t>(), m,
-                                                               cand.as<T>(), partials.as<double>());
+      potentials<<<blocks, kBlock, shared_bytes, res.stream>>>(
+          X, weights, closest, n, d, lists.as<int32_t>(), listed_closest.as<T>(), listed_w.as<T>(), counts.as<int32_t>(),
+          unread.as<double>(), idx.as<int64_t>(), m, cand.as<T>(), partials.as<double>());
       plusplus_choose_kernel<T><<<1, kWarp * m, 0, res.stream>>>(partials.as<double>(), n_chunks, m, idx.as<int64_t>(), X, d,
                                                                  centers.as<T>() + chosen * d, best.as<int32_t>(),
                                                                  state.as<double>());
