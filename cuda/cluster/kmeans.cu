@@ -683,15 +683,16 @@ __global__ void __launch_bounds__(kBlock) plusplus_apply_kernel(const T* __restr
 }
 
 // Per chunk: the rows some candidate may bring closer (PlusPlusBound on their nearest center's
-// gaps, m per center), as offsets in the chunk, in increasing order, into lists[begin ..], their
+// least gap), as offsets in the chunk, in increasing order, into lists[begin ..], their
 // closest and weights beside them (listed_closest, listed_w: the potentials pass reads them in
 // order), and their count into counts[chunk]; the sum of w * closest over the other rows into
 // unread[chunk]. Thread t judges rows t + kBlock j, j < kJudgeRounds, its loads issued at once.
 constexpr int kJudgeRounds = kPlusChunkRows / kBlock;
 template <typename T>
 __global__ void __launch_bounds__(kBlock) plusplus_judge_kernel(const T* __restrict__ w, const T* __restrict__ closest,
-                                                                const int32_t* __restrict__ nearest, const T* __restrict__ gaps,
-                                                                int m, PlusPlusBound<T> bound, int64_t n, int64_t n_chunks,
+                                                                const int32_t* __restrict__ nearest,
+                                                                const T* __restrict__ least_gaps, PlusPlusBound<T> bound,
+                                                                int64_t n, int64_t n_chunks,
                                                                 int32_t* __restrict__ lists, T* __restrict__ listed_closest,
                                                                 T* __restrict__ listed_w, int32_t* __restrict__ counts,
                                                                 double* __restrict__ unread) {
@@ -715,9 +716,7 @@ __global__ void __launch_bounds__(kBlock) plusplus_judge_kernel(const T* __restr
 #pragma unroll
     for (int j = 0; j < kJudgeRounds; ++j) {
       const bool valid = threadIdx.x + j * kBlock < c.rows;
-      const T* row_gaps = gaps + static_cast<int64_t>(center[j]) * m;
-      bool unchanged = true;
-      for (int q = 0; q < m; ++q) unchanged = unchanged && bound.unchanged(row_gaps[q], near[j]);
+      const bool unchanged = bound.unchanged(least_gaps[center[j]], near[j]);
       const bool read = valid && !unchanged;
       if (valid && unchanged) acc += static_cast<double>(weight[j]) * static_cast<double>(near[j]);
       ballots[j] = __ballot_sync(kFullMask, read);
@@ -863,17 +862,21 @@ __global__ void plusplus_draw_kernel(const T* __restrict__ w, const T* __restric
   if (lane == 0) idx[warp] = found;
 }
 
-// gaps[a m + q] = |X_idx[q] - center a|² for the centers [0, count) (a warp per center).
+// least_gaps[a] = min over q of |X_idx[q] - center a|², for the centers [0, count) (a warp per
+// center): a row whose nearest center is a is unchanged by every candidate when the bound holds
+// for the least gap (PlusPlusBound::unchanged grows with the gap).
 template <typename T>
 __global__ void plusplus_gaps_kernel(const T* __restrict__ centers, int64_t count, int64_t d, const T* __restrict__ X,
-                                     const int64_t* __restrict__ idx, int m, T* __restrict__ gaps) {
+                                     const int64_t* __restrict__ idx, int m, T* __restrict__ least_gaps) {
   const int lane = threadIdx.x % kWarp;
   for (int64_t a = global_warp(); a < count; a += grid_warps()) {
     const WarpRow<T> center(centers + a * d, d, lane);
-    for (int q = 0; q < m; ++q) {
+    T least = center.sqdist(X + idx[0] * d);
+    for (int q = 1; q < m; ++q) {
       const T gap = center.sqdist(X + idx[q] * d);
-      if (lane == 0) gaps[a * m + q] = gap;
+      least = gap < least ? gap : least;
     }
+    if (lane == 0) least_gaps[a] = least;
   }
 }
 
@@ -907,19 +910,21 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
   constexpr int kGroups = kBlock / kPlusLanes, kTripRows = kRowsPer * kGroups;
   extern __shared__ double plusplus_shared[];
   double* group_potentials = plusplus_shared;  // [kGroups][m]
-  // Vectors > 0: vector v = s + kPlusLanes j of candidate q (the one lane s holds in slot j) at
-  // ((j m + q) kPlusLanes + s) W: a group's lanes read 4 consecutive vectors (no bank conflict),
-  // each at an offset from its slot's base fixed by q; m round_up(d, kPlusLanes W) values, the
-  // host sizes it so. Else [m][d]. 16-byte aligned.
+  // The candidates, [m][width], 16-byte aligned: Vectors > 0, each padded with zeros to width =
+  // Vectors kPlusLanes W (the host sizes the buffer so), so that no lane tests its vectors against
+  // d (0 - 0 adds exactly nothing); lane s then reads vectors s, s + kPlusLanes, ... (a group's
+  // lanes 4 consecutive vectors: no bank conflict). Else width = d.
   T* candidates = reinterpret_cast<T*>(plusplus_shared + kGroups * m);
-  for (int64_t e = threadIdx.x; e < m * d; e += blockDim.x) {
-    const int64_t q = e / d, c = e % d, v = c / W;
-    const int64_t at = ((v / kPlusLanes * m + q) * kPlusLanes + v % kPlusLanes) * W + c % W;
-    candidates[Vectors > 0 ? at : e] = X[idx[q] * d + c];
+  constexpr int64_t kPadded = Vectors * kPlusLanes * W;
+  const int64_t width = Vectors > 0 ? kPadded : d;
+  for (int64_t e = threadIdx.x; e < m * width; e += blockDim.x) {
+    const int64_t q = e / width, c = e % width;
+    candidates[e] = c < d ? X[idx[q] * d + c] : T(0);
   }
   __syncthreads();
   const int lane = threadIdx.x % kPlusLanes, group = threadIdx.x / kPlusLanes;
   const int64_t n_chunks = ceil_div(n, kPlusChunkRows);
+  double* my_potentials = group_potentials + group * m;  // lane s owns candidates s, s + kPlusLanes, ...
   // A trip's rows (slot s0 + group + r kGroups of the chunk's list) into x, near and wi; past
   // `count` the list's first row, unused (wi 0).
   struct Trip {
@@ -961,10 +966,7 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
     const PlusChunk c(chunk, n);
     const int32_t* list = lists ? lists + c.begin : nullptr;
     const int64_t count = lists ? counts[chunk] : c.rows;
-    // Lane s sums the potentials of candidates s, s + kPlusLanes, ... over its group's rows.
-    double potential[kMaxTrials / kPlusLanes];
-#pragma unroll
-    for (int j = 0; j < kMaxTrials / kPlusLanes; ++j) potential[j] = 0.0;
+    for (int q = lane; q < m; q += kPlusLanes) my_potentials[q] = 0.0;
     Trip now;
     if (count > 0) load(now, c, list, count, 0);
     // Block-uniform trips (the shuffles below take every lane of a warp).
@@ -972,26 +974,24 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
       Trip next;
       const bool more = s0 + kTripRows < count;
       if (more) load(next, c, list, count, s0 + kTripRows);
-#pragma unroll
-      for (int q = 0; q < kMaxTrials; ++q) {
-        if (q >= m) break;
+      // One candidate at a time (a short loop body: the issue rate, not the code size, bounds it).
+#pragma unroll 1
+      for (int q = 0; q < m; ++q) {
         T dist[kRowsPer];
 #pragma unroll
         for (int r = 0; r < kRowsPer; ++r) dist[r] = 0;
         if constexpr (Vectors > 0) {
+          const T* mine = candidates + q * kPadded + lane * W;
 #pragma unroll
           for (int j = 0; j < Vectors; ++j) {
-            const int vector = lane + j * kPlusLanes;
-            if (vector * W < d) {
-              T v[W];
-              V::load(candidates + ((j * m + q) * kPlusLanes + lane) * W, v);
+            T v[W];
+            V::load(mine + j * kPlusLanes * W, v);
 #pragma unroll
-              for (int e = 0; e < W; ++e) {
+            for (int e = 0; e < W; ++e) {
 #pragma unroll
-                for (int r = 0; r < kRowsPer; ++r) {
-                  const T diff = now.x[r][j * W + e] - v[e];
-                  dist[r] += diff * diff;
-                }
+              for (int r = 0; r < kRowsPer; ++r) {
+                const T diff = now.x[r][j * W + e] - v[e];
+                dist[r] += diff * diff;
               }
             }
           }
@@ -1003,22 +1003,20 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
             dist[0] += diff * diff;
           }
         }
+        const bool owner = lane == q % kPlusLanes;
 #pragma unroll
         for (int r = 0; r < kRowsPer; ++r) {
           // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
           for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
           const T v = dist[r] < now.near[r] ? dist[r] : now.near[r];
-          if (now.active[r] && lane == q % kPlusLanes) {
+          if (owner && now.active[r]) {
             cand[int64_t(q) * n + now.slots[r]] = v;
-            potential[q / kPlusLanes] += now.wi[r] * static_cast<double>(v);
+            my_potentials[q] += now.wi[r] * static_cast<double>(v);
           }
         }
       }
       if (more) now = next;
     }
-#pragma unroll
-    for (int j = 0; j < kMaxTrials / kPlusLanes; ++j)
-      if (j * kPlusLanes + lane < m) group_potentials[group * m + j * kPlusLanes + lane] = potential[j];
     __syncthreads();
     // A warp per candidate sums the groups' potentials (lane l: groups l, l + 32, ...; then a
     // fixed butterfly).
@@ -1558,8 +1556,16 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
   bool plusplus_steps(const T* X, const T* weights, int64_t n, int64_t d, T* closest, int32_t* nearest, double potential,
                       const double* uniforms_host, int64_t trials, int64_t from, int64_t k, T* centers_host) override {
     constexpr std::size_t kMaxSharedBytes = 48 << 10;  // without opting in to more
-    // The candidates' layout pads each to whole groups of kPlusLanes vectors (plusplus_potentials_kernel).
-    const int64_t padded_d = round_up(d, kPlusLanes * Vec16<T>::width);
+    // Rows held in registers where they fit (16-byte vectors: X aligned, d a multiple of the width),
+    // the candidates then padded to the vectors the kernel takes (plusplus_potentials_kernel).
+    constexpr int W = Vec16<T>::width;
+    const bool vectors = reinterpret_cast<std::uintptr_t>(X) % 16 == 0 && d % W == 0;
+    const int64_t padded_d = vectors && d <= 4 * kPlusLanes * W ? 4 * kPlusLanes * W
+                             : vectors && d <= 16 * kPlusLanes * W ? 16 * kPlusLanes * W
+                                                                   : d;
+    auto potentials = padded_d == 4 * kPlusLanes * W    ? plusplus_potentials_kernel<T, 4>
+                      : padded_d == 16 * kPlusLanes * W ? plusplus_potentials_kernel<T, 16>
+                                                        : plusplus_potentials_kernel<T, 0>;
     const std::size_t shared_bytes = static_cast<std::size_t>(kBlock / kPlusLanes * trials) * sizeof(double) +
                                      static_cast<std::size_t>(trials * padded_d) * sizeof(T);
     if (trials < 1 || trials > kMaxTrials || shared_bytes > kMaxSharedBytes || n <= 0 || d <= 0) return false;
@@ -1590,7 +1596,7 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     if (from > 0) res.copy_to_device(centers.data(), centers_host, from * d * sizeof(T));
     Buffer gaps, lists, listed_closest, listed_w, counts, unread;
     if (nearest) {
-      gaps = device(k * trials * sizeof(T));
+      gaps = device(k * sizeof(T));  // each center's least gap
       lists = device(n * sizeof(int32_t));
       listed_closest = device(n * sizeof(T));
       if (weights) listed_w = device(n * sizeof(T));
@@ -1599,12 +1605,6 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     }
     const PlusPlusBound<T> bound(d);
     const unsigned chunk_blocks = static_cast<unsigned>(std::min(n_chunks, kMaxBlocks));
-    // Rows held in registers where they fit (16-byte vectors: X aligned, d a multiple of the width).
-    constexpr int W = Vec16<T>::width;
-    const bool vectors = reinterpret_cast<std::uintptr_t>(X) % 16 == 0 && d % W == 0;
-    auto potentials = vectors && d <= 4 * kPlusLanes * W    ? plusplus_potentials_kernel<T, 4>
-                      : vectors && d <= 16 * kPlusLanes * W ? plusplus_potentials_kernel<T, 16>
-                                                            : plusplus_potentials_kernel<T, 0>;
     // The pass's partial sums are per chunk of rows, so its grid may fill this device.
     int per_sm = 0, sms = 0, device_id = 0;
     GPUML_CUDA_CHECK(cudaGetDevice(&device_id));
@@ -1628,7 +1628,7 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
         plusplus_gaps_kernel<T><<<blocks_for_warps(chosen), kBlock, 0, res.stream>>>(centers.as<T>(), chosen, d, X,
                                                                                       idx.as<int64_t>(), m, gaps.as<T>());
         plusplus_judge_kernel<T><<<chunk_blocks, kBlock, 0, res.stream>>>(
-            weights, closest, nearest, gaps.as<T>(), m, bound, n, n_chunks, lists.as<int32_t>(), listed_closest.as<T>(),
+            weights, closest, nearest, gaps.as<T>(), bound, n, n_chunks, lists.as<int32_t>(), listed_closest.as<T>(),
             listed_w.as<T>(), counts.as<int32_t>(), unread.as<double>());
       }
       potentials<<<blocks, kBlock, shared_bytes, res.stream>>>(
