@@ -974,45 +974,58 @@ __global__ void __launch_bounds__(kBlock) plusplus_potentials_kernel(const T* __
       Trip next;
       const bool more = s0 + kTripRows < count;
       if (more) load(next, c, list, count, s0 + kTripRows);
-      // One candidate at a time (a short loop body: the issue rate, not the code size, bounds it).
-#pragma unroll 1
-      for (int q = 0; q < m; ++q) {
-        T dist[kRowsPer];
+      // kPlusLanes candidates a turn, lane s then keeping candidate q0 + s (its column and its
+      // potential): no lane waits on another's branch, and the turn's chains of adds interleave.
+      for (int q0 = 0; q0 < m; q0 += kPlusLanes) {
+        T kept[kRowsPer];
 #pragma unroll
-        for (int r = 0; r < kRowsPer; ++r) dist[r] = 0;
-        if constexpr (Vectors > 0) {
-          const T* mine = candidates + q * kPadded + lane * W;
+        for (int r = 0; r < kRowsPer; ++r) kept[r] = now.near[r];
 #pragma unroll
-          for (int j = 0; j < Vectors; ++j) {
-            T v[W];
-            V::load(mine + j * kPlusLanes * W, v);
+        for (int t = 0; t < kPlusLanes; ++t) {
+          const int q = q0 + t;
+          if (q >= m) break;  // the same in every lane
+          T dist[kRowsPer];
 #pragma unroll
-            for (int e = 0; e < W; ++e) {
+          for (int r = 0; r < kRowsPer; ++r) dist[r] = 0;
+          if constexpr (Vectors > 0) {
+            const T* mine = candidates + q * kPadded + lane * W;
 #pragma unroll
-              for (int r = 0; r < kRowsPer; ++r) {
-                const T diff = now.x[r][j * W + e] - v[e];
-                dist[r] += diff * diff;
+            for (int j = 0; j < Vectors; ++j) {
+              T v[W];
+              V::load(mine + j * kPlusLanes * W, v);
+#pragma unroll
+              for (int e = 0; e < W; ++e) {
+#pragma unroll
+                for (int r = 0; r < kRowsPer; ++r) {
+                  const T diff = now.x[r][j * W + e] - v[e];
+                  dist[r] += diff * diff;
+                }
               }
             }
+          } else {
+            const T* center = candidates + int64_t(q) * d;
+            const T* row = X + now.rows[0] * d;
+            for (int64_t col = lane; col < d; col += kPlusLanes) {
+              const T diff = row[col] - center[col];
+              dist[0] += diff * diff;
+            }
           }
-        } else {
-          const T* center = candidates + int64_t(q) * d;
-          const T* row = X + now.rows[0] * d;
-          for (int64_t col = lane; col < d; col += kPlusLanes) {
-            const T diff = row[col] - center[col];
-            dist[0] += diff * diff;
+#pragma unroll
+          for (int r = 0; r < kRowsPer; ++r) {
+            // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
+            for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
+            const T v = dist[r] < now.near[r] ? dist[r] : now.near[r];
+            if (lane == t) kept[r] = v;
           }
         }
-        const bool owner = lane == q % kPlusLanes;
+        const int q = q0 + lane;
+        if (q < m) {
 #pragma unroll
-        for (int r = 0; r < kRowsPer; ++r) {
-          // The group's lanes hold partial sums: a butterfly within the group, the same in every lane.
-          for (int offset = kPlusLanes / 2; offset > 0; offset /= 2) dist[r] += __shfl_xor_sync(kFullMask, dist[r], offset);
-          const T v = dist[r] < now.near[r] ? dist[r] : now.near[r];
-          if (owner && now.active[r]) {
-            cand[int64_t(q) * n + now.slots[r]] = v;
-            my_potentials[q] += now.wi[r] * static_cast<double>(v);
-          }
+          for (int r = 0; r < kRowsPer; ++r)
+            if (now.active[r]) {
+              cand[int64_t(q) * n + now.slots[r]] = kept[r];
+              my_potentials[q] += now.wi[r] * static_cast<double>(kept[r]);
+            }
         }
       }
       if (more) now = next;
