@@ -574,6 +574,19 @@ gpuml_status_t gpuml_estimator_fit(gpuml_context_t ctx, gpuml_estimator_t est, c
   });
 }
 
+gpuml_status_t gpuml_estimator_set_param_array(gpuml_context_t ctx, gpuml_estimator_t est, const char* name,
+                                               const gpuml_array_t* value) {
+  const char* function = "gpuml_estimator_set_param_array";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    gpuml::Estimator& estimator = estimator_of(est, function);
+    require_arg(name, function, "name");
+    const gpuml::ArrayView v = to_view(value, function, "value");
+    std::unique_lock<std::shared_mutex> lock(est->mutex);
+    estimator.set_param_array(context, name, v);
+  });
+}
+
 gpuml_status_t gpuml_estimator_fit_sparse(gpuml_context_t ctx, gpuml_estimator_t est, const gpuml_sparse_t* X,
                                           const gpuml_array_t* y, const gpuml_array_t* sample_weight) {
   const char* function = "gpuml_estimator_fit_sparse";

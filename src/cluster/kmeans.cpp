@@ -1422,6 +1422,23 @@ void KMeans::restore(std::map<std::string, HostArray> attributes) {
 
 std::string KMeans::get_params_json() const { return params_table().write(params_).dump(); }
 
+void KMeans::set_param_array(Context& ctx, const std::string& name, const ArrayView& value) {
+  GPUML_EXPECT(name == "init", "kmeans has no array-valued parameter '" + name + "' (it has 'init': the initial centers)");
+  GPUML_EXPECT(value.ndim == 2 && value.shape[1] >= 1,
+               "kmeans parameter 'init' must be a 2-d array (n_clusters, n_features), got " + std::to_string(value.ndim) +
+                   " dimension(s)");
+  GPUML_EXPECT(value.shape[0] == params_.n_clusters, "kmeans parameter 'init' has " + std::to_string(value.shape[0]) +
+                                                         " rows but n_clusters is " + std::to_string(params_.n_clusters));
+  const detail::Staged staged = detail::stage(ctx, value, DType::float64, "init");
+  detail::require_finite(ctx, staged.view, "init");
+  const HostArray centers = detail::to_host(ctx, staged.view);
+  KMeansParams next = params_;
+  next.init = "array";
+  next.init_array.assign(centers.as<double>(), centers.as<double>() + value.shape[0] * value.shape[1]);
+  params_table().check(next);
+  params_ = std::move(next);
+}
+
 namespace detail {
 
 std::unique_ptr<Estimator> kmeans_from_params(const nlohmann::json& params) {

@@ -40,6 +40,9 @@ void Estimator::predict_proba_sparse(Context&, const SparseView&, const ArrayVie
 void Estimator::warm_start_from(const Estimator&) {
   throw_error(ErrorCode::unsupported, std::string(kind()) + " has no warm start from another estimator");
 }
+void Estimator::set_param_array(Context&, const std::string& name, const ArrayView&) {
+  throw_error(ErrorCode::invalid_argument, std::string(kind()) + " has no array-valued parameter '" + name + "'");
+}
 void Estimator::require_fitted() const {
   if (!fitted())
     throw_error(ErrorCode::not_fitted,

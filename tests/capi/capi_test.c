@@ -473,6 +473,84 @@ static void check_pca(gpuml_context_t ctx, const Problem* p) {
   free(variance);
 }
 
+/* ---- gpuml_estimator_set_param_array: KMeans initial centers without JSON text ------------------ */
+
+/* Initial centers set as an array (float64 or float32) give the fit the JSON matrix of the same
+ * values gives, bit for bit; refused names, shapes and values are named errors. */
+static void check_set_param_array(gpuml_context_t ctx, const Problem* p) {
+  const int64_t kd = p->k * p->d;
+  double* init = (double*)checked_malloc((size_t)kd * sizeof(double));
+  float* init32 = (float*)checked_malloc((size_t)kd * sizeof(float));
+  char* json = (char*)checked_malloc(64 * (size_t)kd + 256);
+  char base[128];
+  const char* params = NULL;
+  gpuml_estimator_t from_json = NULL, from_array = NULL, other = NULL;
+  gpuml_array_t X = matrix(p->X, GPUML_FLOAT64, p->n, p->d), value, value32, rows, line;
+  double *want, *got, *want_inertia, *got_inertia;
+  int32_t ndim = -1;
+  int64_t i, shape[2] = {0, 0}, at;
+  int dtype_case;
+  /* Rows near the data, as floats (the same values in both dtypes), written exactly (%.17g). */
+  for (i = 0; i < kd; ++i) {
+    init32[i] = (float)(p->X[(p->k + i / p->d) * p->d + i % p->d] + uniform01() - 0.5);
+    init[i] = (double)init32[i];
+  }
+  sprintf(base, "\"n_clusters\": %lld, \"max_iter\": 3, \"tol\": 0", (long long)p->k);
+  at = sprintf(json, "{%s, \"init\": [", base);
+  for (i = 0; i < kd; ++i)
+    at += sprintf(json + at, "%s%.17g%s", i % p->d == 0 ? (i ? ", [" : "[") : ", ", init[i], i % p->d == p->d - 1 ? "]" : "");
+  sprintf(json + at, "]}");
+  CHECK_OK(gpuml_estimator_create("kmeans", json, &from_json));
+  CHECK_OK(gpuml_estimator_fit(ctx, from_json, &X, NULL, NULL));
+  want = attribute_values(ctx, from_json, "cluster_centers_", &ndim, shape);
+  want_inertia = attribute_values(ctx, from_json, "inertia_", &ndim, shape);
+
+  value = matrix(init, GPUML_FLOAT64, p->k, p->d);
+  value32 = matrix(init32, GPUML_FLOAT32, p->k, p->d);
+  sprintf(json, "{%s}", base);
+  for (dtype_case = 0; dtype_case < 2; ++dtype_case) {
+    CHECK_OK(gpuml_estimator_create("kmeans", json, &from_array));
+    CHECK_OK(gpuml_estimator_set_param_array(ctx, from_array, "init", dtype_case ? &value32 : &value));
+    CHECK_OK(gpuml_estimator_get_params(from_array, &params));
+    CHECK(strstr(params, "\"init\":[[") != NULL);
+    CHECK_OK(gpuml_estimator_fit(ctx, from_array, &X, NULL, NULL));
+    got = attribute_values(ctx, from_array, "cluster_centers_", &ndim, shape);
+    got_inertia = attribute_values(ctx, from_array, "inertia_", &ndim, shape);
+    CHECK(memcmp(got, want, (size_t)kd * sizeof(double)) == 0);
+    CHECK(memcmp(got_inertia, want_inertia, sizeof(double)) == 0);
+    free(got);
+    free(got_inertia);
+    CHECK_OK(gpuml_estimator_free(from_array));
+  }
+
+  CHECK_OK(gpuml_estimator_create("kmeans", json, &from_array));
+  EXPECT_ERROR(gpuml_estimator_set_param_array(ctx, from_array, "centers", &value), GPUML_ERROR_INVALID_ARGUMENT, "centers");
+  rows = matrix(init, GPUML_FLOAT64, p->k - 1, p->d);
+  EXPECT_ERROR(gpuml_estimator_set_param_array(ctx, from_array, "init", &rows), GPUML_ERROR_INVALID_ARGUMENT,
+               "rows|n_clusters");
+  line = value;
+  line.ndim = 1;
+  line.shape[0] = kd;
+  EXPECT_ERROR(gpuml_estimator_set_param_array(ctx, from_array, "init", &line), GPUML_ERROR_INVALID_ARGUMENT, "2-d");
+  EXPECT_ERROR(gpuml_estimator_set_param_array(ctx, from_array, "init", NULL), GPUML_ERROR_INVALID_ARGUMENT, "value");
+  init[kd - 1] = INFINITY;
+  EXPECT_ERROR(gpuml_estimator_set_param_array(ctx, from_array, "init", &value), GPUML_ERROR_INVALID_ARGUMENT,
+               "init|finite|inf");
+  CHECK_OK(gpuml_estimator_get_params(from_array, &params)); /* the refused values changed nothing */
+  CHECK(strstr(params, "\"init\":\"k-means++\"") != NULL);
+  CHECK_OK(gpuml_estimator_create("pca", "{}", &other));
+  EXPECT_ERROR(gpuml_estimator_set_param_array(ctx, other, "init", &value32), GPUML_ERROR_INVALID_ARGUMENT,
+               "array-valued");
+  CHECK_OK(gpuml_estimator_free(other));
+  CHECK_OK(gpuml_estimator_free(from_array));
+  CHECK_OK(gpuml_estimator_free(from_json));
+  free(want);
+  free(want_inertia);
+  free(init);
+  free(init32);
+  free(json);
+}
+
 /* ---- gpuml_estimator_set_attribute: KMeans centers moved by hand ------------------------------ */
 
 /* The centers rotated by one row (new center c = old center c+1) move every label down by one,
@@ -1328,6 +1406,7 @@ int main(void) {
                    "{\"n_estimators\": 10, \"random_state\": 3}", 0, 0.98);
   check_pca(ctx, &p);
   check_set_attribute(ctx, &p);
+  check_set_param_array(ctx, &p);
   check_pagerank(ctx);
   check_graph(ctx);
   check_sparse(ctx);

@@ -168,6 +168,14 @@ class EstimatorHandle:
         )
         del keepalive
 
+    def set_param_array(self, context, name, value):
+        """Sets an array-valued parameter (KMeans "init") from a host NumPy array, without JSON text."""
+        desc, keepalive = _array.descriptor(np.ascontiguousarray(value))
+        _lib.check(
+            _lib.lib.gpuml_estimator_set_param_array(context.handle, self.handle, name.encode("ascii"), ctypes.byref(desc))
+        )
+        del keepalive
+
     def attribute(self, context, name):
         """A fitted attribute as a NumPy array (0-d for scalars)."""
         dtype, ndim, shape = ctypes.c_int32(), ctypes.c_int32(), _lib._i64x2()
@@ -419,10 +427,11 @@ class GpumlEstimator(BaseEstimator):
         return X
 
     # -- calls through the C ABI -----------------------------------------------------------
-    def _gpuml_fit(self, X, kind, sample_weight=None, y=None, params=None, previous=None):
+    def _gpuml_fit(self, X, kind, sample_weight=None, y=None, params=None, previous=None, param_arrays=None):
         """Creates a fresh C estimator from the current parameters, fits it, and copies the
         fitted attributes into this object. X (and y, sample_weight) are prepared arrays;
-        `params` (the JSON parameters) defaults to ``self._gpuml_params(X)``. `previous` (an
+        `params` (the JSON parameters) defaults to ``self._gpuml_params(X)``; `param_arrays`
+        ({name: host array}) are set after them, as arrays rather than text. `previous` (an
         EstimatorHandle): a fitted model the fit continues (warm_start)."""
         is_sparse = _array.is_sparse(X)
         context = self._context_for(kind)
@@ -432,6 +441,8 @@ class GpumlEstimator(BaseEstimator):
             # would refuse to fit with different seeds. Unset, the C++ fit takes rank 0's seed.
             params = {**params, "random_state": None}
         handle = EstimatorHandle.create(self._gpuml_kind, params)
+        for name, value in (param_arrays or {}).items():
+            handle.set_param_array(context, name, value)
         if previous is not None:
             handle.warm_start_from(previous)
         keep = []

@@ -13,7 +13,7 @@ import os
 
 from sklearn.exceptions import NotFittedError
 
-EXPECTED_ABI_VERSION = 3
+EXPECTED_ABI_VERSION = 4
 
 # gpuml_status_t
 OK = 0
@@ -113,6 +113,7 @@ _SIGNATURES = {
     "gpuml_estimator_warm_start_from": (_status_t, [_estimator_t, _estimator_t]),
     "gpuml_estimator_attribute_shape": (_status_t, [_estimator_t, ctypes.c_char_p, _i32_p, _i32_p, _i64x2]),
     "gpuml_estimator_get_attribute": (_status_t, [_context_t, _estimator_t, ctypes.c_char_p, _array_p]),
+    "gpuml_estimator_set_param_array": (_status_t, [_context_t, _estimator_t, ctypes.c_char_p, _array_p]),
     "gpuml_estimator_serialized_size": (_status_t, [_estimator_t, ctypes.POINTER(ctypes.c_uint64)]),
     "gpuml_estimator_serialize": (_status_t, [_estimator_t, ctypes.c_void_p, ctypes.c_uint64]),
     "gpuml_estimator_deserialize": (_status_t, [ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(_estimator_t)]),

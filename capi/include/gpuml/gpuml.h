@@ -45,8 +45,8 @@ typedef struct { int32_t format; int32_t dtype; int32_t index_dtype; int32_t dev
 
 /* Version history. 1: the first stable ABI. 2: adds gpuml_sparse_t and the *_sparse entry points
  * (additions only: every version-1 symbol and struct is unchanged). 3: adds gpuml_graph_t and the
- * gpuml_graph_* entry points (additions only). */
-#define GPUML_ABI_VERSION 3
+ * gpuml_graph_* entry points (additions only). 4: adds gpuml_estimator_set_param_array (an addition). */
+#define GPUML_ABI_VERSION 4
 
 GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-local, never NULL */
 GPUML_C_API void           gpuml_version(int* major, int* minor, int* patch);
@@ -131,6 +131,12 @@ GPUML_C_API gpuml_status_t gpuml_estimator_get_attribute(gpuml_context_t ctx, gp
  * fit) leaves the model as it was. Takes the handle's lock exclusively, as fit does. */
 GPUML_C_API gpuml_status_t gpuml_estimator_set_attribute(gpuml_context_t ctx, gpuml_estimator_t est, const char* name,
                                                          const gpuml_array_t* value);
+/* ABI version 4. Sets the array-valued parameter `name` from `value` (host or device memory, any float dtype) as
+ * its JSON form in params_json would, with the same checks, without the text: KMeans "init", the
+ * initial centers (n_clusters x n_features, finite). Other names, shapes or values are
+ * INVALID_ARGUMENT and leave the parameters as they were. Takes the handle's lock exclusively. */
+GPUML_C_API gpuml_status_t gpuml_estimator_set_param_array(gpuml_context_t ctx, gpuml_estimator_t est, const char* name,
+                                                           const gpuml_array_t* value);
 GPUML_C_API gpuml_status_t gpuml_estimator_serialized_size(gpuml_estimator_t est, uint64_t* size);
 /* size must equal gpuml_estimator_serialized_size's answer: any other size is INVALID_ARGUMENT (a fit
  * on another thread in between can change it; ask again), so `size` bytes written are the whole model. */

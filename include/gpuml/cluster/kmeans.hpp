@@ -61,6 +61,9 @@ class GPUML_API KMeans final : public Estimator {
   int64_t n_iter() const;
   int64_t n_features_in() const;
 
+  // "init": the initial centers (n_clusters x n_features, finite), as the JSON matrix form.
+  void set_param_array(Context& ctx, const std::string& name, const ArrayView& value) override;
+
   std::vector<std::string> attribute_names() const override;
   const HostArray& attribute(const std::string& name) const override;
   void restore(std::map<std::string, HostArray> attributes) override;

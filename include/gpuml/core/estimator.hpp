@@ -52,6 +52,11 @@ class GPUML_API Estimator {
   // without a warm start throw ErrorCode::unsupported.
   virtual void warm_start_from(const Estimator& previous);
 
+  // Sets an array-valued parameter from memory (host or device, any float dtype) rather than
+  // from its JSON form, with the same checks (KMeans "init": the initial centers, n_clusters x
+  // n_features): no text to write and parse. Other names throw invalid_argument naming them.
+  virtual void set_param_array(Context& ctx, const std::string& name, const ArrayView& value);
+
  protected:
   void require_fitted() const;  // throws not_fitted naming the estimator
 };
