@@ -239,8 +239,10 @@ class Rows {
     return false;
   }
   // Whether k-means++ may skip rows through their nearest centers (detail::NearestCenters):
-  // the distances are sums of squared differences.
+  // the distances are sums of squared differences. reads_gaps: whether the fine primitives
+  // (the driver's loop) use the gaps, which the driver then computes.
   virtual bool skips_rows() const { return false; }
+  virtual bool reads_gaps() const { return false; }
 };
 
 template <typename T>
@@ -270,6 +272,7 @@ class DenseRows final : public Rows<T> {
                                    centers_host);
   }
   bool skips_rows() const override { return true; }
+  bool reads_gaps() const override { return backend_.reads_gaps(); }
 
  private:
   detail::KMeansBackend<T>& backend_;
@@ -412,23 +415,24 @@ class Seeder {
     std::vector<double> thresholds(static_cast<std::size_t>(trials)), potentials(static_cast<std::size_t>(trials));
     std::vector<T> candidate_rows(static_cast<std::size_t>(trials * d_));
     std::vector<T> gaps, chosen_gaps;  // |candidate - center|², centers x trials; the chosen one's column
+    const bool with_gaps = nearest != nullptr && rows_.reads_gaps();
     for (int64_t c = from; c < k; ++c) {
       const double potential = rank_prefix(local_potential, prefix);
       for (int64_t t = 0; t < trials; ++t) thresholds[t] = uniforms[(c - from) * trials + t] * potential;
       search_rows(weights, closest, prefix, thresholds.data(), trials, candidate_rows.data());
-      if (nearest) center_gaps(centers, c, candidate_rows.data(), trials, gaps);
-      rows_.candidate_potentials(weights, closest, detail::NearestCenters<T>{nearest, gaps.data(), c}, candidate_rows.data(),
-                                 trials, potentials.data());
+      if (with_gaps) center_gaps(centers, c, candidate_rows.data(), trials, gaps);
+      const detail::NearestCenters<T> known{nearest, with_gaps ? gaps.data() : nullptr, c};
+      rows_.candidate_potentials(weights, closest, known, candidate_rows.data(), trials, potentials.data());
       const std::vector<double> local_potentials = potentials;
       comm_.allreduce_sum(potentials.data(), trials);
       const int64_t best = std::min_element(potentials.begin(), potentials.end()) - potentials.begin();
       std::copy_n(candidate_rows.begin() + best * d_, d_, centers + c * d_);
-      if (nearest) {
+      if (with_gaps) {
         chosen_gaps.resize(static_cast<std::size_t>(c));
         for (int64_t a = 0; a < c; ++a) chosen_gaps[a] = gaps[a * trials + best];
       }
-      rows_.update_closest(centers + c * d_, closest, detail::NearestCenters<T>{nearest, chosen_gaps.data(), c},
-                           /*reset=*/false);
+      const detail::NearestCenters<T> chosen{nearest, with_gaps ? chosen_gaps.data() : nullptr, c};
+      rows_.update_closest(centers + c * d_, closest, chosen, /*reset=*/false);
       local_potential = local_potentials[best];
     }
   }

@@ -96,6 +96,10 @@ class KMeansBackend {
   virtual void search_cumsum(const T* weights, const T* values, int64_t n, const double* thresholds_host,
                              int64_t m, int64_t* idx_host) = 0;
 
+  // Whether candidate_potentials and update_closest read NearestCenters' gaps (the driver
+  // computes them only then; nearest is kept either way).
+  virtual bool reads_gaps() const { return false; }
+
   // k-means++ step: for each of m candidate rows, the potential
   // sum_i weights[i] * min(closest[i], |X_i - candidate|^2), into potentials_host; rows may be
   // skipped through `known` (gaps_host: known.centers x m).

@@ -259,6 +259,8 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     }
   }
 
+  bool reads_gaps() const override { return true; }
+
   void candidate_potentials(const T* X, const T* weights, const T* closest, const NearestCenters<T>& known, int64_t n,
                             int64_t d, const T* candidates_host, int64_t m, double* potentials_host) override {
     const CenterTiles<T> tiles(candidates_host, m, d);
