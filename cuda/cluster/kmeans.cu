@@ -523,10 +523,12 @@ __global__ void __launch_bounds__(kBlock) weighted_sum_partials_kernel(const T* 
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-// Sums of w_i * v_i over consecutive chunks of chunk_len elements (a block per chunk).
+// Sums of w_i * v_i over consecutive chunks of chunk_len elements into totals[chunk * stride]
+// (a block per chunk).
 template <typename T>
 __global__ void __launch_bounds__(kBlock) chunk_totals_kernel(const T* __restrict__ w, const T* __restrict__ v, int64_t n,
-                                                              int64_t chunk_len, int64_t n_chunks, double* __restrict__ totals) {
+                                                              int64_t chunk_len, int64_t n_chunks, int64_t stride,
+                                                              double* __restrict__ totals) {
   __shared__ double shared[kBlock];
   for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
     const int64_t begin = chunk * chunk_len;
@@ -535,7 +537,7 @@ __global__ void __launch_bounds__(kBlock) chunk_totals_kernel(const T* __restric
     for (int64_t i = begin + threadIdx.x; i < end; i += kBlock)
       acc += (w ? static_cast<double>(w[i]) : 1.0) * (v ? static_cast<double>(v[i]) : 1.0);
     const double total = block_sum(acc, shared);
-    if (threadIdx.x == 0) totals[chunk] = total;
+    if (threadIdx.x == 0) totals[chunk * stride] = total;
     __syncthreads();  // `shared` is reused by the next chunk
   }
 }
@@ -641,23 +643,6 @@ struct PlusChunk {
   __device__ PlusChunk(int64_t chunk, int64_t n)
       : begin(chunk * kPlusChunkRows), rows((begin + kPlusChunkRows < n ? begin + kPlusChunkRows : n) - begin) {}
 };
-
-// The first step's chunk totals: totals[c * stride] = sum of w * closest over chunk c (a block per chunk).
-template <typename T>
-__global__ void __launch_bounds__(kBlock) plusplus_totals_kernel(const T* __restrict__ w, const T* __restrict__ closest,
-                                                                 int64_t n, int64_t n_chunks, int64_t stride,
-                                                                 double* __restrict__ totals) {
-  __shared__ double shared[kBlock];
-  for (int64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
-    const PlusChunk c(chunk, n);
-    double acc = 0.0;
-    for (int64_t i = c.begin + threadIdx.x; i < c.begin + c.rows; i += kBlock)
-      acc += (w ? static_cast<double>(w[i]) : 1.0) * static_cast<double>(closest[i]);
-    const double total = block_sum(acc, shared);
-    if (threadIdx.x == 0) totals[chunk * stride] = total;
-    __syncthreads();  // `shared` is reused by the next chunk
-  }
-}
 
 // closest = min(closest, column *best of cand) on the rows the last potentials pass read (lists
 // and counts from judge; every row where lists is null; cand holds a chunk's values in the order
@@ -1507,7 +1492,7 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     const int64_t n_chunks = ceil_div(n, kCumsumChunk);
     Buffer totals = device(n_chunks * sizeof(double));
     chunk_totals_kernel<T><<<static_cast<unsigned>(std::min(n_chunks, kMaxBlocks)), kBlock, 0, res.stream>>>(
-        weights, values, n, kCumsumChunk, n_chunks, totals.as<double>());
+        weights, values, n, kCumsumChunk, n_chunks, 1, totals.as<double>());
     GPUML_CUDA_CHECK_LAUNCH();
     std::vector<double> prefix(n_chunks + 1, 0.0);
     copy_to_host(res, prefix.data() + 1, totals.data(), n_chunks * sizeof(double));
@@ -1625,7 +1610,8 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, potentials, kBlock, shared_bytes));
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(n_chunks, std::max(1, per_sm) * int64_t(sms)));
     // The first step's chunk totals, where the steps then find the chosen candidate's partials.
-    plusplus_totals_kernel<T><<<chunk_blocks, kBlock, 0, res.stream>>>(weights, closest, n, n_chunks, m, partials.as<double>());
+    chunk_totals_kernel<T><<<chunk_blocks, kBlock, 0, res.stream>>>(weights, closest, n, kPlusChunkRows, n_chunks, m,
+                                                                     partials.as<double>());
     auto apply = [&](int32_t index) {
       plusplus_apply_kernel<T><<<chunk_blocks, kBlock, 0, res.stream>>>(cand.as<T>(), best.as<int32_t>(), n, n_chunks,
                                                                         lists.as<int32_t>(), counts.as<int32_t>(), closest,
