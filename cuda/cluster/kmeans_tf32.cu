@@ -1,13 +1,15 @@
 // KMeans assignment on the tensor cores, with the FP32 kernel's exact answers.
 //
 // The distances |c_j|^2 - 2 x.c_j come from a TF32 GEMM (mma.sync m16n8k8, operands rounded to
-// nearest TF32, FP32 accumulation) that keeps, per row, short lists of the least values. TF32
-// products err by at most ~2^-10 |x||c|, so every center whose TF32 value lies within twice that
-// bound (E, below) of the row's least value may be the FP32 winner; every other center cannot be.
-// Those few candidates are then recomputed exactly as fused_argmin_kernel computes them (one
-// sequential FP32 FMA chain over the features, then fmaf(-2, acc, |c|^2)), and the least, lowest
-// index on ties, is the label. A row whose candidates did not all fit in the lists, or whose
-// values are not finite, is handed back (recheck_rows) for the FP32 kernel to assign in full.
+// nearest TF32, FP32 accumulation) that keeps, per row and per lane (8 lanes share a row's
+// centers), the least value, its center and the least value let go. TF32 products err by at
+// most ~2^-10 |x||c|, so every center whose TF32 value lies within twice that bound (E, below)
+// of the row's least value may be the FP32 winner; every other center cannot be. Those few
+// candidates (a lane's least each) are then recomputed exactly as fused_argmin_kernel computes
+// them (one sequential FP32 FMA chain over the features, then fmaf(-2, acc, |c|^2)), and the
+// least, lowest index on ties, is the label. A row with two candidates in one lane (a value let
+// go within the bound), more than kMaxCandidates, or values that are not finite, is handed back
+// (recheck_rows) for the FP32 kernel to assign in full.
 //
 // Layout: a block owns 128 rows (all their features, rounded to TF32, in shared memory) and
 // streams the centers (pre-rounded, zero-padded) through a double-buffered 128 x 32 slice,
@@ -34,7 +36,7 @@ constexpr int kThreads = 256;                 // 8 warps: 4 along rows x 2 along
 constexpr int kPadWords = 4;                  // 16 bytes per shared row: ldmatrix conflict-free
 constexpr int kSliceStride = kSlice + kPadWords;
 constexpr int kSlots = 8;                     // partial lists per row: 2 warps x 4 lanes
-constexpr int kSlotWords = 5;                 // v1, j1, v2, j2, overflow
+constexpr int kSlotWords = 3;                 // least, center, rest
 constexpr int kMaxCandidates = 4;             // more near-tied candidates: the FP32 kernel decides
 static_assert(kRows * kSlots * kSlotWords <= 2 * kCenters * kSliceStride, "the merge reuses the slice buffers");
 
@@ -88,26 +90,17 @@ __device__ __forceinline__ float fp32_product(const float* __restrict__ x, const
   return acc;
 }
 
-// A row's running list: the two least values seen and their centers, and the least value it let go.
+// A row's running list over one lane's share of the centers: the least value seen, its center,
+// and the least of the values it let go. Three min/max and a select per value: this update runs
+// once per (row, center), as often as the products themselves, so it is kept this short.
 struct Shortlist {
-  float v1 = INFINITY, v2 = INFINITY, overflow = INFINITY;
-  int j1 = -1, j2 = -1;
+  float least = INFINITY, rest = INFINITY;
+  int center = -1;
 
   __device__ __forceinline__ void offer(float v, int j) {
-    if (v < v2) {
-      overflow = fminf(overflow, v2);
-      if (v < v1) {
-        v2 = v1;
-        j2 = j1;
-        v1 = v;
-        j1 = j;
-      } else {
-        v2 = v;
-        j2 = j;
-      }
-    } else {
-      overflow = fminf(overflow, v);
-    }
+    rest = fminf(rest, fmaxf(least, v));  // the one not kept: the old least or v (a NaN v leaves rest <= least)
+    center = v < least ? j : center;
+    least = fminf(least, v);
   }
 };
 
@@ -128,10 +121,20 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
   const int g = lane >> 2, t = lane & 3;        // the mma fragments' group and thread in group
   const int mat = lane >> 3, mat_row = lane & 7;  // ldmatrix: which 8 x 4 matrix this lane addresses
   const int slices = dpad / kSlice;
-  const int64_t steps = (k_pad / kCenters) * slices;
+  const int tiles = static_cast<int>(k_pad / kCenters);  // k_pad < 2^31: labels are int32
   const float cm = sqrtf(max_center_sqnorm[0]);
   if (threadIdx.x == 0) block_changes = 0;
   unsigned int my_changes = 0;
+  // The slice copy: thread i moves 16 bytes of rows i / 8 + 32 p (p < kCopies), at word (i % 8) * 4.
+  constexpr int kChunksPerRow = kSlice / 4, kRowsPerPass = kThreads / kChunksPerRow;
+  constexpr int kCopies = kCenters / kRowsPerPass;
+  static_assert(kThreads % kChunksPerRow == 0 && kCenters % kRowsPerPass == 0, "the slice copy's shape");
+  const int copy_row = threadIdx.x / kChunksPerRow, copy_word = (threadIdx.x % kChunksPerRow) * 4;
+  const float* copy_src = Ct + int64_t(copy_row) * dpad + copy_word;
+  float* copy_dst = Bs + copy_row * kSliceStride + copy_word;
+  // Fragment addresses that do not change over the loop.
+  const float* a_frag = As + (warp_row * 32 + (mat & 1) * 8 + mat_row) * a_stride + (mat >> 1) * 4;
+  const int b_frag = (warp_col * 64 + (mat >> 1) * 8 + mat_row) * kSliceStride + (mat & 1) * 4;
 
   for (int64_t row0 = int64_t(blockIdx.x) * kRows; row0 < n; row0 += int64_t(gridDim.x) * kRows) {
     // 1. The block's rows, rounded to TF32; zeros past n and d. (The barrier that ended the
@@ -157,14 +160,13 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
       *reinterpret_cast<float4*>(&As[r * a_stride + c4]) =
           make_float4(round_to_tf32(v[0]), round_to_tf32(v[1]), round_to_tf32(v[2]), round_to_tf32(v[3]));
     }
-    // 2. Stream the centers slice by slice: step s is slice s % slices of center tile s / slices.
-    auto issue = [&](int64_t s) {
-      const float* src = Ct + (s / slices) * kCenters * int64_t(dpad) + (s % slices) * kSlice;
-      float* dst = Bs + (s & 1) * kCenters * kSliceStride;
-      for (int i = threadIdx.x; i < kCenters * (kSlice / 4); i += kThreads) {
-        const int r = i / (kSlice / 4), c4 = (i % (kSlice / 4)) * 4;
-        __pipeline_memcpy_async(dst + r * kSliceStride + c4, src + r * int64_t(dpad) + c4, 16);
-      }
+    // 2. Stream the centers slice by slice, tile after tile, into alternating buffers.
+    auto issue = [&](int tile, int slice, int buffer) {
+      const float* src = copy_src + int64_t(tile) * kCenters * dpad + slice * kSlice;
+      float* dst = copy_dst + buffer * kCenters * kSliceStride;
+#pragma unroll
+      for (int p = 0; p < kCopies; ++p)
+        __pipeline_memcpy_async(dst + p * kRowsPerPass * kSliceStride, src + int64_t(p) * kRowsPerPass * dpad, 16);
       __pipeline_commit();
     };
     Shortlist lists[4];  // the thread's rows: warp_row*32 + mi*16 + half*8 + g, index mi*2 + half
@@ -175,53 +177,58 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
       for (int ni = 0; ni < 8; ++ni)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[mi][ni][q] = 0.0f;
-    issue(0);
-    for (int64_t s = 0; s < steps; ++s) {
-      if (s + 1 < steps) {
-        issue(s + 1);  // into the buffer step s - 1 read; the barrier ending that step guards it
-        __pipeline_wait_prior(1);
-      } else {
-        __pipeline_wait_prior(0);
-      }
-      __syncthreads();
-      const int slice = static_cast<int>(s % slices);
-      const float* B = Bs + (s & 1) * kCenters * kSliceStride;
-#pragma unroll
-      for (int ks = 0; ks < kSlice / 8; ++ks) {
-        uint32_t a[2][4];
-#pragma unroll
-        for (int mi = 0; mi < 2; ++mi)
-          ldmatrix_x4(a[mi], As + (warp_row * 32 + mi * 16 + (mat & 1) * 8 + mat_row) * a_stride + slice * kSlice + ks * 8 +
-                                 (mat >> 1) * 4);
-#pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          uint32_t b[4];  // b[0], b[1]: n-tile 2 np; b[2], b[3]: n-tile 2 np + 1
-          ldmatrix_x4(b, B + (warp_col * 64 + np * 16 + (mat >> 1) * 8 + mat_row) * kSliceStride + ks * 8 + (mat & 1) * 4);
-#pragma unroll
-          for (int mi = 0; mi < 2; ++mi) {
-            mma_tf32(acc[mi][2 * np], a[mi], b[0], b[1]);
-            mma_tf32(acc[mi][2 * np + 1], a[mi], b[2], b[3]);
-          }
+    issue(0, 0, 0);
+    int buffer = 0;
+    for (int tile = 0; tile < tiles; ++tile) {
+      for (int slice = 0; slice < slices; ++slice) {
+        const bool last = tile + 1 == tiles && slice + 1 == slices;
+        if (!last) {
+          // into the buffer the previous step read; the barrier ending that step guards it
+          if (slice + 1 < slices) issue(tile, slice + 1, buffer ^ 1);
+          else issue(tile + 1, 0, buffer ^ 1);
+          __pipeline_wait_prior(1);
+        } else {
+          __pipeline_wait_prior(0);
         }
-      }
-      if (slice == slices - 1) {  // the tile's products are complete: offer |c|^2 - 2 x.c to the lists
-        const int64_t tile0 = (s / slices) * kCenters + warp_col * 64;
+        __syncthreads();
+        const float* B = Bs + buffer * kCenters * kSliceStride + b_frag;
+        const float* A = a_frag + slice * kSlice;
 #pragma unroll
-        for (int ni = 0; ni < 8; ++ni) {
-          const int64_t j0 = tile0 + ni * 8 + 2 * t;
-          const float2 cn = *reinterpret_cast<const float2*>(cn_pad + j0);
+        for (int ks = 0; ks < kSlice / 8; ++ks) {
+          uint32_t a[2][4];
 #pragma unroll
-          for (int mi = 0; mi < 2; ++mi) {
+          for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(a[mi], A + mi * 16 * a_stride + ks * 8);
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const float v = fmaf(-2.0f, acc[mi][ni][q], (q & 1) ? cn.y : cn.x);
-              lists[mi * 2 + (q >> 1)].offer(v, static_cast<int>(j0 + (q & 1)));
-              acc[mi][ni][q] = 0.0f;
+          for (int np = 0; np < 4; ++np) {
+            uint32_t b[4];  // b[0], b[1]: n-tile 2 np; b[2], b[3]: n-tile 2 np + 1
+            ldmatrix_x4(b, B + np * 16 * kSliceStride + ks * 8);
+#pragma unroll
+            for (int mi = 0; mi < 2; ++mi) {
+              mma_tf32(acc[mi][2 * np], a[mi], b[0], b[1]);
+              mma_tf32(acc[mi][2 * np + 1], a[mi], b[2], b[3]);
             }
           }
         }
+        if (slice + 1 == slices) {  // the tile's products are complete: offer |c|^2 - 2 x.c to the lists
+          const int tile0 = tile * kCenters + warp_col * 64 + 2 * t;
+#pragma unroll
+          for (int ni = 0; ni < 8; ++ni) {
+            const int j0 = tile0 + ni * 8;
+            const float2 cn = *reinterpret_cast<const float2*>(cn_pad + j0);
+#pragma unroll
+            for (int mi = 0; mi < 2; ++mi) {
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const float v = fmaf(-2.0f, acc[mi][ni][q], (q & 1) ? cn.y : cn.x);
+                lists[mi * 2 + (q >> 1)].offer(v, j0 + (q & 1));
+                acc[mi][ni][q] = 0.0f;
+              }
+            }
+          }
+        }
+        buffer ^= 1;
+        __syncthreads();
       }
-      __syncthreads();
     }
 
     // 3. Merge the 8 lists of each row, then settle its candidates exactly (threads 0..127, a row each).
@@ -229,11 +236,9 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
     for (int l = 0; l < 4; ++l) {
       const int r = warp_row * 32 + (l >> 1) * 16 + (l & 1) * 8 + g;
       float* m = merge + (r * kSlots + warp_col * 4 + t) * kSlotWords;
-      m[0] = lists[l].v1;
-      m[1] = __int_as_float(lists[l].j1);
-      m[2] = lists[l].v2;
-      m[3] = __int_as_float(lists[l].j2);
-      m[4] = lists[l].overflow;
+      m[0] = lists[l].least;
+      m[1] = __int_as_float(lists[l].center);
+      m[2] = lists[l].rest;
     }
     __syncthreads();
     const int64_t row = row0 + threadIdx.x;
@@ -254,8 +259,8 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
       int count = 0;
       for (int s = 0; s < kSlots && !full; ++s) {
         const float* slot = m + s * kSlotWords;
-        if (slot[4] <= bound) full = true;  // a value it let go may be the winner
-        count += (slot[0] <= bound) + (slot[2] <= bound);
+        if (slot[2] <= bound) full = true;  // a value a list let go may be the winner
+        count += slot[0] <= bound;
       }
       if (count > kMaxCandidates) full = true;
       if (full) {
@@ -265,16 +270,13 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
         float best = INFINITY;
         int best_j = INT_MAX;
         for (int s = 0; s < kSlots; ++s) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float* slot = m + s * kSlotWords + 2 * e;
-            if (slot[0] <= bound) {
-              const int j = __float_as_int(slot[1]);
-              const float v = fmaf(-2.0f, fp32_product(X + row * d, C + int64_t(j) * d, d, vec4), cn_pad[j]);
-              if (v < best || (v == best && j < best_j)) {
-                best = v;
-                best_j = j;
-              }
+          const float* slot = m + s * kSlotWords;
+          if (slot[0] <= bound) {
+            const int j = __float_as_int(slot[1]);
+            const float v = fmaf(-2.0f, fp32_product(X + row * d, C + int64_t(j) * d, d, vec4), cn_pad[j]);
+            if (v < best || (v == best && j < best_j)) {
+              best = v;
+              best_j = j;
             }
           }
         }
