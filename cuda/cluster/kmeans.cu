@@ -426,6 +426,8 @@ __global__ void segment_offsets_kernel(const int32_t* __restrict__ sorted, int64
 // Column c < d adds w_row * X[row, c] (weights == nullptr: w = 1), or (X[row, c] - center[c])^2
 // when center != nullptr. With with_weights, column d of the output holds the sum of w_row.
 // One value per (chunk, column) goes to partials[chunk * ncols + column], ncols = d (+ 1).
+// With squares and centered != nullptr, centered[row, c] = X[row, c] - center[c] rounded to T
+// (centered may be X: each element is read, then written, by the same thread).
 // Chunks are explicit (chunk_begin/chunk_end) or uniform: [c * chunk_rows, min(n, (c + 1) * chunk_rows)).
 // Every sum runs in a fixed order (rows ascending per lane, then lanes ascending).
 constexpr int kSlabCols = 32;
@@ -442,9 +444,9 @@ __device__ __forceinline__ void add_term(double& acc, double& acc_w, double x, d
 constexpr int kRowsInFlight = 4;  // independent row loads per lane before their first use
 template <typename T>
 __global__ void __launch_bounds__(kSlabCols * kRowLanes) chunk_column_sums_kernel(
-    const T* __restrict__ X, int64_t d, const int64_t* __restrict__ order, const T* __restrict__ weights,
+    const T* X, int64_t d, const int64_t* __restrict__ order, const T* __restrict__ weights,
     const double* __restrict__ center, const int64_t* __restrict__ chunk_begin, const int64_t* __restrict__ chunk_end,
-    int64_t chunk_rows, int64_t n, int64_t n_chunks, bool with_weights, double* __restrict__ partials) {
+    int64_t chunk_rows, int64_t n, int64_t n_chunks, bool with_weights, double* __restrict__ partials, T* centered) {
   __shared__ double lane_sums[kRowLanes][kSlabCols];
   __shared__ double lane_weights[kRowLanes];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -473,11 +475,16 @@ __global__ void __launch_bounds__(kSlabCols * kRowLanes) chunk_column_sums_kerne
         }
 #pragma unroll
         for (int u = 0; u < kRowsInFlight; ++u) add_term(acc, acc_w, x[u], w[u], shift, squares);
+        if (centered && in_range) {
+#pragma unroll
+          for (int u = 0; u < kRowsInFlight; ++u) centered[rows[u] * d + col] = static_cast<T>(x[u] - shift);
+        }
       }
       for (; p < end; p += kRowLanes) {
         const int64_t row = order ? order[p] : p;
-        add_term(acc, acc_w, in_range ? static_cast<double>(X[row * d + col]) : 0.0,
-                 weights ? static_cast<double>(weights[row]) : 1.0, shift, squares);
+        const double x = in_range ? static_cast<double>(X[row * d + col]) : 0.0;
+        add_term(acc, acc_w, x, weights ? static_cast<double>(weights[row]) : 1.0, shift, squares);
+        if (centered && in_range) centered[row * d + col] = static_cast<T>(x - shift);
       }
       lane_sums[ty][tx] = acc;
       if (tx == 0) lane_weights[ty] = acc_w;
@@ -1167,13 +1174,6 @@ __global__ void distances_from_products_kernel(T* __restrict__ products, const T
   }
 }
 
-// out[t] = X[t] - means[t % d] over the n * d elements, in double, rounded to T. out may be X.
-template <typename T>
-__global__ void subtract_columns_kernel(const T* X, int64_t count, int64_t d, const double* __restrict__ means, T* out) {
-  for (int64_t t = global_thread(); t < count; t += grid_threads())
-    out[t] = static_cast<T>(static_cast<double>(X[t]) - means[t % d]);
-}
-
 template <typename T>
 __global__ void gather_rows_kernel(const T* __restrict__ X, int64_t d, const int64_t* __restrict__ idx, int64_t m, T* __restrict__ out) {
   for (int64_t t = global_thread(); t < m * d; t += grid_threads()) out[t] = X[idx[t / d] * d + t % d];
@@ -1268,13 +1268,20 @@ AssignPath float_assign_path(int64_t d) {
 
 // assign for float32: the tensor-core kernel, then the FP32 fused kernel on the rows it hands
 // back; or the fused kernel on every row. Both paths give the same labels and dist2, bit for bit.
+// known_row_sqnorms: X's squared norms as launch_row_sqnorms gives them, or nullptr (computed here).
 void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n, int64_t d, const float* centers, int64_t k,
-                  int32_t* labels, float* dist2, bool count_changes, unsigned long long* changes) {
+                  int32_t* labels, float* dist2, bool count_changes, unsigned long long* changes,
+                  const float* known_row_sqnorms) {
   checked_int(k, "n_clusters");  // labels and the kernel's column indices are int
   if (n <= 0) return;            // (a rank without rows): nothing to assign, and no empty grid to launch
-  Buffer center_sqnorms(ctx, k * sizeof(float)), row_sqnorms(ctx, n * sizeof(float));
+  Buffer center_sqnorms(ctx, k * sizeof(float));
   launch_row_sqnorms(res, centers, k, d, k, center_sqnorms.as<float>());
-  launch_row_sqnorms(res, X, n, d, n, row_sqnorms.as<float>());
+  Buffer computed_row_sqnorms;
+  if (known_row_sqnorms == nullptr) {
+    computed_row_sqnorms = Buffer(ctx, n * sizeof(float));
+    launch_row_sqnorms(res, X, n, d, n, computed_row_sqnorms.as<float>());
+  }
+  const float* row_sqnorms = known_row_sqnorms ? known_row_sqnorms : computed_row_sqnorms.as<const float>();
   // Over 48 KiB of dynamic shared memory needs an opt-in (per device; cheap to repeat).
   GPUML_CUDA_CHECK(cudaFuncSetAttribute(fused_argmin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(fused::kSharedBytes)));
@@ -1289,13 +1296,13 @@ void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n,
     if (recheck_rows) {
       Buffer recheck_count(ctx, sizeof(unsigned long long));
       GPUML_CUDA_CHECK(cudaMemsetAsync(recheck_count.data(), 0, sizeof(unsigned long long), res.stream));
-      assign_tf32(ctx, res, X, n, d, centers, k, center_sqnorms.as<float>(), row_sqnorms.as<float>(), labels, dist2, count_changes,
+      assign_tf32(ctx, res, X, n, d, centers, k, center_sqnorms.as<float>(), row_sqnorms, labels, dist2, count_changes,
                   changes, recheck_rows->as<int64_t>(), recheck_count.as<unsigned long long>());
       // The handed-back rows, however many: a grid of resident blocks strides over the list.
       const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(n, fused::kTileRows), 2 * int64_t(res.sm_count)));
       if (path == AssignPath::tf32) {
         fused_argmin_kernel<<<blocks, fused::kThreads, fused::kSharedBytes, res.stream>>>(
-            X, n, d, centers, k, center_sqnorms.as<float>(), row_sqnorms.as<float>(), labels, dist2, count_changes, changes,
+            X, n, d, centers, k, center_sqnorms.as<float>(), row_sqnorms, labels, dist2, count_changes, changes,
             recheck_rows->as<int64_t>(), recheck_count.as<unsigned long long>());
         GPUML_CUDA_CHECK_LAUNCH();
       }
@@ -1310,7 +1317,7 @@ void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n,
   }
   const unsigned blocks = static_cast<unsigned>(std::min(ceil_div(n, fused::kTileRows), kMaxBlocks));
   fused_argmin_kernel<<<blocks, fused::kThreads, fused::kSharedBytes, res.stream>>>(X, n, d, centers, k, center_sqnorms.as<float>(),
-                                                                   row_sqnorms.as<float>(), labels, dist2, count_changes, changes,
+                                                                   row_sqnorms, labels, dist2, count_changes, changes,
                                                                    nullptr, nullptr);
   GPUML_CUDA_CHECK_LAUNCH();
 }
@@ -1327,26 +1334,16 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     copy_to_host(res, means_host, means.data(), d * sizeof(double));
   }
 
-  void subtract_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) override {
+  double center_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) override {
     cuda::Resources& res = cuda::activate(ctx_);
-    if (n <= 0 || d <= 0) return;
-    Buffer means = to_device(res, means_host, d);
-    subtract_columns_kernel<T><<<blocks_for_threads(n * d), kBlock, 0, res.stream>>>(X, n * d, d, means.as<double>(), out);
-    GPUML_CUDA_CHECK_LAUNCH();
-    // `means` is freed (stream-ordered) when this returns; callers read `out` on the same stream.
-  }
-
-  double mean_column_variance(const T* X, int64_t n, int64_t d) override {
-    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0 || d <= 0) return 0.0;
     const int64_t chunk_rows = chunk_rows_for(n);
     const int64_t n_chunks = ceil_div(n, chunk_rows);
-    Buffer means = device(d * sizeof(double));
+    Buffer means = to_device(res, means_host, d);
     Buffer partials = device(n_chunks * d * sizeof(double));
     Buffer variances = device(d * sizeof(double));
-    // Pass 1: column means; pass 2: mean squared deviations from them.
-    launch_column_means(res, X, n, d, means.as<double>());
     launch_chunk_sums(res, X, d, nullptr, nullptr, means.as<double>(), nullptr, nullptr, chunk_rows, n, n_chunks, false,
-                      partials.as<double>());
+                      partials.as<double>(), out);
     reduce_chunk_groups_kernel<<<blocks_for_threads(d), kBlock, 0, res.stream>>>(partials.as<double>(), d, nullptr, 1, n_chunks,
                                                                                  static_cast<double>(n), variances.as<double>());
     GPUML_CUDA_CHECK_LAUNCH();
@@ -1355,6 +1352,19 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     double total = 0.0;
     for (double v : host) total += v;
     return total / static_cast<double>(d);
+  }
+
+  void keep_rows(const T* X, int64_t n, int64_t d) override {
+    kept_X_ = X;
+    kept_n_ = n;
+    kept_d_ = d;
+    kept_sqnorms_ = Buffer();
+    if constexpr (std::is_same_v<T, float>) {  // the float assign's row norms (the float64 GEMM path takes none)
+      if (n <= 0 || d <= 0) return;
+      cuda::Resources& res = cuda::activate(ctx_);
+      kept_sqnorms_ = device(n * sizeof(float));
+      launch_row_sqnorms(res, X, n, d, n, kept_sqnorms_.as<float>());
+    }
   }
 
   int64_t assign(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, int32_t* labels, T* dist2,
@@ -1366,10 +1376,13 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     // float32: TF32 tensor cores with the FP32 fused kernel's exact answers (assign_fused; no
     // distance matrix). float64: cuBLAS DGEMM (FP64 tensor cores are exact IEEE FMA) on L2-sized
     // tiles + the argmin kernel.
-    if constexpr (std::is_same_v<T, float>)
-      assign_fused(ctx_, res, X, n, d, centers.as<float>(), k, labels, dist2, count_changes, changes.as<unsigned long long>());
-    else
+    if constexpr (std::is_same_v<T, float>) {
+      const bool kept = X == kept_X_ && n == kept_n_ && d == kept_d_ && kept_sqnorms_.data() != nullptr;
+      assign_fused(ctx_, res, X, n, d, centers.as<float>(), k, labels, dist2, count_changes, changes.as<unsigned long long>(),
+                   kept ? kept_sqnorms_.as<const float>() : nullptr);
+    } else {
       assign_gemm(ctx_, res, X, n, d, centers.as<T>(), k, labels, dist2, count_changes, changes.as<unsigned long long>());
+    }
     if (!count_changes) return 0;
     unsigned long long host_changes = 0;
     copy_to_host(res, &host_changes, changes.data(), sizeof(host_changes));
@@ -1771,16 +1784,20 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
 
   static void launch_chunk_sums(cuda::Resources& res, const T* X, int64_t d, const int64_t* order, const T* weights,
                                 const double* center, const int64_t* chunk_begin, const int64_t* chunk_end, int64_t chunk_rows,
-                                int64_t n, int64_t n_chunks, bool with_weights, double* partials) {
+                                int64_t n, int64_t n_chunks, bool with_weights, double* partials, T* centered = nullptr) {
     const int64_t n_slabs = ceil_div(d, kSlabCols);
     const dim3 grid(static_cast<unsigned>(std::min(n_chunks, int64_t(INT_MAX))), static_cast<unsigned>(std::min<int64_t>(n_slabs, 65535)));
     const dim3 block(kSlabCols, kRowLanes);
     chunk_column_sums_kernel<T><<<grid, block, 0, res.stream>>>(X, d, order, weights, center, chunk_begin, chunk_end, chunk_rows, n,
-                                                                n_chunks, with_weights, partials);
+                                                                n_chunks, with_weights, partials, centered);
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
   Context ctx_;
+  // keep_rows: the rows that stay fixed, and their squared norms (float).
+  const T* kept_X_ = nullptr;
+  int64_t kept_n_ = 0, kept_d_ = 0;
+  Buffer kept_sqnorms_;
 };
 
 }  // namespace

@@ -15,6 +15,10 @@ void copy_bytes(const Context& ctx, void* dst, Device dst_device, const void* sr
   }
   if (ctx.is_cuda()) {
     cuda::Resources& res = cuda::activate(ctx);
+    if (!dst_device.is_cuda() && bytes > cuda::Resources::kHostCopyChunk) {
+      res.copy_to_host(dst, src, bytes);  // large results: through pinned chunks
+      return;
+    }
     GPUML_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, res.stream));
     if (!dst_device.is_cuda()) GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));
   } else {
@@ -59,6 +63,11 @@ template <typename T>
 __global__ void nonfinite_kernel(const T* p, int64_t n, int* found) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     if (!isfinite(p[i])) *found = 1;  // benign race: every writer stores 1
+}
+
+template <typename T>
+__global__ void fill_kernel(T* p, int64_t n, T value) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) p[i] = value;
 }
 
 // Runs `launch(flag_ptr)` with a zeroed device flag and returns the flag's final value.
@@ -113,6 +122,16 @@ bool all_finite_device(const Context& ctx, const void* data, DType dtype, int64_
              nonfinite_kernel<<<cuda::grid_for(n, 256, 4096), 256, 0, stream>>>(static_cast<const double*>(data), n, flag);
            GPUML_CUDA_CHECK_LAUNCH();
          }) == 0;
+}
+
+void fill_device(const Context& ctx, void* data, DType dtype, int64_t n, double value) {
+  if (n == 0) return;
+  cudaStream_t stream = cuda::activate(ctx).stream;
+  if (dtype == DType::float32)
+    fill_kernel<<<cuda::grid_for(n, 256, 4096), 256, 0, stream>>>(static_cast<float*>(data), n, static_cast<float>(value));
+  else
+    fill_kernel<<<cuda::grid_for(n, 256, 4096), 256, 0, stream>>>(static_cast<double*>(data), n, value);
+  GPUML_CUDA_CHECK_LAUNCH();
 }
 
 void check_pointer_location(const void* data, Device device, const char* what) {

@@ -59,6 +59,8 @@ Resources::~Resources() {
     cudaStreamDestroy(stream);
   }
   if (pinned_) cudaFreeHost(pinned_);
+  for (cudaEvent_t e : copy_done_)
+    if (e) cudaEventDestroy(e);
 }
 
 void* Resources::pinned(std::size_t bytes) {
@@ -76,10 +78,30 @@ void* Resources::pinned(std::size_t bytes) {
 
 void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t bytes) {
   if (bytes == 0) return;
-  void* staging = pinned(bytes);
-  GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, device_ptr, bytes, cudaMemcpyDeviceToHost, stream));
-  GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::memcpy(host, staging, bytes);
+  if (bytes <= kHostCopyChunk) {
+    void* staging = pinned(bytes);
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, device_ptr, bytes, cudaMemcpyDeviceToHost, stream));
+    GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::memcpy(host, staging, bytes);
+    return;
+  }
+  char* staging = static_cast<char*>(pinned(2 * kHostCopyChunk));
+  std::call_once(copy_events_once_, [this] {
+    for (cudaEvent_t& e : copy_done_) GPUML_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  });
+  const std::size_t chunks = (bytes + kHostCopyChunk - 1) / kHostCopyChunk;
+  auto size_of = [&](std::size_t c) { return std::min(kHostCopyChunk, bytes - c * kHostCopyChunk); };
+  auto start = [&](std::size_t c) {  // chunk c into half c % 2
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(staging + (c % 2) * kHostCopyChunk, static_cast<const char*>(device_ptr) + c * kHostCopyChunk,
+                                     size_of(c), cudaMemcpyDeviceToHost, stream));
+    GPUML_CUDA_CHECK(cudaEventRecord(copy_done_[c % 2], stream));
+  };
+  start(0);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (c + 1 < chunks) start(c + 1);  // the other half: the host finished copying it out (chunk c - 1) above
+    GPUML_CUDA_CHECK(cudaEventSynchronize(copy_done_[c % 2]));
+    std::memcpy(static_cast<char*>(host) + c * kHostCopyChunk, staging + (c % 2) * kHostCopyChunk, size_of(c));
+  }
 }
 
 void Resources::copy_to_device(void* device_ptr, const void* host, std::size_t bytes) {

@@ -134,10 +134,11 @@ using detail::with_float_type;
 template <typename T>
 struct Weights {
   detail::Staged staged;  // what backends read
-  HostArray host_copy;    // owns the ones, or the copy of device weights
-  const T* host = nullptr;
+  HostArray host_copy;    // the copy of device weights
+  const T* host = nullptr;  // nullptr: every weight is 1 (no sample_weight on a device: no host copy made)
   double total = 0.0;
   const T* device() const { return staged.view.as<const T>(); }
+  T at(int64_t i) const { return host ? host[i] : T(1); }
 };
 
 template <typename T>
@@ -145,11 +146,9 @@ Weights<T> prepare_weights(Context& ctx, const ArrayView* sample_weight, int64_t
   Weights<T> w;
   HostArray& host_copy = w.host_copy;
   detail::Staged& staged = w.staged;
-  if (sample_weight == nullptr) {
-    host_copy = HostArray(dtype_of<T>::value, n);
-    std::fill(host_copy.as<T>(), host_copy.as<T>() + n, T(1));
-    staged = detail::stage_host(ctx, host_copy);
-    w.host = host_copy.as<T>();
+  if (sample_weight == nullptr) {  // ones, filled where the backend reads them
+    staged = detail::stage_filled(ctx, dtype_of<T>::value, n, 1.0);
+    if (!ctx.is_cuda()) w.host = staged.view.as<const T>();
     w.total = static_cast<double>(n);
     return w;
   }
@@ -550,7 +549,6 @@ class Fitter {
     backend_->column_means(original, n_, d_, means_.data());
     // The means of all rows: each rank's means weighted by its share of the rows, summed.
     // (One rank: its share is exactly 1 and the means are unchanged.)
-    local_means_ = means_;
     const double share = static_cast<double>(n_) / static_cast<double>(layout_.total);
     for (double& m : means_) m *= share;
     comm_.allreduce_sum(means_.data(), d_);
@@ -563,11 +561,11 @@ class Fitter {
       centered_copy_ = Buffer(ctx, static_cast<std::size_t>(n_ * d_) * sizeof(T));
       centered = centered_copy_.as<T>();
     }
-    backend_->subtract_columns(original, n_, d_, means_.data(), centered);
+    // The rank's rows' variance about the global means, in the pass that centers them.
+    local_variance_ = backend_->center_columns(original, n_, d_, means_.data(), centered);
+    backend_->keep_rows(centered, n_, d_);  // fixed from here on: every Lloyd assign reads these rows
     rows_ = std::make_unique<DenseRows<T>>(*backend_, centered, n_, d_);
     centered_ = true;
-    // The variance does not change with centering: computed on the centered rows.
-    local_variance_ = backend_->mean_column_variance(centered, n_, d_);
   }
 
   // Sparse X on one rank: used as it is, through its products.
@@ -585,7 +583,6 @@ class Fitter {
       variance += std::max(0.0, squares[j] / static_cast<double>(n_) - means_[j] * means_[j]);
     }
     local_variance_ = variance / static_cast<double>(d_);
-    local_means_ = means_;
     // Uncentered distances: |x|² itself must stay in range (the mean row norm; the sums catch
     // values whose squares underflow to 0).
     double mean_row_norm = 0.0;
@@ -752,7 +749,6 @@ class Fitter {
     Seeder<T> seeding = seeder();
     const int rank = comm_.rank();
     const int64_t offset = layout_.offset[rank];
-    const T* w = weights_.host;
     detail::Trace trace(ctx_, "kmeans||");
 
     std::vector<T> candidates(static_cast<std::size_t>(d_));  // m x d
@@ -799,7 +795,7 @@ class Fitter {
       for (int64_t c = 0; c < host_chunks; ++c) {
         double sum = 0.0;
         for (int64_t i = c * kHostChunk; i < std::min(n_, (c + 1) * kHostChunk); ++i)
-          sum += static_cast<double>(w[i]) * static_cast<double>(closest[i]);
+          sum += static_cast<double>(weights_.at(i)) * static_cast<double>(closest[i]);
         chunk_phi[c] = sum;
       }
       double phi = 0.0;
@@ -810,7 +806,7 @@ class Fitter {
 #pragma omp parallel for num_threads(host_threads) schedule(static)
       for (int64_t c = 0; c < host_chunks; ++c)
         for (int64_t i = c * kHostChunk; i < std::min(n_, (c + 1) * kHostChunk); ++i) {
-          const double mass = oversampling * static_cast<double>(w[i]) * static_cast<double>(closest[i]);
+          const double mass = oversampling * static_cast<double>(weights_.at(i)) * static_cast<double>(closest[i]);
           // u < min(1, mass / φ), without the division's rounding.
           if (mass > 0.0 &&
               detail::counter_uniform(key, static_cast<uint64_t>(round), static_cast<uint64_t>(offset + i)) * phi < mass)
@@ -838,7 +834,7 @@ class Fitter {
     trace.mark("rounds");
     const int64_t m = static_cast<int64_t>(candidates.size()) / d_;
     std::vector<double> candidate_weights(static_cast<std::size_t>(m), 0.0);
-    for (int64_t i = 0; i < n_; ++i) candidate_weights[nearest[i]] += static_cast<double>(w[i]);
+    for (int64_t i = 0; i < n_; ++i) candidate_weights[nearest[i]] += static_cast<double>(weights_.at(i));
     comm_.allreduce_sum(candidate_weights.data(), m);
     std::vector<T> kept, kept_weights;
     for (int64_t c = 0; c < m; ++c)
@@ -884,17 +880,11 @@ class Fitter {
     trace.mark("k-means++ on the candidates");
   }
 
-  // Mean over features of the variance of all rows (centered on the global means): each rank's
-  // variance about its own mean, plus its mean's squared distance to the global one, weighted
-  // by its share of the rows and summed. (One rank: the distance is 0 and the share 1.)
+  // Mean over features of the variance of all rows about the global means: each rank's
+  // (local_variance_, about those means), weighted by its share of the rows and summed.
+  // (One rank: the share is exactly 1.)
   double mean_column_variance() {
-    double variance = local_variance_;
-    double offset = 0.0;
-    for (int64_t j = 0; j < d_; ++j) {
-      const double delta = local_means_[j] - means_[j];
-      offset += delta * delta;
-    }
-    variance = static_cast<double>(n_) / static_cast<double>(layout_.total) * (variance + offset / static_cast<double>(d_));
+    double variance = static_cast<double>(n_) / static_cast<double>(layout_.total) * local_variance_;
     comm_.allreduce_sum(&variance, 1);
     return variance;
   }
@@ -932,7 +922,7 @@ class Fitter {
       record[0] = static_cast<double>(distance);
       record[1] = static_cast<double>(layout_.offset[rank] + row);
       record[2] = static_cast<double>(label);
-      record[3] = static_cast<double>(weights_.host[row]);
+      record[3] = static_cast<double>(weights_.at(row));
       for (int64_t j = 0; j < d_; ++j) record[4 + j] = static_cast<double>(local_rows[e * d_ + j]);
     }
     int64_t n_records = 0;
@@ -991,14 +981,13 @@ class Fitter {
   int64_t n_, d_, k_;
   const Weights<T>& weights_;
   std::vector<double> means_;  // X's column means (over all ranks)
-  std::vector<double> local_means_;  // this rank's
   Comm& comm_;
   const RowLayout& layout_;
   uint64_t seed_;
   Buffer centered_copy_;       // dense X - means_, unless X was centered in place
   std::unique_ptr<Rows<T>> rows_;  // the centered dense rows, or sparse X: everything in the fit reads these
   bool centered_ = false;      // dense: the means are added back to the centers
-  double local_variance_ = 0.0;  // this rank's mean column variance about its own means
+  double local_variance_ = 0.0;  // this rank's mean column variance about the global means
   bool uncentered_in_range_ = true;  // sparse X: its rows' squared norms are within squares_in_range
 };
 
@@ -1097,6 +1086,7 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
       for (T& v : best.centers) v = std::ldexp(v, -exponent);
       best.inertia = std::ldexp(best.inertia, -2 * exponent);
     }
+    trace.mark("release the fit's buffers");
     adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, labels, n);
     trace.mark("adopt");
   });

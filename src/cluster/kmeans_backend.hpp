@@ -65,18 +65,23 @@ class KMeansBackend {
   // fixed order (per-block partial sums, then the blocks in order): deterministic.
   virtual void column_means(const T* X, int64_t n, int64_t d, double* means_host) = 0;
 
-  // out = X - means_host (per column), computed in double and rounded to T. out may be X
-  // (in place) or another n x d array in the backend's memory.
-  virtual void subtract_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) = 0;
-
-  // Mean over features of the (unweighted, population) variance of each column of X.
-  virtual double mean_column_variance(const T* X, int64_t n, int64_t d) = 0;
+  // out = X - means_host (per column), computed in double and rounded to T, in the same pass as
+  // the return value: the mean over features of sum_i (X_ij - means_host[j])^2 / n (the
+  // unweighted population variance of each column about the given means), summed in double in a
+  // fixed order (per-chunk partial sums, then the chunks in order). out may be X (in place) or
+  // another n x d array in the backend's memory.
+  virtual double center_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) = 0;
 
   // For every row: index of the nearest center (lowest index on ties) into labels and its
   // squared distance into dist2. Returns how many labels differ from what `labels` held before
   // (when count_changes is false the old labels are not read and 0 is returned).
   virtual int64_t assign(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k,
                          int32_t* labels, T* dist2, bool count_changes) = 0;
+
+  // Says that X (n x d) stays as it is, for the assigns on it, until keep_rows is called again:
+  // the backend may keep per-row values across those calls (the CUDA backend: the rows'
+  // squared norms). Other arrays passed to assign are read afresh.
+  virtual void keep_rows(const T* /*X*/, int64_t /*n*/, int64_t /*d*/) {}
 
   // Per-cluster weighted sums of rows (k x d) and weights (k), accumulated in double.
   virtual void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d,

@@ -115,17 +115,10 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     for (int64_t j = 0; j < d; ++j) means_host[j] /= static_cast<double>(n);
   }
 
-  void subtract_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) override {
-#pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < d; ++j) out[i * d + j] = static_cast<T>(static_cast<double>(X[i * d + j]) - means_host[j]);
-  }
-
-  double mean_column_variance(const T* X, int64_t n, int64_t d) override {
-    // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
-    std::vector<double> mean(static_cast<std::size_t>(d)), spread(static_cast<std::size_t>(d));
-    column_means(X, n, d, mean.data());
-    column_sums(X, n, d, mean.data(), spread.data());
+  double center_columns(const T* X, int64_t n, int64_t d, const double* means_host, T* out) override {
+    // Deviations from given means (a first pass's): no cancellation of E[x^2] - E[x]^2.
+    std::vector<double> spread(static_cast<std::size_t>(d));
+    column_sums(X, n, d, means_host, spread.data(), out);
     double sum = 0.0;
     for (int64_t j = 0; j < d; ++j) sum += spread[j] / static_cast<double>(n);
     return sum / static_cast<double>(d);
@@ -445,9 +438,10 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
   int threads_for(int64_t work) const { return detail::threads_for(threads_, work); }
 
  private:
-  // Per column j: sum_i X_ij into out[j], or sum_i (X_ij - center[j])^2 when center is given.
-  // Per-block partial sums in double, then the blocks in order: deterministic.
-  void column_sums(const T* X, int64_t n, int64_t d, const double* center, double* out) const {
+  // Per column j: sum_i X_ij into out[j], or sum_i (X_ij - center[j])^2 when center is given,
+  // and then, where centered != nullptr, centered[i, j] = X_ij - center[j] rounded to T (it may
+  // be X). Per-block partial sums in double, then the blocks in order: deterministic.
+  void column_sums(const T* X, int64_t n, int64_t d, const double* center, double* out, T* centered = nullptr) const {
     const RowBlocks blocks(n, threads_, 1024, max_blocks_for(d));
     std::vector<double> partial(static_cast<std::size_t>(blocks.count() * d));
 #pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
@@ -460,6 +454,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
           if (center) {
             const double dev = v - center[j];
             acc[j] += dev * dev;
+            if (centered) centered[i * d + j] = static_cast<T>(dev);
           } else {
             acc[j] += v;
           }

@@ -19,6 +19,9 @@ GPUML_API void copy_bytes(const Context& ctx, void* dst, Device dst_device, cons
 // Returns false when a value does not fit in the destination type (int64 -> int32).
 bool convert_dtype_device(const Context& ctx, const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n);
 
+// Sets n contiguous floating-point elements (device memory) to `value`, queued on the context's stream.
+void fill_device(const Context& ctx, void* data, DType dtype, int64_t n, double value);
+
 // True when none of the n contiguous floating-point elements (device memory) is NaN or infinite.
 bool all_finite_device(const Context& ctx, const void* data, DType dtype, int64_t n);
 

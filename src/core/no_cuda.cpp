@@ -50,6 +50,7 @@ void check_pointer_location(const void*, Device device, const char* what) {
 
 bool convert_dtype_device(const Context&, const void*, DType, void*, DType, int64_t) { no_cuda(); }
 bool all_finite_device(const Context&, const void*, DType, int64_t) { no_cuda(); }
+void fill_device(const Context&, void*, DType, int64_t, double) { no_cuda(); }
 
 template <typename T>
 std::unique_ptr<SparseMatrix<T>> make_sparse_cuda_matrix(const Context&, const SparseView&, const char*) { no_cuda(); }

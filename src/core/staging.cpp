@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -217,6 +218,22 @@ Staged stage_host(const Context& ctx, const HostArray& host) {
   copy_bytes(ctx, out.owned.data(), ctx.device(), out.view.data, Device{}, host.bytes());
   out.view.data = out.owned.data();
   out.view.device = ctx.device();
+  return out;
+}
+
+Staged stage_filled(const Context& ctx, DType dtype, int64_t n, double value) {
+  GPUML_EXPECT(dtype == DType::float32 || dtype == DType::float64, "stage_filled: a float dtype is required");
+  Staged out;
+  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dtype);
+  out.owned = ctx.is_cuda() ? Buffer(const_cast<Context&>(ctx), bytes) : Buffer::host(bytes);
+  if (ctx.is_cuda()) {
+    fill_device(ctx, out.owned.data(), dtype, n, value);
+  } else if (dtype == DType::float32) {
+    std::fill_n(out.owned.as<float>(), n, static_cast<float>(value));
+  } else {
+    std::fill_n(out.owned.as<double>(), n, value);
+  }
+  out.view = make_view(out.owned.data(), dtype, ctx.is_cuda() ? ctx.device() : Device{}, n);
   return out;
 }
 

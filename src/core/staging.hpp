@@ -28,6 +28,10 @@ void write_output(const Context& ctx, const ArrayView& src, const ArrayView& out
 // A view of a host array in the context's memory (copied when the context is a device).
 Staged stage_host(const Context& ctx, const HostArray& host);
 
+// A 1-d float32 or float64 array of n copies of `value` in the context's memory (filled where it
+// lives: no host array and no copy for a device).
+Staged stage_filled(const Context& ctx, DType dtype, int64_t n, double value);
+
 // Copies a contiguous array in the context's memory into a new host array.
 HostArray to_host(const Context& ctx, const ArrayView& src);
 

@@ -702,8 +702,9 @@ void expect_centers_on_points(const std::vector<double>& centers, const Duplicat
 TEST(KMeansCpu, FewerDistinctRowsThanClustersConverges) {
   GPUML_FRESH_RNG(rng);
   for (int trial = 0; trial < 3; ++trial) {
-    const int64_t distinct = uniform_int(rng, 2, 6), copies = uniform_int(rng, 3, 40), d = uniform_int(rng, 1, 6);
+    const int64_t distinct = uniform_int(rng, 2, 6), d = uniform_int(rng, 1, 6);
     const int64_t k = distinct + uniform_int(rng, 1, 5);
+    const int64_t copies = uniform_int(rng, std::max<int64_t>(3, (k + distinct - 1) / distinct), 40);  // n >= k
     const Duplicates dup = make_duplicates(rng, distinct, copies, d);
     const bool weighted = trial == 1;
     const std::vector<double> w = weighted ? random_weights(rng, dup.n) : std::vector<double>(dup.n, 1.0);
