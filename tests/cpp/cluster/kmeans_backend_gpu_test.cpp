@@ -463,9 +463,9 @@ TEST(KMeansBackendGpu, TensorCoreAssignEqualsTheFp32Kernel) {
   check_tensor_core_assign(gpu, rng, 1, 1, 1, AssignData::normal, 0.0);
   check_tensor_core_assign(gpu, rng, 777, 129, 40, AssignData::normal, 0.0);
   // ~3 centers per blob: most rows have two or three centers within the TF32 error bound, and a
-  // row goes back when two of them fall in one lane's list (1 in 8; 10.7% handed back measured
-  // on an H100).
-  check_tensor_core_assign(gpu, rng, 20000, 64, 64, AssignData::blobs, 0.12);
+  // row goes back when two of them fall in one lane's list (two: 1 in 8, three: about 1 in 3;
+  // 10.7% and 16.4% handed back for two seeds on an H100).
+  check_tensor_core_assign(gpu, rng, 20000, 64, 64, AssignData::blobs, 0.35);
   check_tensor_core_assign(gpu, rng, 10000, 32, 200, AssignData::ties, 1.0);
   check_tensor_core_assign(gpu, rng, 5000, 64, 100, AssignData::offset, 1.0);  // most rows handed back
 }
