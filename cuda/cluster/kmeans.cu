@@ -1175,6 +1175,23 @@ __global__ void distances_from_products_kernel(T* __restrict__ products, const T
 }
 
 template <typename T>
+__global__ void merge_nearest_kernel(const int32_t* __restrict__ labels, const T* __restrict__ dist2, int64_t n, int64_t first,
+                                     T* __restrict__ closest, int32_t* __restrict__ nearest) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    const T d2 = dist2[i] > T(0) ? dist2[i] : T(0);
+    if (first == 0 || d2 < closest[i]) {
+      closest[i] = d2;
+      nearest[i] = static_cast<int32_t>(first + labels[i]);
+    }
+  }
+}
+
+template <typename T>
+__global__ void zero_at_kernel(T* __restrict__ values, const int64_t* __restrict__ idx, int64_t m) {
+  for (int64_t e = global_thread(); e < m; e += grid_threads()) values[idx[e]] = T(0);
+}
+
+template <typename T>
 __global__ void gather_rows_kernel(const T* __restrict__ X, int64_t d, const int64_t* __restrict__ idx, int64_t m, T* __restrict__ out) {
   for (int64_t t = global_thread(); t < m * d; t += grid_threads()) out[t] = X[idx[t / d] * d + t % d];
 }
@@ -1352,6 +1369,20 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     double total = 0.0;
     for (double v : host) total += v;
     return total / static_cast<double>(d);
+  }
+
+  void merge_nearest(const int32_t* labels, const T* dist2, int64_t n, int64_t first, T* closest, int32_t* nearest,
+                     const int64_t* zero_rows_host, int64_t m_zero) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n > 0) {
+      merge_nearest_kernel<T><<<blocks_for_threads(n), kBlock, 0, res.stream>>>(labels, dist2, n, first, closest, nearest);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    if (m_zero > 0) {
+      Buffer idx = to_device(res, zero_rows_host, m_zero);
+      zero_at_kernel<T><<<blocks_for_threads(m_zero), kBlock, 0, res.stream>>>(closest, idx.as<int64_t>(), m_zero);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
   }
 
   void keep_rows(const T* X, int64_t n, int64_t d) override {

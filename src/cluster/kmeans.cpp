@@ -761,32 +761,30 @@ class Fitter {
     constexpr int64_t kHostChunk = 8192;
     const int host_threads = detail::threads_for(ctx_.n_threads(), n_);
     const int64_t host_chunks = (n_ + kHostChunk - 1) / kHostChunk;
-    // Host copies of each local row's D² and nearest candidate, merged round by round.
-    std::vector<T> closest(static_cast<std::size_t>(n_)), round_dist2(static_cast<std::size_t>(n_));
-    std::vector<int64_t> nearest(static_cast<std::size_t>(n_), 0);
-    std::vector<int32_t> round_labels(static_cast<std::size_t>(n_));
+    // Each local row's D² and nearest candidate, in the backend's memory, merged batch by batch;
+    // `closest` is the host copy the rounds draw from (fetched once a round).
+    Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
+    Buffer nearest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
     Buffer labels_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
     Buffer dist2_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
+    std::vector<T> closest(static_cast<std::size_t>(n_));
     // D² to candidates [first, first + m) (rows_host), kept where lower (ties: the earlier
-    // candidate), in batches of at most k candidates: sparse X's products take no more memory
-    // than a Lloyd iteration's.
-    auto merge_nearest = [&](const T* rows_host, int64_t m, int64_t first) {
+    // candidate), in batches of at most k candidates (sparse X's products take no more memory
+    // than a Lloyd iteration's); then the rows just chosen, `chosen`, sit on a candidate (itself,
+    // or an equal row chosen before it, which takes the tie): exactly 0, though the backend's D²
+    // may round above it, so they are never drawn again.
+    auto merge_nearest = [&](const T* rows_host, int64_t m, int64_t first, const std::vector<int64_t>& chosen) {
       for (int64_t b = 0; b < m && n_ > 0; b += k_) {
         const int64_t batch = std::min(k_, m - b);
         rows_->assign(rows_host + b * d_, batch, labels_buffer.as<int32_t>(), dist2_buffer.as<T>(), false);
-        detail::copy_bytes(ctx_, round_labels.data(), Device{}, labels_buffer.data(), ctx_.device(), n_ * sizeof(int32_t));
-        detail::copy_bytes(ctx_, round_dist2.data(), Device{}, dist2_buffer.data(), ctx_.device(), n_ * sizeof(T));
-#pragma omp parallel for num_threads(host_threads) schedule(static)
-        for (int64_t i = 0; i < n_; ++i) {
-          const T d2 = std::max(round_dist2[i], T(0));  // |x|² + |c|² - 2 x·c may round below 0
-          if (first + b == 0 || d2 < closest[i]) {
-            closest[i] = d2;
-            nearest[i] = first + b + round_labels[i];
-          }
-        }
+        const bool last = b + k_ >= m;
+        backend_->merge_nearest(labels_buffer.as<int32_t>(), dist2_buffer.as<T>(), n_, first + b, closest_buffer.as<T>(),
+                                nearest_buffer.as<int32_t>(), last ? chosen.data() : nullptr,
+                                last ? static_cast<int64_t>(chosen.size()) : 0);
       }
+      detail::copy_bytes(ctx_, closest.data(), Device{}, closest_buffer.data(), ctx_.device(), n_ * sizeof(T));
     };
-    merge_nearest(candidates.data(), 1, 0);
+    merge_nearest(candidates.data(), 1, 0, {});
 
     for (int round = 0; round < kParallelRounds; ++round) {
       // φ: fixed chunks of rows summed in order (the same bits for any thread count).
@@ -825,16 +823,17 @@ class Fitter {
       const int64_t first = static_cast<int64_t>(candidates.size()) / d_;
       candidates.resize(static_cast<std::size_t>((first + added) * d_));
       comm_.allgatherv(mine.data(), local_m * d_, candidates.data() + first * d_, counts.data(), dtype_of<T>::value);
-      merge_nearest(candidates.data() + first * d_, added, first);
-      // A chosen row sits on a candidate (itself, or an equal row chosen before it, which takes
-      // the tie): exactly 0, though the backend's D² may round above it, so it is never drawn again.
-      for (int64_t i : chosen) closest[i] = T(0);
+      merge_nearest(candidates.data() + first * d_, added, first, chosen);
     }
 
     trace.mark("rounds");
     const int64_t m = static_cast<int64_t>(candidates.size()) / d_;
     std::vector<double> candidate_weights(static_cast<std::size_t>(m), 0.0);
-    for (int64_t i = 0; i < n_; ++i) candidate_weights[nearest[i]] += static_cast<double>(weights_.at(i));
+    {
+      std::vector<int32_t> nearest(static_cast<std::size_t>(n_));
+      detail::copy_bytes(ctx_, nearest.data(), Device{}, nearest_buffer.data(), ctx_.device(), n_ * sizeof(int32_t));
+      for (int64_t i = 0; i < n_; ++i) candidate_weights[nearest[i]] += static_cast<double>(weights_.at(i));
+    }
     comm_.allreduce_sum(candidate_weights.data(), m);
     std::vector<T> kept, kept_weights;
     for (int64_t c = 0; c < m; ++c)
@@ -847,8 +846,6 @@ class Fitter {
     if (n_kept <= k_) {
       std::copy(kept.begin(), kept.end(), centers.begin());
       if (n_kept == k_) return;
-      Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
-      detail::copy_bytes(ctx_, closest_buffer.data(), ctx_.device(), closest.data(), Device{}, n_ * sizeof(T));
       seeding.plusplus_steps(rng, weights_.device(), closest_buffer.as<T>(), nullptr, n_kept, k_, centers.data());
       return;
     }

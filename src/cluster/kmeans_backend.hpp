@@ -83,6 +83,14 @@ class KMeansBackend {
   // squared norms). Other arrays passed to assign are read afresh.
   virtual void keep_rows(const T* /*X*/, int64_t /*n*/, int64_t /*d*/) {}
 
+  // k-means|| keeps each row's least D² and its candidate: for every row where first == 0 or
+  // max(dist2[i], 0) < closest[i] (dist2 from assign, which may round below 0),
+  // closest[i] = max(dist2[i], 0) and nearest[i] = first + labels[i]. Then closest[idx_host[e]] = 0
+  // for the m_zero rows listed (rows chosen as candidates sit on one). closest and nearest are in
+  // the backend's memory.
+  virtual void merge_nearest(const int32_t* labels, const T* dist2, int64_t n, int64_t first, T* closest, int32_t* nearest,
+                             const int64_t* zero_rows_host, int64_t m_zero) = 0;
+
   // Per-cluster weighted sums of rows (k x d) and weights (k), accumulated in double.
   virtual void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d,
                           int64_t k, double* sums_host, double* weight_sums_host) = 0;

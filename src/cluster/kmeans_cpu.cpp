@@ -124,6 +124,19 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     return sum / static_cast<double>(d);
   }
 
+  void merge_nearest(const int32_t* labels, const T* dist2, int64_t n, int64_t first, T* closest, int32_t* nearest,
+                     const int64_t* zero_rows_host, int64_t m_zero) override {
+#pragma omp parallel for num_threads(threads_for(n)) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const T d2 = std::max(dist2[i], T(0));
+      if (first == 0 || d2 < closest[i]) {
+        closest[i] = d2;
+        nearest[i] = static_cast<int32_t>(first + labels[i]);
+      }
+    }
+    for (int64_t e = 0; e < m_zero; ++e) closest[zero_rows_host[e]] = T(0);
+  }
+
   int64_t assign(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, int32_t* labels, T* dist2,
                  bool count_changes) override {
     const CenterTiles<T> tiles(centers_host, k, d);

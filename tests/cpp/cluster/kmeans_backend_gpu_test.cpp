@@ -234,6 +234,59 @@ TEST(KMeansBackendGpu, PotentialsAndClosestFromProductsMatchCpu) {
     }
 }
 
+// k-means||'s merge: the first batch (first == 0) takes every row's D², later ones where lower;
+// negative D² (rounding) clamp to 0; equal D² keep the earlier candidate; listed rows end at 0.
+// Pure comparisons and copies: the two backends must agree exactly.
+template <typename T>
+void check_merge_nearest(Context& gpu, std::mt19937_64& rng, int64_t n) {
+  SCOPED_TRACE(type_name<T>() + " n=" + std::to_string(n));
+  auto cpu = detail::make_kmeans_cpu_backend<T>(Context::cpu());
+  auto cuda = detail::make_kmeans_cuda_backend<T>(gpu);
+  std::vector<T> closest_cpu(n), closest_gpu;
+  std::vector<int32_t> nearest_cpu(n), nearest_gpu;
+  Buffer closest = to_device(gpu, closest_cpu), nearest = to_device(gpu, nearest_cpu);
+  int64_t first = 0;
+  for (int batch = 0; batch < 4; ++batch) {
+    const int64_t m = uniform_int(rng, 1, 300);
+    std::vector<int32_t> labels(n);
+    std::vector<T> dist2(n);
+    for (int64_t i = 0; i < n; ++i) {
+      labels[i] = static_cast<int32_t>(uniform_int(rng, 0, m - 1));
+      // a few small values (some negative), a few repeats of the row's current D², the rest spread
+      const int64_t kind = uniform_int(rng, 0, 9);
+      dist2[i] = kind == 0 ? static_cast<T>(uniform_real(rng, -1e-3, 1e-3))
+                 : kind == 1 && batch > 0 ? closest_cpu[i]
+                                          : static_cast<T>(uniform_real(rng, 0.0, 100.0));
+    }
+    std::vector<int64_t> zero_rows;
+    for (int64_t e = uniform_int(rng, 0, 20); e > 0 && n > 0; --e) zero_rows.push_back(uniform_int(rng, 0, n - 1));
+    const Buffer labels_d = to_device(gpu, labels), dist2_d = to_device(gpu, dist2);
+    cpu->merge_nearest(labels.data(), dist2.data(), n, first, closest_cpu.data(), nearest_cpu.data(), zero_rows.data(),
+                       static_cast<int64_t>(zero_rows.size()));
+    cuda->merge_nearest(labels_d.as<int32_t>(), dist2_d.as<T>(), n, first, closest.as<T>(), nearest.as<int32_t>(),
+                        zero_rows.data(), static_cast<int64_t>(zero_rows.size()));
+    closest_gpu = to_host<T>(gpu, closest, n);
+    nearest_gpu = to_host<int32_t>(gpu, nearest, n);
+    int reported = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if ((std::memcmp(&closest_gpu[i], &closest_cpu[i], sizeof(T)) != 0 || nearest_gpu[i] != nearest_cpu[i]) && reported++ < 10)
+        ADD_FAILURE() << "batch " << batch << " row " << i << ": cuda " << closest_gpu[i] << " / " << nearest_gpu[i] << ", cpu "
+                      << closest_cpu[i] << " / " << nearest_cpu[i];
+    for (int64_t r : zero_rows) EXPECT_EQ(closest_cpu[r], T(0));
+    for (int64_t i = 0; i < n; ++i) EXPECT_GE(closest_cpu[i], T(0)) << i;
+    first += m;
+  }
+}
+
+TEST(KMeansBackendGpu, MergeNearestMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  for (int64_t n : {int64_t(1), uniform_int(rng, 2900, 3100), 200000 + uniform_int(rng, 0, 999)}) {
+    check_merge_nearest<float>(gpu, rng, n);
+    check_merge_nearest<double>(gpu, rng, n);
+  }
+}
+
 TEST(KMeansBackendGpu, DistancesFromProductsMatchCpu) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
