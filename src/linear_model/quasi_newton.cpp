@@ -310,7 +310,8 @@ class Minimizer {
 
   // Strong Wolfe conditions (c1 = 1e-4, c2 = 0.9): bracket by doubling, then zoom by safeguarded
   // cubic interpolation. Falls back to the best point with sufficient decrease when the budget
-  // runs out.
+  // runs out: the lowest, or, where no trial went below p0.F, one at p0.F exactly that passed the
+  // test (see `level` below).
   bool wolfe(const Point& p0, const Vec& d, double slope0, double a_init, Point& out) {
     constexpr double c1 = 1e-4, c2 = 0.9;
     struct Trial {
@@ -328,6 +329,13 @@ class Minimizer {
     Trial lo{0.0, p0.F, slope0}, hi{0.0, 0.0, 0.0};
     Point lo_point;  // the evaluated point at lo.a (when lo.a > 0)
     Point trial_point;
+    // At the objective's rounding floor (the decrease d can still give is below F's rounding
+    // error), no trial goes below p0.F, but some land on it exactly and pass the sufficient
+    // decrease test, c1 a slope0 being lost in p0.F's rounding. L-BFGS-B (scipy's, scikit-learn's
+    // lbfgs) accepts such a step, whose zero reduction then meets its ftol rule: converged. The
+    // zoom keeps them as hi (not below lo = p0); the farthest is kept here, for the fallback.
+    Point level_point;
+    double level_a = 0.0;
     int budget = options_.max_line_search;
     bool bracketed = false;
     double a = a_init;
@@ -358,6 +366,10 @@ class Minimizer {
         a_new = 0.5 * (lo.a + hi.a);
       const Trial t = at(a_new, trial_point);
       if (!sufficient(t) || t.F >= lo.F) {
+        if (lo.a == 0 && sufficient(t) && t.a > level_a) {  // then t.F == p0.F
+          level_a = t.a;
+          level_point = trial_point;
+        }
         hi = t;
       } else {
         if (curvature(t)) {
@@ -369,8 +381,15 @@ class Minimizer {
         lo_point = trial_point;
       }
     }
-    if (lo.a > 0 && lo.F < p0.F) {
+    // lo passed the sufficient decrease test when lo.a > 0: below p0.F, or at it exactly (as
+    // level_point) when c1 a slope0 is lost in the rounding. Either is a step; one of zero
+    // reduction makes run() stop on ftol, converged.
+    if (lo.a > 0) {
       out = std::move(lo_point);
+      return true;
+    }
+    if (level_a > 0) {
+      out = std::move(level_point);
       return true;
     }
     return false;
@@ -396,6 +415,8 @@ class Minimizer {
       orthant[i] = p0.x[i] != 0 ? std::copysign(1.0, p0.x[i]) : (pg[i] != 0 ? std::copysign(1.0, -pg[i]) : 0.0);
     });
     double a = a_init;
+    Point level;  // the first trial that passed the test at F == p0.F exactly (as in wolfe())
+    bool has_level = false;
     for (int tries = 0; tries < options_.max_line_search; ++tries, a *= 0.5) {
       out.x.resize(n);
       ops_.each(n, [&](std::size_t i) {
@@ -404,7 +425,16 @@ class Minimizer {
       });
       evaluate(out);
       const double predicted = ops_.sum(n, [&](std::size_t i) { return pg[i] * (out.x[i] - p0.x[i]); });
-      if (std::isfinite(out.F) && out.F <= p0.F + c1 * predicted && out.F < p0.F) return true;
+      const bool sufficient = std::isfinite(out.F) && out.F <= p0.F + c1 * predicted;
+      if (sufficient && out.F < p0.F) return true;
+      if (sufficient && out.F == p0.F && !has_level) {
+        level = out;
+        has_level = true;
+      }
+    }
+    if (has_level) {  // no trial went below p0.F: a step of zero reduction, which run() counts as converged (ftol)
+      out = std::move(level);
+      return true;
     }
     return false;
   }

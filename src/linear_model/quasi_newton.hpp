@@ -25,7 +25,10 @@ struct QuasiNewtonOptions {
 struct QuasiNewtonResult {
   int n_iter = 0;
   int n_evaluations = 0;
-  bool converged = false;   // false: max_iter reached, or the line search could not make progress
+  // false: max_iter reached, or the line search found no step with sufficient decrease. A step
+  // that leaves the objective unchanged in double (no decrease left above its rounding) counts as
+  // one of zero reduction, which meets ftol: converged, as L-BFGS-B's.
+  bool converged = false;
   double objective = 0.0;   // f(x) + Σ l1_i |x_i| at the returned x
 };
 
