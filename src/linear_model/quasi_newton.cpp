@@ -406,7 +406,8 @@ class Minimizer {
   }
 
   // OWL-QN's search: x + a d projected onto the orthant of the start (or of −pg where x_i = 0),
-  // halving a until F decreases enough relative to the pseudo-gradient.
+  // halving a until F decreases enough relative to the pseudo-gradient; an accepted trial that went
+  // far past the minimum along the step is pulled back inside (inside_overshoot).
   bool backtrack(const Point& p0, const Vec& pg, const Vec& d, double a_init, Point& out) {
     constexpr double c1 = 1e-4;
     const std::size_t n = p0.x.size();
@@ -426,7 +427,10 @@ class Minimizer {
       evaluate(out);
       const double predicted = ops_.sum(n, [&](std::size_t i) { return pg[i] * (out.x[i] - p0.x[i]); });
       const bool sufficient = std::isfinite(out.F) && out.F <= p0.F + c1 * predicted;
-      if (sufficient && out.F < p0.F) return true;
+      if (sufficient && out.F < p0.F) {
+        inside_overshoot(p0, orthant, predicted, out);
+        return true;
+      }
       if (sufficient && out.F == p0.F && !has_level) {
         level = out;
         has_level = true;
@@ -437,6 +441,32 @@ class Minimizer {
       return true;
     }
     return false;
+  }
+
+  // The sufficient decrease test alone accepts a trial up to ~2x past the minimum of F along the
+  // step, where F is back near p0.F: a step of almost no decrease, which the ftol rule then takes
+  // for convergence however far the minimum is (L-BFGS's strong Wolfe search, as L-BFGS-B's,
+  // rejects those by its curvature condition). On the segment p0.x -> out.x, which stays in the
+  // closed orthant, F is smooth: f plus Σ l1_i orthant_i x_i. Where its slope at out.x is
+  // positive beyond c2 = 0.9 of its slope at p0.x (slope0 = pg · s = `predicted`), the minimum
+  // lies inside: one cubic interpolation step there, kept if it is lower than out.
+  void inside_overshoot(const Point& p0, const Vec& orthant, double slope0, Point& out) {
+    constexpr double c2 = 0.9;
+    const std::size_t n = p0.x.size();
+    const double slope1 = ops_.sum(n, [&](std::size_t i) {
+      return (out.g[i] + l1(i) * orthant[i]) * (out.x[i] - p0.x[i]);
+    });
+    if (!(slope0 < 0) || !(slope1 > -c2 * slope0) || !std::isfinite(out.F)) return;
+    struct Trial {
+      double a, F, slope;
+    };
+    double t = cubic_minimizer(Trial{0.0, p0.F, slope0}, Trial{1.0, out.F, slope1});
+    if (!(t > 0.1 && t < 0.9)) t = std::clamp(slope0 / (slope0 - slope1), 0.1, 0.9);  // the secant's zero
+    Point inside;
+    inside.x.resize(n);
+    ops_.each(n, [&](std::size_t i) { inside.x[i] = p0.x[i] + t * (out.x[i] - p0.x[i]); });
+    evaluate(inside);
+    if (inside.F < out.F) out = std::move(inside);
   }
 
   const SmoothObjective& f_;
