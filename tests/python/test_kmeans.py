@@ -816,18 +816,33 @@ def test_cuda_matches_cpu_backend(rng, dtype):
         assert_allclose(gpu.cluster_centers_, cpu.cluster_centers_, rtol=1e-9, atol=1e-9)  # sum order only
         assert relative(gpu.inertia_, cpu.inertia_) <= 1e-9
     else:
-        assert np.mean(gpu.labels_ == cpu.labels_) >= 0.999  # float32 near-ties may flip
+        # float32: near-ties may flip a few labels, and a flip moves the centers, so after many
+        # iterations the two backends may settle in different fixed points (98.6% equal labels
+        # seen on an H100). So: one Lloyd step from the same centers is compared with the CPU, and
+        # the GPU's converged state is checked to be a fixed point on its own, in float64.
+        cpu1 = KMeans(6, init=init, n_init=1, max_iter=1, device="cpu").fit(X, sample_weight=weights)
+        gpu1 = KMeans(6, init=init, n_init=1, max_iter=1, device="cuda").fit(X, sample_weight=weights)
+        assert np.mean(gpu1.labels_ == cpu1.labels_) >= 0.999  # float32 near-ties may flip
         # A center moves by what its flipped rows pull (weight times distance over the cluster's
         # weight), plus float32 sums (1e-3).
-        flipped = gpu.labels_ != cpu.labels_
+        flipped = gpu1.labels_ != cpu1.labels_
         for c in range(6):
-            mine = flipped & ((gpu.labels_ == c) | (cpu.labels_ == c))
-            pull = np.sum(weights[mine, None] * np.abs(X[mine] - cpu.cluster_centers_[c]), axis=0)
-            allowed = 1e-3 + 1e-3 * np.abs(cpu.cluster_centers_[c]) + pull / weights[cpu.labels_ == c].sum()
-            assert np.all(np.abs(gpu.cluster_centers_[c] - cpu.cluster_centers_[c]) <= allowed), c
-        # The GPU computes |x|^2 + |c|^2 - 2 x.c, the CPU sums squared differences: float32 rounding
-        # moves the centers a little each iteration (up to 1.2e-4 relative inertia seen on an H200).
-        assert relative(gpu.inertia_, cpu.inertia_) <= 5e-4
+            mine = flipped & ((gpu1.labels_ == c) | (cpu1.labels_ == c))
+            pull = np.sum(weights[mine, None] * np.abs(X[mine] - cpu1.cluster_centers_[c]), axis=0)
+            allowed = 1e-3 + 1e-3 * np.abs(cpu1.cluster_centers_[c]) + pull / weights[cpu1.labels_ == c].sum()
+            assert np.all(np.abs(gpu1.cluster_centers_[c] - cpu1.cluster_centers_[c]) <= allowed), c
+        # The GPU's fit: labels are the nearest centers but for near-ties, centers are their rows'
+        # weighted means and inertia is their sum, all recomputed here in float64.
+        X64, w64, C64 = X.astype(np.float64), weights.astype(np.float64), gpu.cluster_centers_.astype(np.float64)
+        d2 = ((X64[:, None, :] - C64[None, :, :]) ** 2).sum(axis=2)
+        assert np.mean(np.argmin(d2, axis=1) == gpu.labels_) >= 0.999  # float32 near-ties may flip
+        for c in range(6):
+            rows = gpu.labels_ == c
+            mean = (w64[rows, None] * X64[rows]).sum(axis=0) / w64[rows].sum()
+            # float32 sums of 5000 rows: ~1e-4 of the data's scale
+            assert_allclose(C64[c], mean, rtol=0, atol=1e-4 * np.abs(X64).max())
+        inertia = np.sum(w64 * d2[np.arange(len(X)), gpu.labels_])
+        assert relative(gpu.inertia_, inertia) <= 5e-4  # float32 distances |x|^2 + |c|^2 - 2 x.c
     # transform on both backends from the SAME centers: only the distance formula's rounding differs,
     # which is relative to the squared norms, not to the (possibly small) distances.
     same_centers = copy.deepcopy(gpu).set_params(device="cpu")
