@@ -1272,14 +1272,16 @@ void assign_gemm(Context& ctx, cuda::Resources& res, const T* X, int64_t n, int6
 
 // float32 assign: the tensor-core kernel (kmeans_tf32.cu) then the FP32 kernel on the rows it
 // hands back, unless GPUML_KMEANS_ASSIGN (read at every call) says otherwise: "fp32", the FP32
-// kernel alone (for comparison: both give the same bits); "tf32-unchecked", a test hook that skips
-// the FP32 pass, so that the rows handed back keep their old labels.
-enum class AssignPath { fp32, tf32, tf32_unchecked };
+// kernel alone (for comparison: both give the same bits); "tf32-mma", the tensor-core kernel on
+// mma.sync even where the warpgroup MMA one runs (for comparison); "tf32-unchecked", a test hook
+// that skips the FP32 pass, so that the rows handed back keep their old labels.
+enum class AssignPath { fp32, tf32, tf32_mma, tf32_unchecked };
 AssignPath float_assign_path(int64_t d) {
   if (d > kTf32MaxFeatures) return AssignPath::fp32;
   const char* v = std::getenv("GPUML_KMEANS_ASSIGN");
   if (v == nullptr) return AssignPath::tf32;
   if (std::strcmp(v, "fp32") == 0) return AssignPath::fp32;
+  if (std::strcmp(v, "tf32-mma") == 0) return AssignPath::tf32_mma;
   return std::strcmp(v, "tf32-unchecked") == 0 ? AssignPath::tf32_unchecked : AssignPath::tf32;
 }
 
@@ -1314,10 +1316,10 @@ void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n,
       Buffer recheck_count(ctx, sizeof(unsigned long long));
       GPUML_CUDA_CHECK(cudaMemsetAsync(recheck_count.data(), 0, sizeof(unsigned long long), res.stream));
       assign_tf32(ctx, res, X, n, d, centers, k, center_sqnorms.as<float>(), row_sqnorms, labels, dist2, count_changes,
-                  changes, recheck_rows->as<int64_t>(), recheck_count.as<unsigned long long>());
+                  changes, recheck_rows->as<int64_t>(), recheck_count.as<unsigned long long>(), path != AssignPath::tf32_mma);
       // The handed-back rows, however many: a grid of resident blocks strides over the list.
       const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(n, fused::kTileRows), 2 * int64_t(res.sm_count)));
-      if (path == AssignPath::tf32) {
+      if (path != AssignPath::tf32_unchecked) {
         fused_argmin_kernel<<<blocks, fused::kThreads, fused::kSharedBytes, res.stream>>>(
             X, n, d, centers, k, center_sqnorms.as<float>(), row_sqnorms, labels, dist2, count_changes, changes,
             recheck_rows->as<int64_t>(), recheck_count.as<unsigned long long>());
@@ -1326,7 +1328,8 @@ void assign_fused(Context& ctx, cuda::Resources& res, const float* X, int64_t n,
       if (Trace::enabled()) {
         unsigned long long rechecked = 0;
         res.copy_to_host(&rechecked, recheck_count.data(), sizeof(rechecked));
-        std::fprintf(stderr, "gpuml trace: kmeans assign: TF32, %llu of %lld rows rechecked in FP32\n", rechecked,
+        std::fprintf(stderr, "gpuml trace: kmeans assign: TF32 (%s), %llu of %lld rows rechecked in FP32\n",
+                     path != AssignPath::tf32_mma && tf32_wgmma_available(res) ? "wgmma" : "mma.sync", rechecked,
                      static_cast<long long>(n));
       }
       return;

@@ -49,12 +49,20 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const float* p) {
 }
 
 // Ct (k_pad x dpad) = the centers rounded to TF32, zeros past k and d; cn_pad (k_pad) = their
-// squared norms, +inf past k (a padding center is never anyone's candidate).
-__global__ void tf32_centers_kernel(const float* __restrict__ C, int64_t k, int64_t d, int64_t k_pad, int64_t dpad,
+// squared norms, +inf past k (a padding center is never anyone's candidate). packed: each tile of
+// kCenters centers is stored as wgmma's core matrices (8 centers x 4 features, 128 contiguous
+// bytes), [center / 8][feature / 4][center % 8][feature % 4], so that a tile is one contiguous
+// copy into shared memory; otherwise row-major.
+__global__ void tf32_centers_kernel(const float* __restrict__ C, int64_t k, int64_t d, int64_t k_pad, int64_t dpad, bool packed,
                                     const float* __restrict__ cn, float* __restrict__ Ct, float* __restrict__ cn_pad) {
   for (int64_t i = global_thread(); i < k_pad * dpad; i += grid_threads()) {
     const int64_t j = i / dpad, f = i % dpad;
-    Ct[i] = (j < k && f < d) ? round_to_tf32(C[j * d + f]) : 0.0f;
+    int64_t at = i;
+    if (packed) {
+      const int64_t tile = j / kCenters, jj = j % kCenters;
+      at = tile * kCenters * dpad + ((jj >> 3) * (dpad >> 2) + (f >> 2)) * 32 + (jj & 7) * 4 + (f & 3);
+    }
+    Ct[at] = (j < k && f < d) ? round_to_tf32(C[j * d + f]) : 0.0f;
     if (f == 0) cn_pad[j] = j < k ? cn[j] : INFINITY;
   }
 }
@@ -103,6 +111,57 @@ struct Shortlist {
     least = fminf(least, v);
   }
 };
+
+// Settles one row from its lists (`slots` of them at m, kSlotWords words each: least, center,
+// rest): its label and dist2 as the FP32 kernel gives them, or the row appended to recheck_rows.
+// Returns 1 when the label changed (and count_changes), else 0.
+__device__ __noinline__ unsigned settle_row(const float* m, int slots, int64_t row, const float* __restrict__ X, int64_t d, bool vec4,
+                               const float* __restrict__ C, const float* __restrict__ cn_pad, float cm,
+                               const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2,
+                               bool count_changes, int64_t* __restrict__ recheck_rows, unsigned long long* __restrict__ recheck_count) {
+  float least = INFINITY;
+  for (int s = 0; s < slots; ++s) least = fminf(least, m[s * kSlotWords]);
+  // |TF32 value - FP32 value| <= E for every center: twice (v = |c|^2 - 2 x.c) the product's
+  // error, 2^-10 from the operands' rounding (2^-11 each) plus d 2^-20 for the accumulations
+  // (the tensor cores truncate: ~2.25 d 2^-23 at worst; FP32: d 2^-24), with |x.c| <= |x||c|
+  // <= nx cm; the fmaf roundings; 5% to spare; a floor for subnormal operands flushed to zero.
+  const float row_sqnorm = row_sqnorms[row];
+  const float nx = sqrtf(row_sqnorm);
+  const float df = static_cast<float>(d);
+  const float E = 1.05f * (0x1p-9f + df * 0x1p-19f) * nx * cm + 0x1p-21f * cm * cm + df * 0x1p-122f * (1.0f + nx + cm);
+  const float bound = least + 2.001f * E + fabsf(least) * 0x1p-22f;
+  bool full = !(E < INFINITY) || !(bound < INFINITY) || !(least > -INFINITY);
+  int count = 0;
+  for (int s = 0; s < slots && !full; ++s) {
+    const float* slot = m + s * kSlotWords;
+    if (slot[2] <= bound) full = true;  // a value a list let go may be the winner
+    count += slot[0] <= bound;
+  }
+  if (count > kMaxCandidates) full = true;
+  if (full) {
+    const unsigned long long at = atomicAdd(recheck_count, 1ull);
+    recheck_rows[at] = row;
+    return 0;
+  }
+  float best = INFINITY;
+  int best_j = INT_MAX;
+  for (int s = 0; s < slots; ++s) {
+    const float* slot = m + s * kSlotWords;
+    if (slot[0] <= bound) {
+      const int j = __float_as_int(slot[1]);
+      const float v = fmaf(-2.0f, fp32_product(X + row * d, C + int64_t(j) * d, d, vec4), cn_pad[j]);
+      if (v < best || (v == best && j < best_j)) {
+        best = v;
+        best_j = j;
+      }
+    }
+  }
+  const unsigned changed = count_changes && labels[row] != best_j ? 1u : 0u;
+  labels[row] = best_j;
+  const float d2 = row_sqnorm + best;
+  dist2[row] = d2 > 0.0f ? d2 : 0.0f;  // as the FP32 kernel: rounding can push an exact 0 below zero
+  return changed;
+}
 
 __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
     const float* __restrict__ X, int64_t n, int64_t d, int dpad, bool vec4, const float* __restrict__ C,
@@ -242,50 +301,10 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
     }
     __syncthreads();
     const int64_t row = row0 + threadIdx.x;
-    if (threadIdx.x < kRows && row < n) {
-      const float* m = merge + threadIdx.x * kSlots * kSlotWords;
-      float least = INFINITY;
-      for (int s = 0; s < kSlots; ++s) least = fminf(least, m[s * kSlotWords]);
-      // |TF32 value - FP32 value| <= E for every center: twice (v = |c|^2 - 2 x.c) the product's
-      // error, 2^-10 from the operands' rounding (2^-11 each) plus d 2^-20 for the accumulations
-      // (the tensor cores truncate: ~2.25 d 2^-23 at worst; FP32: d 2^-24), with |x.c| <= |x||c|
-      // <= nx cm; the fmaf roundings; 5% to spare; a floor for subnormal operands flushed to zero.
-      const float row_sqnorm = row_sqnorms[row];
-      const float nx = sqrtf(row_sqnorm);
-      const float df = static_cast<float>(d);
-      const float E = 1.05f * (0x1p-9f + df * 0x1p-19f) * nx * cm + 0x1p-21f * cm * cm + df * 0x1p-122f * (1.0f + nx + cm);
-      const float bound = least + 2.001f * E + fabsf(least) * 0x1p-22f;
-      bool full = !(E < INFINITY) || !(bound < INFINITY) || !(least > -INFINITY);
-      int count = 0;
-      for (int s = 0; s < kSlots && !full; ++s) {
-        const float* slot = m + s * kSlotWords;
-        if (slot[2] <= bound) full = true;  // a value a list let go may be the winner
-        count += slot[0] <= bound;
-      }
-      if (count > kMaxCandidates) full = true;
-      if (full) {
-        const unsigned long long at = atomicAdd(recheck_count, 1ull);
-        recheck_rows[at] = row;
-      } else {
-        float best = INFINITY;
-        int best_j = INT_MAX;
-        for (int s = 0; s < kSlots; ++s) {
-          const float* slot = m + s * kSlotWords;
-          if (slot[0] <= bound) {
-            const int j = __float_as_int(slot[1]);
-            const float v = fmaf(-2.0f, fp32_product(X + row * d, C + int64_t(j) * d, d, vec4), cn_pad[j]);
-            if (v < best || (v == best && j < best_j)) {
-              best = v;
-              best_j = j;
-            }
-          }
-        }
-        if (count_changes && labels[row] != best_j) ++my_changes;
-        labels[row] = best_j;
-        const float d2 = row_sqnorm + best;
-        dist2[row] = d2 > 0.0f ? d2 : 0.0f;  // as the FP32 kernel: rounding can push an exact 0 below zero
-      }
-    }
+    if (threadIdx.x < kRows && row < n &&
+        settle_row(merge + threadIdx.x * kSlots * kSlotWords, kSlots, row, X, d, vec4, C, cn_pad, cm, row_sqnorms, labels, dist2,
+                   count_changes, recheck_rows, recheck_count))
+      ++my_changes;
     __syncthreads();  // the merge area is the next tile's slice buffers
   }
   if (count_changes) {
@@ -295,29 +314,177 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
   }
 }
 
+// ---- The warpgroup-MMA kernel (sm_90a) -------------------------------------------------------
+// The same lists and settling as tf32_argmin_kernel, with the products from wgmma: a warpgroup
+// owns 64 rows, whose TF32 fragments stay in its registers for the whole pass over the centers;
+// the centers stream through shared memory, a 128-center tile per step (one contiguous copy of
+// the packed layout), read straight from there by the MMAs. Each tile is two halves of 64
+// centers (kSteps m64n64k8 MMAs each), both issued at once: the threads offer the first half to
+// the lists while the tensor cores compute the second. Each row has 8 lists: the 4 lanes that
+// hold its columns, each with one list of even and one of odd centers. Stages: the tile being read and `stages - 1` tiles loading ahead.
+constexpr int kWgRows = 64;                          // rows per warpgroup
+constexpr int kWgGroups = 2;                         // warpgroups per block
+constexpr int kWgThreads = 128 * kWgGroups;
+constexpr int kWgBlockRows = kWgRows * kWgGroups;
+constexpr int kWgSlots = 8;                          // lists per row: 4 lanes x even and odd centers
+constexpr int kWgMergeFloats = kWgBlockRows * kWgSlots * kSlotWords;
+
+template <int kSteps>  // dpad = 8 kSteps features
+__global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_argmin_kernel(
+    const float* __restrict__ X, int64_t n, int64_t d, bool vec4, const float* __restrict__ C, const float* __restrict__ Ct,
+    int tiles, int stages, const float* __restrict__ cn_pad, const float* __restrict__ max_center_sqnorm,
+    const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2, bool count_changes,
+    unsigned long long* __restrict__ changes, int64_t* __restrict__ recheck_rows, unsigned long long* __restrict__ recheck_count) {
+  constexpr int dpad = 8 * kSteps;
+  constexpr int kTileFloats = kCenters * dpad, kHalfFloats = kTileFloats / 2;
+  extern __shared__ __align__(16) float smem[];  // stages x kTileFloats, the merge area, the block's count
+  float* merge = smem + stages * kTileFloats;
+  unsigned int* block_changes = reinterpret_cast<unsigned int*>(merge + kWgMergeFloats);
+
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / kWarp) % 4, lane = threadIdx.x % kWarp;
+  const int g = lane >> 2, t = lane & 3;
+  const float cm = sqrtf(max_center_sqnorm[0]);
+  if (threadIdx.x == 0) *block_changes = 0;
+  unsigned int my_changes = 0;
+  auto issue = [&](int tile) {  // tile's copy into its stage, or an empty group past the last tile
+    if (tile < tiles) {
+      const float* src = Ct + int64_t(tile) * kTileFloats;
+      float* dst = smem + (tile % stages) * kTileFloats;
+      for (int c = threadIdx.x; c < kTileFloats / 4; c += kWgThreads) __pipeline_memcpy_async(dst + 4 * c, src + 4 * c, 16);
+    }
+    __pipeline_commit();
+  };
+  // The products of half `half` of `tile`: kSteps MMAs of 8 features (2 core matrices along K: 64
+  // floats); the half's 8 groups of 8 centers start 8 group strides (dpad * 32 bytes each) in.
+  auto multiply = [&](float (&acc)[32], const uint32_t (&a)[kSteps][4], int tile, int half) {
+    const float* B = smem + (tile % stages) * kTileFloats + half * kHalfFloats;
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) wgmma_m64n64k8_tf32(acc, a[ks], wgmma_descriptor(B + ks * 64, 128, dpad * 32), ks > 0);
+    wgmma_commit();
+  };
+  Shortlist lists[4];  // the thread's rows row_lo, row_hi (index 2 * (q >> 1)) x even and odd centers (+ (q & 1))
+  auto offer = [&](float (&acc)[32], int tile, int half) {
+    wgmma_pin(acc);
+    const int j_base = tile * kCenters + half * 64 + 2 * t;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int j0 = j_base + 8 * i;
+      const float2 cn = *reinterpret_cast<const float2*>(cn_pad + j0);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) lists[q].offer(fmaf(-2.0f, acc[4 * i + q], (q & 1) ? cn.y : cn.x), j0 + (q & 1));
+    }
+  };
+
+  for (int64_t row0 = int64_t(blockIdx.x) * kWgBlockRows; row0 < n; row0 += int64_t(gridDim.x) * kWgBlockRows) {
+    // (The barrier that ended the previous row tile guards the stages: every MMA on them is done.)
+    for (int s = 0; s < stages - 1; ++s) issue(s);
+    // The warp's 16 rows as m16n8k8 A fragments, rounded to TF32: rows g and g + 8, features t and t + 4 of each step.
+    const int64_t row_lo = row0 + wg * kWgRows + warp * 16 + g, row_hi = row_lo + 8;
+    auto x_at = [&](int64_t row, int f) { return row < n && f < d ? __float_as_uint(round_to_tf32(X[row * d + f])) : 0u; };
+    uint32_t a[kSteps][4];
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      a[ks][0] = x_at(row_lo, ks * 8 + t);
+      a[ks][1] = x_at(row_hi, ks * 8 + t);
+      a[ks][2] = x_at(row_lo, ks * 8 + t + 4);
+      a[ks][3] = x_at(row_hi, ks * 8 + t + 4);
+    }
+    lists[0] = lists[1] = lists[2] = lists[3] = Shortlist{};
+    float acc0[32], acc1[32];  // first and second halves
+    for (int tile = 0; tile < tiles; ++tile) {
+      __pipeline_wait_prior(stages - 2);  // this thread's copies of `tile` have landed
+      fence_async_shared();
+      __syncthreads();                    // everyone's have, and every MMA on tile - 1 is done
+      issue(tile + stages - 1);           // into the stage of tile - 1
+      // Both halves in flight, then the first offered while the second runs. (No MMA stays in
+      // flight across iterations: ptxas then serializes every MMA, C7514.)
+      multiply(acc0, a, tile, 0);
+      multiply(acc1, a, tile, 1);
+      wgmma_wait_all_but_one();
+      offer(acc0, tile, 0);
+      wgmma_wait_all();
+      offer(acc1, tile, 1);
+    }
+    // Merge: a row's 8 lists, then a thread per row settles it.
+#pragma unroll
+    for (int l = 0; l < 4; ++l) {
+      const int r = wg * kWgRows + warp * 16 + (l >> 1) * 8 + g;
+      float* m = merge + (r * kWgSlots + 2 * t + (l & 1)) * kSlotWords;
+      m[0] = lists[l].least;
+      m[1] = __int_as_float(lists[l].center);
+      m[2] = lists[l].rest;
+    }
+    __syncthreads();
+    const int64_t row = row0 + threadIdx.x;
+    if (threadIdx.x < kWgBlockRows && row < n)
+      my_changes += settle_row(merge + threadIdx.x * kWgSlots * kSlotWords, kWgSlots, row, X, d, vec4, C, cn_pad, cm, row_sqnorms,
+                               labels, dist2, count_changes, recheck_rows, recheck_count);
+    __syncthreads();  // the merge area and the stages are the next row tile's
+  }
+  if (count_changes) {
+    __syncthreads();
+    if (my_changes) atomicAdd(block_changes, my_changes);
+    __syncthreads();
+    if (threadIdx.x == 0 && *block_changes) atomicAdd(changes, static_cast<unsigned long long>(*block_changes));
+  }
+}
+
+template <int kSteps>
+void launch_wgmma_argmin(cuda::Resources& res, const float* X, int64_t n, int64_t d, bool vec4, const float* C, const float* Ct,
+                         int64_t k_pad, const float* cn_pad, const float* max_norm, const float* row_sqnorms, int32_t* labels,
+                         float* dist2, bool count_changes, unsigned long long* changes, int64_t* recheck_rows,
+                         unsigned long long* recheck_count) {
+  constexpr std::size_t tile_bytes = std::size_t(kCenters) * 8 * kSteps * sizeof(float);
+  // Two blocks per SM fit 96 KiB of stages each (d <= 64); one (d <= 128, more registers) fits 192.
+  const std::size_t budget = kSteps <= 8 ? (96u << 10) : (192u << 10);
+  const int stages = static_cast<int>(std::clamp<std::size_t>(budget / tile_bytes, 2, 6));
+  const std::size_t shared = stages * tile_bytes + kWgMergeFloats * sizeof(float) + 16;
+  auto kernel = wgmma_argmin_kernel<kSteps>;
+  GPUML_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+  int per_sm = 0;
+  GPUML_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWgThreads, shared));
+  const int64_t blocks = std::min<int64_t>(ceil_div(n, kWgBlockRows), int64_t(std::max(per_sm, 1)) * res.sm_count);
+  kernel<<<static_cast<unsigned>(blocks), kWgThreads, shared, res.stream>>>(
+      X, n, d, vec4, C, Ct, static_cast<int>(k_pad / kCenters), stages, cn_pad, max_norm, row_sqnorms, labels, dist2, count_changes,
+      changes, recheck_rows, recheck_count);
+  GPUML_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void assign_tf32(Context& ctx, cuda::Resources& res, const float* X, int64_t n, int64_t d, const float* centers, int64_t k,
                  const float* center_sqnorms, const float* row_sqnorms, int32_t* labels, float* dist2, bool count_changes,
-                 unsigned long long* changes, int64_t* recheck_rows, unsigned long long* recheck_count) {
+                 unsigned long long* changes, int64_t* recheck_rows, unsigned long long* recheck_count, bool allow_wgmma) {
   if (n <= 0) return;
-  const int64_t dpad = ceil_div(d, kSlice) * kSlice, k_pad = ceil_div(k, kCenters) * kCenters;
+  const bool wgmma = allow_wgmma && tf32_wgmma_available(res);
+  // wgmma: 8-feature steps, padded to 32, 64 or 128 features (three instantiations); mma.sync: 32-feature slices.
+  const int64_t dpad = wgmma ? (d <= 32 ? 32 : d <= 64 ? 64 : 128) : ceil_div(d, kSlice) * kSlice;
+  const int64_t k_pad = ceil_div(k, kCenters) * kCenters;
   Buffer centers_tf32(ctx, k_pad * dpad * sizeof(float)), norms_pad(ctx, k_pad * sizeof(float)), max_norm(ctx, sizeof(float));
-  tf32_centers_kernel<<<cuda::grid_for(k_pad * dpad, kBlock), kBlock, 0, res.stream>>>(centers, k, d, k_pad, dpad, center_sqnorms,
-                                                                                   centers_tf32.as<float>(), norms_pad.as<float>());
+  tf32_centers_kernel<<<cuda::grid_for(k_pad * dpad, kBlock), kBlock, 0, res.stream>>>(
+      centers, k, d, k_pad, dpad, wgmma, center_sqnorms, centers_tf32.as<float>(), norms_pad.as<float>());
   GPUML_CUDA_CHECK_LAUNCH();
   max_value_kernel<<<1, kBlock, 0, res.stream>>>(center_sqnorms, k, max_norm.as<float>());
   GPUML_CUDA_CHECK_LAUNCH();
+  const bool vec4 = d % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0;
+  if (wgmma) {
+    auto launch = dpad == 32 ? launch_wgmma_argmin<4> : dpad == 64 ? launch_wgmma_argmin<8> : launch_wgmma_argmin<16>;
+    launch(res, X, n, d, vec4, centers, centers_tf32.as<float>(), k_pad, norms_pad.as<float>(), max_norm.as<float>(), row_sqnorms,
+           labels, dist2, count_changes, changes, recheck_rows, recheck_count);
+    return;
+  }
   const std::size_t shared = (kRows * (dpad + kPadWords) + 2 * kCenters * kSliceStride) * sizeof(float);
   GPUML_CUDA_CHECK(cudaFuncSetAttribute(tf32_argmin_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
   int per_sm = 0;
   GPUML_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tf32_argmin_kernel, kThreads, shared));
   const int64_t blocks = std::min<int64_t>(ceil_div(n, kRows), int64_t(std::max(per_sm, 1)) * res.sm_count);
-  const bool vec4 = d % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0;
   tf32_argmin_kernel<<<static_cast<unsigned>(blocks), kThreads, shared, res.stream>>>(
       X, n, d, static_cast<int>(dpad), vec4, centers, centers_tf32.as<float>(), k_pad, norms_pad.as<float>(), max_norm.as<float>(),
       row_sqnorms, labels, dist2, count_changes, changes, recheck_rows, recheck_count);
   GPUML_CUDA_CHECK_LAUNCH();
 }
+
+bool tf32_wgmma_available(const cuda::Resources& res) { return kWgmmaBuilt && res.compute_capability == 90; }
 
 }  // namespace gpuml::detail

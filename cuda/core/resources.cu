@@ -47,6 +47,7 @@ Resources::Resources(int device_id) : device(device_id) {
   cudaDeviceProp prop{};
   GPUML_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   sm_count = prop.multiProcessorCount;
+  compute_capability = prop.major * 10 + prop.minor;
   l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
 }
 

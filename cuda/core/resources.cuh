@@ -50,6 +50,7 @@ struct Resources {
   int device = 0;
   cudaStream_t stream = nullptr;
   int sm_count = 0;
+  int compute_capability = 0;  // major * 10 + minor: 90 on the H100 and H200
   std::size_t l2_bytes = 0;
   // Device memory of this context's Buffers, and its cap (0: none); Context::set_memory_limit.
   std::atomic<int64_t> bytes_in_use{0};
