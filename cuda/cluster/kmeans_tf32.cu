@@ -49,7 +49,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const float* p) {
 }
 
 // Ct (k_pad x dpad) = the centers rounded to TF32, zeros past k and d; cn_pad (k_pad) = their
-// squared norms, +inf past k (a padding center is never anyone's candidate). packed: each tile of
+// squared norms, +inf (2^127 when packed) past k (a padding center is never anyone's candidate). packed: each tile of
 // kCenters centers is stored as wgmma's core matrices (8 centers x 4 features, 128 contiguous
 // bytes), [center / 8][feature / 4][center % 8][feature % 4], so that a tile is one contiguous
 // copy into shared memory; otherwise row-major.
@@ -63,7 +63,9 @@ __global__ void tf32_centers_kernel(const float* __restrict__ C, int64_t k, int6
       at = tile * kCenters * dpad + ((jj >> 3) * (dpad >> 2) + (f >> 2)) * 32 + (jj & 7) * 4 + (f & 3);
     }
     Ct[at] = (j < k && f < d) ? round_to_tf32(C[j * d + f]) : 0.0f;
-    if (f == 0) cn_pad[j] = j < k ? cn[j] : INFINITY;
+    // (The wgmma lists pack an index into each value: +inf would become a NaN there. 2^127 stays
+    // finite and above any row's least value that is not itself near overflow.)
+    if (f == 0) cn_pad[j] = j < k ? cn[j] : packed ? 0x1p127f : INFINITY;
   }
 }
 
@@ -115,7 +117,8 @@ struct Shortlist {
 // Settles one row from its lists (`slots` of them at m, kSlotWords words each: least, center,
 // rest): its label and dist2 as the FP32 kernel gives them, or the row appended to recheck_rows.
 // Returns 1 when the label changed (and count_changes), else 0.
-__device__ __noinline__ unsigned settle_row(const float* m, int slots, int64_t row, const float* __restrict__ X, int64_t d, bool vec4,
+__device__ __noinline__ unsigned settle_row(const float* m, int slots, float pack_slack, int64_t k, int64_t row,
+                                           const float* __restrict__ X, int64_t d, bool vec4,
                                const float* __restrict__ C, const float* __restrict__ cn_pad, float cm,
                                const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2,
                                bool count_changes, int64_t* __restrict__ recheck_rows, unsigned long long* __restrict__ recheck_count) {
@@ -128,7 +131,10 @@ __device__ __noinline__ unsigned settle_row(const float* m, int slots, int64_t r
   const float row_sqnorm = row_sqnorms[row];
   const float nx = sqrtf(row_sqnorm);
   const float df = static_cast<float>(d);
-  const float E = 1.05f * (0x1p-9f + df * 0x1p-19f) * nx * cm + 0x1p-21f * cm * cm + df * 0x1p-122f * (1.0f + nx + cm);
+  // pack_slack: the lists' values may carry a center index in their low mantissa bits, which moves
+  // each by at most pack_slack |v|, |v| <= |c|^2 + 2 |x||c| (and 2% for the TF32 error in it).
+  const float E = 1.05f * (0x1p-9f + df * 0x1p-19f) * nx * cm + 0x1p-21f * cm * cm + df * 0x1p-122f * (1.0f + nx + cm) +
+                  1.02f * pack_slack * (cm * cm + 2.0f * nx * cm);
   const float bound = least + 2.001f * E + fabsf(least) * 0x1p-22f;
   bool full = !(E < INFINITY) || !(bound < INFINITY) || !(least > -INFINITY);
   int count = 0;
@@ -149,6 +155,11 @@ __device__ __noinline__ unsigned settle_row(const float* m, int slots, int64_t r
     const float* slot = m + s * kSlotWords;
     if (slot[0] <= bound) {
       const int j = __float_as_int(slot[1]);
+      if (j >= k) {  // a padding center (only with values near FLT_MAX): the FP32 kernel decides
+        const unsigned long long at = atomicAdd(recheck_count, 1ull);
+        recheck_rows[at] = row;
+        return 0;
+      }
       const float v = fmaf(-2.0f, fp32_product(X + row * d, C + int64_t(j) * d, d, vec4), cn_pad[j]);
       if (v < best || (v == best && j < best_j)) {
         best = v;
@@ -162,6 +173,17 @@ __device__ __noinline__ unsigned settle_row(const float* m, int slots, int64_t r
   dist2[row] = d2 > 0.0f ? d2 : 0.0f;  // as the FP32 kernel: rounding can push an exact 0 below zero
   return changed;
 }
+
+// As Shortlist, for values that carry their center's index in their low mantissa bits: the
+// least value (and so its center) and the least of the values it let go, two min/max each.
+struct PackedShortlist {
+  float least = INFINITY, rest = INFINITY;
+
+  __device__ __forceinline__ void offer(float v) {
+    rest = fminf(rest, fmaxf(least, v));
+    least = fminf(least, v);
+  }
+};
 
 __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
     const float* __restrict__ X, int64_t n, int64_t d, int dpad, bool vec4, const float* __restrict__ C,
@@ -302,7 +324,8 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
     __syncthreads();
     const int64_t row = row0 + threadIdx.x;
     if (threadIdx.x < kRows && row < n &&
-        settle_row(merge + threadIdx.x * kSlots * kSlotWords, kSlots, row, X, d, vec4, C, cn_pad, cm, row_sqnorms, labels, dist2,
+        settle_row(merge + threadIdx.x * kSlots * kSlotWords, kSlots, 0.0f, INT64_MAX, row, X, d, vec4, C, cn_pad, cm, row_sqnorms,
+                   labels, dist2,
                    count_changes, recheck_rows, recheck_count))
       ++my_changes;
     __syncthreads();  // the merge area is the next tile's slice buffers
@@ -321,7 +344,10 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
 // the packed layout), read straight from there by the MMAs. Each tile is two halves of 64
 // centers (kSteps m64n64k8 MMAs each), both issued at once: the threads offer the first half to
 // the lists while the tensor cores compute the second. Each row has 8 lists: the 4 lanes that
-// hold its columns, each with one list of even and one of odd centers. Stages: the tile being read and `stages - 1` tiles loading ahead.
+// hold its columns, each with one list of even and one of odd centers. A list's values carry the
+// center's index in their low `index_bits` mantissa bits (so one min keeps value and center; the
+// slack that costs is in the settling bound). Stages: the tile being read and `stages - 1` tiles
+// loading ahead.
 constexpr int kWgRows = 64;                          // rows per warpgroup
 constexpr int kWgGroups = 2;                         // warpgroups per block
 constexpr int kWgThreads = 128 * kWgGroups;
@@ -332,10 +358,13 @@ constexpr int kWgMergeFloats = kWgBlockRows * kWgSlots * kSlotWords;
 template <int kSteps>  // dpad = 8 kSteps features
 __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_argmin_kernel(
     const float* __restrict__ X, int64_t n, int64_t d, bool vec4, const float* __restrict__ C, const float* __restrict__ Ct,
-    int tiles, int stages, const float* __restrict__ cn_pad, const float* __restrict__ max_center_sqnorm,
+    int64_t k, int tiles, int stages, int index_bits, const float* __restrict__ cn_pad, const float* __restrict__ max_center_sqnorm,
     const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2, bool count_changes,
     unsigned long long* __restrict__ changes, int64_t* __restrict__ recheck_rows, unsigned long long* __restrict__ recheck_count) {
   constexpr int dpad = 8 * kSteps;
+  // A list's index of its center: tile * 16 + half * 8 + column block, in index_bits bits.
+  const uint32_t index_mask = (1u << index_bits) - 1u;
+  const float pack_slack = ldexpf(1.0f, index_bits - 23);
   constexpr int kTileFloats = kCenters * dpad, kHalfFloats = kTileFloats / 2;
   extern __shared__ __align__(16) float smem[];  // stages x kTileFloats, the merge area, the block's count
   float* merge = smem + stages * kTileFloats;
@@ -363,16 +392,19 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
     for (int ks = 0; ks < kSteps; ++ks) wgmma_m64n64k8_tf32(acc, a[ks], wgmma_descriptor(B + ks * 64, 128, dpad * 32), ks > 0);
     wgmma_commit();
   };
-  Shortlist lists[4];  // the thread's rows row_lo, row_hi (index 2 * (q >> 1)) x even and odd centers (+ (q & 1))
+  PackedShortlist lists[4];  // the thread's rows row_lo, row_hi (index 2 * (q >> 1)) x even and odd centers (+ (q & 1))
   auto offer = [&](float (&acc)[32], int tile, int half) {
     wgmma_pin(acc);
     const int j_base = tile * kCenters + half * 64 + 2 * t;
+    const uint32_t index_base = (tile * 2 + half) * 8;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const int j0 = j_base + 8 * i;
-      const float2 cn = *reinterpret_cast<const float2*>(cn_pad + j0);
+      const float2 cn = *reinterpret_cast<const float2*>(cn_pad + j_base + 8 * i);
 #pragma unroll
-      for (int q = 0; q < 4; ++q) lists[q].offer(fmaf(-2.0f, acc[4 * i + q], (q & 1) ? cn.y : cn.x), j0 + (q & 1));
+      for (int q = 0; q < 4; ++q) {
+        const float v = fmaf(-2.0f, acc[4 * i + q], (q & 1) ? cn.y : cn.x);
+        lists[q].offer(__uint_as_float((__float_as_uint(v) & ~index_mask) | (index_base + i)));
+      }
     }
   };
 
@@ -390,7 +422,7 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
       a[ks][2] = x_at(row_lo, ks * 8 + t + 4);
       a[ks][3] = x_at(row_hi, ks * 8 + t + 4);
     }
-    lists[0] = lists[1] = lists[2] = lists[3] = Shortlist{};
+    lists[0] = lists[1] = lists[2] = lists[3] = PackedShortlist{};
     float acc0[32], acc1[32];  // first and second halves
     for (int tile = 0; tile < tiles; ++tile) {
       __pipeline_wait_prior(stages - 2);  // this thread's copies of `tile` have landed
@@ -411,14 +443,16 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
     for (int l = 0; l < 4; ++l) {
       const int r = wg * kWgRows + warp * 16 + (l >> 1) * 8 + g;
       float* m = merge + (r * kWgSlots + 2 * t + (l & 1)) * kSlotWords;
+      const uint32_t index = __float_as_uint(lists[l].least) & index_mask;
       m[0] = lists[l].least;
-      m[1] = __int_as_float(lists[l].center);
+      m[1] = __int_as_float(static_cast<int>((index >> 3) * 64 + (index & 7) * 8 + 2 * t + (l & 1)));
       m[2] = lists[l].rest;
     }
     __syncthreads();
     const int64_t row = row0 + threadIdx.x;
     if (threadIdx.x < kWgBlockRows && row < n)
-      my_changes += settle_row(merge + threadIdx.x * kWgSlots * kSlotWords, kWgSlots, row, X, d, vec4, C, cn_pad, cm, row_sqnorms,
+      my_changes += settle_row(merge + threadIdx.x * kWgSlots * kSlotWords, kWgSlots, pack_slack, k, row, X, d, vec4, C, cn_pad, cm,
+                               row_sqnorms,
                                labels, dist2, count_changes, recheck_rows, recheck_count);
     __syncthreads();  // the merge area and the stages are the next row tile's
   }
@@ -432,7 +466,7 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
 
 template <int kSteps>
 void launch_wgmma_argmin(cuda::Resources& res, const float* X, int64_t n, int64_t d, bool vec4, const float* C, const float* Ct,
-                         int64_t k_pad, const float* cn_pad, const float* max_norm, const float* row_sqnorms, int32_t* labels,
+                         int64_t k, int64_t k_pad, const float* cn_pad, const float* max_norm, const float* row_sqnorms, int32_t* labels,
                          float* dist2, bool count_changes, unsigned long long* changes, int64_t* recheck_rows,
                          unsigned long long* recheck_count) {
   constexpr std::size_t tile_bytes = std::size_t(kCenters) * 8 * kSteps * sizeof(float);
@@ -445,9 +479,12 @@ void launch_wgmma_argmin(cuda::Resources& res, const float* X, int64_t n, int64_
   int per_sm = 0;
   GPUML_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWgThreads, shared));
   const int64_t blocks = std::min<int64_t>(ceil_div(n, kWgBlockRows), int64_t(std::max(per_sm, 1)) * res.sm_count);
+  const int tiles = static_cast<int>(k_pad / kCenters);
+  int index_bits = 1;
+  while ((int64_t(1) << index_bits) < int64_t(tiles) * 16) ++index_bits;
   kernel<<<static_cast<unsigned>(blocks), kWgThreads, shared, res.stream>>>(
-      X, n, d, vec4, C, Ct, static_cast<int>(k_pad / kCenters), stages, cn_pad, max_norm, row_sqnorms, labels, dist2, count_changes,
-      changes, recheck_rows, recheck_count);
+      X, n, d, vec4, C, Ct, k, tiles, stages, index_bits, cn_pad, max_norm, row_sqnorms, labels, dist2, count_changes, changes,
+      recheck_rows, recheck_count);
   GPUML_CUDA_CHECK_LAUNCH();
 }
 
@@ -457,7 +494,8 @@ void assign_tf32(Context& ctx, cuda::Resources& res, const float* X, int64_t n, 
                  const float* center_sqnorms, const float* row_sqnorms, int32_t* labels, float* dist2, bool count_changes,
                  unsigned long long* changes, int64_t* recheck_rows, unsigned long long* recheck_count, bool allow_wgmma) {
   if (n <= 0) return;
-  const bool wgmma = allow_wgmma && tf32_wgmma_available(res);
+  // (Past 32768 centers the wgmma lists' center index would take more than 12 mantissa bits.)
+  const bool wgmma = allow_wgmma && tf32_wgmma_available(res) && k <= 32768;
   // wgmma: 8-feature steps, padded to 32, 64 or 128 features (three instantiations); mma.sync: 32-feature slices.
   const int64_t dpad = wgmma ? (d <= 32 ? 32 : d <= 64 ? 64 : 128) : ceil_div(d, kSlice) * kSlice;
   const int64_t k_pad = ceil_div(k, kCenters) * kCenters;
@@ -470,7 +508,7 @@ void assign_tf32(Context& ctx, cuda::Resources& res, const float* X, int64_t n, 
   const bool vec4 = d % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0;
   if (wgmma) {
     auto launch = dpad == 32 ? launch_wgmma_argmin<4> : dpad == 64 ? launch_wgmma_argmin<8> : launch_wgmma_argmin<16>;
-    launch(res, X, n, d, vec4, centers, centers_tf32.as<float>(), k_pad, norms_pad.as<float>(), max_norm.as<float>(), row_sqnorms,
+    launch(res, X, n, d, vec4, centers, centers_tf32.as<float>(), k, k_pad, norms_pad.as<float>(), max_norm.as<float>(), row_sqnorms,
            labels, dist2, count_changes, changes, recheck_rows, recheck_count);
     return;
   }

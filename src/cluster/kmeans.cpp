@@ -136,6 +136,7 @@ struct Weights {
   detail::Staged staged;  // what backends read
   HostArray host_copy;    // the copy of device weights
   const T* host = nullptr;  // nullptr: every weight is 1 (no sample_weight on a device: no host copy made)
+  bool unit = false;        // no sample_weight: every weight is 1
   double total = 0.0;
   const T* device() const { return staged.view.as<const T>(); }
   T at(int64_t i) const { return host ? host[i] : T(1); }
@@ -149,6 +150,7 @@ Weights<T> prepare_weights(Context& ctx, const ArrayView* sample_weight, int64_t
   if (sample_weight == nullptr) {  // ones, filled where the backend reads them
     staged = detail::stage_filled(ctx, dtype_of<T>::value, n, 1.0);
     if (!ctx.is_cuda()) w.host = staged.view.as<const T>();
+    w.unit = true;
     w.total = static_cast<double>(n);
     return w;
   }
@@ -247,12 +249,15 @@ class Rows {
 template <typename T>
 class DenseRows final : public Rows<T> {
  public:
-  DenseRows(detail::KMeansBackend<T>& backend, const T* X, int64_t n, int64_t d) : backend_(backend), X_(X), n_(n), d_(d) {}
+  // unit_weights: the weights passed to accumulate are all 1, and the backend is told so (nullptr)
+  // rather than reading them (a gather of n scattered values on the GPU).
+  DenseRows(detail::KMeansBackend<T>& backend, const T* X, int64_t n, int64_t d, bool unit_weights = false)
+      : backend_(backend), X_(X), n_(n), d_(d), unit_weights_(unit_weights) {}
   int64_t assign(const T* centers_host, int64_t k, int32_t* labels, T* dist2, bool count_changes) override {
     return backend_.assign(X_, n_, d_, centers_host, k, labels, dist2, count_changes);
   }
   void accumulate(const T* weights, const int32_t* labels, int64_t k, double* sums_host, double* weight_sums_host) override {
-    backend_.accumulate(X_, weights, labels, n_, d_, k, sums_host, weight_sums_host);
+    backend_.accumulate(X_, unit_weights_ ? nullptr : weights, labels, n_, d_, k, sums_host, weight_sums_host);
   }
   void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) override {
     backend_.gather_rows(X_, n_, d_, idx_host, m, out_host);
@@ -277,6 +282,7 @@ class DenseRows final : public Rows<T> {
   detail::KMeansBackend<T>& backend_;
   const T* X_;
   int64_t n_, d_;
+  bool unit_weights_;
 };
 
 template <typename T>
@@ -564,7 +570,7 @@ class Fitter {
     // The rank's rows' variance about the global means, in the pass that centers them.
     local_variance_ = backend_->center_columns(original, n_, d_, means_.data(), centered);
     backend_->keep_rows(centered, n_, d_);  // fixed from here on: every Lloyd assign reads these rows
-    rows_ = std::make_unique<DenseRows<T>>(*backend_, centered, n_, d_);
+    rows_ = std::make_unique<DenseRows<T>>(*backend_, centered, n_, d_, weights_.unit);
     centered_ = true;
   }
 

@@ -91,7 +91,8 @@ class KMeansBackend {
   virtual void merge_nearest(const int32_t* labels, const T* dist2, int64_t n, int64_t first, T* closest, int32_t* nearest,
                              const int64_t* zero_rows_host, int64_t m_zero) = 0;
 
-  // Per-cluster weighted sums of rows (k x d) and weights (k), accumulated in double.
+  // Per-cluster weighted sums of rows (k x d) and weights (k), accumulated in double. weights may
+  // be nullptr: every weight is 1 (the same sums, bit for bit).
   virtual void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d,
                           int64_t k, double* sums_host, double* weight_sums_host) = 0;
 

@@ -186,7 +186,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
       std::fill(sums, sums + stride, 0.0);
       for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
         const int64_t c = labels[i];
-        const double w = static_cast<double>(weights[i]);
+        const double w = weights ? static_cast<double>(weights[i]) : 1.0;
         double* row_sum = sums + c * d;
         const T* x = X + i * d;
         for (int64_t j = 0; j < d; ++j) row_sum[j] += static_cast<double>(x[j]) * w;
