@@ -441,7 +441,7 @@ __device__ __forceinline__ void add_term(double& acc, double& acc_w, double x, d
   }
   acc_w += w;
 }
-constexpr int kRowsInFlight = 4;  // independent row loads per lane before their first use
+constexpr int kRowsInFlight = 8;  // independent row loads per lane before their first use
 template <typename T>
 __global__ void __launch_bounds__(kSlabCols * kRowLanes) chunk_column_sums_kernel(
     const T* X, int64_t d, const int64_t* __restrict__ order, const T* __restrict__ weights,
