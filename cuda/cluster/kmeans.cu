@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cluster/kmeans_backend.hpp"
+#include "core/counter_random.hpp"
 #include "core/trace.hpp"
 #include "cuda/cluster/kmeans_tf32.cuh"
 #include "cuda/core/resources.cuh"
@@ -1186,6 +1187,27 @@ __global__ void merge_nearest_kernel(const int32_t* __restrict__ labels, const T
   }
 }
 
+// k-means||'s draw (KMeansBackend::oversample): the rows drawn, appended in any order (the
+// caller sorts them) to chosen[0, capacity); *count ends as the number drawn, which may exceed
+// the capacity (the caller then draws again with room for all).
+template <typename T>
+__global__ void oversample_kernel(const T* __restrict__ weights, const T* __restrict__ closest, int64_t n, double oversampling,
+                                  double phi, uint64_t key, uint64_t round, int64_t offset, int64_t* __restrict__ chosen,
+                                  int64_t capacity, unsigned long long* __restrict__ count) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    const double mass = oversampling * static_cast<double>(weights[i]) * static_cast<double>(closest[i]);
+    if (mass > 0.0 && counter_uniform(key, round, static_cast<uint64_t>(offset + i)) * phi < mass) {
+      const unsigned long long at = atomicAdd(count, 1ull);
+      if (static_cast<int64_t>(at) < capacity) chosen[at] = i;
+    }
+  }
+}
+
+// counts[c] = the number of rows i with nearest[i] == c (exact: integer adds in any order).
+__global__ void count_nearest_kernel(const int32_t* __restrict__ nearest, int64_t n, unsigned long long* __restrict__ counts) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) atomicAdd(counts + nearest[i], 1ull);
+}
+
 template <typename T>
 __global__ void zero_at_kernel(T* __restrict__ values, const int64_t* __restrict__ idx, int64_t m) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) values[idx[e]] = T(0);
@@ -1372,6 +1394,71 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     double total = 0.0;
     for (double v : host) total += v;
     return total / static_cast<double>(d);
+  }
+
+  double oversampling_potential(const T* weights, const T* closest, int64_t n) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    const int64_t n_chunks = ceil_div(n, kOversampleChunk);
+    if (n_chunks == 0) return 0.0;
+    Buffer totals = device(n_chunks * sizeof(double));
+    chunk_totals_kernel<T><<<static_cast<unsigned>(std::min(n_chunks, kMaxBlocks)), kBlock, 0, res.stream>>>(
+        weights, closest, n, kOversampleChunk, n_chunks, 1, totals.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::vector<double> host(n_chunks);
+    copy_to_host(res, host.data(), totals.data(), n_chunks * sizeof(double));
+    double phi = 0.0;
+    for (double v : host) phi += v;  // the chunks in order
+    return phi;
+  }
+
+  std::vector<int64_t> oversample(const T* weights, const T* closest, int64_t n, double oversampling, double phi,
+                                  uint64_t key, uint64_t round, int64_t offset) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    if (n <= 0) return {};
+    // The rows drawn number oversampling in expectation (the masses sum to φ oversampling): room
+    // for twice that, and a second pass in the rare case of more.
+    int64_t capacity = std::min<int64_t>(n, 2 * static_cast<int64_t>(oversampling) + 1024);
+    Buffer count = device(sizeof(unsigned long long));
+    for (;;) {
+      Buffer chosen = device(capacity * sizeof(int64_t));
+      GPUML_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, sizeof(unsigned long long), res.stream));
+      oversample_kernel<T><<<blocks_for_threads(n), kBlock, 0, res.stream>>>(weights, closest, n, oversampling, phi, key, round,
+                                                                             offset, chosen.as<int64_t>(), capacity,
+                                                                             count.as<unsigned long long>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      unsigned long long drawn = 0;
+      copy_to_host(res, &drawn, count.data(), sizeof(drawn));
+      if (static_cast<int64_t>(drawn) > capacity) {
+        capacity = static_cast<int64_t>(drawn);
+        continue;
+      }
+      std::vector<int64_t> rows(drawn);
+      copy_to_host(res, rows.data(), chosen.data(), drawn * sizeof(int64_t));
+      std::sort(rows.begin(), rows.end());  // row order
+      return rows;
+    }
+  }
+
+  void nearest_weights(const T* weights, const int32_t* nearest, int64_t n, int64_t m, double* totals_host) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    std::fill(totals_host, totals_host + m, 0.0);
+    if (n <= 0 || m <= 0) return;
+    if (weights == nullptr) {  // counts: integer atomics give the bits of the CPU's ordered sum of ones
+      Buffer counts = device(m * sizeof(unsigned long long));
+      GPUML_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, m * sizeof(unsigned long long), res.stream));
+      count_nearest_kernel<<<blocks_for_threads(n), kBlock, 0, res.stream>>>(nearest, n, counts.as<unsigned long long>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      std::vector<unsigned long long> host(m);
+      copy_to_host(res, host.data(), counts.data(), m * sizeof(unsigned long long));
+      for (int64_t c = 0; c < m; ++c) totals_host[c] = static_cast<double>(host[c]);
+      return;
+    }
+    // Weighted: added in row order on the host, as the CPU backend adds them.
+    std::vector<int32_t> host_nearest(n);
+    std::vector<T> host_weights(n);
+    copy_to_host(res, host_nearest.data(), nearest, n * sizeof(int32_t));
+    copy_to_host(res, host_weights.data(), weights, n * sizeof(T));
+    for (int64_t i = 0; i < n; ++i) totals_host[host_nearest[i]] += static_cast<double>(host_weights[i]);
   }
 
   void merge_nearest(const int32_t* labels, const T* dist2, int64_t n, int64_t first, T* closest, int32_t* nearest,

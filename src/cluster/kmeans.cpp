@@ -762,18 +762,12 @@ class Fitter {
     double threshold = rng.uniform() * seeding.rank_prefix(weights_.total, prefix);
     seeding.search_rows(weights_.device(), nullptr, prefix, &threshold, 1, candidates.data());
 
-    // The host loops over the rows below run on the context's threads (row by row, or sums
-    // over fixed chunks of kHostChunk rows added in order).
-    constexpr int64_t kHostChunk = 8192;
-    const int host_threads = detail::threads_for(ctx_.n_threads(), n_);
-    const int64_t host_chunks = (n_ + kHostChunk - 1) / kHostChunk;
     // Each local row's D² and nearest candidate, in the backend's memory, merged batch by batch;
-    // `closest` is the host copy the rounds draw from (fetched once a round).
+    // the rounds draw from them there (oversampling_potential, oversample).
     Buffer closest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
     Buffer nearest_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
     Buffer labels_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
     Buffer dist2_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
-    std::vector<T> closest(static_cast<std::size_t>(n_));
     // D² to candidates [first, first + m) (rows_host), kept where lower (ties: the earlier
     // candidate), in batches of at most k candidates (sparse X's products take no more memory
     // than a Lloyd iteration's); then the rows just chosen, `chosen`, sit on a candidate (itself,
@@ -788,36 +782,17 @@ class Fitter {
                                 nearest_buffer.as<int32_t>(), last ? chosen.data() : nullptr,
                                 last ? static_cast<int64_t>(chosen.size()) : 0);
       }
-      detail::copy_bytes(ctx_, closest.data(), Device{}, closest_buffer.data(), ctx_.device(), n_ * sizeof(T));
     };
     merge_nearest(candidates.data(), 1, 0, {});
 
     for (int round = 0; round < kParallelRounds; ++round) {
-      // φ: fixed chunks of rows summed in order (the same bits for any thread count).
-      std::vector<double> chunk_phi(static_cast<std::size_t>(host_chunks));
-#pragma omp parallel for num_threads(host_threads) schedule(static)
-      for (int64_t c = 0; c < host_chunks; ++c) {
-        double sum = 0.0;
-        for (int64_t i = c * kHostChunk; i < std::min(n_, (c + 1) * kHostChunk); ++i)
-          sum += static_cast<double>(weights_.at(i)) * static_cast<double>(closest[i]);
-        chunk_phi[c] = sum;
-      }
-      double phi = 0.0;
-      for (double v : chunk_phi) phi += v;
+      double phi = n_ > 0 ? backend_->oversampling_potential(weights_.device(), closest_buffer.as<const T>(), n_) : 0.0;
       comm_.allreduce_sum(&phi, 1);
       if (!(phi > 0.0)) break;  // every row of positive weight sits on a candidate
-      std::vector<std::vector<int64_t>> chunk_chosen(static_cast<std::size_t>(host_chunks));
-#pragma omp parallel for num_threads(host_threads) schedule(static)
-      for (int64_t c = 0; c < host_chunks; ++c)
-        for (int64_t i = c * kHostChunk; i < std::min(n_, (c + 1) * kHostChunk); ++i) {
-          const double mass = oversampling * static_cast<double>(weights_.at(i)) * static_cast<double>(closest[i]);
-          // u < min(1, mass / φ), without the division's rounding.
-          if (mass > 0.0 &&
-              detail::counter_uniform(key, static_cast<uint64_t>(round), static_cast<uint64_t>(offset + i)) * phi < mass)
-            chunk_chosen[c].push_back(i);
-        }
-      std::vector<int64_t> chosen;  // in row order
-      for (const auto& part : chunk_chosen) chosen.insert(chosen.end(), part.begin(), part.end());
+      const std::vector<int64_t> chosen =
+          n_ > 0 ? backend_->oversample(weights_.device(), closest_buffer.as<const T>(), n_, oversampling, phi, key,
+                                        static_cast<uint64_t>(round), offset)
+                 : std::vector<int64_t>{};
       // Every rank's chosen rows, in rank order: the union's rows in global order.
       const int64_t local_m = static_cast<int64_t>(chosen.size());
       std::vector<int64_t> counts = comm_.allgather(local_m * d_);
@@ -835,11 +810,9 @@ class Fitter {
     trace.mark("rounds");
     const int64_t m = static_cast<int64_t>(candidates.size()) / d_;
     std::vector<double> candidate_weights(static_cast<std::size_t>(m), 0.0);
-    {
-      std::vector<int32_t> nearest(static_cast<std::size_t>(n_));
-      detail::copy_bytes(ctx_, nearest.data(), Device{}, nearest_buffer.data(), ctx_.device(), n_ * sizeof(int32_t));
-      for (int64_t i = 0; i < n_; ++i) candidate_weights[nearest[i]] += static_cast<double>(weights_.at(i));
-    }
+    if (n_ > 0)
+      backend_->nearest_weights(weights_.unit ? nullptr : weights_.device(), nearest_buffer.as<const int32_t>(), n_, m,
+                                candidate_weights.data());
     comm_.allreduce_sum(candidate_weights.data(), m);
     std::vector<T> kept, kept_weights;
     for (int64_t c = 0; c < m; ++c)

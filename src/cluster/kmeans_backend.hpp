@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "../core/host_device.hpp"  // relative: the tests include this header by path
 #include "gpuml/core/context.hpp"
 
 namespace gpuml::detail {
+
+constexpr int64_t kOversampleChunk = 8192;  // rows per fixed chunk of k-means||'s φ
 
 // ---- k-means++ without the rows that cannot change (the triangle inequality) ---------------
 //
@@ -90,6 +93,21 @@ class KMeansBackend {
   // the backend's memory.
   virtual void merge_nearest(const int32_t* labels, const T* dist2, int64_t n, int64_t first, T* closest, int32_t* nearest,
                              const int64_t* zero_rows_host, int64_t m_zero) = 0;
+
+  // k-means|| (src/cluster/kmeans.cpp): this rank's part of φ = sum_i weights[i] closest[i], as
+  // sums over fixed chunks of kOversampleChunk rows added in order (the same bits for any thread
+  // count). closest is in the backend's memory.
+  virtual double oversampling_potential(const T* weights, const T* closest, int64_t n) = 0;
+
+  // k-means|| draw of round `round`: the local rows i with mass = oversampling * weights[i] *
+  // closest[i] > 0 and counter_uniform(key, round, offset + i) * phi < mass (u < min(1, mass / φ)
+  // without the division's rounding), in row order.
+  virtual std::vector<int64_t> oversample(const T* weights, const T* closest, int64_t n, double oversampling, double phi,
+                                          uint64_t key, uint64_t round, int64_t offset) = 0;
+
+  // totals_host[c] = sum of weights[i] over the rows i with nearest[i] == c (c < m), added in row
+  // order; weights == nullptr: every weight is 1 (the counts).
+  virtual void nearest_weights(const T* weights, const int32_t* nearest, int64_t n, int64_t m, double* totals_host) = 0;
 
   // Per-cluster weighted sums of rows (k x d) and weights (k), accumulated in double. weights may
   // be nullptr: every weight is 1 (the same sums, bit for bit).

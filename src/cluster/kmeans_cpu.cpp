@@ -12,6 +12,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/counter_random.hpp"
 #include "core/parallel.hpp"
 #include "cluster/kmeans_backend.hpp"
 #include "gpuml/core/error.hpp"
@@ -135,6 +136,42 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
       }
     }
     for (int64_t e = 0; e < m_zero; ++e) closest[zero_rows_host[e]] = T(0);
+  }
+
+  double oversampling_potential(const T* weights, const T* closest, int64_t n) override {
+    const int64_t chunks = (n + kOversampleChunk - 1) / kOversampleChunk;
+    std::vector<double> chunk_sums(static_cast<std::size_t>(chunks));
+#pragma omp parallel for num_threads(threads_for(n)) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      double sum = 0.0;
+      for (int64_t i = c * kOversampleChunk; i < std::min(n, (c + 1) * kOversampleChunk); ++i)
+        sum += static_cast<double>(weights[i]) * static_cast<double>(closest[i]);
+      chunk_sums[c] = sum;
+    }
+    double phi = 0.0;
+    for (double v : chunk_sums) phi += v;
+    return phi;
+  }
+
+  std::vector<int64_t> oversample(const T* weights, const T* closest, int64_t n, double oversampling, double phi,
+                                  uint64_t key, uint64_t round, int64_t offset) override {
+    const int64_t chunks = (n + kOversampleChunk - 1) / kOversampleChunk;
+    std::vector<std::vector<int64_t>> chunk_chosen(static_cast<std::size_t>(chunks));
+#pragma omp parallel for num_threads(threads_for(n)) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t i = c * kOversampleChunk; i < std::min(n, (c + 1) * kOversampleChunk); ++i) {
+        const double mass = oversampling * static_cast<double>(weights[i]) * static_cast<double>(closest[i]);
+        if (mass > 0.0 && counter_uniform(key, round, static_cast<uint64_t>(offset + i)) * phi < mass)
+          chunk_chosen[c].push_back(i);
+      }
+    std::vector<int64_t> chosen;  // in row order
+    for (const auto& part : chunk_chosen) chosen.insert(chosen.end(), part.begin(), part.end());
+    return chosen;
+  }
+
+  void nearest_weights(const T* weights, const int32_t* nearest, int64_t n, int64_t m, double* totals_host) override {
+    std::fill(totals_host, totals_host + m, 0.0);
+    for (int64_t i = 0; i < n; ++i) totals_host[nearest[i]] += weights ? static_cast<double>(weights[i]) : 1.0;
   }
 
   int64_t assign(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, int32_t* labels, T* dist2,

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 namespace gpuml::detail {
 
 void throw_rank_failure(const std::vector<int64_t>& codes, int size, const std::string& estimator, const char* what) {
@@ -67,6 +69,38 @@ int64_t hash_of(const std::vector<double>& values) {
 int64_t hash_of(const std::string& text) {
   uint64_t h = kFnvOffset;
   for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * kFnvPrime;
+  return static_cast<int64_t>(h);
+}
+
+namespace {
+void mix(uint64_t& h, uint64_t v) { h = (h ^ v) * kFnvPrime; }
+void hash_into(uint64_t& h, const nlohmann::json& value) {
+  mix(h, static_cast<uint64_t>(value.type()));
+  switch (value.type()) {
+    case nlohmann::json::value_t::array:
+      mix(h, value.size());
+      for (const auto& item : value) hash_into(h, item);
+      break;
+    case nlohmann::json::value_t::object:
+      mix(h, value.size());
+      for (const auto& [key, item] : value.items()) {
+        mix(h, static_cast<uint64_t>(hash_of(key)));
+        hash_into(h, item);
+      }
+      break;
+    case nlohmann::json::value_t::string: mix(h, static_cast<uint64_t>(hash_of(value.get_ref<const std::string&>()))); break;
+    case nlohmann::json::value_t::boolean: mix(h, value.get<bool>() ? 1u : 0u); break;
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: mix(h, value.get<uint64_t>()); break;
+    case nlohmann::json::value_t::number_float: mix(h, static_cast<uint64_t>(bits_of(value.get<double>()))); break;
+    default: break;
+  }
+}
+}  // namespace
+
+int64_t hash_of(const nlohmann::json& value) {
+  uint64_t h = kFnvOffset;
+  hash_into(h, value);
   return static_cast<int64_t>(h);
 }
 

@@ -371,7 +371,7 @@ RankField rank_field(const std::string& name, const nlohmann::json& value) {
   if (value.is_boolean()) return {name.c_str(), value.get<bool>() ? 1 : 0};
   if (value.is_number_integer()) return {name.c_str(), value.get<int64_t>()};
   if (value.is_number_float()) return {name.c_str(), bits_of(value.get<double>())};
-  return {name.c_str(), hash_of(value.dump())};
+  return {name.c_str(), hash_of(value)};
 }
 
 void fail_narrow(const std::string& name, const nlohmann::json& got) {

@@ -1,9 +1,12 @@
 #pragma once
-// The host random stream behind every random choice an algorithm makes. Backends never draw
-// random numbers themselves, so the CPU and CUDA backends make the same choices from a seed.
+// The host random stream behind every random choice an algorithm makes. Backends draw none of
+// their own: at most they evaluate counter_uniform (counter_random.hpp) on keys the driver hands
+// them, so the CPU and CUDA backends make the same choices from a seed.
 #include <cstdint>
 #include <random>
 #include <vector>
+
+#include "counter_random.hpp"  // mix64, counter_uniform
 
 namespace gpuml::detail {
 
@@ -25,22 +28,5 @@ class Random {
  private:
   std::mt19937_64 engine_;
 };
-
-// SplitMix64's output function: a bijection of 64-bit words that mixes every input bit into
-// every output bit.
-inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-// A counter-based uniform on [0, 1) (53 bits): a pure function of (key, stream, counter), so a
-// draw per row keyed by the row's global index is the same whatever order, thread, backend or
-// rank computes it: SplitMix64 over a Weyl sequence that starts at the stream's key.
-inline double counter_uniform(uint64_t key, uint64_t stream, uint64_t counter) {
-  constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
-  const uint64_t stream_key = mix64(key + (stream + 1) * kGolden);
-  return static_cast<double>(mix64(stream_key + (counter + 1) * kGolden) >> 11) * (1.0 / 9007199254740992.0);
-}
 
 }  // namespace gpuml::detail
