@@ -288,6 +288,62 @@ TEST(KMeansBackendGpu, MergeNearestMatchesCpu) {
   }
 }
 
+// k-means||'s draws (oversampling_potential, oversample) and candidate weights (nearest_weights).
+// Weights are halves (some zero) and D² multiples of 1/16 below 64 (some zero): every sum is exact
+// in double in any order, so φ has the same bits on both backends and the draws must be the same
+// rows; the candidate weights, integers or halves, must be equal too.
+template <typename T>
+void check_oversample(Context& gpu, std::mt19937_64& rng, int64_t n) {
+  SCOPED_TRACE(type_name<T>() + " n=" + std::to_string(n));
+  auto cpu = detail::make_kmeans_cpu_backend<T>(Context::cpu());
+  auto cuda = detail::make_kmeans_cuda_backend<T>(gpu);
+  std::vector<T> w(n), closest(n);
+  for (int64_t i = 0; i < n; ++i) {
+    w[i] = static_cast<T>(0.5 * static_cast<double>(uniform_int(rng, i % 11 == 0 ? 0 : 1, 4)));
+    closest[i] = static_cast<T>(static_cast<double>(uniform_int(rng, 0, 1023)) / 16.0);
+  }
+  const Buffer w_d = to_device(gpu, w), closest_d = to_device(gpu, closest);
+  const double phi_cpu = cpu->oversampling_potential(w.data(), closest.data(), n);
+  const double phi_gpu = cuda->oversampling_potential(w_d.as<T>(), closest_d.as<T>(), n);
+  EXPECT_EQ(phi_gpu, phi_cpu);  // exact: see above
+  const uint64_t key = rng();
+  for (const double oversampling : {2.0, 64.0, 0.5 * static_cast<double>(n)}) {
+    for (uint64_t round = 0; round < 3; ++round) {
+      const int64_t offset = uniform_int(rng, 0, 1 << 20);
+      const std::vector<int64_t> chosen_cpu = cpu->oversample(w.data(), closest.data(), n, oversampling, phi_cpu, key, round, offset);
+      const std::vector<int64_t> chosen_gpu =
+          cuda->oversample(w_d.as<T>(), closest_d.as<T>(), n, oversampling, phi_cpu, key, round, offset);
+      EXPECT_EQ(chosen_gpu, chosen_cpu) << "oversampling " << oversampling << ", round " << round;
+      for (int64_t i : chosen_cpu) EXPECT_GT(static_cast<double>(w[i]) * static_cast<double>(closest[i]), 0.0) << i;
+    }
+  }
+  const int64_t m = uniform_int(rng, 1, 3000);
+  std::vector<int32_t> nearest(n);
+  for (auto& v : nearest) v = static_cast<int32_t>(uniform_int(rng, 0, m - 1));
+  const Buffer nearest_d = to_device(gpu, nearest);
+  for (const bool weighted : {false, true}) {
+    std::vector<double> totals_cpu(m, -1.0), totals_gpu(m, -1.0);
+    cpu->nearest_weights(weighted ? w.data() : nullptr, nearest.data(), n, m, totals_cpu.data());
+    cuda->nearest_weights(weighted ? w_d.as<T>() : nullptr, nearest_d.as<int32_t>(), n, m, totals_gpu.data());
+    EXPECT_EQ(totals_gpu, totals_cpu) << (weighted ? "weighted" : "counts");
+    double total = 0.0;
+    for (double v : totals_cpu) total += v;
+    double expected = weighted ? 0.0 : static_cast<double>(n);
+    if (weighted)
+      for (T v : w) expected += static_cast<double>(v);
+    EXPECT_EQ(total, expected);
+  }
+}
+
+TEST(KMeansBackendGpu, OversampleMatchesCpu) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  for (int64_t n : {int64_t(1), uniform_int(rng, 2900, 3100), 200000 + uniform_int(rng, 0, 999)}) {
+    check_oversample<float>(gpu, rng, n);
+    check_oversample<double>(gpu, rng, n);
+  }
+}
+
 TEST(KMeansBackendGpu, DistancesFromProductsMatchCpu) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
