@@ -16,6 +16,7 @@
 // The *_from_products primitives (sparse X, known through X C^T and row norms) use the CPU
 // backend's double arithmetic, so that their labels agree with it exactly.
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cuda_pipeline_primitives.h>
 
 #include <algorithm>
@@ -422,6 +423,26 @@ __global__ void segment_offsets_kernel(const int32_t* __restrict__ sorted, int64
   }
 }
 
+// Each cluster's rows (positions [offsets[j], offsets[j + 1]) of the sorted order) in chunks of
+// chunk_rows: counts[j] = the number of chunks of cluster j, counts[k] = 0 (the exclusive scan of
+// counts then gives each cluster's first chunk, and the total last).
+__global__ void chunk_counts_kernel(const int64_t* __restrict__ offsets, int64_t k, int64_t chunk_rows, int64_t* __restrict__ counts) {
+  for (int64_t j = global_thread(); j <= k; j += grid_threads())
+    counts[j] = j < k ? (offsets[j + 1] - offsets[j] + chunk_rows - 1) / chunk_rows : 0;
+}
+
+// The chunks' bounds: cluster j's chunks are [group_start[j], group_start[j + 1]).
+__global__ void chunk_bounds_kernel(const int64_t* __restrict__ offsets, const int64_t* __restrict__ group_start, int64_t k,
+                                    int64_t chunk_rows, int64_t* __restrict__ begins, int64_t* __restrict__ ends) {
+  for (int64_t j = global_thread(); j < k; j += grid_threads()) {
+    int64_t chunk = group_start[j];
+    for (int64_t b = offsets[j]; b < offsets[j + 1]; b += chunk_rows, ++chunk) {
+      begins[chunk] = b;
+      ends[chunk] = b + chunk_rows < offsets[j + 1] ? b + chunk_rows : offsets[j + 1];
+    }
+  }
+}
+
 // Column sums over chunks of rows, a block of (32 columns) x (8 row lanes) per (chunk, slab of
 // 32 columns). Rows of a chunk are positions [begin, end) of `order` (nullptr: the identity).
 // Column c < d adds w_row * X[row, c] (weights == nullptr: w = 1), or (X[row, c] - center[c])^2
@@ -447,8 +468,10 @@ template <typename T>
 __global__ void __launch_bounds__(kSlabCols * kRowLanes) chunk_column_sums_kernel(
     const T* X, int64_t d, const int64_t* __restrict__ order, const T* __restrict__ weights,
     const double* __restrict__ center, const int64_t* __restrict__ chunk_begin, const int64_t* __restrict__ chunk_end,
-    int64_t chunk_rows, int64_t n, int64_t n_chunks, bool with_weights, double* __restrict__ partials, T* centered) {
+    int64_t chunk_rows, int64_t n, int64_t n_chunks, const int64_t* __restrict__ live_chunks, bool with_weights,
+    double* __restrict__ partials, T* centered) {
   __shared__ double lane_sums[kRowLanes][kSlabCols];
+  if (live_chunks) n_chunks = *live_chunks;  // planned on the device: the grid was sized for the most there can be
   __shared__ double lane_weights[kRowLanes];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t n_slabs = (d + kSlabCols - 1) / kSlabCols;
@@ -1187,6 +1210,37 @@ __global__ void merge_nearest_kernel(const int32_t* __restrict__ labels, const T
   }
 }
 
+// move_centers: each center's move (KMeansBackend's move_center) into moves[c], or 0 and *empty
+// set where its weight is 0.
+template <typename T>
+__global__ void move_centers_kernel(const double* __restrict__ sums, int64_t k, int64_t d, const T* __restrict__ centers,
+                                    T* __restrict__ next, double* __restrict__ moves, int* __restrict__ empty) {
+  for (int64_t c = global_thread(); c < k; c += grid_threads()) {
+    if (!(sums[c * (d + 1) + d] > 0.0)) {
+      moves[c] = 0.0;
+      *empty = 1;
+    } else {
+      moves[c] = move_center(sums + c * (d + 1), centers + c * d, d, next + c * d);
+    }
+  }
+}
+
+// One thread: the step's report, CenterMoves' fields as doubles: changed (the sums' last entry),
+// the moves summed in order, empty.
+__global__ void center_moves_report_kernel(const double* __restrict__ sums, int64_t k, int64_t d, const double* __restrict__ moves,
+                                           const int* __restrict__ empty, double* __restrict__ report) {
+  double shift = 0.0;
+  for (int64_t c = 0; c < k; ++c) shift += moves[c];
+  report[0] = sums[k * (d + 1)];
+  report[1] = shift;
+  report[2] = *empty ? 1.0 : 0.0;
+}
+
+// sums[k (d + 1)] = the labels changed (lloyd_sums' last entry).
+__global__ void store_changes_kernel(const unsigned long long* __restrict__ changes, double* __restrict__ out) {
+  *out = changes ? static_cast<double>(*changes) : 0.0;
+}
+
 // k-means||'s draw (KMeansBackend::oversample): the rows drawn, appended in any order (the
 // caller sorts them) to chosen[0, capacity); *count ends as the number drawn, which may exceed
 // the capacity (the caller then draws again with room for all).
@@ -1494,79 +1548,40 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     Buffer centers = to_device(res, centers_host, k * d);
     Buffer changes = device(sizeof(unsigned long long));
     GPUML_CUDA_CHECK(cudaMemsetAsync(changes.data(), 0, sizeof(unsigned long long), res.stream));
-    // float32: TF32 tensor cores with the FP32 fused kernel's exact answers (assign_fused; no
-    // distance matrix). float64: cuBLAS DGEMM (FP64 tensor cores are exact IEEE FMA) on L2-sized
-    // tiles + the argmin kernel.
-    if constexpr (std::is_same_v<T, float>) {
-      const bool kept = X == kept_X_ && n == kept_n_ && d == kept_d_ && kept_sqnorms_.data() != nullptr;
-      assign_fused(ctx_, res, X, n, d, centers.as<float>(), k, labels, dist2, count_changes, changes.as<unsigned long long>(),
-                   kept ? kept_sqnorms_.as<const float>() : nullptr);
-    } else {
-      assign_gemm(ctx_, res, X, n, d, centers.as<T>(), k, labels, dist2, count_changes, changes.as<unsigned long long>());
-    }
+    launch_assign(res, X, n, d, centers.as<T>(), k, labels, dist2, count_changes, changes.as<unsigned long long>());
     if (!count_changes) return 0;
     unsigned long long host_changes = 0;
     copy_to_host(res, &host_changes, changes.data(), sizeof(host_changes));
     return static_cast<int64_t>(host_changes);
   }
 
-  void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d, int64_t k, double* sums_host,
-                  double* weight_sums_host) override {
+  void lloyd_sums(const T* X, const T* weights, int64_t n, int64_t d, const T* centers, int64_t k, int32_t* labels, T* dist2,
+                  bool count_changes, double* sums) override {
     cuda::Resources& res = cuda::activate(ctx_);
-    // 1. Row indices sorted by label (stable: ascending indices within a cluster).
-    Buffer sorted_labels = device(n * sizeof(int32_t));
-    Buffer order_in = device(n * sizeof(int64_t));
-    Buffer order = device(n * sizeof(int64_t));
-    iota_kernel<<<blocks_for_threads(n), kBlock, 0, res.stream>>>(order_in.as<int64_t>(), n);
+    Buffer changes = device(sizeof(unsigned long long));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(changes.data(), 0, sizeof(unsigned long long), res.stream));
+    launch_assign(res, X, n, d, centers, k, labels, dist2, count_changes, changes.as<unsigned long long>());
+    launch_cluster_sums(res, X, weights, labels, n, d, k, sums);
+    store_changes_kernel<<<1, 1, 0, res.stream>>>(count_changes ? changes.as<unsigned long long>() : nullptr, sums + k * (d + 1));
     GPUML_CUDA_CHECK_LAUNCH();
-    int key_bits = 1;
-    while (key_bits < 31 && (int64_t(1) << key_bits) < k) ++key_bits;  // labels are in [0, k)
-    std::size_t temp_bytes = 0;
-    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, labels, sorted_labels.as<int32_t>(), order_in.as<int64_t>(),
-                                                     order.as<int64_t>(), n, 0, key_bits, res.stream));
-    Buffer temp = device(temp_bytes);
-    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, labels, sorted_labels.as<int32_t>(),
-                                                     order_in.as<int64_t>(), order.as<int64_t>(), n, 0, key_bits, res.stream));
+  }
 
-    // 2. Where each cluster's rows start, then fixed chunks per cluster (planned on the host: k is small).
-    Buffer offsets = device((k + 1) * sizeof(int64_t));
-    segment_offsets_kernel<<<blocks_for_threads(k + 1), kBlock, 0, res.stream>>>(sorted_labels.as<int32_t>(), n, k,
-                                                                                  offsets.as<int64_t>());
+  CenterMoves move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) override {
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer moves = device(k * sizeof(double)), empty = device(sizeof(int)), report = device(3 * sizeof(double));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(empty.data(), 0, sizeof(int), res.stream));
+    move_centers_kernel<T><<<blocks_for_threads(k), kBlock, 0, res.stream>>>(sums, k, d, centers, next, moves.as<double>(),
+                                                                             empty.as<int>());
     GPUML_CUDA_CHECK_LAUNCH();
-    std::vector<int64_t> host_offsets(k + 1);
-    copy_to_host(res, host_offsets.data(), offsets.data(), (k + 1) * sizeof(int64_t));
-    const int64_t chunk_rows = chunk_rows_for(n);
-    std::vector<int64_t> group_start(k + 1), begins, ends;
-    for (int64_t j = 0; j < k; ++j) {
-      group_start[j] = static_cast<int64_t>(begins.size());
-      for (int64_t b = host_offsets[j]; b < host_offsets[j + 1]; b += chunk_rows) {
-        begins.push_back(b);
-        ends.push_back(std::min(b + chunk_rows, host_offsets[j + 1]));
-      }
-    }
-    const int64_t n_chunks = static_cast<int64_t>(begins.size());
-    group_start[k] = n_chunks;
-    const int64_t ncols = d + 1;  // the weight is the last column
-    std::vector<double> result(k * ncols, 0.0);
-    if (n_chunks > 0) {
-      std::vector<int64_t> chunk_bounds = begins;  // begins, then ends
-      chunk_bounds.insert(chunk_bounds.end(), ends.begin(), ends.end());
-      Buffer bounds = to_device(res, chunk_bounds.data(), 2 * n_chunks);
-      Buffer groups = to_device(res, group_start.data(), k + 1);
-      Buffer partials = device(n_chunks * ncols * sizeof(double));
-      Buffer sums = device(k * ncols * sizeof(double));
-      // 3. Chunk sums in fixed order, then each cluster's chunks in order.
-      launch_chunk_sums(res, X, d, order.as<int64_t>(), weights, nullptr, bounds.as<int64_t>(), bounds.as<int64_t>() + n_chunks,
-                        chunk_rows, n, n_chunks, true, partials.as<double>());
-      reduce_chunk_groups_kernel<<<blocks_for_threads(k * ncols), kBlock, 0, res.stream>>>(
-          partials.as<double>(), ncols, groups.as<int64_t>(), k, n_chunks, 1.0, sums.as<double>());
-      GPUML_CUDA_CHECK_LAUNCH();
-      copy_to_host(res, result.data(), sums.data(), k * ncols * sizeof(double));
-    }
-    for (int64_t j = 0; j < k; ++j) {
-      std::copy(result.begin() + j * ncols, result.begin() + j * ncols + d, sums_host + j * d);
-      weight_sums_host[j] = result[j * ncols + d];
-    }
+    center_moves_report_kernel<<<1, 1, 0, res.stream>>>(sums, k, d, moves.as<double>(), empty.as<int>(), report.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    double host[3];
+    res.copy_to_host(host, report.data(), sizeof(host));
+    CenterMoves out;
+    out.changed = host[0];
+    out.shift = host[1];
+    out.empty = host[2] != 0.0;
+    return out;
   }
 
   double weighted_sum(const T* weights, const T* values, int64_t n) override {
@@ -1872,6 +1887,79 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     copy_to_host(res, potentials_host, potentials.data(), m * sizeof(double));
   }
 
+  // assign's kernels, the centers on the device, the labels changed added to *changes; no wait.
+  // float32: TF32 tensor cores with the FP32 fused kernel's exact answers (assign_fused; no
+  // distance matrix). float64: cuBLAS DGEMM (FP64 tensor cores are exact IEEE FMA) on L2-sized
+  // tiles + the argmin kernel.
+  void launch_assign(cuda::Resources& res, const T* X, int64_t n, int64_t d, const T* centers, int64_t k, int32_t* labels,
+                     T* dist2, bool count_changes, unsigned long long* changes) {
+    if constexpr (std::is_same_v<T, float>) {
+      const bool kept = X == kept_X_ && n == kept_n_ && d == kept_d_ && kept_sqnorms_.data() != nullptr;
+      assign_fused(ctx_, res, X, n, d, centers, k, labels, dist2, count_changes, changes,
+                   kept ? kept_sqnorms_.as<const float>() : nullptr);
+    } else {
+      assign_gemm(ctx_, res, X, n, d, centers, k, labels, dist2, count_changes, changes);
+    }
+  }
+
+  // Per-cluster weighted sums of rows and weights into sums (k x (d + 1) doubles: each cluster's
+  // d sums, then its weight), in a fixed order: the rows sorted by label (stable), each cluster's
+  // rows cut into chunks of chunk_rows_for(n), the chunks summed, then each cluster's chunks in
+  // order. Planned on the device: no wait.
+  void launch_cluster_sums(cuda::Resources& res, const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d,
+                           int64_t k, double* sums) {
+    const int64_t ncols = d + 1;
+    if (n <= 0) {
+      GPUML_CUDA_CHECK(cudaMemsetAsync(sums, 0, k * ncols * sizeof(double), res.stream));
+      return;
+    }
+    // 1. Row indices sorted by label (stable: ascending indices within a cluster).
+    Buffer sorted_labels = device(n * sizeof(int32_t));
+    Buffer order_in = device(n * sizeof(int64_t));
+    Buffer order = device(n * sizeof(int64_t));
+    iota_kernel<<<blocks_for_threads(n), kBlock, 0, res.stream>>>(order_in.as<int64_t>(), n);
+    GPUML_CUDA_CHECK_LAUNCH();
+    int key_bits = 1;
+    while (key_bits < 31 && (int64_t(1) << key_bits) < k) ++key_bits;  // labels are in [0, k)
+    std::size_t temp_bytes = 0;
+    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, labels, sorted_labels.as<int32_t>(), order_in.as<int64_t>(),
+                                                     order.as<int64_t>(), n, 0, key_bits, res.stream));
+    Buffer temp = device(temp_bytes);
+    GPUML_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, labels, sorted_labels.as<int32_t>(),
+                                                     order_in.as<int64_t>(), order.as<int64_t>(), n, 0, key_bits, res.stream));
+
+    // 2. Where each cluster's rows start, its chunks, and their bounds.
+    Buffer offsets = device((k + 1) * sizeof(int64_t));
+    segment_offsets_kernel<<<blocks_for_threads(k + 1), kBlock, 0, res.stream>>>(sorted_labels.as<int32_t>(), n, k,
+                                                                                  offsets.as<int64_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    const int64_t chunk_rows = chunk_rows_for(n);
+    Buffer counts = device((k + 1) * sizeof(int64_t)), group_start = device((k + 1) * sizeof(int64_t));
+    chunk_counts_kernel<<<blocks_for_threads(k + 1), kBlock, 0, res.stream>>>(offsets.as<int64_t>(), k, chunk_rows,
+                                                                              counts.as<int64_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::size_t scan_bytes = 0;
+    GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.as<int64_t>(), group_start.as<int64_t>(), k + 1,
+                                                   res.stream));
+    Buffer scan_temp = device(scan_bytes);
+    GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_temp.data(), scan_bytes, counts.as<int64_t>(), group_start.as<int64_t>(),
+                                                   k + 1, res.stream));
+    const int64_t max_chunks = ceil_div(n, chunk_rows) + k;  // each cluster adds at most one partial chunk
+    Buffer bounds = device(2 * max_chunks * sizeof(int64_t));
+    chunk_bounds_kernel<<<blocks_for_threads(k), kBlock, 0, res.stream>>>(offsets.as<int64_t>(), group_start.as<int64_t>(), k,
+                                                                          chunk_rows, bounds.as<int64_t>(),
+                                                                          bounds.as<int64_t>() + max_chunks);
+    GPUML_CUDA_CHECK_LAUNCH();
+
+    // 3. Chunk sums in fixed order, then each cluster's chunks in order.
+    Buffer partials = device(max_chunks * ncols * sizeof(double));
+    launch_chunk_sums(res, X, d, order.as<int64_t>(), weights, nullptr, bounds.as<int64_t>(), bounds.as<int64_t>() + max_chunks,
+                      chunk_rows, n, max_chunks, true, partials.as<double>(), nullptr, group_start.as<int64_t>() + k);
+    reduce_chunk_groups_kernel<<<blocks_for_threads(k * ncols), kBlock, 0, res.stream>>>(
+        partials.as<double>(), ncols, group_start.as<int64_t>(), k, max_chunks, 1.0, sums);
+    GPUML_CUDA_CHECK_LAUNCH();
+  }
+
   static int64_t round_up(int64_t v, int64_t multiple) { return ceil_div(v, multiple) * multiple; }
 
   Buffer device(std::size_t bytes) { return Buffer(ctx_, bytes); }
@@ -1905,12 +1993,13 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
 
   static void launch_chunk_sums(cuda::Resources& res, const T* X, int64_t d, const int64_t* order, const T* weights,
                                 const double* center, const int64_t* chunk_begin, const int64_t* chunk_end, int64_t chunk_rows,
-                                int64_t n, int64_t n_chunks, bool with_weights, double* partials, T* centered = nullptr) {
+                                int64_t n, int64_t n_chunks, bool with_weights, double* partials, T* centered = nullptr,
+                                const int64_t* live_chunks = nullptr) {
     const int64_t n_slabs = ceil_div(d, kSlabCols);
     const dim3 grid(static_cast<unsigned>(std::min(n_chunks, int64_t(INT_MAX))), static_cast<unsigned>(std::min<int64_t>(n_slabs, 65535)));
     const dim3 block(kSlabCols, kRowLanes);
     chunk_column_sums_kernel<T><<<grid, block, 0, res.stream>>>(X, d, order, weights, center, chunk_begin, chunk_end, chunk_rows, n,
-                                                                n_chunks, with_weights, partials, centered);
+                                                                n_chunks, live_chunks, with_weights, partials, centered);
     GPUML_CUDA_CHECK_LAUNCH();
   }
 

@@ -226,9 +226,10 @@ class Rows {
  public:
   virtual ~Rows() = default;
   virtual int64_t assign(const T* centers_host, int64_t k, int32_t* labels, T* dist2, bool count_changes) = 0;
-  virtual void accumulate(const T* weights, const int32_t* labels, int64_t k, double* sums_host,
-                          double* weight_sums_host) = 0;
   virtual void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) = 0;
+  // KMeansBackend::lloyd_sums on these rows: centers and sums in the backend's memory.
+  virtual void lloyd_sums(const T* weights, const T* centers, int64_t k, int32_t* labels, T* dist2, bool count_changes,
+                          double* sums) = 0;
   virtual void candidate_potentials(const T* weights, const T* closest, const detail::NearestCenters<T>& known,
                                     const T* candidates_host, int64_t m, double* potentials_host) = 0;
   virtual void update_closest(const T* center_host, T* closest, const detail::NearestCenters<T>& known, bool reset) = 0;
@@ -256,11 +257,12 @@ class DenseRows final : public Rows<T> {
   int64_t assign(const T* centers_host, int64_t k, int32_t* labels, T* dist2, bool count_changes) override {
     return backend_.assign(X_, n_, d_, centers_host, k, labels, dist2, count_changes);
   }
-  void accumulate(const T* weights, const int32_t* labels, int64_t k, double* sums_host, double* weight_sums_host) override {
-    backend_.accumulate(X_, unit_weights_ ? nullptr : weights, labels, n_, d_, k, sums_host, weight_sums_host);
-  }
   void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) override {
     backend_.gather_rows(X_, n_, d_, idx_host, m, out_host);
+  }
+  void lloyd_sums(const T* weights, const T* centers, int64_t k, int32_t* labels, T* dist2, bool count_changes,
+                  double* sums) override {
+    backend_.lloyd_sums(X_, unit_weights_ ? nullptr : weights, n_, d_, centers, k, labels, dist2, count_changes, sums);
   }
   void candidate_potentials(const T* weights, const T* closest, const detail::NearestCenters<T>& known,
                             const T* candidates_host, int64_t m, double* potentials_host) override {
@@ -298,10 +300,23 @@ class SparseRows final : public Rows<T> {
     return backend_.assign_from_products(products, row_norms_.as<const T>(), n_, squared_norms(centers_host, k).data(), k,
                                          labels, dist2, count_changes);
   }
-  void accumulate(const T* weights, const int32_t* labels, int64_t k, double* sums_host, double* weight_sums_host) override {
-    X_.grouped_row_sums(labels, weights, k, sums_host, weight_sums_host);
-  }
   void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) override { X_.dense_rows(idx_host, m, out_host); }
+  // Through the host: the products need the centers there, and the sums come back there.
+  void lloyd_sums(const T* weights, const T* centers, int64_t k, int32_t* labels, T* dist2, bool count_changes,
+                  double* sums) override {
+    std::vector<T> centers_host(static_cast<std::size_t>(k * d_));
+    detail::copy_bytes(ctx_, centers_host.data(), Device{}, centers, ctx_.device(), centers_host.size() * sizeof(T));
+    const int64_t changed = assign(centers_host.data(), k, labels, dist2, count_changes);
+    std::vector<double> feature_sums(static_cast<std::size_t>(k * d_)), weight_sums(static_cast<std::size_t>(k));
+    X_.grouped_row_sums(labels, weights, k, feature_sums.data(), weight_sums.data());
+    std::vector<double> packed(static_cast<std::size_t>(detail::lloyd_sums_size(k, d_)));
+    for (int64_t c = 0; c < k; ++c) {
+      std::copy(feature_sums.begin() + c * d_, feature_sums.begin() + (c + 1) * d_, packed.begin() + c * (d_ + 1));
+      packed[c * (d_ + 1) + d_] = weight_sums[c];
+    }
+    packed.back() = static_cast<double>(changed);
+    detail::copy_bytes(ctx_, sums, ctx_.device(), packed.data(), Device{}, packed.size() * sizeof(double));
+  }
   void candidate_potentials(const T* weights, const T* closest, const detail::NearestCenters<T>& /*known*/,
                             const T* candidates_host, int64_t m, double* potentials_host) override {
     const T* products = times(candidates_host, m);
@@ -625,7 +640,7 @@ class Fitter {
       std::vector<T> start = initial_centers(rng);
       trace.mark("init");
       progress("Initialization complete\n");
-      Run run = lloyd(std::move(start), run_labels.as<int32_t>(), dist2.as<T>(), tol_abs);
+      Run run = lloyd(start, run_labels.as<int32_t>(), dist2.as<T>(), tol_abs);
       trace.mark("lloyd");
       if (r == 0 || run.inertia < best.inertia) {
         best = std::move(run);
@@ -641,53 +656,34 @@ class Fitter {
     return best;
   }
 
-  // Lloyd iterations from `centers`, as scikit-learn's _kmeans_single_lloyd.
-  Run lloyd(std::vector<T> centers, int32_t* labels, T* dist2, double tol_abs) {
-    const int64_t kd = k_ * d_;
-    std::vector<double> sums(static_cast<std::size_t>(kd)), weight_sums(static_cast<std::size_t>(k_));
-    std::vector<T> next(static_cast<std::size_t>(kd));
+  // Lloyd iterations from `start`, as scikit-learn's _kmeans_single_lloyd. The centers and each
+  // step's sums stay in the backend's memory: a step reads back only its CenterMoves (on CUDA,
+  // one wait for the device a step), unless a cluster empties and the host relocates it.
+  Run lloyd(const std::vector<T>& start, int32_t* labels, T* dist2, double tol_abs) {
+    const int64_t kd = k_ * d_, sums_size = detail::lloyd_sums_size(k_, d_);
+    Buffer centers(ctx_, static_cast<std::size_t>(kd) * sizeof(T)), next(ctx_, static_cast<std::size_t>(kd) * sizeof(T));
+    Buffer sums(ctx_, static_cast<std::size_t>(sums_size) * sizeof(double));
+    detail::copy_bytes(ctx_, centers.data(), ctx_.device(), start.data(), Device{}, centers.bytes());
     bool strict_convergence = false;
     double shift = 0.0;
     int64_t iter = 0;
     detail::Trace trace(ctx_, "kmeans lloyd");
     while (iter < params_.max_iter) {
       // The first assignment has no previous labels to compare with: it always "changes".
-      int64_t changed = rows_->assign(centers.data(), k_, labels, dist2, iter > 0);
-      trace.mark("assign");
-      comm_.allreduce_sum(&changed, 1);
+      rows_->lloyd_sums(weights_.device(), centers.as<const T>(), k_, labels, dist2, iter > 0, sums.as<double>());
       if (params_.verbose > 0) {  // the inertia of the previous centers, as scikit-learn prints it
         double inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
         comm_.allreduce_sum(&inertia, 1);
         progress("Iteration " + std::to_string(iter) + ", inertia " + nlohmann::json(inertia).dump() + ".\n");
       }
-      std::fill(sums.begin(), sums.end(), 0.0);
-      std::fill(weight_sums.begin(), weight_sums.end(), 0.0);
-      rows_->accumulate(weights_.device(), labels, k_, sums.data(), weight_sums.data());
-      comm_.allreduce_sum(sums.data(), kd);
-      comm_.allreduce_sum(weight_sums.data(), k_);
-      trace.mark("accumulate");
-      relocate_empty_clusters(labels, dist2, centers, sums, weight_sums);
-      // A cluster still empty after relocation (every row sits on its center: fewer distinct
-      // rows than clusters) is put on the heaviest cluster's center (the first on ties), as
-      // scikit-learn does: on a data point, not at the origin. Its rows tie there and go to the
-      // lower index, so the labels settle and the fit converges.
-      const int64_t heaviest = std::max_element(weight_sums.begin(), weight_sums.end()) - weight_sums.begin();
-      for (int64_t c = 0; c < k_; ++c) {
-        if (weight_sums[c] <= 0) continue;
-        for (int64_t j = 0; j < d_; ++j) next[c * d_ + j] = static_cast<T>(sums[c * d_ + j] / weight_sums[c]);
-      }
-      shift = 0.0;
-      for (int64_t c = 0; c < k_; ++c) {
-        const int64_t from = weight_sums[c] > 0 ? c : heaviest;
-        for (int64_t j = 0; j < d_; ++j) {
-          next[c * d_ + j] = next[from * d_ + j];
-          const double move = static_cast<double>(next[c * d_ + j]) - static_cast<double>(centers[c * d_ + j]);
-          shift += move * move;
-        }
-      }
-      centers.swap(next);
+      comm_.allreduce_sum_on(ctx_, sums.data(), sums_size, DType::float64);
+      detail::CenterMoves moves = backend_->move_centers(sums.as<const double>(), k_, d_, centers.as<const T>(), next.as<T>());
+      if (moves.empty) moves.shift = relocate_and_move(labels, dist2, centers, sums, next);
+      trace.mark("step");
+      std::swap(centers, next);
+      shift = moves.shift;
       ++iter;
-      if (iter > 1 && changed == 0) {
+      if (iter > 1 && moves.changed == 0.0) {
         strict_convergence = true;
         progress("Converged at iteration " + std::to_string(iter - 1) + ": strict convergence.\n");
         break;
@@ -698,14 +694,15 @@ class Fitter {
         break;
       }
     }
+    Run run;
+    run.centers.resize(static_cast<std::size_t>(kd));
+    detail::copy_bytes(ctx_, run.centers.data(), Device{}, centers.data(), ctx_.device(), centers.bytes());
     // Labels and dist2 must belong to the final centers. After a strict convergence they do,
     // unless a relocation moved a center in that last iteration.
-    if (!strict_convergence || shift != 0.0) rows_->assign(centers.data(), k_, labels, dist2, false);
-    Run run;
+    if (!strict_convergence || shift != 0.0) rows_->assign(run.centers.data(), k_, labels, dist2, false);
     run.inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
     comm_.allreduce_sum(&run.inertia, 1);
     trace.mark("final assign, inertia");
-    run.centers = std::move(centers);
     run.n_iter = iter;
     return run;
   }
@@ -863,6 +860,47 @@ class Fitter {
     double variance = static_cast<double>(n_) / static_cast<double>(layout_.total) * local_variance_;
     comm_.allreduce_sum(&variance, 1);
     return variance;
+  }
+
+  // A step with a cluster of weight 0, on the host: the sums and centers fetched, the empty
+  // clusters relocated (relocate_empty_clusters), the next centers written to `next` (the
+  // backend's memory); returns the shift, summed as move_centers sums it. A cluster still empty
+  // after relocation (every row sits on its center: fewer distinct rows than clusters) is put on
+  // the heaviest cluster's center (the first on ties), as scikit-learn does: on a data point, not
+  // at the origin. Its rows tie there and go to the lower index, so the labels settle and the fit
+  // converges.
+  double relocate_and_move(const int32_t* labels, const T* dist2, const Buffer& centers, const Buffer& sums, Buffer& next) {
+    const int64_t kd = k_ * d_, stride = d_ + 1;
+    std::vector<double> packed(static_cast<std::size_t>(detail::lloyd_sums_size(k_, d_)));
+    std::vector<T> old(static_cast<std::size_t>(kd)), moved(static_cast<std::size_t>(kd));
+    detail::copy_bytes(ctx_, packed.data(), Device{}, sums.data(), ctx_.device(), packed.size() * sizeof(double));
+    detail::copy_bytes(ctx_, old.data(), Device{}, centers.data(), ctx_.device(), old.size() * sizeof(T));
+    std::vector<double> feature_sums(static_cast<std::size_t>(kd)), weight_sums(static_cast<std::size_t>(k_));
+    for (int64_t c = 0; c < k_; ++c) {
+      std::copy(packed.begin() + c * stride, packed.begin() + c * stride + d_, feature_sums.begin() + c * d_);
+      weight_sums[c] = packed[c * stride + d_];
+    }
+    relocate_empty_clusters(labels, dist2, old, feature_sums, weight_sums);
+    for (int64_t c = 0; c < k_; ++c) {
+      std::copy(feature_sums.begin() + c * d_, feature_sums.begin() + (c + 1) * d_, packed.begin() + c * stride);
+      packed[c * stride + d_] = weight_sums[c];
+    }
+    const int64_t heaviest = std::max_element(weight_sums.begin(), weight_sums.end()) - weight_sums.begin();
+    std::vector<double> center_moves(static_cast<std::size_t>(k_), 0.0);
+    for (int64_t c = 0; c < k_; ++c)
+      if (weight_sums[c] > 0)
+        center_moves[c] = detail::move_center(packed.data() + c * stride, old.data() + c * d_, d_, moved.data() + c * d_);
+    for (int64_t c = 0; c < k_; ++c) {
+      if (weight_sums[c] > 0) continue;
+      for (int64_t j = 0; j < d_; ++j) {
+        moved[c * d_ + j] = moved[heaviest * d_ + j];
+        center_moves[c] = detail::add_square(center_moves[c], static_cast<double>(moved[c * d_ + j]) - static_cast<double>(old[c * d_ + j]));
+      }
+    }
+    double shift = 0.0;
+    for (double m : center_moves) shift += m;
+    detail::copy_bytes(ctx_, next.data(), ctx_.device(), moved.data(), Device{}, moved.size() * sizeof(T));
+    return shift;
   }
 
   // Gives every cluster of zero weight the row farthest from its center (the j-th empty

@@ -59,6 +59,43 @@ struct NearestCenters {
   int64_t centers = 0;
 };
 
+// ---- Lloyd iterations with the centers in the backend's memory ------------------------------
+//
+// A Lloyd step's sums (lloyd_sums_size(k, d) doubles, the backend's memory): for each center c,
+// sums[c (d + 1) + j] the weighted sum of its rows' feature j (j < d) and sums[c (d + 1) + d]
+// their weight; then, last, the number of labels that changed. Added over the ranks as they are.
+inline int64_t lloyd_sums_size(int64_t k, int64_t d) { return k * (d + 1) + 1; }
+
+// What move_centers reports: one small read a step.
+struct CenterMoves {
+  double changed = 0.0;  // labels changed (the sums' last entry)
+  double shift = 0.0;    // sum over centers, in order, of each one's squared move (move_center)
+  bool empty = false;    // a center has weight 0: nothing was moved (the driver relocates)
+};
+
+// (acc + m²) rounded twice, never fused into an FMA: the same bits on the host and in kernels.
+GPUML_HOST_DEVICE inline double add_square(double acc, double m) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(acc, __dmul_rn(m, m));
+#else
+  volatile double square = m * m;  // (a host build with -ffp-contract=fast and FMA would fuse it)
+  return acc + square;
+#endif
+}
+
+// Center c's next position, sums / weight rounded to T (sums: its d sums then its weight, > 0),
+// into next; returns its squared move from old, summed over the features in order in double.
+template <typename T>
+GPUML_HOST_DEVICE inline double move_center(const double* sums, const T* old, int64_t d, T* next) {
+  const double weight = sums[d];
+  double moved = 0.0;
+  for (int64_t j = 0; j < d; ++j) {
+    next[j] = static_cast<T>(sums[j] / weight);
+    moved = add_square(moved, static_cast<double>(next[j]) - static_cast<double>(old[j]));
+  }
+  return moved;
+}
+
 template <typename T>
 class KMeansBackend {
  public:
@@ -109,10 +146,17 @@ class KMeansBackend {
   // order; weights == nullptr: every weight is 1 (the counts).
   virtual void nearest_weights(const T* weights, const int32_t* nearest, int64_t n, int64_t m, double* totals_host) = 0;
 
-  // Per-cluster weighted sums of rows (k x d) and weights (k), accumulated in double. weights may
-  // be nullptr: every weight is 1 (the same sums, bit for bit).
-  virtual void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d,
-                          int64_t k, double* sums_host, double* weight_sums_host) = 0;
+  // One Lloyd step's first half, in the backend's memory: assign as `assign` does, to centers
+  // in the backend's memory, then the step's sums (lloyd_sums_size) from the new labels (weights
+  // nullptr: every weight is 1), the labels changed last (0 without count_changes). The CUDA
+  // backend does not wait for the device.
+  virtual void lloyd_sums(const T* X, const T* weights, int64_t n, int64_t d, const T* centers, int64_t k, int32_t* labels,
+                          T* dist2, bool count_changes, double* sums) = 0;
+
+  // Its second half, once the sums are added over the ranks: next[c] = move_center of center c
+  // from centers[c] (all in the backend's memory) and the shift, the sum over c in order of the
+  // moves; unless a center has weight 0: then `empty`, and next holds nothing of use.
+  virtual CenterMoves move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) = 0;
 
   // sum_i weights[i] * values[i] (values may be dist2), in double.
   virtual double weighted_sum(const T* weights, const T* values, int64_t n) = 0;

@@ -211,32 +211,25 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     return changes;
   }
 
-  void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d, int64_t k,
-                  double* sums_host, double* weight_sums_host) override {
-    const int64_t stride = k * d + k;  // one block's sums, then its weights
-    const RowBlocks blocks(n, threads_, 4096, max_blocks_for(stride));
-    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * stride));
-#pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
-    for (int b = 0; b < blocks.count(); ++b) {
-      double* sums = partial.data() + b * stride;
-      double* wsums = sums + k * d;
-      std::fill(sums, sums + stride, 0.0);
-      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
-        const int64_t c = labels[i];
-        const double w = weights ? static_cast<double>(weights[i]) : 1.0;
-        double* row_sum = sums + c * d;
-        const T* x = X + i * d;
-        for (int64_t j = 0; j < d; ++j) row_sum[j] += static_cast<double>(x[j]) * w;
-        wsums[c] += w;
-      }
+  void lloyd_sums(const T* X, const T* weights, int64_t n, int64_t d, const T* centers, int64_t k, int32_t* labels, T* dist2,
+                  bool count_changes, double* sums) override {
+    const int64_t changed = assign(X, n, d, centers, k, labels, dist2, count_changes);
+    std::vector<double> feature_sums(static_cast<std::size_t>(k * d)), weight_sums(static_cast<std::size_t>(k));
+    accumulate(X, weights, labels, n, d, k, feature_sums.data(), weight_sums.data());
+    for (int64_t c = 0; c < k; ++c) {
+      std::copy(feature_sums.begin() + c * d, feature_sums.begin() + (c + 1) * d, sums + c * (d + 1));
+      sums[c * (d + 1) + d] = weight_sums[c];
     }
-    std::fill(sums_host, sums_host + k * d, 0.0);
-    std::fill(weight_sums_host, weight_sums_host + k, 0.0);
-    for (int b = 0; b < blocks.count(); ++b) {
-      const double* sums = partial.data() + b * stride;
-      for (int64_t e = 0; e < k * d; ++e) sums_host[e] += sums[e];
-      for (int64_t c = 0; c < k; ++c) weight_sums_host[c] += sums[k * d + c];
-    }
+    sums[k * (d + 1)] = static_cast<double>(changed);
+  }
+
+  CenterMoves move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) override {
+    CenterMoves moves;
+    moves.changed = sums[k * (d + 1)];
+    for (int64_t c = 0; c < k; ++c) moves.empty = moves.empty || !(sums[c * (d + 1) + d] > 0.0);
+    if (moves.empty) return moves;
+    for (int64_t c = 0; c < k; ++c) moves.shift += move_center(sums + c * (d + 1), centers + c * d, d, next + c * d);
+    return moves;
   }
 
   double weighted_sum(const T* weights, const T* values, int64_t n) override {
@@ -488,6 +481,35 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
   int threads_for(int64_t work) const { return detail::threads_for(threads_, work); }
 
  private:
+  // Per-cluster weighted sums of rows (k x d) and weights (k) in double (weights nullptr: all 1).
+  void accumulate(const T* X, const T* weights, const int32_t* labels, int64_t n, int64_t d, int64_t k,
+                  double* sums_host, double* weight_sums_host) {
+    const int64_t stride = k * d + k;  // one block's sums, then its weights
+    const RowBlocks blocks(n, threads_, 4096, max_blocks_for(stride));
+    std::vector<double> partial(static_cast<std::size_t>(blocks.count() * stride));
+#pragma omp parallel for num_threads(threads_for(n * d)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b) {
+      double* sums = partial.data() + b * stride;
+      double* wsums = sums + k * d;
+      std::fill(sums, sums + stride, 0.0);
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+        const int64_t c = labels[i];
+        const double w = weights ? static_cast<double>(weights[i]) : 1.0;
+        double* row_sum = sums + c * d;
+        const T* x = X + i * d;
+        for (int64_t j = 0; j < d; ++j) row_sum[j] += static_cast<double>(x[j]) * w;
+        wsums[c] += w;
+      }
+    }
+    std::fill(sums_host, sums_host + k * d, 0.0);
+    std::fill(weight_sums_host, weight_sums_host + k, 0.0);
+    for (int b = 0; b < blocks.count(); ++b) {
+      const double* sums = partial.data() + b * stride;
+      for (int64_t e = 0; e < k * d; ++e) sums_host[e] += sums[e];
+      for (int64_t c = 0; c < k; ++c) weight_sums_host[c] += sums[k * d + c];
+    }
+  }
+
   // Per column j: sum_i X_ij into out[j], or sum_i (X_ij - center[j])^2 when center is given,
   // and then, where centered != nullptr, centered[i, j] = X_ij - center[j] rounded to T (it may
   // be X). Per-block partial sums in double, then the blocks in order: deterministic.

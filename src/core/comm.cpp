@@ -90,6 +90,9 @@ class LocalComm final : public Comm {
   void allreduce_sum(void* data, int64_t count, DType dtype) override {
     detail::check_collective(*this, "allreduce_sum", data, count, dtype);
   }
+  void allreduce_sum_on(const Context&, void* data, int64_t count, DType dtype) override {  // no staging: a no-op
+    detail::check_collective(*this, "allreduce_sum_on", data, count, dtype);
+  }
   void allgatherv(const void* send, int64_t count, void* recv, const int64_t* counts, DType dtype) override {
     detail::check_collective(*this, "allgatherv", send, count, dtype);
     detail::check_collective(*this, "allgatherv", recv, detail::check_counts(*this, count, counts), dtype);
