@@ -245,6 +245,9 @@ class Rows {
   // (the driver's loop) use the gaps, which the driver then computes.
   virtual bool skips_rows() const { return false; }
   virtual bool reads_gaps() const { return false; }
+  // The most candidates k-means|| assigns these rows to in one pass (given k clusters): sparse
+  // rows take their products, n x batch, so no more than a Lloyd iteration's.
+  virtual int64_t candidate_batch(int64_t k) const { return k; }
 };
 
 template <typename T>
@@ -279,6 +282,9 @@ class DenseRows final : public Rows<T> {
   }
   bool skips_rows() const override { return true; }
   bool reads_gaps() const override { return backend_.reads_gaps(); }
+  // Dense rows: a round's candidates (about 2k) in one pass over X where they number at most 8192
+  // (or k): one pass instead of two saves reading X and settling its rows again.
+  int64_t candidate_batch(int64_t k) const override { return std::max<int64_t>(k, 8192); }
 
  private:
   detail::KMeansBackend<T>& backend_;
@@ -766,15 +772,15 @@ class Fitter {
     Buffer labels_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(int32_t));
     Buffer dist2_buffer(ctx_, static_cast<std::size_t>(n_) * sizeof(T));
     // D² to candidates [first, first + m) (rows_host), kept where lower (ties: the earlier
-    // candidate), in batches of at most k candidates (sparse X's products take no more memory
-    // than a Lloyd iteration's); then the rows just chosen, `chosen`, sit on a candidate (itself,
+    // candidate), in batches of at most candidate_batch; then the rows just chosen, `chosen`, sit on a candidate (itself,
     // or an equal row chosen before it, which takes the tie): exactly 0, though the backend's D²
     // may round above it, so they are never drawn again.
     auto merge_nearest = [&](const T* rows_host, int64_t m, int64_t first, const std::vector<int64_t>& chosen) {
-      for (int64_t b = 0; b < m && n_ > 0; b += k_) {
-        const int64_t batch = std::min(k_, m - b);
+      const int64_t most = rows_->candidate_batch(k_);
+      for (int64_t b = 0; b < m && n_ > 0; b += most) {
+        const int64_t batch = std::min(most, m - b);
         rows_->assign(rows_host + b * d_, batch, labels_buffer.as<int32_t>(), dist2_buffer.as<T>(), false);
-        const bool last = b + k_ >= m;
+        const bool last = b + most >= m;
         backend_->merge_nearest(labels_buffer.as<int32_t>(), dist2_buffer.as<T>(), n_, first + b, closest_buffer.as<T>(),
                                 nearest_buffer.as<int32_t>(), last ? chosen.data() : nullptr,
                                 last ? static_cast<int64_t>(chosen.size()) : 0);
