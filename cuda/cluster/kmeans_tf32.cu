@@ -408,9 +408,18 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
     }
   };
 
+  // Few centers (every tile has a stage of its own): copied once, read by every row tile.
+  const bool resident = tiles <= stages;
+  if (resident) {
+    for (int tile = 0; tile < tiles; ++tile) issue(tile);
+    __pipeline_wait_prior(0);
+    fence_async_shared();
+    __syncthreads();
+  }
   for (int64_t row0 = int64_t(blockIdx.x) * kWgBlockRows; row0 < n; row0 += int64_t(gridDim.x) * kWgBlockRows) {
     // (The barrier that ended the previous row tile guards the stages: every MMA on them is done.)
-    for (int s = 0; s < stages - 1; ++s) issue(s);
+    if (!resident)
+      for (int s = 0; s < stages - 1; ++s) issue(s);
     // The warp's 16 rows as m16n8k8 A fragments, rounded to TF32: rows g and g + 8, features t and t + 4 of each step.
     const int64_t row_lo = row0 + wg * kWgRows + warp * 16 + g, row_hi = row_lo + 8;
     auto x_at = [&](int64_t row, int f) { return row < n && f < d ? __float_as_uint(round_to_tf32(X[row * d + f])) : 0u; };
@@ -425,10 +434,12 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
     lists[0] = lists[1] = lists[2] = lists[3] = PackedShortlist{};
     float acc0[32], acc1[32];  // first and second halves
     for (int tile = 0; tile < tiles; ++tile) {
-      __pipeline_wait_prior(stages - 2);  // this thread's copies of `tile` have landed
-      fence_async_shared();
-      __syncthreads();                    // everyone's have, and every MMA on tile - 1 is done
-      issue(tile + stages - 1);           // into the stage of tile - 1
+      if (!resident) {
+        __pipeline_wait_prior(stages - 2);  // this thread's copies of `tile` have landed
+        fence_async_shared();
+        __syncthreads();                    // everyone's have, and every MMA on tile - 1 is done
+        issue(tile + stages - 1);           // into the stage of tile - 1
+      }
       // Both halves in flight, then the first offered while the second runs. (No MMA stays in
       // flight across iterations: ptxas then serializes every MMA, C7514.)
       multiply(acc0, a, tile, 0);
