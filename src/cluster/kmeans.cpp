@@ -44,7 +44,10 @@ namespace gpuml {
 
 namespace {
 
-const char* const kAttributeNames[] = {"cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_"};
+// distinct_clusters_ (not scikit-learn's): how many clusters hold a row, over all ranks; the
+// Python fit warns as scikit-learn does when fewer than n_clusters do, without reading labels_.
+const char* const kAttributeNames[] = {"cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_",
+                                       "distinct_clusters_"};
 
 // KMeans's parameters, declared once (core/param_table.hpp), in scikit-learn's order.
 const detail::ParamTable<KMeansParams>& params_table() {
@@ -564,6 +567,7 @@ class Fitter {
     std::vector<T> centers;  // in X's original coordinates once fit() returns
     double inertia = 0.0;
     int64_t n_iter = 0;
+    int64_t distinct_clusters = 0;  // of the kept run, over all ranks (set by fit())
   };
 
   // X is the staged input; it is centered in place when staging made a private copy of it.
@@ -653,6 +657,7 @@ class Fitter {
         std::swap(labels, run_labels);
       }
     }
+    best.distinct_clusters = distinct_clusters(labels.as<const int32_t>());
     if (centered_)
       for (int64_t c = 0; c < k_; ++c)
         for (int64_t j = 0; j < d_; ++j) {
@@ -866,6 +871,14 @@ class Fitter {
     double variance = static_cast<double>(n_) / static_cast<double>(layout_.total) * local_variance_;
     comm_.allreduce_sum(&variance, 1);
     return variance;
+  }
+
+  // How many clusters hold at least one of the rows (all ranks'), from their labels.
+  int64_t distinct_clusters(const int32_t* labels) {
+    std::vector<double> counts(static_cast<std::size_t>(k_), 0.0);
+    if (n_ > 0) backend_->nearest_weights(nullptr, labels, n_, k_, counts.data());
+    comm_.allreduce_sum(counts.data(), k_);
+    return std::count_if(counts.begin(), counts.end(), [](double c) { return c > 0.0; });
   }
 
   // A step with a cluster of weight 0, on the host: the sums and centers fetched, the empty
@@ -1107,7 +1120,7 @@ KMeans& KMeans::fit(Context& ctx, const ArrayView& X, const ArrayView* sample_we
       best.inertia = std::ldexp(best.inertia, -2 * exponent);
     }
     trace.mark("release the fit's buffers");
-    adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, labels, n);
+    adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, best.distinct_clusters, labels, n);
     trace.mark("adopt");
   });
   return *this;
@@ -1157,7 +1170,7 @@ KMeans& KMeans::fit(Context& ctx, const SparseView& X, const ArrayView* sample_w
       for (T& v : best.centers) v = std::ldexp(v, -scaled.exponent);
       best.inertia = std::ldexp(best.inertia, -2 * scaled.exponent);
     }
-    adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, labels, n);
+    adopt(ctx, finished_centers(best, k, d), best.inertia, best.n_iter, best.distinct_clusters, labels, n);
   });
   return *this;
 }
@@ -1166,7 +1179,8 @@ void KMeans::fit_sparse(Context& ctx, const SparseView& X, const ArrayView*, con
   fit(ctx, X, sample_weight);
 }
 
-void KMeans::adopt(Context& ctx, HostArray centers, double inertia, int64_t n_iter, const Buffer& labels, int64_t n) {
+void KMeans::adopt(Context& ctx, HostArray centers, double inertia, int64_t n_iter, int64_t distinct_clusters,
+                   const Buffer& labels, int64_t n) {
   // Replace the fitted state only once everything has succeeded.
   const int64_t d = centers.spec().shape[1];
   labels_ = detail::to_host(ctx, make_view(labels.data(), DType::int32, ctx.device(), n));
@@ -1174,6 +1188,7 @@ void KMeans::adopt(Context& ctx, HostArray centers, double inertia, int64_t n_it
   inertia_ = scalar_f64(inertia);
   n_iter_ = scalar_i64(n_iter);
   n_features_in_ = scalar_i64(d);
+  distinct_clusters_ = scalar_i64(distinct_clusters);
 }
 
 namespace {
@@ -1375,12 +1390,13 @@ std::vector<std::string> KMeans::attribute_names() const {
 const HostArray& KMeans::attribute(const std::string& name) const {
   if (name == "cluster_centers_") return cluster_centers();
   if (name == "labels_") return labels();
-  if (name == "inertia_" || name == "n_iter_" || name == "n_features_in_") {
+  if (name == "inertia_" || name == "n_iter_" || name == "n_features_in_" || name == "distinct_clusters_") {
     require_fitted();
-    return name == "inertia_" ? inertia_ : name == "n_iter_" ? n_iter_ : n_features_in_;
+    return name == "inertia_" ? inertia_ : name == "n_iter_" ? n_iter_ : name == "n_features_in_" ? n_features_in_ : distinct_clusters_;
   }
-  throw_error(ErrorCode::invalid_argument, "kmeans has no attribute '" + name +
-                                               "' (known: cluster_centers_, labels_, inertia_, n_iter_, n_features_in_)");
+  throw_error(ErrorCode::invalid_argument,
+              "kmeans has no attribute '" + name +
+                  "' (known: cluster_centers_, labels_, inertia_, n_iter_, n_features_in_, distinct_clusters_)");
 }
 
 void KMeans::restore(std::map<std::string, HostArray> attributes) {
@@ -1389,7 +1405,8 @@ void KMeans::restore(std::map<std::string, HostArray> attributes) {
     GPUML_EXPECT(std::find(std::begin(kAttributeNames), std::end(kAttributeNames), entry.first) != std::end(kAttributeNames),
                  where + "unknown attribute '" + entry.first + "'");
   for (const char* name : kAttributeNames)
-    GPUML_EXPECT(attributes.count(name) && !attributes.at(name).empty(), where + "attribute '" + name + "' is missing");
+    GPUML_EXPECT(std::strcmp(name, "distinct_clusters_") == 0 || (attributes.count(name) && !attributes.at(name).empty()),
+                 where + "attribute '" + name + "' is missing");
 
   auto is_shape = [](const HostArray& a, DType dtype, int32_t ndim) { return a.dtype() == dtype && a.spec().ndim == ndim; };
   const HostArray& centers = attributes.at("cluster_centers_");
@@ -1430,6 +1447,20 @@ void KMeans::restore(std::map<std::string, HostArray> attributes) {
   inertia_ = std::move(attributes.at("inertia_"));
   n_iter_ = std::move(attributes.at("n_iter_"));
   n_features_in_ = std::move(attributes.at("n_features_in_"));
+  // Models saved before distinct_clusters_ have none: counted from their labels.
+  std::vector<char> held(static_cast<std::size_t>(k), 0);
+  const int32_t* saved = labels_.as<const int32_t>();
+  for (int64_t i = 0; i < labels_.spec().shape[0]; ++i) held[saved[i]] = 1;
+  const int64_t counted = std::count(held.begin(), held.end(), char(1));
+  auto distinct = attributes.find("distinct_clusters_");
+  if (distinct == attributes.end()) {
+    distinct_clusters_ = scalar_i64(counted);
+  } else {
+    GPUML_EXPECT(is_shape(distinct->second, DType::int64, 0) && *distinct->second.as<const int64_t>() >= 1 &&
+                     *distinct->second.as<const int64_t>() <= k,
+                 where + "distinct_clusters_ must be an int64 scalar in [1, n_clusters]");
+    distinct_clusters_ = std::move(distinct->second);
+  }
 }
 
 // ---- parameters as JSON ----------------------------------------------------------------------

@@ -4,6 +4,10 @@
 #include <cstring>
 #include <new>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "core/device_ops.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/error.hpp"
@@ -72,10 +76,17 @@ Buffer Buffer::host(std::size_t bytes) {
   Buffer b;
   b.bytes_ = bytes;
   if (bytes == 0) return b;
-  constexpr std::size_t kAlign = 64;  // a cache line; also enough for any SIMD load
-  std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-  b.data_ = std::aligned_alloc(kAlign, rounded);
+  // A cache line (enough for any SIMD load); large buffers on whole huge pages, and asked to be
+  // backed by them: their first touch (copying a fit's 10M labels to the host, say) then takes a
+  // few faults instead of one per 4 KiB page, ~25 ms for 40 MB on a virtual machine.
+  constexpr std::size_t kLineAlign = 64, kHugePage = std::size_t(2) << 20;
+  const std::size_t align = bytes >= 2 * kHugePage ? kHugePage : kLineAlign;
+  const std::size_t rounded = (bytes + align - 1) / align * align;
+  b.data_ = std::aligned_alloc(align, rounded);
   if (!b.data_) throw_error(ErrorCode::out_of_memory, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
+#if defined(__linux__)
+  if (align == kHugePage) madvise(b.data_, rounded, MADV_HUGEPAGE);  // a hint: refused or not, the memory is usable
+#endif
   return b;
 }
 

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _array
 from ._base import GpumlEstimator
+from ._context import get_context
 
 __all__ = ["KMeans"]
 
@@ -138,8 +139,9 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         else:
             self._fit_from(X, kind, weights)
         self._n_features_out = self.cluster_centers_.shape[0]
-        # np.unique's sort cost ~0.5 s on 10M labels, more than the fit; a count is linear.
-        distinct_clusters = np.count_nonzero(np.bincount(np.asarray(self.labels_), minlength=self.n_clusters))
+        # Counted by the fit where the labels are (reading 10M labels back and counting them here
+        # cost ~20 ms, np.unique's sort ~0.5 s).
+        distinct_clusters = int(self._gpuml_handle.attribute(get_context("cpu"), "distinct_clusters_"))
         if distinct_clusters < self.n_clusters:  # as scikit-learn warns, word for word
             warnings.warn(
                 f"Number of distinct clusters ({distinct_clusters}) found smaller than "

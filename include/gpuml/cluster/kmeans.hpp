@@ -69,10 +69,11 @@ class GPUML_API KMeans final : public Estimator {
   void restore(std::map<std::string, HostArray> attributes) override;
 
  private:
-  void adopt(Context& ctx, HostArray centers, double inertia, int64_t n_iter, const Buffer& labels, int64_t n);
+  void adopt(Context& ctx, HostArray centers, double inertia, int64_t n_iter, int64_t distinct_clusters, const Buffer& labels,
+             int64_t n);
 
   KMeansParams params_;
-  HostArray centers_, labels_, inertia_, n_iter_, n_features_in_;
+  HostArray centers_, labels_, inertia_, n_iter_, n_features_in_, distinct_clusters_;
 };
 
 }  // namespace gpuml

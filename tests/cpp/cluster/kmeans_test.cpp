@@ -155,6 +155,7 @@ struct Fitted {
   std::vector<int32_t> labels;
   double inertia = 0;
   int64_t n_iter = 0;
+  int64_t distinct_clusters = 0;
   DType centers_dtype = DType::float64;
 };
 
@@ -171,6 +172,7 @@ Fitted summarize(const KMeans& km) {
   f.labels.assign(l.as<int32_t>(), l.as<int32_t>() + l.spec().shape[0]);
   f.inertia = km.inertia();
   f.n_iter = km.n_iter();
+  f.distinct_clusters = *km.attribute("distinct_clusters_").as<const int64_t>();
   return f;
 }
 
@@ -721,6 +723,7 @@ TEST(KMeansCpu, FewerDistinctRowsThanClustersConverges) {
     // first iteration moved no center by more than tol.
     EXPECT_LE(got.n_iter, 2);
     EXPECT_TRUE(same_partition(got.labels, dup.source)) << "each distinct row must be one cluster";
+    EXPECT_EQ(got.distinct_clusters, distinct);  // the Python fit's warning: fewer than n_clusters
     expect_centers_on_points(got.centers, dup, on_point);
     EXPECT_LE(got.inertia, 1e-20 * static_cast<double>(dup.n));  // rows on their centers up to those ulps
     // The other inits: no cluster splits a distinct row, centers on data points. (init="random"
@@ -1029,7 +1032,8 @@ TEST(KMeansCpu, AttributesHaveScikitLearnNamesAndShapes) {
   km.fit(ctx, host_view(X.data(), n, d));
   EXPECT_TRUE(km.fitted());
   EXPECT_EQ(km.attribute_names(),
-            (std::vector<std::string>{"cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_"}));
+            (std::vector<std::string>{"cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_",
+                                      "distinct_clusters_"}));
   const HostArray& centers = km.attribute("cluster_centers_");
   EXPECT_EQ(centers.dtype(), DType::float32);
   EXPECT_EQ(centers.spec().ndim, 2);
@@ -1043,6 +1047,11 @@ TEST(KMeansCpu, AttributesHaveScikitLearnNamesAndShapes) {
   EXPECT_EQ(km.attribute("inertia_").dtype(), DType::float64);
   EXPECT_EQ(km.attribute("n_iter_").dtype(), DType::int64);
   EXPECT_EQ(*km.attribute("n_features_in_").as<int64_t>(), d);
+  // distinct_clusters_: the clusters the labels use, counted here from labels_.
+  std::vector<char> used(static_cast<std::size_t>(k), 0);
+  for (int64_t i = 0; i < n; ++i) used[labels.as<const int32_t>()[i]] = 1;
+  EXPECT_EQ(km.attribute("distinct_clusters_").dtype(), DType::int64);
+  EXPECT_EQ(*km.attribute("distinct_clusters_").as<int64_t>(), std::count(used.begin(), used.end(), char(1)));
   EXPECT_GE(km.n_iter(), 1);
   EXPECT_LE(km.n_iter(), p.max_iter);
   EXPECT_GE(km.inertia(), 0.0);
@@ -1673,6 +1682,7 @@ TEST(KMeansGpu, FewerDistinctRowsThanClustersMatchesCpu) {
       EXPECT_LE(gpu_fit.n_iter, 2);
       EXPECT_LE(cpu.n_iter, 2);
       EXPECT_TRUE(same_partition(gpu_fit.labels, dup.source)) << "each distinct row must be one cluster";
+      EXPECT_EQ(gpu_fit.distinct_clusters, distinct);
       expect_centers_on_points(gpu_fit.centers, dup, on_point);
       // The same start: the same iterations. (Labels may differ by a renamed cluster: a last
       // relocation onto a row a few ulps from its center picks the farthest by each backend's
