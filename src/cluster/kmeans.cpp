@@ -319,11 +319,7 @@ class SparseRows final : public Rows<T> {
     std::vector<double> feature_sums(static_cast<std::size_t>(k * d_)), weight_sums(static_cast<std::size_t>(k));
     X_.grouped_row_sums(labels, weights, k, feature_sums.data(), weight_sums.data());
     std::vector<double> packed(static_cast<std::size_t>(detail::lloyd_sums_size(k, d_)));
-    for (int64_t c = 0; c < k; ++c) {
-      std::copy(feature_sums.begin() + c * d_, feature_sums.begin() + (c + 1) * d_, packed.begin() + c * (d_ + 1));
-      packed[c * (d_ + 1) + d_] = weight_sums[c];
-    }
-    packed.back() = static_cast<double>(changed);
+    detail::pack_lloyd_sums(feature_sums.data(), weight_sums.data(), k, d_, static_cast<double>(changed), packed.data());
     detail::copy_bytes(ctx_, sums, ctx_.device(), packed.data(), Device{}, packed.size() * sizeof(double));
   }
   void candidate_potentials(const T* weights, const T* closest, const detail::NearestCenters<T>& /*known*/,
@@ -900,10 +896,7 @@ class Fitter {
       weight_sums[c] = packed[c * stride + d_];
     }
     relocate_empty_clusters(labels, dist2, old, feature_sums, weight_sums);
-    for (int64_t c = 0; c < k_; ++c) {
-      std::copy(feature_sums.begin() + c * d_, feature_sums.begin() + (c + 1) * d_, packed.begin() + c * stride);
-      packed[c * stride + d_] = weight_sums[c];
-    }
+    detail::pack_lloyd_sums(feature_sums.data(), weight_sums.data(), k_, d_, packed.back(), packed.data());
     const int64_t heaviest = std::max_element(weight_sums.begin(), weight_sums.end()) - weight_sums.begin();
     std::vector<double> center_moves(static_cast<std::size_t>(k_), 0.0);
     for (int64_t c = 0; c < k_; ++c)

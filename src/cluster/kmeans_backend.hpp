@@ -66,6 +66,16 @@ struct NearestCenters {
 // their weight; then, last, the number of labels that changed. Added over the ranks as they are.
 inline int64_t lloyd_sums_size(int64_t k, int64_t d) { return k * (d + 1) + 1; }
 
+// Per-cluster sums (k x d) and weights (k), and the labels changed, in that layout (host memory).
+inline void pack_lloyd_sums(const double* feature_sums, const double* weight_sums, int64_t k, int64_t d, double changed,
+                            double* sums) {
+  for (int64_t c = 0; c < k; ++c) {
+    for (int64_t j = 0; j < d; ++j) sums[c * (d + 1) + j] = feature_sums[c * d + j];
+    sums[c * (d + 1) + d] = weight_sums[c];
+  }
+  sums[k * (d + 1)] = changed;
+}
+
 // What move_centers reports: one small read a step.
 struct CenterMoves {
   double changed = 0.0;  // labels changed (the sums' last entry)

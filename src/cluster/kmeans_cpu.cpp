@@ -216,11 +216,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     const int64_t changed = assign(X, n, d, centers, k, labels, dist2, count_changes);
     std::vector<double> feature_sums(static_cast<std::size_t>(k * d)), weight_sums(static_cast<std::size_t>(k));
     accumulate(X, weights, labels, n, d, k, feature_sums.data(), weight_sums.data());
-    for (int64_t c = 0; c < k; ++c) {
-      std::copy(feature_sums.begin() + c * d, feature_sums.begin() + (c + 1) * d, sums + c * (d + 1));
-      sums[c * (d + 1) + d] = weight_sums[c];
-    }
-    sums[k * (d + 1)] = static_cast<double>(changed);
+    pack_lloyd_sums(feature_sums.data(), weight_sums.data(), k, d, static_cast<double>(changed), sums);
   }
 
   CenterMoves move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) override {
