@@ -171,7 +171,18 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
 
   void nearest_weights(const T* weights, const int32_t* nearest, int64_t n, int64_t m, double* totals_host) override {
     std::fill(totals_host, totals_host + m, 0.0);
-    for (int64_t i = 0; i < n; ++i) totals_host[nearest[i]] += weights ? static_cast<double>(weights[i]) : 1.0;
+    if (weights) {  // in row order: the sums' bits depend on it
+      for (int64_t i = 0; i < n; ++i) totals_host[nearest[i]] += static_cast<double>(weights[i]);
+      return;
+    }
+    // Counts: integers, exact in any order, so per-block counts added up give the same bits.
+    const RowBlocks blocks(n, threads_, 1 << 16, max_blocks_for(m));
+    std::vector<int64_t> counts(static_cast<std::size_t>(blocks.count() * m), 0);
+#pragma omp parallel for num_threads(threads_for(n)) schedule(static)
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t i = blocks.begin(b); i < blocks.end(b); ++i) ++counts[b * m + nearest[i]];
+    for (int b = 0; b < blocks.count(); ++b)
+      for (int64_t c = 0; c < m; ++c) totals_host[c] += static_cast<double>(counts[b * m + c]);
   }
 
   int64_t assign(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, int32_t* labels, T* dist2,

@@ -129,5 +129,31 @@ TEST(KMeansBackendCpu, PlusPlusSkipsRowsWithoutChangingABit) {
   }
 }
 
+// nearest_weights on the CPU: counts split over the context's threads (exact), weights added in row
+// order; both against a plain loop over the rows, for 1, 2 and 4 threads.
+TEST(KMeansBackendCpu, NearestWeightsCountAndSumInRowOrder) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 200000, 400000), m = uniform_int(rng, 1, 5000);
+  std::vector<int32_t> nearest(n);
+  std::vector<double> w(n);
+  for (int64_t i = 0; i < n; ++i) {
+    nearest[i] = static_cast<int32_t>(uniform_int(rng, 0, m - 1));
+    w[i] = uniform_real(rng, 0.0, 3.0);
+  }
+  std::vector<double> counts(m, 0.0), sums(m, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    counts[nearest[i]] += 1.0;
+    sums[nearest[i]] += w[i];
+  }
+  for (int threads : {1, 2, 4}) {
+    auto cpu = detail::make_kmeans_cpu_backend<double>(Context::cpu(threads));
+    std::vector<double> got(m, -1.0);
+    cpu->nearest_weights(nullptr, nearest.data(), n, m, got.data());
+    EXPECT_EQ(got, counts) << threads << " threads";
+    cpu->nearest_weights(w.data(), nearest.data(), n, m, got.data());
+    EXPECT_EQ(got, sums) << threads << " threads";  // the same bits: the same order
+  }
+}
+
 }  // namespace
 }  // namespace gpuml
