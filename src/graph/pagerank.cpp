@@ -141,7 +141,7 @@ std::vector<T> normalized(const std::string& who, const Context& ctx, const Arra
   return out;
 }
 
-// One call's per-vertex vectors, normalized (empty: not given); x is nstart, or uniform.
+// One call's per-vertex vectors, normalized (empty: not given; x empty: the uniform start).
 template <typename T>
 struct Vectors {
   std::vector<T> p, x, d;
@@ -154,7 +154,6 @@ Vectors<T> prepare_vectors(const std::string& who, const Context& ctx, int64_t n
   if (personalization != nullptr) v.p = normalized<T>(who, ctx, *personalization, n, "personalization");
   if (nstart != nullptr) v.x = normalized<T>(who, ctx, *nstart, n, "nstart");
   if (dangling != nullptr) v.d = normalized<T>(who, ctx, *dangling, n, "dangling");
-  if (v.x.empty()) v.x.assign(static_cast<std::size_t>(n), static_cast<T>(1.0 / static_cast<double>(n)));
   return v;
 }
 
@@ -308,17 +307,24 @@ PageRankResult rank(Graph::Impl& g, const Vectors<T>& v, const PageRankParams& p
   Context& ctx = g.ctx;
   Comm& comm = ctx.comm();
   const int64_t n = g.n;
-  // Every rank runs the same vectors (else the union has no single PageRank).
-  auto hash = [](const std::vector<T>& values) { return detail::hash_of(std::vector<double>(values.begin(), values.end())); };
-  detail::agree_on_every_rank(comm, g.who, 0,
-                              {{"personalization (hash)", hash(v.p)}, {"nstart (hash)", hash(v.x)}, {"dangling (hash)", hash(v.d)}});
+  // Every rank runs the same vectors (else the union has no single PageRank). Hashed only where
+  // there are other ranks: on one, hashing (and a host uniform start) cost ~30 ms a call at 4M vertices.
+  std::vector<detail::RankField> fields;
+  if (comm.size() > 1) {
+    auto hash = [](const std::vector<T>& values) { return detail::hash_of(std::vector<double>(values.begin(), values.end())); };
+    fields = {{"personalization (hash)", hash(v.p)}, {"nstart (hash)", hash(v.x)}, {"dangling (hash)", hash(v.d)}};
+  }
+  detail::agree_on_every_rank(comm, g.who, 0, fields);
   detail::PageRankBackend<T>& backend = *g.backend_of<T>();
   // What the backend derived from the last call's vectors is stale: this call's x may even sit at
   // the address of the last call's x_new, with other values.
   backend.restart();
   detail::Trace trace(ctx, g.who.c_str());
 
-  Buffer p_buf = upload(ctx, v.p), d_buf = upload(ctx, v.d), x = upload(ctx, v.x);
+  Buffer p_buf = upload(ctx, v.p), d_buf = upload(ctx, v.d);
+  // The start: nstart, or uniform, filled where the iterations run.
+  Buffer x = v.x.empty() ? std::move(detail::stage_filled(ctx, dtype_of<T>::value, n, 1.0 / static_cast<double>(n)).owned)
+                         : upload(ctx, v.x);
   const T* p_dev = v.p.empty() ? nullptr : p_buf.as<const T>();
   const T* d_dev = v.d.empty() ? nullptr : d_buf.as<const T>();
   PageRankResult result;
