@@ -1441,13 +1441,12 @@ void KMeans::restore(std::map<std::string, HostArray> attributes) {
   n_iter_ = std::move(attributes.at("n_iter_"));
   n_features_in_ = std::move(attributes.at("n_features_in_"));
   // Models saved before distinct_clusters_ have none: counted from their labels.
-  std::vector<char> held(static_cast<std::size_t>(k), 0);
-  const int32_t* saved = labels_.as<const int32_t>();
-  for (int64_t i = 0; i < labels_.spec().shape[0]; ++i) held[saved[i]] = 1;
-  const int64_t counted = std::count(held.begin(), held.end(), char(1));
   auto distinct = attributes.find("distinct_clusters_");
   if (distinct == attributes.end()) {
-    distinct_clusters_ = scalar_i64(counted);
+    std::vector<char> held(static_cast<std::size_t>(k), 0);
+    const int32_t* saved = labels_.as<const int32_t>();
+    for (int64_t i = 0; i < labels_.spec().shape[0]; ++i) held[saved[i]] = 1;
+    distinct_clusters_ = scalar_i64(std::count(held.begin(), held.end(), char(1)));
   } else {
     GPUML_EXPECT(is_shape(distinct->second, DType::int64, 0) && *distinct->second.as<const int64_t>() >= 1 &&
                      *distinct->second.as<const int64_t>() <= k,
