@@ -696,6 +696,34 @@ void expect_centers_on_points(const std::vector<double>& centers, const Duplicat
     EXPECT_LE(nearest, tol) << "center " << c << " is not on a data point";
   }
 }
+// A model saved before distinct_clusters_ existed (its attributes without it) loads with the
+// count taken from its labels: here fewer clusters than n_clusters hold a row.
+TEST(KMeansCpu, ModelsSavedWithoutDistinctClustersCountTheirLabels) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t distinct = uniform_int(rng, 2, 5), d = uniform_int(rng, 1, 4), k = distinct + uniform_int(rng, 1, 3);
+  const Duplicates dup = make_duplicates(rng, distinct, uniform_int(rng, 3, 20), d);
+  KMeansParams p;
+  p.n_clusters = k;
+  p.random_state = rng();
+  KMeans fitted(p);
+  Context ctx = Context::cpu();
+  fitted.fit(ctx, host_view(dup.X.data(), dup.n, d));
+  std::map<std::string, HostArray> saved;
+  for (const std::string& name : fitted.attribute_names()) {
+    if (name == "distinct_clusters_") continue;
+    const HostArray& a = fitted.attribute(name);
+    HostArray copy = a.spec().ndim == 0   ? HostArray::scalar(a.dtype())
+                     : a.spec().ndim == 1 ? HostArray(a.dtype(), a.spec().shape[0])
+                                          : HostArray(a.dtype(), a.spec().shape[0], a.spec().shape[1]);
+    std::memcpy(copy.as<char>(), a.as<char>(), a.bytes());
+    saved.emplace(name, std::move(copy));
+  }
+  KMeans loaded(p);
+  loaded.restore(std::move(saved));
+  EXPECT_EQ(*loaded.attribute("distinct_clusters_").as<const int64_t>(), distinct);
+  EXPECT_EQ(*fitted.attribute("distinct_clusters_").as<const int64_t>(), distinct);
+}
+
 
 // Issue 22 item 9: with fewer distinct rows than clusters, every row sits on its center after
 // the first iteration and relocating empty clusters onto duplicates only moved rows between
