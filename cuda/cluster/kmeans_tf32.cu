@@ -48,6 +48,15 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const float* p) {
                : "memory");
 }
 
+// Where feature f sits along K in the packed centers (and so in the A fragments): within each group
+// of 16 features, lane t's float4 of features 4t .. 4t + 3 feeds its fragments (step 2G, column t),
+// (2G, t + 4), (2G + 1, t), (2G + 1, t + 4): one vector load for four fragment values. The products
+// sum the same terms, in another order (the bound does not depend on it).
+__host__ __device__ constexpr int64_t wgmma_k_position(int64_t f) {
+  const int64_t r = f & 15, t = r >> 2, e = r & 3;
+  return (f & ~int64_t(15)) + 8 * (e >> 1) + 4 * (e & 1) + t;
+}
+
 // Ct (k_pad x dpad) = the centers rounded to TF32, zeros past k and d; cn_pad (k_pad) = their
 // squared norms, +inf (2^127 when packed) past k (a padding center is never anyone's candidate). packed: each tile of
 // kCenters centers is stored as wgmma's core matrices (8 centers x 4 features, 128 contiguous
@@ -59,8 +68,8 @@ __global__ void tf32_centers_kernel(const float* __restrict__ C, int64_t k, int6
     const int64_t j = i / dpad, f = i % dpad;
     int64_t at = i;
     if (packed) {
-      const int64_t tile = j / kCenters, jj = j % kCenters;
-      at = tile * kCenters * dpad + ((jj >> 3) * (dpad >> 2) + (f >> 2)) * 32 + (jj & 7) * 4 + (f & 3);
+      const int64_t tile = j / kCenters, jj = j % kCenters, fk = wgmma_k_position(f);
+      at = tile * kCenters * dpad + ((jj >> 3) * (dpad >> 2) + (fk >> 2)) * 32 + (jj & 7) * 4 + (fk & 3);
     }
     Ct[at] = (j < k && f < d) ? round_to_tf32(C[j * d + f]) : 0.0f;
     // (The wgmma lists pack an index into each value: +inf would become a NaN there. 2^127 stays
@@ -114,29 +123,36 @@ struct Shortlist {
   }
 };
 
-// Settles one row from its lists (`slots` of them at m, kSlotWords words each: least, center,
-// rest): its label and dist2 as the FP32 kernel gives them, or the row appended to recheck_rows.
-// Returns 1 when the label changed (and count_changes), else 0.
-__device__ __noinline__ unsigned settle_row(const float* m, int slots, float pack_slack, int64_t k, int64_t row,
-                                           const float* __restrict__ X, int64_t d, bool vec4,
-                               const float* __restrict__ C, const float* __restrict__ cn_pad, float cm,
-                               const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2,
-                               bool count_changes, int64_t* __restrict__ recheck_rows, unsigned long long* __restrict__ recheck_count) {
-  float least = INFINITY;
-  for (int s = 0; s < slots; ++s) least = fminf(least, m[s * kSlotWords]);
+// The settling bound of a row whose least TF32 value (over every center) is `least`: the centers
+// whose TF32 value lies at or below it may be the FP32 winner, no other can. +inf or NaN when the
+// bound cannot be trusted (the row then goes to the FP32 kernel).
+__device__ __forceinline__ float settle_bound(float least, float row_sqnorm, int64_t d, float cm, float pack_slack) {
   // |TF32 value - FP32 value| <= E for every center: twice (v = |c|^2 - 2 x.c) the product's
   // error, 2^-10 from the operands' rounding (2^-11 each) plus d 2^-20 for the accumulations
   // (the tensor cores truncate: ~2.25 d 2^-23 at worst; FP32: d 2^-24), with |x.c| <= |x||c|
   // <= nx cm; the fmaf roundings; 5% to spare; a floor for subnormal operands flushed to zero.
-  const float row_sqnorm = row_sqnorms[row];
   const float nx = sqrtf(row_sqnorm);
   const float df = static_cast<float>(d);
   // pack_slack: the lists' values may carry a center index in their low mantissa bits, which moves
   // each by at most pack_slack |v|, |v| <= |c|^2 + 2 |x||c| (and 2% for the TF32 error in it).
   const float E = 1.05f * (0x1p-9f + df * 0x1p-19f) * nx * cm + 0x1p-21f * cm * cm + df * 0x1p-122f * (1.0f + nx + cm) +
                   1.02f * pack_slack * (cm * cm + 2.0f * nx * cm);
-  const float bound = least + 2.001f * E + fabsf(least) * 0x1p-22f;
-  bool full = !(E < INFINITY) || !(bound < INFINITY) || !(least > -INFINITY);
+  return E < INFINITY ? least + 2.001f * E + fabsf(least) * 0x1p-22f : INFINITY;
+}
+
+// Settles one row from its lists (`slots` of them at m, kSlotWords words each: least, center,
+// rest): its label and dist2 as the FP32 kernel gives them, or the row appended to recheck_rows.
+// Returns 1 when the label changed (and count_changes), else 0.
+__device__ __noinline__ unsigned settle_row(const float* m, int slots, int64_t row,
+                                           const float* __restrict__ X, int64_t d, bool vec4,
+                               const float* __restrict__ C, const float* __restrict__ cn_pad, float cm,
+                               const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2,
+                               bool count_changes, int64_t* __restrict__ recheck_rows, unsigned long long* __restrict__ recheck_count) {
+  float least = INFINITY;
+  for (int s = 0; s < slots; ++s) least = fminf(least, m[s * kSlotWords]);
+  const float row_sqnorm = row_sqnorms[row];
+  const float bound = settle_bound(least, row_sqnorm, d, cm, 0.0f);
+  bool full = !(bound < INFINITY) || !(least > -INFINITY);
   int count = 0;
   for (int s = 0; s < slots && !full; ++s) {
     const float* slot = m + s * kSlotWords;
@@ -155,11 +171,6 @@ __device__ __noinline__ unsigned settle_row(const float* m, int slots, float pac
     const float* slot = m + s * kSlotWords;
     if (slot[0] <= bound) {
       const int j = __float_as_int(slot[1]);
-      if (j >= k) {  // a padding center (only with values near FLT_MAX): the FP32 kernel decides
-        const unsigned long long at = atomicAdd(recheck_count, 1ull);
-        recheck_rows[at] = row;
-        return 0;
-      }
       const float v = fmaf(-2.0f, fp32_product(X + row * d, C + int64_t(j) * d, d, vec4), cn_pad[j]);
       if (v < best || (v == best && j < best_j)) {
         best = v;
@@ -173,17 +184,6 @@ __device__ __noinline__ unsigned settle_row(const float* m, int slots, float pac
   dist2[row] = d2 > 0.0f ? d2 : 0.0f;  // as the FP32 kernel: rounding can push an exact 0 below zero
   return changed;
 }
-
-// As Shortlist, for values that carry their center's index in their low mantissa bits: the
-// least value (and so its center) and the least of the values it let go, two min/max each.
-struct PackedShortlist {
-  float least = INFINITY, rest = INFINITY;
-
-  __device__ __forceinline__ void offer(float v) {
-    rest = fminf(rest, fmaxf(least, v));
-    least = fminf(least, v);
-  }
-};
 
 __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
     const float* __restrict__ X, int64_t n, int64_t d, int dpad, bool vec4, const float* __restrict__ C,
@@ -324,7 +324,7 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
     __syncthreads();
     const int64_t row = row0 + threadIdx.x;
     if (threadIdx.x < kRows && row < n &&
-        settle_row(merge + threadIdx.x * kSlots * kSlotWords, kSlots, 0.0f, INT64_MAX, row, X, d, vec4, C, cn_pad, cm, row_sqnorms,
+        settle_row(merge + threadIdx.x * kSlots * kSlotWords, kSlots, row, X, d, vec4, C, cn_pad, cm, row_sqnorms,
                    labels, dist2,
                    count_changes, recheck_rows, recheck_count))
       ++my_changes;
@@ -338,25 +338,71 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_argmin_kernel(
 }
 
 // ---- The warpgroup-MMA kernel (sm_90a) -------------------------------------------------------
-// The same lists and settling as tf32_argmin_kernel, with the products from wgmma: a warpgroup
-// owns 64 rows, whose TF32 fragments stay in its registers for the whole pass over the centers;
-// the centers stream through shared memory, a 128-center tile per step (one contiguous copy of
-// the packed layout), read straight from there by the MMAs. Each tile is two halves of 64
-// centers (kSteps m64n64k8 MMAs each), both issued at once: the threads offer the first half to
-// the lists while the tensor cores compute the second. Each row has 8 lists: the 4 lanes that
-// hold its columns, each with one list of even and one of odd centers. A list's values carry the
-// center's index in their low `index_bits` mantissa bits (so one min keeps value and center; the
-// slack that costs is in the settling bound). Stages: the tile being read and `stages - 1` tiles
-// loading ahead.
+// The same lists and bound as tf32_argmin_kernel, with the products from wgmma: a warpgroup owns
+// 64 rows, whose TF32 fragments stay in its registers for the whole pass over the centers; the
+// centers stream through shared memory, a 128-center tile per step (one contiguous copy of the
+// packed layout), read straight from there by the MMAs. Each tile is two halves of 64 centers
+// (kSteps m64n64k8 MMAs each), both issued at once: the threads offer the first half to the lists
+// while the tensor cores compute the second. Each row has 8 lists, all in one quad of lanes of one
+// warp (the 4 lanes that hold its columns, each with one list of even and one of odd centers), so
+// each warp merges and settles its own 16 rows with shuffles: no shared memory, no block barrier.
+// Where the centers stay resident (every tile has a stage of its own) the warpgroups then run
+// independently, one settling while the other multiplies. A list's values carry the center's
+// index in their low `index_bits` mantissa bits (one min keeps value and center; the slack that
+// costs is in the bound). Stages: the tile being read and `stages - 1` tiles loading ahead.
 constexpr int kWgRows = 64;                          // rows per warpgroup
 constexpr int kWgGroups = 2;                         // warpgroups per block
 constexpr int kWgThreads = 128 * kWgGroups;
 constexpr int kWgBlockRows = kWgRows * kWgGroups;
-constexpr int kWgSlots = 8;                          // lists per row: 4 lanes x even and odd centers
-constexpr int kWgMergeFloats = kWgBlockRows * kWgSlots * kSlotWords;
+
+// x0.c0 and x1.c1, each exactly as fp32_product forms it: two independent FMA chains, interleaved.
+__device__ __forceinline__ void fp32_products(const float* __restrict__ x0, const float* __restrict__ c0, const float* __restrict__ x1,
+                                              const float* __restrict__ c1, int64_t d, bool vec4, float& p0, float& p1) {
+  float acc0 = 0.0f, acc1 = 0.0f;
+  if (vec4) {
+    for (int64_t f = 0; f < d; f += 4) {
+      const float4 a0 = *reinterpret_cast<const float4*>(x0 + f), b0 = *reinterpret_cast<const float4*>(c0 + f);
+      const float4 a1 = *reinterpret_cast<const float4*>(x1 + f), b1 = *reinterpret_cast<const float4*>(c1 + f);
+      acc0 = fmaf(a0.x, b0.x, acc0);
+      acc1 = fmaf(a1.x, b1.x, acc1);
+      acc0 = fmaf(a0.y, b0.y, acc0);
+      acc1 = fmaf(a1.y, b1.y, acc1);
+      acc0 = fmaf(a0.z, b0.z, acc0);
+      acc1 = fmaf(a1.z, b1.z, acc1);
+      acc0 = fmaf(a0.w, b0.w, acc0);
+      acc1 = fmaf(a1.w, b1.w, acc1);
+    }
+  } else {
+    for (int64_t f = 0; f < d; ++f) {
+      acc0 = fmaf(x0[f], c0[f], acc0);
+      acc1 = fmaf(x1[f], c1[f], acc1);
+    }
+  }
+  p0 = acc0;
+  p1 = acc1;
+}
+
+// As Shortlist, for values that carry their center's index in their low mantissa bits: the
+// least value (and so its center) and the least of the values it let go, two min/max each.
+struct PackedShortlist {
+  float least = INFINITY, rest = INFINITY;
+
+  __device__ __forceinline__ void offer(float v) {
+    rest = fminf(rest, fmaxf(least, v));
+    least = fminf(least, v);
+  }
+};
+
+// (value, center) pairs: the lesser value, the lower center on ties.
+__device__ __forceinline__ void keep_least(float& best, int& best_j, float v, int j) {
+  if (v < best || (v == best && j < best_j)) {
+    best = v;
+    best_j = j;
+  }
+}
 
 template <int kSteps>  // dpad = 8 kSteps features
-__global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_argmin_kernel(
+__global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_kernel(
     const float* __restrict__ X, int64_t n, int64_t d, bool vec4, const float* __restrict__ C, const float* __restrict__ Ct,
     int64_t k, int tiles, int stages, int index_bits, const float* __restrict__ cn_pad, const float* __restrict__ max_center_sqnorm,
     const float* __restrict__ row_sqnorms, int32_t* __restrict__ labels, float* __restrict__ dist2, bool count_changes,
@@ -366,14 +412,13 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
   const uint32_t index_mask = (1u << index_bits) - 1u;
   const float pack_slack = ldexpf(1.0f, index_bits - 23);
   constexpr int kTileFloats = kCenters * dpad, kHalfFloats = kTileFloats / 2;
-  extern __shared__ __align__(16) float smem[];  // stages x kTileFloats, the merge area, the block's count
-  float* merge = smem + stages * kTileFloats;
-  unsigned int* block_changes = reinterpret_cast<unsigned int*>(merge + kWgMergeFloats);
+  extern __shared__ __align__(16) float smem[];  // stages x kTileFloats
+  __shared__ unsigned int block_changes;
 
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / kWarp) % 4, lane = threadIdx.x % kWarp;
   const int g = lane >> 2, t = lane & 3;
   const float cm = sqrtf(max_center_sqnorm[0]);
-  if (threadIdx.x == 0) *block_changes = 0;
+  if (threadIdx.x == 0) block_changes = 0;  // (added to only after a barrier)
   unsigned int my_changes = 0;
   auto issue = [&](int tile) {  // tile's copy into its stage, or an empty group past the last tile
     if (tile < tiles) {
@@ -392,7 +437,7 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
     for (int ks = 0; ks < kSteps; ++ks) wgmma_m64n64k8_tf32(acc, a[ks], wgmma_descriptor(B + ks * 64, 128, dpad * 32), ks > 0);
     wgmma_commit();
   };
-  PackedShortlist lists[4];  // the thread's rows row_lo, row_hi (index 2 * (q >> 1)) x even and odd centers (+ (q & 1))
+  PackedShortlist lists[4];  // the thread's rows h = 0, 1 (row_lo, row_hi; index 2 * (q >> 1)) x even and odd centers (+ (q & 1))
   auto offer = [&](float (&acc)[32], int tile, int half) {
     wgmma_pin(acc);
     const int j_base = tile * kCenters + half * 64 + 2 * t;
@@ -407,6 +452,11 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
       }
     }
   };
+  // The center of list 2 h + e's least value.
+  auto center_of = [&](int list) {
+    const uint32_t index = __float_as_uint(lists[list].least) & index_mask;
+    return static_cast<int>((index >> 3) * 64 + (index & 7) * 8 + 2 * t + (list & 1));
+  };
 
   // Few centers (every tile has a stage of its own): copied once, read by every row tile.
   const bool resident = tiles <= stages;
@@ -417,20 +467,41 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
     __syncthreads();
   }
   for (int64_t row0 = int64_t(blockIdx.x) * kWgBlockRows; row0 < n; row0 += int64_t(gridDim.x) * kWgBlockRows) {
-    // (The barrier that ended the previous row tile guards the stages: every MMA on them is done.)
+    // (Without resident centers, the barrier that ended the previous row tile guards the stages.)
     if (!resident)
       for (int s = 0; s < stages - 1; ++s) issue(s);
-    // The warp's 16 rows as m16n8k8 A fragments, rounded to TF32: rows g and g + 8, features t and t + 4 of each step.
-    const int64_t row_lo = row0 + wg * kWgRows + warp * 16 + g, row_hi = row_lo + 8;
-    auto x_at = [&](int64_t row, int f) { return row < n && f < d ? __float_as_uint(round_to_tf32(X[row * d + f])) : 0u; };
+    // The warp's 16 rows as A fragments, rounded to TF32 (rows g and g + 8: h = 0, 1), features
+    // in wgmma_k_position's order; and what settling them will read, loaded early.
+    const int64_t rows[2] = {row0 + wg * kWgRows + warp * 16 + g, row0 + wg * kWgRows + warp * 16 + g + 8};
     uint32_t a[kSteps][4];
 #pragma unroll
-    for (int ks = 0; ks < kSteps; ++ks) {
-      a[ks][0] = x_at(row_lo, ks * 8 + t);
-      a[ks][1] = x_at(row_hi, ks * 8 + t);
-      a[ks][2] = x_at(row_lo, ks * 8 + t + 4);
-      a[ks][3] = x_at(row_hi, ks * 8 + t + 4);
+    for (int group = 0; group < kSteps / 2; ++group) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int f0 = 16 * group + 4 * t;
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (rows[h] < n) {
+          const float* src = X + rows[h] * d + f0;
+          if (vec4) {
+            if (f0 < d) {
+              const float4 q = *reinterpret_cast<const float4*>(src);
+              v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+            }
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (f0 + e < d) v[e] = src[e];
+          }
+        }
+        a[2 * group][h] = __float_as_uint(round_to_tf32(v[0]));
+        a[2 * group][2 + h] = __float_as_uint(round_to_tf32(v[1]));
+        a[2 * group + 1][h] = __float_as_uint(round_to_tf32(v[2]));
+        a[2 * group + 1][2 + h] = __float_as_uint(round_to_tf32(v[3]));
+      }
     }
+    const float sq[2] = {rows[0] < n ? row_sqnorms[rows[0]] : 0.0f, rows[1] < n ? row_sqnorms[rows[1]] : 0.0f};
+    const int64_t my_row = t == 0 ? rows[0] : rows[1];  // lane t < 2 writes row t's answer
+    const int32_t old_label = count_changes && t < 2 && my_row < n ? labels[my_row] : -1;
     lists[0] = lists[1] = lists[2] = lists[3] = PackedShortlist{};
     float acc0[32], acc1[32];  // first and second halves
     for (int tile = 0; tile < tiles; ++tile) {
@@ -449,29 +520,87 @@ __global__ void __launch_bounds__(128 * kWgGroups, kSteps <= 8 ? 2 : 1) wgmma_ar
       wgmma_wait_all();
       offer(acc1, tile, 1);
     }
-    // Merge: a row's 8 lists, then a thread per row settles it.
+    if (!resident) __syncthreads();  // every MMA on the stages is done: the next row tile may refill them
+
+    // Settle row h from its 8 lists in the quad: the least, the bound, then its candidates (the
+    // lists whose least is within the bound), unless a list let go a value within it, there are
+    // more than kMaxCandidates, one is a padding center or the bound is not finite: then the FP32
+    // kernel decides.
+    float bound[2];
+    bool full[2];
 #pragma unroll
-    for (int l = 0; l < 4; ++l) {
-      const int r = wg * kWgRows + warp * 16 + (l >> 1) * 8 + g;
-      float* m = merge + (r * kWgSlots + 2 * t + (l & 1)) * kSlotWords;
-      const uint32_t index = __float_as_uint(lists[l].least) & index_mask;
-      m[0] = lists[l].least;
-      m[1] = __int_as_float(static_cast<int>((index >> 3) * 64 + (index & 7) * 8 + 2 * t + (l & 1)));
-      m[2] = lists[l].rest;
+    for (int h = 0; h < 2; ++h) {
+      float least = fminf(lists[2 * h].least, lists[2 * h + 1].least);
+      least = fminf(least, __shfl_xor_sync(~0u, least, 1));
+      least = fminf(least, __shfl_xor_sync(~0u, least, 2));
+      bound[h] = settle_bound(least, sq[h], d, cm, pack_slack);
+      bool doubt = !(bound[h] < INFINITY) || !(least > -INFINITY);
+      int mine = 0;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        doubt |= lists[2 * h + e].rest <= bound[h];
+        if (lists[2 * h + e].least <= bound[h]) {
+          ++mine;
+          doubt |= center_of(2 * h + e) >= k;
+        }
+      }
+      int tally = mine + (doubt ? 64 : 0);  // 64: more than any count of candidates
+      tally += __shfl_xor_sync(~0u, tally, 1);
+      tally += __shfl_xor_sync(~0u, tally, 2);
+      full[h] = tally > kMaxCandidates;
     }
-    __syncthreads();
-    const int64_t row = row0 + threadIdx.x;
-    if (threadIdx.x < kWgBlockRows && row < n)
-      my_changes += settle_row(merge + threadIdx.x * kWgSlots * kSlotWords, kWgSlots, pack_slack, k, row, X, d, vec4, C, cn_pad, cm,
-                               row_sqnorms,
-                               labels, dist2, count_changes, recheck_rows, recheck_count);
-    __syncthreads();  // the merge area and the stages are the next row tile's
+    // The candidates' FP32 products: round r takes each row's r-th candidate in this lane (two
+    // chains at once); then the least over the quad.
+    int cand[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        cand[h][e] = !full[h] && rows[h] < n && lists[2 * h + e].least <= bound[h] ? center_of(2 * h + e) : -1;
+    float best[2] = {INFINITY, INFINITY};
+    int best_j[2] = {INT_MAX, INT_MAX};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      int j[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) j[h] = r == 0 ? (cand[h][0] >= 0 ? cand[h][0] : cand[h][1]) : (cand[h][0] >= 0 ? cand[h][1] : -1);
+      if (j[0] >= 0 || j[1] >= 0) {
+        // (a row without a candidate repeats the other's product)
+        const int64_t row_a = j[0] >= 0 ? rows[0] : rows[1], row_b = j[1] >= 0 ? rows[1] : rows[0];
+        const int j_a = j[0] >= 0 ? j[0] : j[1], j_b = j[1] >= 0 ? j[1] : j[0];
+        float p[2];
+        fp32_products(X + row_a * d, C + int64_t(j_a) * d, X + row_b * d, C + int64_t(j_b) * d, d, vec4, p[0], p[1]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          if (j[h] >= 0) keep_least(best[h], best_j[h], fmaf(-2.0f, p[h], cn_pad[j[h]]), j[h]);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int m = 1; m <= 2; m <<= 1) {
+        const float other = __shfl_xor_sync(~0u, best[h], m);
+        const int other_j = __shfl_xor_sync(~0u, best_j[h], m);
+        keep_least(best[h], best_j[h], other, other_j);
+      }
+    if (t < 2 && my_row < n) {
+      if (t == 0 ? full[0] : full[1]) {
+        const unsigned long long at = atomicAdd(recheck_count, 1ull);
+        recheck_rows[at] = my_row;
+      } else {
+        const int label = t == 0 ? best_j[0] : best_j[1];
+        const float d2 = (t == 0 ? sq[0] + best[0] : sq[1] + best[1]);
+        my_changes += count_changes && old_label != label ? 1u : 0u;
+        labels[my_row] = label;
+        dist2[my_row] = d2 > 0.0f ? d2 : 0.0f;  // as the FP32 kernel: rounding can push an exact 0 below zero
+      }
+    }
   }
   if (count_changes) {
     __syncthreads();
-    if (my_changes) atomicAdd(block_changes, my_changes);
+    if (my_changes) atomicAdd(&block_changes, my_changes);
     __syncthreads();
-    if (threadIdx.x == 0 && *block_changes) atomicAdd(changes, static_cast<unsigned long long>(*block_changes));
+    if (threadIdx.x == 0 && block_changes) atomicAdd(changes, static_cast<unsigned long long>(block_changes));
   }
 }
 
@@ -484,7 +613,7 @@ void launch_wgmma_argmin(cuda::Resources& res, const float* X, int64_t n, int64_
   // Two blocks per SM fit 96 KiB of stages each (d <= 64); one (d <= 128, more registers) fits 192.
   const std::size_t budget = kSteps <= 8 ? (96u << 10) : (192u << 10);
   const int stages = static_cast<int>(std::clamp<std::size_t>(budget / tile_bytes, 2, 6));
-  const std::size_t shared = stages * tile_bytes + kWgMergeFloats * sizeof(float) + 16;
+  const std::size_t shared = stages * tile_bytes;
   auto kernel = wgmma_argmin_kernel<kSteps>;
   GPUML_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
   int per_sm = 0;

@@ -579,6 +579,8 @@ TEST(KMeansBackendGpu, TensorCoreAssignEqualsTheFp32Kernel) {
   check_tensor_core_assign(gpu, rng, 129, 3, 5, AssignData::normal, 0.02);
   check_tensor_core_assign(gpu, rng, 1, 1, 1, AssignData::normal, 0.0);
   check_tensor_core_assign(gpu, rng, 777, 129, 40, AssignData::normal, 0.0);
+  // More center tiles than the warpgroup kernel's stages: the centers stream through them per row tile.
+  check_tensor_core_assign(gpu, rng, 6000 + uniform_int(rng, 0, 127), 48, 1000, AssignData::normal, 0.02);
   // ~3 centers per blob: most rows have two or three centers within the TF32 error bound, and a
   // row goes back when two of them fall in one of its 8 lists (two: 1 in 8, three: about 1 in 3;
   // 10.7% and 16.4% handed back for two seeds on an H100, 5.0% for one with warpgroup MMAs).
