@@ -408,6 +408,7 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
     forest.trees[t] = grow_tree(codes.data(), n, d, forest.bins, row_stats.data(), std::move(rows), rules.tree, tree_seed(seed, 0));
   }
   prune_grown_trees(forest, first, rules);
+  trace.mark("trees (depth first, host)");
   compute_importances(forest, d);
   if (rules.oob_score) compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
   return forest;

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <numeric>
+#include <string>
+#include <utility>
 
 #include "core/random.hpp"
 #include "core/trace.hpp"
@@ -70,6 +72,75 @@ Tree depth_first(const Tree& tree, int width) {
   return out;
 }
 
+// With GPUML_TRACE: what one depth (depth-first growth) or one round (best-first) cost, summed
+// over the batches. Times are host clocks around the calls, as the totals' are: split_level hands
+// its splits back in host vectors, so the device's work of the level is done when it returns (on
+// CUDA its last copy synchronizes the stream); the batch's begin_trees, queued before the first
+// level, is in depth 0's split_level time.
+struct LevelCost {
+  int64_t levels = 0;  // searches (a depth is searched once per batch of trees)
+  int64_t nodes = 0;   // live nodes searched
+  int64_t small = 0;   // of them, nodes of fewer than kSmallNode slots
+  int64_t split = 0;   // nodes whose split was found and kept (best first: made when their tree's turn comes)
+  int64_t slots = 0;   // the nodes' slots (this rank's), out-of-bag ones included: what the kernels loop over
+  int64_t rows = 0;    // the nodes' in-bag rows (n_node_samples)
+  double split_ms = 0.0, orders_ms = 0.0, host_ms = 0.0;
+
+  void add(const LevelCost& c) {
+    levels += c.levels;
+    nodes += c.nodes;
+    small += c.small;
+    split += c.split;
+    slots += c.slots;
+    rows += c.rows;
+    split_ms += c.split_ms;
+    orders_ms += c.orders_ms;
+    host_ms += c.host_ms;
+  }
+};
+// A node smaller than one block of the CUDA search (256 threads) leaves threads idle.
+constexpr int64_t kSmallNode = 256;
+
+// The costs per depth (or round): one line per level when there are at most 16 of them, else in
+// bands (0-7, then four levels a band), and their sum.
+void print_level_costs(const std::vector<LevelCost>& costs, bool rounds) {
+  const int64_t count = static_cast<int64_t>(costs.size());
+  if (count == 0) return;
+  std::vector<std::pair<int64_t, int64_t>> bands;  // [first, last]
+  if (count <= 16) {
+    for (int64_t l = 0; l < count; ++l) bands.emplace_back(l, l);
+  } else {
+    bands.emplace_back(0, 7);
+    for (int64_t l = 8; l < count; l += 4) bands.emplace_back(l, std::min(l + 3, count - 1));
+  }
+  double total_ms = 0.0;
+  for (const LevelCost& c : costs) total_ms += c.split_ms;
+  const char* what = rounds ? "round" : "depth";
+  std::fprintf(stderr,
+               "gpuml trace: levelwise trees by %s (split_level: the backend's search and partition of the level, its "
+               "copies included; orders: the feature draws; host: making the children):\n"
+               "gpuml trace:   %-7s %6s %10s %10s %10s %13s %13s %14s %6s %9s %10s %9s\n",
+               what, what, "levels", "nodes", "<256 slots", "split", "slots", "in-bag rows", "split_level ms", "%",
+               "us/node", "orders ms", "host ms");
+  auto line = [&](const std::string& label, const LevelCost& c) {
+    const double share = total_ms > 0.0 ? 100.0 * c.split_ms / total_ms : 0.0;
+    const double per_node = c.nodes > 0 ? 1e3 * c.split_ms / static_cast<double>(c.nodes) : 0.0;
+    std::fprintf(stderr, "gpuml trace:   %-7s %6lld %10lld %9.1f%% %10lld %13lld %13lld %14.3f %5.1f%% %9.3f %10.3f %9.3f\n",
+                 label.c_str(), static_cast<long long>(c.levels), static_cast<long long>(c.nodes),
+                 c.nodes > 0 ? 100.0 * static_cast<double>(c.small) / static_cast<double>(c.nodes) : 0.0,
+                 static_cast<long long>(c.split), static_cast<long long>(c.slots), static_cast<long long>(c.rows), c.split_ms,
+                 share, per_node, c.orders_ms, c.host_ms);
+  };
+  LevelCost all;
+  for (const auto& [a, b] : bands) {
+    LevelCost sum;
+    for (int64_t l = a; l <= b; ++l) sum.add(costs[l]);
+    line(a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b), sum);
+    all.add(sum);
+  }
+  line("all", all);
+}
+
 }  // namespace
 
 bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
@@ -104,12 +175,22 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
   std::vector<int32_t> order;
   std::vector<LevelSplit> splits;
   std::vector<double> left_stats;
-  // With GPUML_TRACE: the time in each part, summed over levels.
+  // With GPUML_TRACE: the time in each part, summed over levels, and per depth (or round). Off,
+  // no clock is read and nothing is counted (a branch per level).
+  const bool tracing = Trace::enabled();
   using Clock = std::chrono::steady_clock;
   double host_ms = 0.0, orders_ms = 0.0, device_ms = 0.0;
-  auto since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
-  Clock::time_point t0 = Clock::now();
+  auto now = [tracing] { return tracing ? Clock::now() : Clock::time_point(); };
+  auto since = [tracing](Clock::time_point t) {
+    return tracing ? std::chrono::duration<double, std::milli>(Clock::now() - t).count() : 0.0;
+  };
+  Clock::time_point t0 = now();
   int64_t levels = 0, searched = 0;
+  std::vector<LevelCost> costs;  // per depth, or per round of best-first growth
+  auto cost_of = [&](int64_t key) -> LevelCost& {
+    if (static_cast<int64_t>(costs.size()) <= key) costs.resize(static_cast<std::size_t>(key + 1));
+    return costs[key];
+  };
   for (int64_t first = 0; first < n_trees; first += batch) {
     const int64_t count = std::min(batch, n_trees - first);
     if (count == n_trees) batch_weights.clear();  // one batch: the caller's bytes as they are
@@ -153,12 +234,13 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       if (root_splits[t]) level.push_back(Active{static_cast<int32_t>(t), 0, t * n, n, 0, seeds[first + t]});
     backend.begin_trees(this_batch, count);
     host_ms += since(t0);
-    // Finds the best split of each node of `level` (and partitions its slots).
-    auto search = [&](const std::vector<Active>& level) {
+    // Finds the best split of each node of `level` (and partitions its slots); with tracing, its
+    // costs go to costs[key] (the level's depth, or the round).
+    auto search = [&](const std::vector<Active>& level, int64_t key) {
       const int64_t m = static_cast<int64_t>(level.size());
       ++levels;
       searched += m;
-      t0 = Clock::now();
+      t0 = now();
       nodes.resize(static_cast<std::size_t>(m));
       order.resize(static_cast<std::size_t>(m * d));
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -167,11 +249,25 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         nodes[i] = LevelNode{a.tree, 0, a.slot_begin, a.slot_count, root_weight[a.tree]};
         feature_order(a.seed, d, order.data() + i * d);
       }
-      orders_ms += since(t0);
-      t0 = Clock::now();
+      const double orders = since(t0);
+      orders_ms += orders;
+      t0 = now();
       backend.split_level(nodes, order, level_rules, splits, left_stats);
-      device_ms += since(t0);
-      t0 = Clock::now();
+      const double device = since(t0);
+      device_ms += device;
+      t0 = now();
+      if (tracing) {
+        LevelCost& c = cost_of(key);
+        ++c.levels;
+        c.nodes += m;
+        c.split_ms += device;
+        c.orders_ms += orders;
+        for (const Active& a : level) {
+          c.small += a.slot_count < kSmallNode ? 1 : 0;
+          c.slots += a.slot_count;
+          c.rows += trees[first + a.tree].rows[a.node];
+        }
+      }
     };
     auto splits_node = [&](const LevelSplit& s) {
       return s.found && !(s.improvement + DBL_EPSILON < rules.min_impurity_decrease);
@@ -197,7 +293,8 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     if (rules.max_leaf_nodes < 0) {
       // Depth first: every node of a level that may split does; the children are the next level.
       while (!level.empty()) {
-        search(level);
+        const int64_t depth = level.front().depth;  // every node of a level has the same
+        search(level, depth);
         const int64_t m = static_cast<int64_t>(level.size());
         // The level's nodes are grouped by tree (children follow their parents' order): each
         // tree's are made by one thread, and the next level is their concatenation in tree order.
@@ -214,7 +311,13 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         std::vector<Active> next;
         for (const std::vector<Active>& part : next_of) next.insert(next.end(), part.begin(), part.end());
         level = std::move(next);
-        host_ms += since(t0);
+        const double host = since(t0);
+        host_ms += host;
+        if (tracing) {
+          LevelCost& c = cost_of(depth);
+          c.host_ms += host;
+          for (int64_t i = 0; i < m; ++i) c.split += splits_node(splits[i]) ? 1 : 0;
+        }
       }
     } else {
       // Best first (grow_tree's max_leaf_nodes): a node's split is searched when the node is
@@ -233,11 +336,12 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       };
       std::vector<std::vector<Waiting>> waiting(static_cast<std::size_t>(count));
       std::vector<int64_t> leaves(static_cast<std::size_t>(count), 1);
-      while (true) {
+      for (int64_t round_index = 0;; ++round_index) {
         if (!level.empty()) {
-          search(level);
+          search(level, round_index);
           for (std::size_t i = 0; i < level.size(); ++i) {
             if (!splits_node(splits[i])) continue;
+            if (tracing) ++cost_of(round_index).split;
             std::vector<Waiting>& heap = waiting[level[i].tree];
             heap.push_back(Waiting{splits[i].improvement, level[i].node, level[i], splits[i],
                                    std::vector<double>(left_stats.begin() + static_cast<int64_t>(i) * k,
@@ -257,24 +361,28 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
           ++leaves[t];
           any = true;
         }
-        host_ms += since(t0);
+        const double host = since(t0);
+        host_ms += host;
+        if (tracing) cost_of(round_index).host_ms += host;
         if (!any && next.empty()) break;
         level = std::move(next);
-        t0 = Clock::now();
+        t0 = now();
       }
     }
-    t0 = Clock::now();
+    t0 = now();
   }
   if (rules.max_leaf_nodes < 0) {  // best-first trees are in grow_tree's order already
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t t = 0; t < n_trees; ++t) trees[t] = depth_first(trees[t], k);
   }
   host_ms += since(t0);
-  if (Trace::enabled())
+  if (tracing) {
     std::fprintf(stderr,
                  "gpuml trace: levelwise trees: %lld levels, %lld node searches: split_level %.3f ms, feature orders "
                  "%.3f ms, host tree work %.3f ms\n",
                  static_cast<long long>(levels), static_cast<long long>(searched), device_ms, orders_ms, host_ms);
+    print_level_costs(costs, rules.max_leaf_nodes >= 0);
+  }
   return trees;
 }
 
