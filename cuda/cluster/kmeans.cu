@@ -1215,25 +1215,56 @@ __global__ void merge_nearest_kernel(const int32_t* __restrict__ labels, const T
 template <typename T>
 __global__ void move_centers_kernel(const double* __restrict__ sums, int64_t k, int64_t d, const T* __restrict__ centers,
                                     T* __restrict__ next, double* __restrict__ moves, int* __restrict__ empty) {
-  for (int64_t c = global_thread(); c < k; c += grid_threads()) {
-    if (!(sums[c * (d + 1) + d] > 0.0)) {
-      moves[c] = 0.0;
-      *empty = 1;
-    } else {
-      moves[c] = move_center(sums + c * (d + 1), centers + c * d, d, next + c * d);
+  // A warp a center: the divisions in parallel over the features, the squared moves added by lane
+  // 0 in feature order (move_center's order and roundings: the host's bits).
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = grid_threads() / kWarp;
+  for (int64_t c = global_thread() / kWarp; c < k; c += warps) {
+    const double* s = sums + c * (d + 1);
+    const double weight = s[d];
+    if (!(weight > 0.0)) {
+      if (lane == 0) {
+        moves[c] = 0.0;
+        *empty = 1;
+      }
+      continue;
     }
+    double moved = 0.0;
+    for (int64_t j0 = 0; j0 < d; j0 += kWarp) {
+      const int64_t j = j0 + lane;
+      double m = 0.0;
+      if (j < d) {
+        const T v = static_cast<T>(s[j] / weight);
+        next[c * d + j] = v;
+        m = static_cast<double>(v) - static_cast<double>(centers[c * d + j]);
+      }
+      for (int l = 0; l < kWarp && j0 + l < d; ++l) {
+        const double ml = __shfl_sync(0xffffffffu, m, l);
+        if (lane == 0) moved = add_square(moved, ml);
+      }
+    }
+    if (lane == 0) moves[c] = moved;
   }
 }
 
-// One thread: the step's report, CenterMoves' fields as doubles: changed (the sums' last entry),
-// the moves summed in order, empty.
+// One block: the step's report, CenterMoves' fields as doubles: changed (the sums' last entry),
+// the moves summed in order (staged through shared memory a block at a time), empty.
 __global__ void center_moves_report_kernel(const double* __restrict__ sums, int64_t k, int64_t d, const double* __restrict__ moves,
                                            const int* __restrict__ empty, double* __restrict__ report) {
+  __shared__ double staged[kBlock];
   double shift = 0.0;
-  for (int64_t c = 0; c < k; ++c) shift += moves[c];
-  report[0] = sums[k * (d + 1)];
-  report[1] = shift;
-  report[2] = *empty ? 1.0 : 0.0;
+  for (int64_t c0 = 0; c0 < k; c0 += kBlock) {
+    staged[threadIdx.x] = c0 + threadIdx.x < k ? moves[c0 + threadIdx.x] : 0.0;
+    __syncthreads();
+    if (threadIdx.x == 0)
+      for (int i = 0; i < kBlock && c0 + i < k; ++i) shift += staged[i];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    report[0] = sums[k * (d + 1)];
+    report[1] = shift;
+    report[2] = *empty ? 1.0 : 0.0;
+  }
 }
 
 // sums[k (d + 1)] = the labels changed (lloyd_sums' last entry).
@@ -1570,10 +1601,10 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     cuda::Resources& res = cuda::activate(ctx_);
     Buffer moves = device(k * sizeof(double)), empty = device(sizeof(int)), report = device(3 * sizeof(double));
     GPUML_CUDA_CHECK(cudaMemsetAsync(empty.data(), 0, sizeof(int), res.stream));
-    move_centers_kernel<T><<<blocks_for_threads(k), kBlock, 0, res.stream>>>(sums, k, d, centers, next, moves.as<double>(),
-                                                                             empty.as<int>());
+    move_centers_kernel<T><<<blocks_for_warps(k), kBlock, 0, res.stream>>>(sums, k, d, centers, next, moves.as<double>(),
+                                                                           empty.as<int>());
     GPUML_CUDA_CHECK_LAUNCH();
-    center_moves_report_kernel<<<1, 1, 0, res.stream>>>(sums, k, d, moves.as<double>(), empty.as<int>(), report.as<double>());
+    center_moves_report_kernel<<<1, kBlock, 0, res.stream>>>(sums, k, d, moves.as<double>(), empty.as<int>(), report.as<double>());
     GPUML_CUDA_CHECK_LAUNCH();
     double host[3];
     res.copy_to_host(host, report.data(), sizeof(host));

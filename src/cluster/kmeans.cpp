@@ -1466,9 +1466,12 @@ void KMeans::set_param_array(Context& ctx, const std::string& name, const ArrayV
                    " dimension(s)");
   GPUML_EXPECT(value.shape[0] == params_.n_clusters, "kmeans parameter 'init' has " + std::to_string(value.shape[0]) +
                                                          " rows but n_clusters is " + std::to_string(params_.n_clusters));
-  const detail::Staged staged = detail::stage(ctx, value, DType::float64, "init");
-  detail::require_finite(ctx, staged.view, "init");
-  const HostArray centers = detail::to_host(ctx, staged.view);
+  // Centers given in host memory are converted there: a CUDA context would round-trip them through the device.
+  const Context host = Context::cpu(1);
+  const Context& where = value.device.is_cuda() ? ctx : host;
+  const detail::Staged staged = detail::stage(where, value, DType::float64, "init");
+  detail::require_finite(where, staged.view, "init");
+  const HostArray centers = detail::to_host(where, staged.view);
   KMeansParams next = params_;
   next.init = "array";
   next.init_array.assign(centers.as<double>(), centers.as<double>() + value.shape[0] * value.shape[1]);

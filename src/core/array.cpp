@@ -80,7 +80,7 @@ Buffer Buffer::host(std::size_t bytes) {
   // backed by them: their first touch (copying a fit's 10M labels to the host, say) then takes a
   // few faults instead of one per 4 KiB page, ~25 ms for 40 MB on a virtual machine.
   constexpr std::size_t kLineAlign = 64, kHugePage = std::size_t(2) << 20;
-  const std::size_t align = bytes >= 2 * kHugePage ? kHugePage : kLineAlign;
+  const std::size_t align = bytes >= kHugePage ? kHugePage : kLineAlign;
   const std::size_t rounded = (bytes + align - 1) / align * align;
   b.data_ = std::aligned_alloc(align, rounded);
   if (!b.data_) throw_error(ErrorCode::out_of_memory, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
