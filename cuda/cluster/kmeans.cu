@@ -537,7 +537,18 @@ __global__ void reduce_chunk_groups_kernel(const double* __restrict__ partials, 
     const int64_t first = group_start ? group_start[g] : 0;
     const int64_t last = group_start ? group_start[g + 1] : n_chunks;
     double s = 0.0;
-    for (int64_t chunk = first; chunk < last; ++chunk) s += partials[chunk * ncols + c];
+    int64_t chunk = first;
+    // Loads a batch ahead of the adds (the same adds, in order): one chunk at a time waited on
+    // each load, ~0.2 ms for the ~2000 chunks of a column mean at 1M rows.
+    constexpr int kBatch = 16;
+    for (; chunk + kBatch <= last; chunk += kBatch) {
+      double v[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) v[i] = partials[(chunk + i) * ncols + c];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) s += v[i];
+    }
+    for (; chunk < last; ++chunk) s += partials[chunk * ncols + c];
     out[t] = s / divisor;
   }
 }

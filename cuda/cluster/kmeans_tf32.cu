@@ -60,8 +60,8 @@ __host__ __device__ constexpr int64_t wgmma_k_position(int64_t f) {
 // Ct (k_pad x dpad) = the centers rounded to TF32, zeros past k and d; cn_pad (k_pad) = their
 // squared norms, +inf (2^127 when packed) past k (a padding center is never anyone's candidate). packed: each tile of
 // kCenters centers is stored as wgmma's core matrices (8 centers x 4 features, 128 contiguous
-// bytes), [center / 8][feature / 4][center % 8][feature % 4], so that a tile is one contiguous
-// copy into shared memory; otherwise row-major.
+// bytes), [center / 8][feature / 4][center % 8][feature % 4], then the tile's kCenters norms, so
+// that a tile and its norms are one contiguous copy into shared memory; otherwise row-major.
 __global__ void tf32_centers_kernel(const float* __restrict__ C, int64_t k, int64_t d, int64_t k_pad, int64_t dpad, bool packed,
                                     const float* __restrict__ cn, float* __restrict__ Ct, float* __restrict__ cn_pad) {
   for (int64_t i = global_thread(); i < k_pad * dpad; i += grid_threads()) {
@@ -69,12 +69,16 @@ __global__ void tf32_centers_kernel(const float* __restrict__ C, int64_t k, int6
     int64_t at = i;
     if (packed) {
       const int64_t tile = j / kCenters, jj = j % kCenters, fk = wgmma_k_position(f);
-      at = tile * kCenters * dpad + ((jj >> 3) * (dpad >> 2) + (fk >> 2)) * 32 + (jj & 7) * 4 + (fk & 3);
+      at = tile * kCenters * (dpad + 1) + ((jj >> 3) * (dpad >> 2) + (fk >> 2)) * 32 + (jj & 7) * 4 + (fk & 3);
     }
     Ct[at] = (j < k && f < d) ? round_to_tf32(C[j * d + f]) : 0.0f;
     // (The wgmma lists pack an index into each value: +inf would become a NaN there. 2^127 stays
     // finite and above any row's least value that is not itself near overflow.)
-    if (f == 0) cn_pad[j] = j < k ? cn[j] : packed ? 0x1p127f : INFINITY;
+    if (f == 0) {
+      const float norm = j < k ? cn[j] : packed ? 0x1p127f : INFINITY;
+      cn_pad[j] = norm;
+      if (packed) Ct[(j / kCenters) * kCenters * (dpad + 1) + kCenters * dpad + j % kCenters] = norm;
+    }
   }
 }
 
@@ -382,13 +386,17 @@ __device__ __forceinline__ void fp32_products(const float* __restrict__ x0, cons
   p1 = acc1;
 }
 
-// As Shortlist, for values that carry their center's index in their low mantissa bits: the
-// least value (and so its center) and the least of the values it let go, two min/max each.
+// As Shortlist, for values that carry their center's index in their low mantissa bits, one level
+// deeper: the least value, the second least (each with its center) and the least of the values
+// let go; five min/max a value. Two near-tied centers in one list (a lane's even or odd centers)
+// are then both candidates, where one list level handed the row back to the FP32 kernel (2.7% of
+// the rows at 1M x 64, k = 256, blobs). A NaN v sets second to least: read as doubt.
 struct PackedShortlist {
-  float least = INFINITY, rest = INFINITY;
+  float least = INFINITY, second = INFINITY, rest = INFINITY;
 
   __device__ __forceinline__ void offer(float v) {
-    rest = fminf(rest, fmaxf(least, v));
+    rest = fminf(rest, fmaxf(second, v));
+    second = fminf(second, fmaxf(least, v));
     least = fminf(least, v);
   }
 };
@@ -411,7 +419,8 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
   // A list's index of its center: tile * 16 + half * 8 + column block, in index_bits bits.
   const uint32_t index_mask = (1u << index_bits) - 1u;
   const float pack_slack = ldexpf(1.0f, index_bits - 23);
-  constexpr int kTileFloats = kCenters * dpad, kHalfFloats = kTileFloats / 2;
+  // A stage: a tile's centers (packed), then their norms (read by the lists from there).
+  constexpr int kCenterFloats = kCenters * dpad, kHalfFloats = kCenterFloats / 2, kTileFloats = kCenterFloats + kCenters;
   extern __shared__ __align__(16) float smem[];  // stages x kTileFloats
   __shared__ unsigned int block_changes;
 
@@ -440,11 +449,11 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
   PackedShortlist lists[4];  // the thread's rows h = 0, 1 (row_lo, row_hi; index 2 * (q >> 1)) x even and odd centers (+ (q & 1))
   auto offer = [&](float (&acc)[32], int tile, int half) {
     wgmma_pin(acc);
-    const int j_base = tile * kCenters + half * 64 + 2 * t;
+    const float* norms = smem + (tile % stages) * kTileFloats + kCenterFloats + half * 64 + 2 * t;
     const uint32_t index_base = (tile * 2 + half) * 8;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const float2 cn = *reinterpret_cast<const float2*>(cn_pad + j_base + 8 * i);
+      const float2 cn = *reinterpret_cast<const float2*>(norms + 8 * i);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const float v = fmaf(-2.0f, acc[4 * i + q], (q & 1) ? cn.y : cn.x);
@@ -452,9 +461,9 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
       }
     }
   };
-  // The center of list 2 h + e's least value.
-  auto center_of = [&](int list) {
-    const uint32_t index = __float_as_uint(lists[list].least) & index_mask;
+  // The center of a value of list `list` (its index bits; the list's parity).
+  auto center_of = [&](float value, int list) {
+    const uint32_t index = __float_as_uint(value) & index_mask;
     return static_cast<int>((index >> 3) * 64 + (index & 7) * 8 + 2 * t + (list & 1));
   };
 
@@ -466,22 +475,21 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
     fence_async_shared();
     __syncthreads();
   }
-  for (int64_t row0 = int64_t(blockIdx.x) * kWgBlockRows; row0 < n; row0 += int64_t(gridDim.x) * kWgBlockRows) {
-    // (Without resident centers, the barrier that ended the previous row tile guards the stages.)
-    if (!resident)
-      for (int s = 0; s < stages - 1; ++s) issue(s);
-    // The warp's 16 rows as A fragments, rounded to TF32 (rows g and g + 8: h = 0, 1), features
-    // in wgmma_k_position's order; and what settling them will read, loaded early.
-    const int64_t rows[2] = {row0 + wg * kWgRows + warp * 16 + g, row0 + wg * kWgRows + warp * 16 + g + 8};
-    uint32_t a[kSteps][4];
+  // The warp's 16 rows of the row tile at row0 (rows g and g + 8: h = 0, 1), their features as
+  // wgmma_k_position orders them, into a as raw FP32 bits (rounded to TF32 where the tile starts):
+  // loaded one row tile ahead, while the previous tile settles.
+  uint32_t a[kSteps][4];
+  auto load_rows = [&](int64_t row0) {
+    const int64_t first = row0 + wg * kWgRows + warp * 16 + g;
 #pragma unroll
     for (int group = 0; group < kSteps / 2; ++group) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
+        const int64_t row = first + 8 * h;
         const int f0 = 16 * group + 4 * t;
         float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (rows[h] < n) {
-          const float* src = X + rows[h] * d + f0;
+        if (row < n) {
+          const float* src = X + row * d + f0;
           if (vec4) {
             if (f0 < d) {
               const float4 q = *reinterpret_cast<const float4*>(src);
@@ -493,12 +501,25 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
               if (f0 + e < d) v[e] = src[e];
           }
         }
-        a[2 * group][h] = __float_as_uint(round_to_tf32(v[0]));
-        a[2 * group][2 + h] = __float_as_uint(round_to_tf32(v[1]));
-        a[2 * group + 1][h] = __float_as_uint(round_to_tf32(v[2]));
-        a[2 * group + 1][2 + h] = __float_as_uint(round_to_tf32(v[3]));
+        a[2 * group][h] = __float_as_uint(v[0]);
+        a[2 * group][2 + h] = __float_as_uint(v[1]);
+        a[2 * group + 1][h] = __float_as_uint(v[2]);
+        a[2 * group + 1][2 + h] = __float_as_uint(v[3]);
       }
     }
+  };
+  const int64_t row_step = int64_t(gridDim.x) * kWgBlockRows;
+  load_rows(int64_t(blockIdx.x) * kWgBlockRows);
+  for (int64_t row0 = int64_t(blockIdx.x) * kWgBlockRows; row0 < n; row0 += row_step) {
+    // (Without resident centers, the barrier that ended the previous row tile guards the stages.)
+    if (!resident)
+      for (int s = 0; s < stages - 1; ++s) issue(s);
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) a[ks][q] = __float_as_uint(round_to_tf32(__uint_as_float(a[ks][q])));
+    // What settling the rows reads, loaded while they multiply.
+    const int64_t rows[2] = {row0 + wg * kWgRows + warp * 16 + g, row0 + wg * kWgRows + warp * 16 + g + 8};
     const float sq[2] = {rows[0] < n ? row_sqnorms[rows[0]] : 0.0f, rows[1] < n ? row_sqnorms[rows[1]] : 0.0f};
     const int64_t my_row = t == 0 ? rows[0] : rows[1];  // lane t < 2 writes row t's answer
     const int32_t old_label = count_changes && t < 2 && my_row < n ? labels[my_row] : -1;
@@ -521,13 +542,15 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
       offer(acc1, tile, 1);
     }
     if (!resident) __syncthreads();  // every MMA on the stages is done: the next row tile may refill them
+    load_rows(row0 + row_step);      // every MMA that read a is done
 
     // Settle row h from its 8 lists in the quad: the least, the bound, then its candidates (the
-    // lists whose least is within the bound), unless a list let go a value within it, there are
-    // more than kMaxCandidates, one is a padding center or the bound is not finite: then the FP32
-    // kernel decides.
+    // values within the bound: a list's least and second), unless a list let go a third value
+    // within it, there are more than kMaxCandidates, one is a padding center, a list saw a NaN or
+    // the bound is not finite: then the FP32 kernel decides.
     float bound[2];
     bool full[2];
+    unsigned within[2];  // bit 2 e + level: list 2 h + e's least (level 0) or second (1) is a candidate
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float least = fminf(lists[2 * h].least, lists[2 * h + 1].least);
@@ -535,35 +558,43 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
       least = fminf(least, __shfl_xor_sync(~0u, least, 2));
       bound[h] = settle_bound(least, sq[h], d, cm, pack_slack);
       bool doubt = !(bound[h] < INFINITY) || !(least > -INFINITY);
-      int mine = 0;
+      within[h] = 0;
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        doubt |= lists[2 * h + e].rest <= bound[h];
-        if (lists[2 * h + e].least <= bound[h]) {
-          ++mine;
-          doubt |= center_of(2 * h + e) >= k;
+        const PackedShortlist& list = lists[2 * h + e];
+        doubt |= list.rest <= bound[h] || (list.second == list.least && list.least < INFINITY);
+        if (list.least <= bound[h]) {
+          within[h] |= 1u << (2 * e);
+          doubt |= center_of(list.least, e) >= k;
+        }
+        if (list.second <= bound[h]) {
+          within[h] |= 2u << (2 * e);
+          doubt |= center_of(list.second, e) >= k;
         }
       }
-      int tally = mine + (doubt ? 64 : 0);  // 64: more than any count of candidates
+      int tally = __popc(within[h]) + (doubt ? 64 : 0);  // 64: more than any count of candidates
       tally += __shfl_xor_sync(~0u, tally, 1);
       tally += __shfl_xor_sync(~0u, tally, 2);
       full[h] = tally > kMaxCandidates;
+      if (full[h] || rows[h] >= n) within[h] = 0;
     }
-    // The candidates' FP32 products: round r takes each row's r-th candidate in this lane (two
-    // chains at once); then the least over the quad.
-    int cand[2][2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-        cand[h][e] = !full[h] && rows[h] < n && lists[2 * h + e].least <= bound[h] ? center_of(2 * h + e) : -1;
+    // The candidates' FP32 products, a round per candidate (each round takes one of each row's,
+    // two chains at once), while any lane has one left; then the least over the quad.
     float best[2] = {INFINITY, INFINITY};
     int best_j[2] = {INT_MAX, INT_MAX};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    while (__any_sync(~0u, (within[0] | within[1]) != 0)) {
       int j[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) j[h] = r == 0 ? (cand[h][0] >= 0 ? cand[h][0] : cand[h][1]) : (cand[h][0] >= 0 ? cand[h][1] : -1);
+      for (int h = 0; h < 2; ++h) {
+        j[h] = -1;
+        if (within[h]) {
+          const int slot = __ffs(within[h]) - 1;
+          within[h] &= within[h] - 1;
+          const PackedShortlist& even = lists[2 * h];
+          const PackedShortlist& odd = lists[2 * h + 1];
+          j[h] = center_of(slot == 0 ? even.least : slot == 1 ? even.second : slot == 2 ? odd.least : odd.second, slot >> 1);
+        }
+      }
       if (j[0] >= 0 || j[1] >= 0) {
         // (a row without a candidate repeats the other's product)
         const int64_t row_a = j[0] >= 0 ? rows[0] : rows[1], row_b = j[1] >= 0 ? rows[1] : rows[0];
@@ -609,9 +640,9 @@ void launch_wgmma_argmin(cuda::Resources& res, const float* X, int64_t n, int64_
                          int64_t k, int64_t k_pad, const float* cn_pad, const float* max_norm, const float* row_sqnorms, int32_t* labels,
                          float* dist2, bool count_changes, unsigned long long* changes, int64_t* recheck_rows,
                          unsigned long long* recheck_count) {
-  constexpr std::size_t tile_bytes = std::size_t(kCenters) * 8 * kSteps * sizeof(float);
-  // Two blocks per SM fit 96 KiB of stages each (d <= 64); one (d <= 128, more registers) fits 192.
-  const std::size_t budget = kSteps <= 8 ? (96u << 10) : (192u << 10);
+  constexpr std::size_t tile_bytes = std::size_t(kCenters) * (8 * kSteps + 1) * sizeof(float);
+  // Two blocks per SM fit 100 KiB of stages each (d <= 64: 3 stages); one (d <= 128, more registers) fits 200.
+  const std::size_t budget = kSteps <= 8 ? (100u << 10) : (200u << 10);
   const int stages = static_cast<int>(std::clamp<std::size_t>(budget / tile_bytes, 2, 6));
   const std::size_t shared = stages * tile_bytes;
   auto kernel = wgmma_argmin_kernel<kSteps>;
@@ -639,7 +670,8 @@ void assign_tf32(Context& ctx, cuda::Resources& res, const float* X, int64_t n, 
   // wgmma: 8-feature steps, padded to 32, 64 or 128 features (three instantiations); mma.sync: 32-feature slices.
   const int64_t dpad = wgmma ? (d <= 32 ? 32 : d <= 64 ? 64 : 128) : ceil_div(d, kSlice) * kSlice;
   const int64_t k_pad = ceil_div(k, kCenters) * kCenters;
-  Buffer centers_tf32(ctx, k_pad * dpad * sizeof(float)), norms_pad(ctx, k_pad * sizeof(float)), max_norm(ctx, sizeof(float));
+  Buffer centers_tf32(ctx, k_pad * (dpad + (wgmma ? 1 : 0)) * sizeof(float)), norms_pad(ctx, k_pad * sizeof(float)),
+      max_norm(ctx, sizeof(float));
   tf32_centers_kernel<<<cuda::grid_for(k_pad * dpad, kBlock), kBlock, 0, res.stream>>>(
       centers, k, d, k_pad, dpad, wgmma, center_sqnorms, centers_tf32.as<float>(), norms_pad.as<float>());
   GPUML_CUDA_CHECK_LAUNCH();
