@@ -1464,6 +1464,12 @@ template <typename T>
 class CudaKMeansBackend final : public KMeansBackend<T> {
  public:
   explicit CudaKMeansBackend(const Context& ctx) : ctx_(ctx) {}
+  ~CudaKMeansBackend() override {
+    if (report_ready_) cudaEventDestroy(report_ready_);  // (errors ignored: nothing to do about them here)
+    if (report_host_) cudaFreeHost(report_host_);
+  }
+  CudaKMeansBackend(const CudaKMeansBackend&) = delete;
+  CudaKMeansBackend& operator=(const CudaKMeansBackend&) = delete;
 
   void column_means(const T* X, int64_t n, int64_t d, double* means_host) override {
     cuda::Resources& res = cuda::activate(ctx_);
@@ -1608,8 +1614,14 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
-  CenterMoves move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) override {
+  // The report goes to a pinned mailbox of its own (the shared pinned area may be used by the
+  // work queued before finish), and an event marks it filled.
+  void start_move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) override {
     cuda::Resources& res = cuda::activate(ctx_);
+    if (report_host_ == nullptr) {
+      GPUML_CUDA_CHECK(cudaMallocHost(&report_host_, 3 * sizeof(double)));
+      GPUML_CUDA_CHECK(cudaEventCreateWithFlags(&report_ready_, cudaEventDisableTiming));
+    }
     Buffer moves = device(k * sizeof(double)), empty = device(sizeof(int)), report = device(3 * sizeof(double));
     GPUML_CUDA_CHECK(cudaMemsetAsync(empty.data(), 0, sizeof(int), res.stream));
     move_centers_kernel<T><<<blocks_for_warps(k), kBlock, 0, res.stream>>>(sums, k, d, centers, next, moves.as<double>(),
@@ -1617,12 +1629,17 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK_LAUNCH();
     center_moves_report_kernel<<<1, kBlock, 0, res.stream>>>(sums, k, d, moves.as<double>(), empty.as<int>(), report.as<double>());
     GPUML_CUDA_CHECK_LAUNCH();
-    double host[3];
-    res.copy_to_host(host, report.data(), sizeof(host));
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(report_host_, report.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, res.stream));
+    GPUML_CUDA_CHECK(cudaEventRecord(report_ready_, res.stream));
+  }
+
+  CenterMoves finish_move_centers() override {
+    cuda::activate(ctx_);
+    GPUML_CUDA_CHECK(cudaEventSynchronize(report_ready_));
     CenterMoves out;
-    out.changed = host[0];
-    out.shift = host[1];
-    out.empty = host[2] != 0.0;
+    out.changed = report_host_[0];
+    out.shift = report_host_[1];
+    out.empty = report_host_[2] != 0.0;
     return out;
   }
 
@@ -2046,6 +2063,8 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
   }
 
   Context ctx_;
+  double* report_host_ = nullptr;  // start_move_centers' mailbox (pinned) and its event
+  cudaEvent_t report_ready_ = nullptr;
   // keep_rows: the rows that stay fixed, and their squared norms (float).
   const T* kept_X_ = nullptr;
   int64_t kept_n_ = 0, kept_d_ = 0;

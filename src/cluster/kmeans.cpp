@@ -665,27 +665,43 @@ class Fitter {
 
   // Lloyd iterations from `start`, as scikit-learn's _kmeans_single_lloyd. The centers and each
   // step's sums stay in the backend's memory: a step reads back only its CenterMoves (on CUDA,
-  // one wait for the device a step), unless a cluster empties and the host relocates it.
+  // one wait for the device a step), unless a cluster empties and the host relocates it. With one
+  // rank and no progress lines, the next step's first half (to the moved centers) is queued
+  // before a step's report is read, so that the device does not wait for the host between steps;
+  // where the fit then stops, its labels and dist2 are the final ones. A step that empties a
+  // cluster assigns its own centers again before relocating (the queued step overwrote them).
   Run lloyd(const std::vector<T>& start, int32_t* labels, T* dist2, double tol_abs) {
     const int64_t kd = k_ * d_, sums_size = detail::lloyd_sums_size(k_, d_);
     Buffer centers(ctx_, static_cast<std::size_t>(kd) * sizeof(T)), next(ctx_, static_cast<std::size_t>(kd) * sizeof(T));
     Buffer sums(ctx_, static_cast<std::size_t>(sums_size) * sizeof(double));
+    const bool queue_ahead = comm_.size() == 1 && params_.verbose <= 0;  // (ranks add the sums first; verbose reads dist2)
+    Buffer queued_sums = queue_ahead ? Buffer(ctx_, sums.bytes()) : Buffer();
     detail::copy_bytes(ctx_, centers.data(), ctx_.device(), start.data(), Device{}, centers.bytes());
-    bool strict_convergence = false;
+    bool strict_convergence = false, queued = false;  // queued: this step's first half ran with the last step
     double shift = 0.0;
     int64_t iter = 0;
     detail::Trace trace(ctx_, "kmeans lloyd");
     while (iter < params_.max_iter) {
       // The first assignment has no previous labels to compare with: it always "changes".
-      rows_->lloyd_sums(weights_.device(), centers.as<const T>(), k_, labels, dist2, iter > 0, sums.as<double>());
+      if (!queued) rows_->lloyd_sums(weights_.device(), centers.as<const T>(), k_, labels, dist2, iter > 0, sums.as<double>());
+      queued = false;
       if (params_.verbose > 0) {  // the inertia of the previous centers, as scikit-learn prints it
         double inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
         comm_.allreduce_sum(&inertia, 1);
         progress("Iteration " + std::to_string(iter) + ", inertia " + nlohmann::json(inertia).dump() + ".\n");
       }
       comm_.allreduce_sum_on(ctx_, sums.data(), sums_size, DType::float64);
-      detail::CenterMoves moves = backend_->move_centers(sums.as<const double>(), k_, d_, centers.as<const T>(), next.as<T>());
-      if (moves.empty) moves.shift = relocate_and_move(labels, dist2, centers, sums, next);
+      backend_->start_move_centers(sums.as<const double>(), k_, d_, centers.as<const T>(), next.as<T>());
+      const bool ahead = queue_ahead && iter + 1 < params_.max_iter;
+      if (ahead) rows_->lloyd_sums(weights_.device(), next.as<const T>(), k_, labels, dist2, true, queued_sums.as<double>());
+      detail::CenterMoves moves = backend_->finish_move_centers();
+      if (moves.empty) {
+        if (ahead) rows_->lloyd_sums(weights_.device(), centers.as<const T>(), k_, labels, dist2, false, sums.as<double>());
+        moves.shift = relocate_and_move(labels, dist2, centers, sums, next);
+      } else if (ahead) {
+        queued = true;
+        std::swap(sums, queued_sums);
+      }
       trace.mark("step");
       std::swap(centers, next);
       shift = moves.shift;
@@ -704,9 +720,9 @@ class Fitter {
     Run run;
     run.centers.resize(static_cast<std::size_t>(kd));
     detail::copy_bytes(ctx_, run.centers.data(), Device{}, centers.data(), ctx_.device(), centers.bytes());
-    // Labels and dist2 must belong to the final centers. After a strict convergence they do,
-    // unless a relocation moved a center in that last iteration.
-    if (!strict_convergence || shift != 0.0) rows_->assign(run.centers.data(), k_, labels, dist2, false);
+    // Labels and dist2 must belong to the final centers: the queued step's are; after a strict
+    // convergence they are too, unless a relocation moved a center in that last iteration.
+    if (!queued && (!strict_convergence || shift != 0.0)) rows_->assign(run.centers.data(), k_, labels, dist2, false);
     run.inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
     comm_.allreduce_sum(&run.inertia, 1);
     trace.mark("final assign, inertia");

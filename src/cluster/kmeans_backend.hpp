@@ -165,8 +165,11 @@ class KMeansBackend {
 
   // Its second half, once the sums are added over the ranks: next[c] = move_center of center c
   // from centers[c] (all in the backend's memory) and the shift, the sum over c in order of the
-  // moves; unless a center has weight 0: then `empty`, and next holds nothing of use.
-  virtual CenterMoves move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) = 0;
+  // moves; unless a center has weight 0: then `empty`, and next holds nothing of use. In two
+  // calls, so that the driver can queue the next step's first half in between: start queues the
+  // work (the CPU backend does it there), finish waits for its report and returns it.
+  virtual void start_move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) = 0;
+  virtual CenterMoves finish_move_centers() = 0;
 
   // sum_i weights[i] * values[i] (values may be dist2), in double.
   virtual double weighted_sum(const T* weights, const T* values, int64_t n) = 0;

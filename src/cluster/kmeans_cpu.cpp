@@ -230,14 +230,16 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
     pack_lloyd_sums(feature_sums.data(), weight_sums.data(), k, d, static_cast<double>(changed), sums);
   }
 
-  CenterMoves move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) override {
-    CenterMoves moves;
+  void start_move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) override {
+    CenterMoves& moves = pending_moves_;
+    moves = CenterMoves{};
     moves.changed = sums[k * (d + 1)];
     for (int64_t c = 0; c < k; ++c) moves.empty = moves.empty || !(sums[c * (d + 1) + d] > 0.0);
-    if (moves.empty) return moves;
+    if (moves.empty) return;
     for (int64_t c = 0; c < k; ++c) moves.shift += move_center(sums + c * (d + 1), centers + c * d, d, next + c * d);
-    return moves;
   }
+
+  CenterMoves finish_move_centers() override { return pending_moves_; }
 
   double weighted_sum(const T* weights, const T* values, int64_t n) override {
     const RowBlocks blocks(n, threads_, 16384);
@@ -551,6 +553,7 @@ class KMeansCpuBackend final : public KMeansBackend<T> {
   }
 
   int threads_;
+  CenterMoves pending_moves_;  // start_move_centers' result, for finish_move_centers
 };
 
 }  // namespace
