@@ -112,20 +112,33 @@ void add_leaf(const Forest& forest, const Tree& tree, int32_t leaf, double scale
   }
 }
 
-void compute_importances(Forest& forest, int64_t d) {
+void compute_importances(Forest& forest, int64_t d, int threads) {
   forest.feature_importances.assign(static_cast<std::size_t>(d), 0.0);
   int64_t used = 0;
-  std::vector<double> per_tree(static_cast<std::size_t>(d));
-  for (const Tree& tree : forest.trees) {
-    if (tree.node_count() <= 1) continue;
-    std::fill(per_tree.begin(), per_tree.end(), 0.0);
-    for (int64_t node = 0; node < tree.node_count(); ++node)
-      if (tree.feature[node] >= 0) per_tree[tree.feature[node]] += tree.improvement[node];
-    double total = 0.0;
-    for (double v : per_tree) total += v;
-    if (total > 0.0)
-      for (int64_t f = 0; f < d; ++f) forest.feature_importances[f] += per_tree[f] / total;
-    ++used;  // scikit-learn averages over every tree with a split, even one of zero improvement
+  // Each tree's sums per feature on the threads (a forest at full depth has ~10^7 nodes), a chunk
+  // of trees at a time; then added up in tree order, as one thread would.
+  const int64_t n_trees = static_cast<int64_t>(forest.trees.size());
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(n_trees, (int64_t(1) << 22) / d));
+  std::vector<double> per_tree(static_cast<std::size_t>(chunk * d));
+  for (int64_t begin = 0; begin < n_trees; begin += chunk) {
+    const int64_t end = std::min(n_trees, begin + chunk);
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+    for (int64_t t = begin; t < end; ++t) {
+      const Tree& tree = forest.trees[t];
+      double* sums = per_tree.data() + (t - begin) * d;
+      std::fill(sums, sums + d, 0.0);
+      for (int64_t node = 0; node < tree.node_count(); ++node)
+        if (tree.feature[node] >= 0) sums[tree.feature[node]] += tree.improvement[node];
+    }
+    for (int64_t t = begin; t < end; ++t) {
+      if (forest.trees[t].node_count() <= 1) continue;
+      const double* sums = per_tree.data() + (t - begin) * d;
+      double total = 0.0;
+      for (int64_t f = 0; f < d; ++f) total += sums[f];
+      if (total > 0.0)
+        for (int64_t f = 0; f < d; ++f) forest.feature_importances[f] += sums[f] / total;
+      ++used;  // scikit-learn averages over every tree with a split, even one of zero improvement
+    }
   }
   double total = 0.0;
   for (double& v : forest.feature_importances) total += (v /= std::max<int64_t>(used, 1));
@@ -364,8 +377,12 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
       std::move(trees.begin(), trees.end(), forest.trees.begin() + first);
       prune_grown_trees(forest, first, rules);
       trace.mark("trees (levelwise)");
-      compute_importances(forest, d);
-      if (rules.oob_score) compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
+      compute_importances(forest, d, rules.threads);
+      trace.mark("importances");
+      if (rules.oob_score) {
+        compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
+        trace.mark("out-of-bag");
+      }
       return forest;
     }
   }
@@ -409,8 +426,12 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
   }
   prune_grown_trees(forest, first, rules);
   trace.mark("trees (depth first, host)");
-  compute_importances(forest, d);
-  if (rules.oob_score) compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
+  compute_importances(forest, d, rules.threads);
+  trace.mark("importances");
+  if (rules.oob_score) {
+    compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
+    trace.mark("out-of-bag");
+  }
   return forest;
 }
 

@@ -42,7 +42,9 @@ struct ForestArrays {
   int64_t n_features;
 };
 
-PackedForest pack_forest(const ForestArrays& arrays);
+// The trees pack in parallel over `threads` (each into its own range: the same layout on any
+// thread count).
+PackedForest pack_forest(const ForestArrays& arrays, int threads);
 
 // One step down from a split node for a row whose value of node.feature is x: the index of the
 // child it goes to.

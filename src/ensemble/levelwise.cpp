@@ -10,7 +10,6 @@
 #include <string>
 #include <utility>
 
-#include "core/random.hpp"
 #include "core/trace.hpp"
 #include "ensemble/split_finder.hpp"
 #include "gpuml/core/comm.hpp"
@@ -27,17 +26,20 @@ struct Active {
   uint64_t seed;
 };
 
-// The feature draw order of a node: grow_tree's swaps from the node's seed, all d of them (the
-// first i entries are the features grow_tree draws first).
-void feature_order(uint64_t seed, int64_t d, int32_t* order) {
-  Random random(seed);
-  std::iota(order, order + d, 0);
-  for (int64_t i = 0; i < d; ++i) std::swap(order[i], order[i + static_cast<int64_t>(random.below(static_cast<uint64_t>(d - i)))]);
+// values (per_node entries a node) in the order old_of gives, in place.
+template <typename T>
+void permute(std::vector<T>& values, const std::vector<int32_t>& old_of, int per_node) {
+  std::vector<T> out(values.size());
+  const int64_t count = static_cast<int64_t>(old_of.size());
+  for (int64_t v = 0; v < count; ++v)
+    for (int c = 0; c < per_node; ++c) out[v * per_node + c] = values[static_cast<int64_t>(old_of[v]) * per_node + c];
+  values.swap(out);
 }
 
-// The tree's nodes in grow_tree's order: a node's children are numbered when it splits, and
-// the left subtree is grown before the right.
-Tree depth_first(const Tree& tree, int width) {
+// Renumbers the tree's nodes to grow_tree's order: a node's children are numbered when it splits,
+// and the left subtree is grown before the right. An array at a time (a tree at full depth has
+// ~10^5 nodes: one array of scratch, not a second tree).
+void renumber_depth_first(Tree& tree, int width) {
   const int64_t count = tree.node_count();
   std::vector<int32_t> new_id(static_cast<std::size_t>(count), -1), old_of(static_cast<std::size_t>(count), -1);
   new_id[0] = 0;
@@ -55,21 +57,21 @@ Tree depth_first(const Tree& tree, int width) {
     stack.push_back(tree.right[p]);
     stack.push_back(tree.left[p]);
   }
-  Tree out;
-  for (int64_t v = 0; v < count; ++v) {
-    const int32_t o = old_of[v];
-    out.feature.push_back(tree.feature[o]);
-    out.bin.push_back(tree.bin[o]);
-    out.left.push_back(tree.left[o] < 0 ? -1 : new_id[tree.left[o]]);
-    out.right.push_back(tree.right[o] < 0 ? -1 : new_id[tree.right[o]]);
-    out.threshold.push_back(tree.threshold[o]);
-    out.stats.insert(out.stats.end(), tree.stats.begin() + static_cast<int64_t>(o) * width,
-                     tree.stats.begin() + static_cast<int64_t>(o + 1) * width);
-    out.impurity.push_back(tree.impurity[o]);
-    out.rows.push_back(tree.rows[o]);
-    out.improvement.push_back(tree.improvement[o]);
+  for (std::vector<int32_t>* side : {&tree.left, &tree.right}) {
+    std::vector<int32_t> out(static_cast<std::size_t>(count));
+    for (int64_t v = 0; v < count; ++v) {
+      const int32_t child = (*side)[old_of[v]];
+      out[v] = child < 0 ? -1 : new_id[child];
+    }
+    side->swap(out);
   }
-  return out;
+  permute(tree.feature, old_of, 1);
+  permute(tree.bin, old_of, 1);
+  permute(tree.threshold, old_of, 1);
+  permute(tree.stats, old_of, width);
+  permute(tree.impurity, old_of, 1);
+  permute(tree.rows, old_of, 1);
+  permute(tree.improvement, old_of, 1);
 }
 
 // With GPUML_TRACE: what one depth (depth-first growth) or one round (best-first) cost, summed
@@ -203,7 +205,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t t = 0; t < count; ++t) {
       const uint8_t* c = this_batch.data() + t * n;
-      double* root = roots.data() + t * (k + 1);
+      std::vector<double> root(static_cast<std::size_t>(k + 1), 0.0);  // the thread's own (not next to another tree's)
       int64_t rows = 0;
       for (int64_t i = 0; i < n; ++i) {
         if (c[i] == 0) continue;
@@ -218,6 +220,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         ++rows;
       }
       root[k] = static_cast<double>(rows);
+      std::copy(root.begin(), root.end(), roots.begin() + t * (k + 1));
     }
     if (comm != nullptr) comm->allreduce_sum(roots.data(), static_cast<int64_t>(roots.size()));  // exact: integers
     for (int64_t t = 0; t < count; ++t) {
@@ -243,11 +246,19 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       t0 = now();
       nodes.resize(static_cast<std::size_t>(m));
       order.resize(static_cast<std::size_t>(m * d));
+      // Each node's feature draw order (grow_tree's), in blocks of nodes: feature_orders draws
+      // for several seeds at once.
+      constexpr int64_t kBlock = 64;
 #pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t i = 0; i < m; ++i) {
-        const Active& a = level[i];
-        nodes[i] = LevelNode{a.tree, 0, a.slot_begin, a.slot_count, root_weight[a.tree]};
-        feature_order(a.seed, d, order.data() + i * d);
+      for (int64_t b = 0; b < m; b += kBlock) {
+        const int64_t e = std::min(m, b + kBlock);
+        uint64_t block_seeds[kBlock];
+        for (int64_t i = b; i < e; ++i) {
+          const Active& a = level[i];
+          nodes[i] = LevelNode{a.tree, 0, a.slot_begin, a.slot_count, root_weight[a.tree]};
+          block_seeds[i - b] = a.seed;
+        }
+        feature_orders(block_seeds, e - b, d, order.data() + b * d);
       }
       const double orders = since(t0);
       orders_ms += orders;
@@ -262,27 +273,32 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         c.nodes += m;
         c.split_ms += device;
         c.orders_ms += orders;
-        for (const Active& a : level) {
-          c.small += a.slot_count < kSmallNode ? 1 : 0;
-          c.slots += a.slot_count;
-          c.rows += trees[first + a.tree].rows[a.node];
+        int64_t small = 0, slots = 0, rows = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : small, slots, rows)
+        for (int64_t i = 0; i < m; ++i) {
+          const Active& a = level[i];
+          small += a.slot_count < kSmallNode ? 1 : 0;
+          slots += a.slot_count;
+          rows += trees[first + a.tree].rows[a.node];
         }
+        c.small += small;
+        c.slots += slots;
+        c.rows += rows;
       }
     };
     auto splits_node = [&](const LevelSplit& s) {
       return s.found && !(s.improvement + DBL_EPSILON < rules.min_impurity_decrease);
     };
-    // Makes node a's split s (left: the left side's statistics): its two children, and those that
-    // may split in turn appended to next (left, then right).
-    auto make_children = [&](const Active& a, const LevelSplit& s, const double* left, std::vector<Active>& next) {
-      Tree& tree = trees[first + a.tree];
-      std::vector<double> right(static_cast<std::size_t>(k));
+    // Makes node a's split s (left: the left side's statistics) in its tree: its two children, and
+    // those that may split in turn appended to next (left, then right). right: k doubles of scratch.
+    auto make_children = [&](Tree& tree, const Active& a, const LevelSplit& s, const double* left, double* right,
+                             std::vector<Active>& next) {
       const double* node = tree.stats.data() + static_cast<int64_t>(a.node) * k;
       for (int c = 0; c < k; ++c) right[c] = node[c] - left[c];
       const double left_impurity = node_impurity(rules.criterion, left, k);
-      const double right_impurity = node_impurity(rules.criterion, right.data(), k);
+      const double right_impurity = node_impurity(rules.criterion, right, k);
       const int32_t l = new_node(tree, k, left, left_impurity, s.left_rows);
-      const int32_t r = new_node(tree, k, right.data(), right_impurity, s.right_rows);
+      const int32_t r = new_node(tree, k, right, right_impurity, s.right_rows);
       set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
       if (!stays_leaf(rules, a.depth + 1, s.left_rows, left_impurity))
         next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, child_seed(a.seed, 1)});
@@ -292,6 +308,9 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     };
     if (rules.max_leaf_nodes < 0) {
       // Depth first: every node of a level that may split does; the children are the next level.
+      // The lists are kept from level to level (their memory reused).
+      std::vector<std::vector<Active>> next_of;
+      std::vector<Active> next;
       while (!level.empty()) {
         const int64_t depth = level.front().depth;  // every node of a level has the same
         search(level, depth);
@@ -303,14 +322,27 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
           if (level[i].tree != level[i - 1].tree) tree_begin.push_back(i);
         tree_begin.push_back(m);
         const int64_t groups = static_cast<int64_t>(tree_begin.size()) - 1;
-        std::vector<std::vector<Active>> next_of(static_cast<std::size_t>(groups));
+        if (static_cast<int64_t>(next_of.size()) < groups) next_of.resize(static_cast<std::size_t>(groups));
 #pragma omp parallel for num_threads(threads) schedule(dynamic)
-        for (int64_t g = 0; g < groups; ++g)
+        for (int64_t g = 0; g < groups; ++g) {
+          // The group's tree and list of children are moved to the thread while it appends to them:
+          // in their vectors, side by side, their ends would share cache lines with other threads'.
+          Tree& shared_tree = trees[first + level[tree_begin[g]].tree];
+          Tree tree = std::move(shared_tree);
+          std::vector<Active> children = std::move(next_of[g]);
+          children.clear();
+          std::vector<double> right(static_cast<std::size_t>(k));
           for (int64_t i = tree_begin[g]; i < tree_begin[g + 1]; ++i)
-            if (splits_node(splits[i])) make_children(level[i], splits[i], left_stats.data() + i * k, next_of[g]);
-        std::vector<Active> next;
-        for (const std::vector<Active>& part : next_of) next.insert(next.end(), part.begin(), part.end());
-        level = std::move(next);
+            if (splits_node(splits[i])) make_children(tree, level[i], splits[i], left_stats.data() + i * k, right.data(), children);
+          shared_tree = std::move(tree);
+          next_of[g] = std::move(children);
+        }
+        std::vector<int64_t> at(static_cast<std::size_t>(groups + 1), 0);  // where each group's children go
+        for (int64_t g = 0; g < groups; ++g) at[g + 1] = at[g] + static_cast<int64_t>(next_of[g].size());
+        next.resize(static_cast<std::size_t>(at[groups]));
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t g = 0; g < groups; ++g) std::copy(next_of[g].begin(), next_of[g].end(), next.begin() + at[g]);
+        std::swap(level, next);
         const double host = since(t0);
         host_ms += host;
         if (tracing) {
@@ -336,6 +368,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       };
       std::vector<std::vector<Waiting>> waiting(static_cast<std::size_t>(count));
       std::vector<int64_t> leaves(static_cast<std::size_t>(count), 1);
+      std::vector<double> right(static_cast<std::size_t>(k));
       for (int64_t round_index = 0;; ++round_index) {
         if (!level.empty()) {
           search(level, round_index);
@@ -357,7 +390,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
           std::pop_heap(heap.begin(), heap.end(), later);
           const Waiting best = std::move(heap.back());
           heap.pop_back();
-          make_children(best.active, best.split, best.left.data(), next);
+          make_children(trees[first + t], best.active, best.split, best.left.data(), right.data(), next);
           ++leaves[t];
           any = true;
         }
@@ -372,8 +405,8 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     t0 = now();
   }
   if (rules.max_leaf_nodes < 0) {  // best-first trees are in grow_tree's order already
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t t = 0; t < n_trees; ++t) trees[t] = depth_first(trees[t], k);
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+    for (int64_t t = 0; t < n_trees; ++t) renumber_depth_first(trees[t], k);
   }
   host_ms += since(t0);
   if (tracing) {

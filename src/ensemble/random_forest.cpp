@@ -8,6 +8,8 @@
 // on the host threads (forest_predict_sparse).
 #include "gpuml/ensemble/random_forest.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -20,6 +22,7 @@
 #include "core/registry.hpp"
 #include "core/sparse_backend.hpp"
 #include "core/staging.hpp"
+#include "core/trace.hpp"
 #include "ensemble/forest_backend.hpp"
 #include "ensemble/sparse_lines.hpp"
 #include "ensemble/tree_builder.hpp"
@@ -236,39 +239,48 @@ HostArray scalar_of(DType dtype, T value) {
 }
 
 // The fitted trees as the attribute arrays (see random_forest.hpp); a warm start's kept trees
-// (the first ones) keep their node values and weights to the bit.
-void tree_attributes(const detail::Forest& forest, const detail::WarmStart* kept, std::map<std::string, HostArray>& out) {
+// (the first ones) keep their node values and weights to the bit. One pass over each tree's
+// nodes, the trees over the threads, each into its own range of the arrays (a forest at full
+// depth has ~10^7 nodes).
+void tree_attributes(const detail::Forest& forest, const detail::WarmStart* kept, int threads,
+                     std::map<std::string, HostArray>& out) {
   HostArray seeds(DType::int64, static_cast<int64_t>(forest.tree_seeds.size()));
   for (std::size_t t = 0; t < forest.tree_seeds.size(); ++t) seeds.as<int64_t>()[t] = static_cast<int64_t>(forest.tree_seeds[t]);
   out["estimator_seeds_"] = std::move(seeds);
-  int64_t total = 0;
-  std::vector<int64_t> offsets{0};
-  for (const detail::Tree& tree : forest.trees) offsets.push_back(total += tree.node_count());
+  const int64_t n_trees = static_cast<int64_t>(forest.trees.size());
+  std::vector<int64_t> offsets(static_cast<std::size_t>(n_trees + 1), 0);
+  for (int64_t t = 0; t < n_trees; ++t) offsets[t + 1] = offsets[t] + forest.trees[t].node_count();
+  const int64_t total = offsets[n_trees];
   const int width = forest.width;
   const int64_t k = forest.classification ? width : 1;
   HostArray feature(DType::int32, total), left(DType::int32, total), right(DType::int32, total);
   HostArray threshold(DType::float64, total), impurity(DType::float64, total), weighted(DType::float64, total);
   HostArray samples(DType::int64, total), value(DType::float64, total, k);
-  int64_t at = 0;
-  for (const detail::Tree& tree : forest.trees) {
-    for (int64_t node = 0; node < tree.node_count(); ++node, ++at) {
+  int32_t *feature_at = feature.as<int32_t>(), *left_at = left.as<int32_t>(), *right_at = right.as<int32_t>();
+  double *threshold_at = threshold.as<double>(), *impurity_at = impurity.as<double>(), *weighted_at = weighted.as<double>();
+  double* value_at = value.as<double>();
+  int64_t* samples_at = samples.as<int64_t>();
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+  for (int64_t t = 0; t < n_trees; ++t) {
+    const detail::Tree& tree = forest.trees[t];
+    for (int64_t node = 0, at = offsets[t]; node < tree.node_count(); ++node, ++at) {
       const bool leaf = tree.feature[node] < 0;
-      feature.as<int32_t>()[at] = leaf ? kLeafFeature : tree.feature[node];
-      threshold.as<double>()[at] = leaf ? double(kLeafFeature) : tree.threshold[node];
-      left.as<int32_t>()[at] = leaf ? kLeafChild : tree.left[node];
-      right.as<int32_t>()[at] = leaf ? kLeafChild : tree.right[node];
-      impurity.as<double>()[at] = tree.impurity[node];
-      samples.as<int64_t>()[at] = tree.rows[node];
+      feature_at[at] = leaf ? kLeafFeature : tree.feature[node];
+      threshold_at[at] = leaf ? double(kLeafFeature) : tree.threshold[node];
+      left_at[at] = leaf ? kLeafChild : tree.left[node];
+      right_at[at] = leaf ? kLeafChild : tree.right[node];
+      impurity_at[at] = tree.impurity[node];
+      samples_at[at] = tree.rows[node];
       const double* s = tree.stats.data() + node * width;
       double w = 0.0;
       if (forest.classification) {
         for (int c = 0; c < width; ++c) w += s[c];
-        for (int c = 0; c < width; ++c) value.as<double>()[at * k + c] = s[c] / w;
+        for (int c = 0; c < width; ++c) value_at[at * k + c] = s[c] / w;
       } else {
         w = s[0];
-        value.as<double>()[at] = s[1] / s[0];
+        value_at[at] = s[1] / s[0];
       }
-      weighted.as<double>()[at] = w;
+      weighted_at[at] = w;
     }
   }
   if (kept) {
@@ -380,6 +392,7 @@ void RandomForestBase::fit_sparse(Context& ctx, const SparseView& X, const Array
 void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const SparseView* X_sparse, const ArrayView* y,
                                const ArrayView* sample_weight) {
   const std::string name = estimator_name(classification_);
+  detail::Trace trace(ctx, estimator_name(classification_));  // GPUML_TRACE=1: the time of each phase
   // Distributed (SPMD) over the context's communicator: every rank passes its own rows, and the
   // ranks check their inputs together (a bad rank makes every rank throw), agree on the
   // parameters, take the union of the classes, count "balanced" class weights, the weight total
@@ -433,6 +446,7 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
         });
     }
   });
+  trace.mark("checks, stage X, y, weights");
   std::vector<detail::RankField> fields = {{"n_features", d},
                                           {"dtype (0 float32, 1 float64)", static_cast<int64_t>(dtype)},
                                           {"whether sample_weight is given", sample_weight != nullptr ? 1 : 0}};
@@ -476,6 +490,8 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
     }
     GPUML_EXPECT(weight_total > 0, name + ": sample_weight sums to 0: no row has weight");
   }
+
+  trace.mark("labels, class weights");
 
   detail::ForestRules rules;
   rules.n_estimators = params_.n_estimators;
@@ -523,7 +539,7 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
     rules.kept = &kept->forest;
   }
 
-  const detail::Forest forest = detail::with_float_type(dtype, [&](auto tag) {
+  detail::Forest forest = detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     const int32_t* label_index = classification_ ? labels.index.data() : nullptr;
     const T* targets = classification_ ? nullptr : static_cast<const T*>(yh.data());
@@ -531,9 +547,11 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
     if (X_sparse) return detail::fit_forest_sparse<T>(columns, label_index, targets, row_weights, rules);
     return detail::fit_forest<T>(static_cast<const T*>(Xh.data()), n, d, label_index, targets, row_weights, rules);
   });
+  trace.mark("fit_forest");
 
   std::map<std::string, HostArray> attributes;
-  tree_attributes(forest, kept.get(), attributes);
+  tree_attributes(forest, kept.get(), ctx.n_threads(), attributes);
+  trace.mark("tree_attributes");
   attributes["feature_importances_"] = array_of(DType::float64, forest.feature_importances);
   if (classification_) {
     attributes["classes_"] = array_of(DType::float64, labels.classes);
@@ -546,10 +564,14 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
     std::copy(forest.oob_decision.begin(), forest.oob_decision.end(), oob.as<double>());
     attributes[classification_ ? "oob_decision_function_" : "oob_prediction_"] = std::move(oob);
   }
-  attributes_ = std::move(attributes);
+  forest = detail::Forest();  // the grown trees, copied into the attributes: their memory back before packing
+  trace.mark("other attrs, free the trees");
+  attributes_ = std::move(attributes);  // frees the last fit's
   n_features_in_ = scalar_of<int64_t>(DType::int64, d);
   warm_start_source_.reset();
-  rebuild_forest();
+  trace.mark("free the last fit's model");
+  rebuild_forest(ctx.n_threads());
+  trace.mark("rebuild_forest (pack_forest)");
 }
 
 void RandomForestBase::warm_start_from(const Estimator& previous) {
@@ -561,7 +583,7 @@ void RandomForestBase::warm_start_from(const Estimator& previous) {
 }
 
 // The prediction trees from the attribute arrays: the one path for a fitted and a restored model.
-void RandomForestBase::rebuild_forest() {
+void RandomForestBase::rebuild_forest(int threads) {
   const HostArray& offsets = attributes_.at("estimator_node_offsets_");
   const detail::ForestArrays arrays{offsets.as<const int64_t>(),
                                     offsets.spec().shape[0] - 1,
@@ -572,7 +594,7 @@ void RandomForestBase::rebuild_forest() {
                                     attributes_.at("nodes_value_").as<const double>(),
                                     static_cast<int>(attributes_.at("nodes_value_").spec().shape[1]),
                                     *n_features_in_.as<const int64_t>()};
-  forest_ = std::make_shared<const detail::PackedForest>(detail::pack_forest(arrays));
+  forest_ = std::make_shared<const detail::PackedForest>(detail::pack_forest(arrays, threads));
   const std::lock_guard<std::mutex> lock(staged_mutex_);
   staged_.clear();
 }
@@ -777,7 +799,7 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
   n_features_in_ = std::move(attributes.at("n_features_in_"));
   attributes.erase("n_features_in_");
   attributes_ = std::move(attributes);
-  rebuild_forest();
+  rebuild_forest(omp_get_max_threads());  // no context here: OpenMP's threads, as a CPU context's default
 }
 
 std::string RandomForestBase::get_params_json() const { return params_table(classification_).write(params_).dump(); }

@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "core/random.hpp"
@@ -64,6 +65,65 @@ void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t featur
   tree.left[node] = left;
   tree.right[node] = right;
   tree.improvement[node] = improvement;
+}
+
+namespace {
+
+// std::mt19937_64 (Random's engine): its state words, the words its first twist keeps, seeding
+// multiplier, twist constant and masks.
+constexpr int64_t kMtWords = 312, kMtShift = 156;
+constexpr uint64_t kMtSeedMultiplier = 6364136223846793005ULL, kMtTwist = 0xB5026F5AA96619E9ULL;
+constexpr uint64_t kMtUpper = ~uint64_t{0} << 31, kMtLower = ~kMtUpper;
+
+// Output i < 156 of the engine from seeded words i, i + 1 and i + 156: the twist of word i, tempered.
+inline uint64_t mt_output(uint64_t x0, uint64_t x1, uint64_t x_shift) {
+  const uint64_t y = (x0 & kMtUpper) | (x1 & kMtLower);
+  uint64_t z = x_shift ^ (y >> 1) ^ ((y & 1) ? kMtTwist : 0);
+  z ^= (z >> 29) & 0x5555555555555555ULL;
+  z ^= (z << 17) & 0x71D67FFFEDA60000ULL;
+  z ^= (z << 37) & 0xFFF7EEE000000000ULL;
+  return z ^ (z >> 43);
+}
+
+// feature_orders of L seeds (d <= 156). Seeding is one serial chain of multiplies per seed: L
+// chains interleaved keep the multiplier busy.
+template <int L>
+void feature_orders_of(const uint64_t* seeds, int64_t d, int32_t* orders) {
+  uint64_t x[kMtWords][L], v[L];
+  for (int l = 0; l < L; ++l) x[0][l] = v[l] = seeds[l];
+  for (int64_t i = 1; i < kMtShift + d; ++i)
+#pragma GCC unroll 8
+    for (int l = 0; l < L; ++l) x[i][l] = v[l] = kMtSeedMultiplier * (v[l] ^ (v[l] >> 62)) + static_cast<uint64_t>(i);
+  for (int l = 0; l < L; ++l) {
+    // The draws first, then the swaps: the draws do not wait for each other's swaps.
+    int64_t pick[kMtWords - kMtShift];
+    for (int64_t i = 0; i < d; ++i)
+      pick[i] = i + static_cast<int64_t>(Random::below_of(mt_output(x[i][l], x[i + 1][l], x[i + kMtShift][l]), static_cast<uint64_t>(d - i)));
+    int32_t* order = orders + l * d;
+    std::iota(order, order + d, 0);
+    for (int64_t i = 0; i < d; ++i) std::swap(order[i], order[pick[i]]);
+  }
+}
+
+// The most features whose draws feature_orders computes without the engine.
+constexpr int64_t kDirectDraws = kMtWords - kMtShift;
+
+}  // namespace
+
+void feature_orders(const uint64_t* seeds, int64_t count, int64_t d, int32_t* orders) {
+  if (d > kDirectDraws) {  // outputs past the first twist's kept words: the engine itself
+    for (int64_t c = 0; c < count; ++c) {
+      Random random(seeds[c]);
+      int32_t* order = orders + c * d;
+      std::iota(order, order + d, 0);
+      for (int64_t i = 0; i < d; ++i) std::swap(order[i], order[i + static_cast<int64_t>(random.below(static_cast<uint64_t>(d - i)))]);
+    }
+    return;
+  }
+  constexpr int kLanes = 8;
+  int64_t c = 0;
+  for (; c + kLanes <= count; c += kLanes) feature_orders_of<kLanes>(seeds + c, d, orders + c * d);
+  for (; c < count; ++c) feature_orders_of<1>(seeds + c, d, orders + c * d);
 }
 
 void prune_tree(Tree& tree, Criterion criterion, int width, double ccp_alpha) {
@@ -151,7 +211,7 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   // scikit-learn's min_weight_leaf: the fraction of the weight the tree was given (its root's).
   split_rules.min_weight_leaf = rules.min_weight_fraction_leaf * root_weight;
 
-  std::vector<int64_t> order(static_cast<std::size_t>(d));
+  std::vector<int32_t> order(static_cast<std::size_t>(d));
   std::vector<int32_t> scratch(rows.size());
   std::vector<double> node_stats;
   std::vector<int64_t> keyed;  // (code << 32) | row position, for compact histograms
@@ -165,8 +225,14 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
     if (stays_leaf(rules, p.depth, count, tree.impurity[p.node])) return Split{};
     // Features in a random order (from the node's seed), histogram by histogram, until
     // max_features of them are not constant here or none are left (scikit-learn's rule).
-    Random random(p.seed);
-    std::iota(order.begin(), order.end(), int64_t{0});
+    // All d draws at once where feature_orders computes them cheaply; else one by one, as needed.
+    std::optional<Random> random;
+    if (d > kDirectDraws) {
+      random.emplace(p.seed);
+      std::iota(order.begin(), order.end(), 0);
+    } else {
+      feature_orders(&p.seed, 1, d, order.data());
+    }
     // Nodes with fewer rows than bins keep only their occupied bins (sorted codes), so that their
     // cost follows their rows, not 256 bins per feature; the sums come out in the same order
     // either way (rows ascending within a bin), so both give the same tree.
@@ -186,7 +252,7 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
     std::vector<int64_t> drawn;
     int64_t informative = 0;
     for (int64_t i = 0; i < d && informative < rules.max_features; ++i) {
-      std::swap(order[i], order[i + static_cast<int64_t>(random.below(static_cast<uint64_t>(d - i)))]);
+      if (random) std::swap(order[i], order[i + static_cast<int64_t>(random->below(static_cast<uint64_t>(d - i)))]);
       const int64_t f = order[i];
       h.stats.resize(h.stats.size() + static_cast<std::size_t>(stride) * width, 0.0);
       h.rows.resize(h.rows.size() + static_cast<std::size_t>(stride), 0);

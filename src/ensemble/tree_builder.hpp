@@ -57,6 +57,14 @@ int32_t new_node(Tree& tree, int width, const double* stats, double impurity, in
 void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
                int32_t left, int32_t right);
 
+// The feature draw orders of `count` nodes from their seeds (orders: count x d): each row is the
+// order in which grow_tree's node draws the features, its swaps from Random(seed), all d of them
+// (the first i entries are the first i features drawn). For d <= 156 the draws come from the
+// engine's first d outputs computed directly (they read the seeded state's words 0..d and
+// 156..155 + d only), several seeds at once: seeding all 312 words and the first twist, as
+// constructing the engine and drawing once does, cost ~10x more. (GPUML_API: for the tests.)
+GPUML_API void feature_orders(const uint64_t* seeds, int64_t count, int64_t d, int32_t* orders);
+
 // scikit-learn's minimal cost-complexity pruning of a grown tree: while the weakest link (the
 // split whose subtree lowers the weighted impurity least per leaf it adds, R(t) - R(T_t) over
 // |T_t| - 1, with R weighted by the node's share of the root's weight) costs at most ccp_alpha,

@@ -106,10 +106,13 @@ class _Forest:
             self.oob_score_ = self.oob_score(np.asarray(y).reshape(-1, 1), predicted)
 
     def _read_fitted_attributes(self):
-        context = get_context("cpu")  # attributes live on the host
-        names = self._gpuml_attributes + (("oob_score_", self._oob_attribute) if self.oob_score else ())
-        for name in names:
-            setattr(self, name, _python_scalar(self._gpuml_handle.attribute(context, name)))
+        # The tree arrays are copied from the model on first access (GpumlEstimator's): a forest
+        # at full depth has ~10^7 nodes, ~80 bytes each over the arrays, which a fit need not copy.
+        super()._read_fitted_attributes()
+        if self.oob_score:  # read by fit (the warning, a callable's score)
+            context = get_context("cpu")  # attributes live on the host
+            for name in ("oob_score_", self._oob_attribute):
+                setattr(self, name, _python_scalar(self._gpuml_handle.attribute(context, name)))
         self.n_outputs_ = 1
         self.__dict__.pop("_gpuml_trees", None)  # estimators_ of the last fit
 

@@ -125,7 +125,7 @@ class GPUML_API RandomForestBase : public Estimator {
   std::shared_ptr<const detail::WarmStart> warm_start_source_;
 
  private:
-  void rebuild_forest();
+  void rebuild_forest(int threads);
   void fit_any(Context& ctx, const ArrayView* X_dense, const SparseView* X_sparse, const ArrayView* y,
                const ArrayView* sample_weight);
 };

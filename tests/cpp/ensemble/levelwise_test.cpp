@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "../../../src/core/random.hpp"
 #include "../../../src/ensemble/levelwise.hpp"
 #include "test_util.hpp"
 
@@ -151,8 +152,10 @@ void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterio
     else backend.load(p.X.data(), p.n, p.d, bins, targets);
     EXPECT_EQ(bins.low, p.bins.low);
     EXPECT_EQ(bins.high, p.bins.high);
+    // 1 to 3 host threads (the feature draws, the children, the renumbering): grow_tree's trees on any.
+    const int threads = 1 + trial % 3;
     const std::vector<detail::Tree> got =
-        detail::grow_trees_levelwise(backend, p.n, p.d, bins, targets, p.weights, p.seeds, p.rules, 2);
+        detail::grow_trees_levelwise(backend, p.n, p.d, bins, targets, p.weights, p.seeds, p.rules, threads);
     expect_same_trees(want, got);
   }
 }
@@ -164,6 +167,29 @@ TEST(LevelwiseTrees, HostBackendGrowsTheDepthFirstTrees) {
   check(*backend, rng, detail::Criterion::entropy, 6);
   check(*backend, rng, detail::Criterion::squared_error, 10);
   check(*backend, rng, detail::Criterion::poisson, 6);
+}
+
+// feature_orders computes the engine's first outputs without running it (d <= 156): the same
+// swaps as Random(seed)'s, on either side of that bound and for any number of seeds (lanes of 8
+// and the rest).
+TEST(LevelwiseTrees, FeatureOrdersAreTheSwapsOfTheSeedsRandomStream) {
+  GPUML_FRESH_RNG(rng);
+  for (const int64_t d : {1, 2, 3, 5, 31, 32, 100, 155, 156, 157, 312, 400}) {
+    for (const int64_t count : {1, 7, 8, 9, 21}) {
+      std::vector<uint64_t> seeds(static_cast<std::size_t>(count));
+      for (auto& s : seeds) s = rng();
+      if (count > 2) seeds[1] = 0;  // an edge seed: the engine's words from 0
+      std::vector<int32_t> got(static_cast<std::size_t>(count * d), -1);
+      detail::feature_orders(seeds.data(), count, d, got.data());
+      for (int64_t c = 0; c < count; ++c) {
+        detail::Random random(seeds[c]);
+        std::vector<int32_t> want(static_cast<std::size_t>(d));
+        for (int64_t i = 0; i < d; ++i) want[i] = static_cast<int32_t>(i);
+        for (int64_t i = 0; i < d; ++i) std::swap(want[i], want[i + static_cast<int64_t>(random.below(static_cast<uint64_t>(d - i)))]);
+        ASSERT_EQ(want, std::vector<int32_t>(got.begin() + c * d, got.begin() + (c + 1) * d)) << "d " << d << ", seed " << c;
+      }
+    }
+  }
 }
 
 TEST(LevelwiseTreesGpu, CudaBackendGrowsTheDepthFirstTrees) {
