@@ -1465,7 +1465,12 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
  public:
   explicit CudaKMeansBackend(const Context& ctx) : ctx_(ctx) {}
   ~CudaKMeansBackend() override {
-    if (report_ready_) cudaEventDestroy(report_ready_);  // (errors ignored: nothing to do about them here)
+    // (A fit that threw between start and finish may still have the report's copy in flight.
+    // Errors are ignored: nothing to do about them here.)
+    if (report_ready_) {
+      cudaEventSynchronize(report_ready_);
+      cudaEventDestroy(report_ready_);
+    }
     if (report_host_) cudaFreeHost(report_host_);
   }
   CudaKMeansBackend(const CudaKMeansBackend&) = delete;
