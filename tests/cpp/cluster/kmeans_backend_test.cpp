@@ -52,7 +52,10 @@ void check_skipping(std::mt19937_64& rng, Data data, int64_t n, int64_t d, int64
     const int64_t b = blob_of[i] = uniform_int(rng, 0, blobs - 1);
     std::vector<double> u(d);
     double norm = 0.0;
-    for (auto& v : u) norm += (v = normal(rng)) * v;
+    for (auto& v : u) {
+      v = normal(rng);
+      norm += v * v;
+    }
     // edge: on the sphere of the blob's radius around its center; blobs: a unit Gaussian.
     const double scale = data == Data::edge ? radius[b] / std::sqrt(norm) : 1.0;
     for (int64_t j = 0; j < d; ++j) X[i * d + j] = static_cast<T>(static_cast<double>(C[b * d + j]) + scale * u[j]);
