@@ -674,7 +674,7 @@ class Fitter {
     const int64_t kd = k_ * d_, sums_size = detail::lloyd_sums_size(k_, d_);
     Buffer centers(ctx_, static_cast<std::size_t>(kd) * sizeof(T)), next(ctx_, static_cast<std::size_t>(kd) * sizeof(T));
     Buffer sums(ctx_, static_cast<std::size_t>(sums_size) * sizeof(double));
-    const bool queue_ahead = comm_.size() == 1 && params_.verbose <= 0;  // (ranks add the sums first; verbose reads dist2)
+    const bool queue_ahead = comm_.size() == 1 && params_.verbose <= 0 && queue_ahead_pays(ctx_);  // (ranks add the sums first; verbose reads dist2)
     Buffer queued_sums = queue_ahead ? Buffer(ctx_, sums.bytes()) : Buffer();
     detail::copy_bytes(ctx_, centers.data(), ctx_.device(), start.data(), Device{}, centers.bytes());
     bool strict_convergence = false, queued = false;  // queued: this step's first half ran with the last step
@@ -731,6 +731,15 @@ class Fitter {
   }
 
  private:
+  // Queuing the next step pays where the backend runs asynchronously (CUDA): on the CPU it would
+  // only add a step's work where a fit converges strictly. GPUML_KMEANS_QUEUE_AHEAD=1 (or 0)
+  // forces it, for the tests: the fit is the same either way.
+  static bool queue_ahead_pays(const Context& ctx) {
+    const char* v = std::getenv("GPUML_KMEANS_QUEUE_AHEAD");
+    if (v != nullptr && (v[0] == '0' || v[0] == '1') && v[1] == '\0') return v[0] == '1';
+    return ctx.is_cuda();
+  }
+
   // verbose > 0: scikit-learn's progress lines (gpuml/core/progress.hpp), from rank 0 only.
   void progress(const std::string& line) const {
     if (params_.verbose > 0 && comm_.rank() == 0) write_progress(line);

@@ -28,6 +28,7 @@
 namespace gpuml {
 namespace {
 
+using test::ScopedEnv;
 using test::to_device;
 using test::to_host;
 using test::uniform_int;
@@ -460,22 +461,6 @@ TEST(KMeansBackendGpu, PlusPlusStepsDeclineWhereTheirBufferDoesNotFit) {
   EXPECT_TRUE(cuda->plusplus_steps(Xd.as<float>(), nullptr, n, d, closest.as<float>(), nullptr, potential, uniforms.data(),
                                    trials, 1, k, centers.data()));
 }
-
-// Sets an environment variable for a scope, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value) setenv(name, value, 1); else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1); else unsetenv(name_);
-  }
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 enum class AssignData { normal, ties, offset, blobs };
 

@@ -725,6 +725,53 @@ TEST(KMeansCpu, ModelsSavedWithoutDistinctClustersCountTheirLabels) {
 }
 
 
+// The Lloyd loop with the next step queued before a step's report is read (the CUDA default,
+// forced here on the CPU): the same fit, bit for bit, through steps that stop by tol, by strict
+// convergence, at max_iter and after relocating empty clusters.
+TEST(KMeansCpu, QueuedStepsGiveTheSameFit) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 200, 900), d = uniform_int(rng, 1, 6), k = uniform_int(rng, 3, 9);
+  Blobs b = make_blobs(rng, n, d, 4, 1.0, 5.0);
+  std::vector<double> far = random_rows(rng, b.X, n, d, k);
+  for (int64_t j = 0; j < d; ++j) far[d + j] = 1e6;  // center 1 empties at once: a relocation
+  const Duplicates dup = make_duplicates(rng, 3, 40, d);  // fewer distinct rows than clusters: strict convergence
+  struct Case {
+    const char* name;
+    KMeansParams params;
+    const std::vector<double>* X;
+    int64_t n;
+  };
+  KMeansParams plusplus;
+  plusplus.n_clusters = k;
+  plusplus.random_state = rng();
+  KMeansParams short_run = plusplus;
+  short_run.max_iter = 3;
+  short_run.tol = 0.0;
+  KMeansParams duplicates = plusplus;
+  duplicates.n_clusters = 3 + uniform_int(rng, 1, 3);
+  const std::vector<Case> cases = {{"k-means++, default tol", plusplus, &b.X, n},
+                                   {"max_iter 3, tol 0", short_run, &b.X, n},
+                                   {"a far center", array_init(far, k, 10, 0.0), &b.X, n},
+                                   {"duplicates", duplicates, &dup.X, dup.n}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Context ctx = Context::cpu(2);
+    Fitted queued, plain;
+    {
+      test::ScopedEnv env("GPUML_KMEANS_QUEUE_AHEAD", "1");
+      queued = fit(ctx, c.params, *c.X, c.n, d);
+    }
+    {
+      test::ScopedEnv env("GPUML_KMEANS_QUEUE_AHEAD", "0");
+      plain = fit(ctx, c.params, *c.X, c.n, d);
+    }
+    EXPECT_EQ(queued.n_iter, plain.n_iter);
+    EXPECT_EQ(queued.labels, plain.labels);
+    EXPECT_EQ(queued.centers, plain.centers);  // exact: the same steps in the same order
+    EXPECT_EQ(queued.inertia, plain.inertia);
+  }
+}
+
 // Issue 22 item 9: with fewer distinct rows than clusters, every row sits on its center after
 // the first iteration and relocating empty clusters onto duplicates only moved rows between
 // clusters, every iteration until max_iter. As scikit-learn: no relocation then, the empty
