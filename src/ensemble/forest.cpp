@@ -325,6 +325,18 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
   const int64_t grown = rules.n_estimators - first;
   const int width = forest.width;
   const Cumulative cumulative = rules.bootstrap ? cumulative_weights(sample_weight, n, comm) : Cumulative();
+  // After the trees grow (level by level or depth first, `grown_by`): pruning, importances, out-of-bag.
+  auto finish = [&](const char* grown_by) {
+    prune_grown_trees(forest, first, rules);
+    trace.mark(grown_by);
+    compute_importances(forest, d, rules.threads);
+    trace.mark("importances");
+    if (rules.oob_score) {
+      compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
+      trace.mark("out-of-bag");
+    }
+    return std::move(forest);
+  };
   // Regression targets in exact units (tree_builder.hpp): the same sums on every backend, and in
   // any order (over ranks too).
   const int64_t weight_total = rules.bootstrap && rules.bootstrap_draws > 0 ? rules.bootstrap_draws : share.total;
@@ -375,15 +387,7 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
                                                                  rules.threads, distributed ? &comm : nullptr)
                                          : std::vector<Tree>();
       std::move(trees.begin(), trees.end(), forest.trees.begin() + first);
-      prune_grown_trees(forest, first, rules);
-      trace.mark("trees (levelwise)");
-      compute_importances(forest, d, rules.threads);
-      trace.mark("importances");
-      if (rules.oob_score) {
-        compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
-        trace.mark("out-of-bag");
-      }
-      return forest;
+      return finish("trees (levelwise)");
     }
   }
   std::vector<uint8_t> codes(static_cast<std::size_t>(n * d));
@@ -424,15 +428,7 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
     // The feature draws: a second seed from the tree's (the first drew the bootstrap).
     forest.trees[t] = grow_tree(codes.data(), n, d, forest.bins, row_stats.data(), std::move(rows), rules.tree, tree_seed(seed, 0));
   }
-  prune_grown_trees(forest, first, rules);
-  trace.mark("trees (depth first, host)");
-  compute_importances(forest, d, rules.threads);
-  trace.mark("importances");
-  if (rules.oob_score) {
-    compute_oob(forest, X, labels, y, rules, share, cumulative, comm);
-    trace.mark("out-of-bag");
-  }
-  return forest;
+  return finish("trees (depth first, host)");
 }
 
 }  // namespace
