@@ -133,6 +133,7 @@ struct SplitArgs {
   int batch_cap;  // features per histogram pass
   LevelSplit* splits;
   double* left_stats;  // nodes x k
+  const int32_t* node_index;  // the launch's nodes: block (or warp) i takes node node_index[i]
 };
 
 // Histogram cells: class weights (int32: at most 255 x n < 2^31 in the driver's batches), or
@@ -162,8 +163,9 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
   C* histogram = reinterpret_cast<C*>(shared_words);  // [batch][256][k] cells, then [batch][256] rows
   const int k = a.k;
   const int tid = threadIdx.x;
-  const LevelNode node = a.nodes[blockIdx.x];
-  const int32_t* order = a.order + static_cast<int64_t>(blockIdx.x) * a.d;
+  const int32_t index = a.node_index[blockIdx.x];
+  const LevelNode node = a.nodes[index];
+  const int32_t* order = a.order + static_cast<int64_t>(index) * a.d;
   const int64_t begin = node.slot_begin, end = node.slot_begin + node.slot_count;
 
   bool found = false;
@@ -276,8 +278,8 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
     s.left_rows = best_left_rows;
     s.right_rows = node_rows - best_left_rows;
     s.left_slots = 0;
-    a.splits[blockIdx.x] = s;
-    for (int c = 0; c < k; ++c) a.left_stats[static_cast<int64_t>(blockIdx.x) * k + c] = found ? best_left[c] : 0.0;
+    a.splits[index] = s;
+    for (int c = 0; c < k; ++c) a.left_stats[static_cast<int64_t>(index) * k + c] = found ? best_left[c] : 0.0;
     split_bin = found ? best_bin : -1;
     split_feature = best_feature;
   }
@@ -317,7 +319,193 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
     a.rows_in[s] = a.rows_out[s];
     a.weights_in[s] = a.weights_out[s];
   }
-  if (tid == 0) a.splits[blockIdx.x].left_slots = left_base;
+  if (tid == 0) a.splits[index].left_slots = left_base;
+}
+
+// ---- Small nodes: a warp each -----------------------------------------------------------------
+// Most nodes of a deep level hold a few dozen slots, and a block per node then spends its time
+// clearing and scanning 256-bin histograms. A node of at most kWarp slots takes a warp: a lane
+// holds a slot; per drawn feature the lanes sort their (code, lane) keys, so that an inclusive
+// scan over the sorted lanes gives each occupied bin's prefix sums, the integers the block
+// kernel's histogram scans give; the thresholds between occupied bins are scored with the same
+// formulas and picked by the same rules (ties: the lower bin; a later feature only when strictly
+// better), and the slots are partitioned as the block kernel partitions them: the same records,
+// bit for bit.
+constexpr int kWarpNodeClasses = 8;   // more classes: the block kernel (a lane holds k sums)
+constexpr int kWarpNodesPerBlock = 8;
+
+// The lanes' keys in ascending order (bitonic network over the warp).
+__device__ __forceinline__ uint32_t warp_sort(uint32_t key) {
+  const int lane = threadIdx.x % kWarp;
+  for (int size = 2; size <= kWarp; size <<= 1)
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      const uint32_t other = __shfl_xor_sync(0xffffffffu, key, stride);
+      const bool ascending = (lane & size) == 0, lower = (lane & stride) == 0;
+      key = (lower == ascending) ? min(key, other) : max(key, other);
+    }
+  return key;
+}
+
+template <typename V>
+__device__ __forceinline__ V warp_inclusive_sum(V v) {
+  const int lane = threadIdx.x % kWarp;
+  for (int offset = 1; offset < kWarp; offset <<= 1) {
+    const V up = __shfl_up_sync(0xffffffffu, v, offset);
+    if (lane >= offset) v += up;
+  }
+  return v;
+}
+
+template <bool kRegression>
+__global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_kernel(SplitArgs a, int64_t count) {
+  constexpr int K = kRegression ? 3 : kWarpNodeClasses;
+  constexpr unsigned kAll = 0xffffffffu;
+  const int lane = threadIdx.x % kWarp;
+  const int64_t w_index = blockIdx.x * int64_t(kWarpNodesPerBlock) + threadIdx.x / kWarp;
+  if (w_index >= count) return;  // (a whole warp)
+  const int32_t index = a.node_index[w_index];
+  const LevelNode node = a.nodes[index];
+  const int32_t* order = a.order + static_cast<int64_t>(index) * a.d;
+  const int64_t begin = node.slot_begin, end = node.slot_begin + node.slot_count;
+  const int k = a.k;
+  const bool valid = begin + lane < end;
+  const int32_t row = valid ? a.rows_in[begin + lane] : 0;
+  const uint8_t w = valid ? a.weights_in[begin + lane] : 0;
+  const bool active = w > 0;
+  // The slot's cells (as the block kernel adds them): class weights, or W, S, Q in units.
+  long long mine[K];
+#pragma unroll
+  for (int c = 0; c < K; ++c) mine[c] = 0;
+  if (active) {
+    if constexpr (kRegression) {
+      mine[0] = w;
+      mine[1] = w * a.units[2 * static_cast<int64_t>(row)];
+      mine[2] = w * a.units[2 * static_cast<int64_t>(row) + 1];
+    } else {
+      const int label = a.labels[row];
+#pragma unroll
+      for (int c = 0; c < K; ++c) mine[c] = c == label ? w : 0;
+    }
+  }
+  auto value = [&](long long cell, int c) {
+    if constexpr (kRegression) return c == 0 ? static_cast<double>(cell) : static_cast<double>(cell) * a.unit[c - 1];
+    return static_cast<double>(cell);
+  };
+  double node_stats[K];
+#pragma unroll
+  for (int c = 0; c < K; ++c) {
+    long long total = mine[c];
+    for (int offset = kWarp / 2; offset > 0; offset >>= 1) total += __shfl_xor_sync(kAll, total, offset);
+    node_stats[c] = c < k ? value(total, c) : 0.0;
+  }
+  const int64_t node_rows = __popc(__ballot_sync(kAll, active));
+  const double node_weight = stats_weight(a.criterion, node_stats, k);
+  const double node_impurity = stats_impurity(a.criterion, node_stats, k);
+
+  bool found = false, informative_seen = false;
+  double best_improvement = 0.0;
+  int32_t best_feature = -1, best_bin = -1, best_next = -1;
+  int64_t best_left_rows = 0;
+  double best_left[K];
+#pragma unroll
+  for (int c = 0; c < K; ++c) best_left[c] = 0.0;
+  int64_t informative = 0;
+  for (int64_t next = 0; next < a.d && informative < a.max_features; ++next) {
+    const int32_t f = order[next];
+    // Inactive slots (weight 0) sort after every code, as bin 256.
+    const uint32_t code = active ? a.codes[static_cast<int64_t>(row) * a.d + f] : 256u;
+    const uint32_t key = warp_sort((code << 5) | static_cast<uint32_t>(lane));
+    const int from = static_cast<int>(key & 31u), bin = static_cast<int>(key >> 5);
+    const bool counted = bin < 256;
+    long long left[K];
+#pragma unroll
+    for (int c = 0; c < K; ++c) left[c] = warp_inclusive_sum(__shfl_sync(kAll, mine[c], from));
+    const int64_t left_rows = warp_inclusive_sum(counted ? 1 : 0);
+    const int next_bin = __shfl_down_sync(kAll, bin, 1);
+    const bool bin_end = counted && (lane == kWarp - 1 || next_bin != bin);
+    const unsigned ends = __ballot_sync(kAll, bin_end);
+    if (__popc(ends) <= 1) continue;  // constant in this node
+    ++informative;
+    informative_seen = true;
+    // A threshold after each occupied bin but the last.
+    const bool later = lane < kWarp - 1 && (ends >> (lane + 1)) != 0u;
+    double improvement = 0.0;
+    bool candidate = false;
+    const int64_t right_rows = node_rows - left_rows;
+    if (bin_end && later && left_rows >= a.min_samples_leaf && right_rows >= a.min_samples_leaf) {
+      double l[K], r[K];
+#pragma unroll
+      for (int c = 0; c < K; ++c) {
+        l[c] = c < k ? value(left[c], c) : 0.0;
+        r[c] = __dsub_rn(node_stats[c], l[c]);
+      }
+      const double left_weight = stats_weight(a.criterion, l, k), right_weight = stats_weight(a.criterion, r, k);
+      const bool refused = a.criterion == Criterion::poisson && (l[1] <= kPoissonEpsilon || r[1] <= kPoissonEpsilon);
+      if (left_weight > 0.0 && right_weight > 0.0 && !refused) {
+        improvement = impurity_improvement(node.root_weight, node_weight, node_impurity, left_weight,
+                                           stats_impurity(a.criterion, l, k), right_weight, stats_impurity(a.criterion, r, k));
+        candidate = true;
+      }
+    }
+    // The warp's best (BetterCandidate's order: greater improvement, then the lower bin).
+    double top = improvement;
+    int top_bin = candidate ? bin : -1, top_lane = lane;
+    for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
+      const double other = __shfl_xor_sync(kAll, top, offset);
+      const int other_bin = __shfl_xor_sync(kAll, top_bin, offset), other_lane = __shfl_xor_sync(kAll, top_lane, offset);
+      const bool take = top_bin < 0 ? other_bin >= 0
+                                    : other_bin >= 0 && (other != top ? other > top : other_bin < top_bin);
+      if (take) {
+        top = other;
+        top_bin = other_bin;
+        top_lane = other_lane;
+      }
+    }
+    if (top_bin >= 0 && (!found || top > best_improvement)) {
+      found = true;
+      best_improvement = top;
+      best_feature = f;
+      best_bin = top_bin;
+      best_next = __shfl_sync(kAll, bin, top_lane + 1);  // the next occupied bin's first sorted lane
+      best_left_rows = __shfl_sync(kAll, left_rows, top_lane);
+#pragma unroll
+      for (int c = 0; c < K; ++c) best_left[c] = c < k ? value(__shfl_sync(kAll, left[c], top_lane), c) : 0.0;
+    }
+  }
+
+  // The partition: left slots first in order, right ones after them in reverse order.
+  int64_t lefts = 0;
+  if (found) {
+    const bool go_left = valid && a.codes[static_cast<int64_t>(row) * a.d + best_feature] <= best_bin;
+    const unsigned left_mask = __ballot_sync(kAll, go_left);
+    const int position = __popc(left_mask & ((1u << lane) - 1u));
+    lefts = __popc(left_mask);
+    __syncwarp();  // every lane has read its slot
+    if (valid) {
+      const int64_t dst = go_left ? begin + position : end - 1 - (lane - position);
+      a.rows_in[dst] = row;
+      a.weights_in[dst] = w;
+    }
+  }
+  if (lane == 0) {
+    LevelSplit s;
+    s.found = found ? 1 : 0;
+    s.feature = best_feature;
+    s.bin = best_bin;
+    s.next_bin = best_next;
+    s.improvement = best_improvement;
+    s.left_rows = best_left_rows;
+    s.right_rows = (informative_seen ? node_rows : 0) - best_left_rows;  // (the block kernel's count, from a scan)
+    s.left_slots = lefts;
+    a.splits[index] = s;
+  }
+  if (lane < k) {
+    double v = 0.0;
+#pragma unroll
+    for (int c = 0; c < K; ++c)
+      if (c == lane) v = found ? best_left[c] : 0.0;
+    a.left_stats[static_cast<int64_t>(index) * k + lane] = v;
+  }
 }
 
 // ---- The distributed search's primitives (split_level_over_ranks): a block per (node, feature)
@@ -479,6 +667,17 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     res.copy_to_device(order_d.data(), order.data(), m * d_ * sizeof(int32_t));
     Buffer splits_d = device(m * sizeof(LevelSplit));
     Buffer left_d = device(m * k_ * sizeof(double));
+    // The nodes the block kernel takes, then those of at most a warp's slots (a warp each).
+    const bool warps = regression_ || k_ <= kWarpNodeClasses;
+    std::vector<int32_t> node_index;
+    node_index.reserve(static_cast<std::size_t>(m));
+    for (int64_t i = 0; i < m; ++i)
+      if (!warps || nodes[i].slot_count > kWarp) node_index.push_back(static_cast<int32_t>(i));
+    const int64_t big = static_cast<int64_t>(node_index.size());
+    for (int64_t i = 0; i < m; ++i)
+      if (warps && nodes[i].slot_count <= kWarp) node_index.push_back(static_cast<int32_t>(i));
+    Buffer index_d = device(m * sizeof(int32_t));
+    res.copy_to_device(index_d.data(), node_index.data(), m * sizeof(int32_t));
 
     GPUML_EXPECT(rules.width == k_, "levelwise CUDA builder: the rules' width does not match the loaded targets");
     const int cell_bytes = regression_ ? static_cast<int>(sizeof(long long)) : static_cast<int>(sizeof(int32_t));
@@ -489,12 +688,25 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                 regression_ ? nullptr : labels_.as<int32_t>(), regression_ ? units_.as<long long>() : nullptr,
                 {unit_[0], unit_[1]}, rows_[0].as<int32_t>(), weights_[0].as<uint8_t>(),
                 rows_[1].as<int32_t>(), weights_[1].as<uint8_t>(), rules.criterion, k_,
-                rules.max_features, rules.min_samples_leaf, cap, splits_d.as<LevelSplit>(), left_d.as<double>()};
-    auto kernel = regression_ ? split_level_kernel<true> : split_level_kernel<false>;
-    if (shared > kSharedBudget)  // one feature of many classes
-      GPUML_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-    kernel<<<static_cast<unsigned>(m), kFitBlock, shared, res.stream>>>(a);
-    GPUML_CUDA_CHECK_LAUNCH();
+                rules.max_features, rules.min_samples_leaf, cap, splits_d.as<LevelSplit>(), left_d.as<double>(),
+                index_d.as<int32_t>()};
+    if (big > 0) {
+      auto kernel = regression_ ? split_level_kernel<true> : split_level_kernel<false>;
+      if (shared > kSharedBudget)  // one feature of many classes
+        GPUML_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+      kernel<<<static_cast<unsigned>(big), kFitBlock, shared, res.stream>>>(a);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    if (m > big) {
+      SplitArgs small = a;
+      small.node_index = index_d.as<int32_t>() + big;
+      const unsigned blocks = static_cast<unsigned>(ceil_div(m - big, kWarpNodesPerBlock));
+      if (regression_)
+        split_small_nodes_kernel<true><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
+      else
+        split_small_nodes_kernel<false><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
     res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit));
     res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double));
   }
