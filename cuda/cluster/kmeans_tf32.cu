@@ -359,11 +359,28 @@ constexpr int kWgGroups = 2;                         // warpgroups per block
 constexpr int kWgThreads = 128 * kWgGroups;
 constexpr int kWgBlockRows = kWgRows * kWgGroups;
 
+// A row's features where the settle reads them: in global memory (X's row), or in a warp's
+// staged slice (shared memory; float4 q of slice row r at q ^ (r & 7), so that lanes reading
+// different rows at the same feature hit different banks).
+struct GlobalRow {
+  const float* x;
+  __device__ __forceinline__ float4 four(int64_t q) const { return *reinterpret_cast<const float4*>(x + 4 * q); }
+  __device__ __forceinline__ float one(int64_t f) const { return x[f]; }
+};
+struct StagedRow {
+  const float* x;
+  int swizzle;  // r & 7
+  __device__ __forceinline__ float4 four(int64_t q) const { return *reinterpret_cast<const float4*>(x + ((q ^ swizzle) << 2)); }
+  __device__ __forceinline__ float one(int64_t f) const { return x[(((f >> 2) ^ swizzle) << 2) | (f & 3)]; }
+};
+
 // x0.c0 and x1.c1, each exactly as fp32_product forms it: two independent FMA chains, interleaved,
 // their operands loaded 16 features at a time ahead of the FMAs (ncu: a load waited on before
-// every 4 FMAs made these chains a third of the wgmma kernel's stall samples).
-__device__ __forceinline__ void fp32_products(const float* __restrict__ x0, const float* __restrict__ c0, const float* __restrict__ x1,
-                                              const float* __restrict__ c1, int64_t d, bool vec4, float& p0, float& p1) {
+// every 4 FMAs made these chains a third of the wgmma kernel's stall samples). vec4: the centers
+// (and a global row) may be read as float4.
+template <typename Row>
+__device__ __forceinline__ void fp32_products(const Row& x0, const float* __restrict__ c0, const Row& x1, const float* __restrict__ c1,
+                                              int64_t d, bool vec4, float& p0, float& p1) {
   float acc0 = 0.0f, acc1 = 0.0f;
   int64_t f = 0;
   if (vec4) {
@@ -372,9 +389,9 @@ __device__ __forceinline__ void fp32_products(const float* __restrict__ x0, cons
       float4 a0[kAhead], b0[kAhead], a1[kAhead], b1[kAhead];
 #pragma unroll
       for (int u = 0; u < kAhead; ++u) {
-        a0[u] = *reinterpret_cast<const float4*>(x0 + f + 4 * u);
+        a0[u] = x0.four(f / 4 + u);
         b0[u] = *reinterpret_cast<const float4*>(c0 + f + 4 * u);
-        a1[u] = *reinterpret_cast<const float4*>(x1 + f + 4 * u);
+        a1[u] = x1.four(f / 4 + u);
         b1[u] = *reinterpret_cast<const float4*>(c1 + f + 4 * u);
       }
 #pragma unroll
@@ -391,8 +408,8 @@ __device__ __forceinline__ void fp32_products(const float* __restrict__ x0, cons
     }
   }
   for (; f < d; ++f) {
-    acc0 = fmaf(x0[f], c0[f], acc0);
-    acc1 = fmaf(x1[f], c1[f], acc1);
+    acc0 = fmaf(x0.one(f), c0[f], acc0);
+    acc1 = fmaf(x1.one(f), c1[f], acc1);
   }
   p0 = acc0;
   p1 = acc1;
@@ -487,6 +504,10 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
     fence_async_shared();
     __syncthreads();
   }
+  // With a stage to spare (resident centers), each warp keeps its 16 raw rows there for its settle
+  // (16 x dpad floats a warp: 8 warps fit a stage), so the FP32 chains read X from shared memory;
+  // else they read it from global memory.
+  float* slice = resident && tiles < stages ? smem + tiles * kTileFloats + (threadIdx.x / kWarp) * 16 * dpad : nullptr;
   // The warp's 16 rows of the row tile at row0 (rows g and g + 8: h = 0, 1), their features as
   // wgmma_k_position orders them, into a as raw FP32 bits (rounded to TF32 where the tile starts):
   // loaded one row tile ahead, while the previous tile settles.
@@ -526,6 +547,18 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
     // (Without resident centers, the barrier that ended the previous row tile guards the stages.)
     if (!resident)
       for (int s = 0; s < stages - 1; ++s) issue(s);
+    if (slice != nullptr) {
+      __syncwarp();  // the previous row tile's settle has read the slice
+#pragma unroll
+      for (int group = 0; group < kSteps / 2; ++group)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = g + 8 * h, q = 4 * group + t;  // (load_rows' layout: features 16 group + 4 t ..)
+          *reinterpret_cast<float4*>(slice + r * dpad + ((q ^ (r & 7)) << 2)) =
+              make_float4(__uint_as_float(a[2 * group][h]), __uint_as_float(a[2 * group][2 + h]),
+                          __uint_as_float(a[2 * group + 1][h]), __uint_as_float(a[2 * group + 1][2 + h]));
+        }
+    }
 #pragma unroll
     for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
@@ -594,6 +627,7 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
     // two chains at once), while any lane has one left; then the least over the quad.
     float best[2] = {INFINITY, INFINITY};
     int best_j[2] = {INT_MAX, INT_MAX};
+    __syncwarp();  // the slice's rows, stored by the warp's lanes, are visible to all of them
     while (__any_sync(~0u, (within[0] | within[1]) != 0)) {
       int j[2];
 #pragma unroll
@@ -609,10 +643,18 @@ __global__ void __launch_bounds__(kWgThreads, kSteps <= 8 ? 2 : 1) wgmma_argmin_
       }
       if (j[0] >= 0 || j[1] >= 0) {
         // (a row without a candidate repeats the other's product)
-        const int64_t row_a = j[0] >= 0 ? rows[0] : rows[1], row_b = j[1] >= 0 ? rows[1] : rows[0];
+        const int h_a = j[0] >= 0 ? 0 : 1, h_b = j[1] >= 0 ? 1 : 0;
         const int j_a = j[0] >= 0 ? j[0] : j[1], j_b = j[1] >= 0 ? j[1] : j[0];
+        const float* c_a = C + int64_t(j_a) * d;
+        const float* c_b = C + int64_t(j_b) * d;
         float p[2];
-        fp32_products(X + row_a * d, C + int64_t(j_a) * d, X + row_b * d, C + int64_t(j_b) * d, d, vec4, p[0], p[1]);
+        if (slice != nullptr) {
+          const int r_a = g + 8 * h_a, r_b = g + 8 * h_b;
+          fp32_products(StagedRow{slice + r_a * dpad, r_a & 7}, c_a, StagedRow{slice + r_b * dpad, r_b & 7}, c_b, d, vec4, p[0], p[1]);
+        } else {
+          fp32_products(GlobalRow{X + (h_a ? rows[1] : rows[0]) * d}, c_a, GlobalRow{X + (h_b ? rows[1] : rows[0]) * d}, c_b, d, vec4,
+                        p[0], p[1]);
+        }
 #pragma unroll
         for (int h = 0; h < 2; ++h)
           if (j[h] >= 0) keep_least(best[h], best_j[h], fmaf(-2.0f, p[h], cn_pad[j[h]]), j[h]);
