@@ -27,6 +27,7 @@
 
 #include "cuda/core/kernel_util.cuh"
 #include "cuda/core/resources.cuh"
+#include "ensemble/feature_draws.hpp"
 #include "ensemble/levelwise.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/comm.hpp"
@@ -615,6 +616,19 @@ __global__ void __launch_bounds__(kFitBlock) partition_kernel(const LevelNode* _
   if (threadIdx.x == 0) split.left_slots = left_total;
 }
 
+// Each node's feature draw order from its seed (feature_order_direct, d <= kDirectDraws): a
+// thread per node, its words and order in local memory, then written out.
+constexpr int kOrderBlock = 128;
+__global__ void __launch_bounds__(kOrderBlock) feature_orders_kernel(const LevelNode* nodes, int64_t m, int d, int32_t* orders) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kOrderBlock + threadIdx.x;
+  if (i >= m) return;
+  uint64_t low[kDirectDraws + 1];
+  int32_t order[kDirectDraws];
+  feature_order_direct(nodes[i].seed, d, order, low);
+  int32_t* out = orders + i * d;
+  for (int j = 0; j < d; ++j) out[j] = order[j];
+}
+
 class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
  public:
   CudaLevelBackend(const Context& ctx, Comm* comm) : ctx_(ctx), comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr) {}
@@ -650,10 +664,10 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
-  void split_level(const std::vector<LevelNode>& nodes, const std::vector<int32_t>& order, const LevelRules& rules,
-                   std::vector<LevelSplit>& splits, std::vector<double>& left_stats) override {
+  void split_level(const std::vector<LevelNode>& nodes, const LevelRules& rules, std::vector<LevelSplit>& splits,
+                   std::vector<double>& left_stats) override {
     if (comm_ != nullptr) {  // several ranks: the search over every rank's rows, on this backend's kernels
-      split_level_over_ranks(*this, *comm_, nodes, order, rules, d_, bin_counts_, k_, 1, splits, left_stats);
+      split_level_over_ranks(*this, *comm_, nodes, rules, d_, bin_counts_, k_, ctx_.n_threads(), splits, left_stats);
       return;
     }
     cuda::Resources& res = cuda::activate(ctx_);
@@ -663,8 +677,17 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     if (m == 0) return;
     Buffer nodes_d = device(m * sizeof(LevelNode));
     res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    // The nodes' feature draw orders: drawn here from their seeds (a thread per node), or past
+    // kDirectDraws features (the engine itself) on the host and sent.
     Buffer order_d = device(m * d_ * sizeof(int32_t));
-    res.copy_to_device(order_d.data(), order.data(), m * d_ * sizeof(int32_t));
+    if (d_ <= kDirectDraws) {
+      feature_orders_kernel<<<static_cast<unsigned>(ceil_div(m, kOrderBlock)), kOrderBlock, 0, res.stream>>>(
+          nodes_d.as<LevelNode>(), m, static_cast<int>(d_), order_d.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    } else {
+      const std::vector<int32_t> order = level_feature_orders(nodes, d_, ctx_.n_threads());
+      res.copy_to_device(order_d.data(), order.data(), m * d_ * sizeof(int32_t));
+    }
     Buffer splits_d = device(m * sizeof(LevelSplit));
     Buffer left_d = device(m * k_ * sizeof(double));
     // The nodes the block kernel takes, then those of at most a warp's slots (a warp each).

@@ -24,4 +24,16 @@ GPUML_HOST_DEVICE inline double counter_uniform(uint64_t key, uint64_t stream, u
   return static_cast<double>(mix64(stream_key + (counter + 1) * kGolden) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+// Uniform on [0, 1) from a raw 64-bit draw (its top 53 bits), and a uniform integer in [0, n)
+// from one (n < 2^63): fixed arithmetic, unlike std distributions, the same on host and device.
+// Through signed integers, which hold every value here and convert faster on x86.
+GPUML_HOST_DEVICE inline double uniform_from_bits(uint64_t raw) {
+  return static_cast<double>(static_cast<int64_t>(raw >> 11)) * (1.0 / 9007199254740992.0);
+}
+// (uniform * n < n but may round to n, which wraps to 0: the same as % n without a division.)
+GPUML_HOST_DEVICE inline uint64_t below_from_bits(uint64_t raw, uint64_t n) {
+  const int64_t v = static_cast<int64_t>(uniform_from_bits(raw) * static_cast<double>(static_cast<int64_t>(n)));
+  return static_cast<uint64_t>(v) == n ? 0 : static_cast<uint64_t>(v);
+}
+
 }  // namespace gpuml::detail

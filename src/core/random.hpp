@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "counter_random.hpp"  // mix64, counter_uniform
+#include "counter_random.hpp"  // mix64, counter_uniform, uniform_from_bits, below_from_bits
 
 namespace gpuml::detail {
 
@@ -18,13 +18,8 @@ class Random {
   // Uniform integer in [0, n).
   uint64_t below(uint64_t n) { return below_of(engine_(), n); }
   // The two from one raw draw of the engine (for code that computes the engine's outputs itself).
-  // Through signed integers (n < 2^63), which hold every value here and convert faster on x86.
-  static double uniform_of(uint64_t raw) { return static_cast<double>(static_cast<int64_t>(raw >> 11)) * (1.0 / 9007199254740992.0); }
-  // (uniform * n < n but may round to n, which wraps to 0: the same as % n without a division.)
-  static uint64_t below_of(uint64_t raw, uint64_t n) {
-    const int64_t v = static_cast<int64_t>(uniform_of(raw) * static_cast<double>(static_cast<int64_t>(n)));
-    return static_cast<uint64_t>(v) == n ? 0 : static_cast<uint64_t>(v);
-  }
+  static double uniform_of(uint64_t raw) { return uniform_from_bits(raw); }
+  static uint64_t below_of(uint64_t raw, uint64_t n) { return below_from_bits(raw, n); }
   // The first m entries of a uniformly random permutation of 0..n-1 (partial Fisher-Yates).
   std::vector<int64_t> sample_without_replacement(int64_t n, int64_t m);
   uint64_t next() { return engine_(); }

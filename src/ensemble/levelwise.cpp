@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "core/parallel.hpp"
 #include "core/trace.hpp"
 #include "ensemble/split_finder.hpp"
 #include "gpuml/core/comm.hpp"
@@ -86,7 +87,7 @@ struct LevelCost {
   int64_t split = 0;   // nodes whose split was found and kept (best first: made when their tree's turn comes)
   int64_t slots = 0;   // the nodes' slots (this rank's), out-of-bag ones included: what the kernels loop over
   int64_t rows = 0;    // the nodes' in-bag rows (n_node_samples)
-  double split_ms = 0.0, orders_ms = 0.0, host_ms = 0.0;
+  double split_ms = 0.0, host_ms = 0.0;
 
   void add(const LevelCost& c) {
     levels += c.levels;
@@ -96,7 +97,6 @@ struct LevelCost {
     slots += c.slots;
     rows += c.rows;
     split_ms += c.split_ms;
-    orders_ms += c.orders_ms;
     host_ms += c.host_ms;
   }
 };
@@ -120,18 +120,18 @@ void print_level_costs(const std::vector<LevelCost>& costs, bool rounds) {
   const char* what = rounds ? "round" : "depth";
   std::fprintf(stderr,
                "gpuml trace: levelwise trees by %s (split_level: the backend's search and partition of the level, its "
-               "copies included; orders: the feature draws; host: making the children):\n"
-               "gpuml trace:   %-7s %6s %10s %10s %10s %13s %13s %14s %6s %9s %10s %9s\n",
+               "copies and the feature draws included; host: making the children):\n"
+               "gpuml trace:   %-7s %6s %10s %10s %10s %13s %13s %14s %6s %9s %9s\n",
                what, what, "levels", "nodes", "<256 slots", "split", "slots", "in-bag rows", "split_level ms", "%",
-               "us/node", "orders ms", "host ms");
+               "us/node", "host ms");
   auto line = [&](const std::string& label, const LevelCost& c) {
     const double share = total_ms > 0.0 ? 100.0 * c.split_ms / total_ms : 0.0;
     const double per_node = c.nodes > 0 ? 1e3 * c.split_ms / static_cast<double>(c.nodes) : 0.0;
-    std::fprintf(stderr, "gpuml trace:   %-7s %6lld %10lld %9.1f%% %10lld %13lld %13lld %14.3f %5.1f%% %9.3f %10.3f %9.3f\n",
+    std::fprintf(stderr, "gpuml trace:   %-7s %6lld %10lld %9.1f%% %10lld %13lld %13lld %14.3f %5.1f%% %9.3f %9.3f\n",
                  label.c_str(), static_cast<long long>(c.levels), static_cast<long long>(c.nodes),
                  c.nodes > 0 ? 100.0 * static_cast<double>(c.small) / static_cast<double>(c.nodes) : 0.0,
                  static_cast<long long>(c.split), static_cast<long long>(c.slots), static_cast<long long>(c.rows), c.split_ms,
-                 share, per_node, c.orders_ms, c.host_ms);
+                 share, per_node, c.host_ms);
   };
   LevelCost all;
   for (const auto& [a, b] : bands) {
@@ -158,6 +158,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
                                        Comm* comm) {
   const int k = rules.width;  // statistics per node
   GPUML_EXPECT(k == targets.width(), "grow_trees_levelwise: the rules' width does not match the targets");
+  GPUML_EXPECT(bins.n_features() == d, "grow_trees_levelwise: the bins are of another number of features");
   LevelRules level_rules;
   level_rules.criterion = rules.criterion;
   level_rules.width = k;
@@ -174,14 +175,13 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
   }
   std::vector<uint8_t> batch_weights;
   std::vector<LevelNode> nodes;
-  std::vector<int32_t> order;
   std::vector<LevelSplit> splits;
   std::vector<double> left_stats;
   // With GPUML_TRACE: the time in each part, summed over levels, and per depth (or round). Off,
   // no clock is read and nothing is counted (a branch per level).
   const bool tracing = Trace::enabled();
   using Clock = std::chrono::steady_clock;
-  double host_ms = 0.0, orders_ms = 0.0, device_ms = 0.0;
+  double host_ms = 0.0, device_ms = 0.0;
   auto now = [tracing] { return tracing ? Clock::now() : Clock::time_point(); };
   auto since = [tracing](Clock::time_point t) {
     return tracing ? std::chrono::duration<double, std::milli>(Clock::now() - t).count() : 0.0;
@@ -245,25 +245,12 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       searched += m;
       t0 = now();
       nodes.resize(static_cast<std::size_t>(m));
-      order.resize(static_cast<std::size_t>(m * d));
-      // Each node's feature draw order (grow_tree's), in blocks of nodes: feature_orders draws
-      // for several seeds at once.
-      constexpr int64_t kBlock = 64;
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t b = 0; b < m; b += kBlock) {
-        const int64_t e = std::min(m, b + kBlock);
-        uint64_t block_seeds[kBlock];
-        for (int64_t i = b; i < e; ++i) {
-          const Active& a = level[i];
-          nodes[i] = LevelNode{a.tree, 0, a.slot_begin, a.slot_count, root_weight[a.tree]};
-          block_seeds[i - b] = a.seed;
-        }
-        feature_orders(block_seeds, e - b, d, order.data() + b * d);
+#pragma omp parallel for num_threads(threads_for(threads, m * 8)) schedule(static)
+      for (int64_t i = 0; i < m; ++i) {
+        const Active& a = level[i];
+        nodes[i] = LevelNode{a.tree, 0, a.slot_begin, a.slot_count, root_weight[a.tree], a.seed};
       }
-      const double orders = since(t0);
-      orders_ms += orders;
-      t0 = now();
-      backend.split_level(nodes, order, level_rules, splits, left_stats);
+      backend.split_level(nodes, level_rules, splits, left_stats);
       const double device = since(t0);
       device_ms += device;
       t0 = now();
@@ -272,7 +259,6 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         ++c.levels;
         c.nodes += m;
         c.split_ms += device;
-        c.orders_ms += orders;
         int64_t small = 0, slots = 0, rows = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : small, slots, rows)
         for (int64_t i = 0; i < m; ++i) {
@@ -411,9 +397,9 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
   host_ms += since(t0);
   if (tracing) {
     std::fprintf(stderr,
-                 "gpuml trace: levelwise trees: %lld levels, %lld node searches: split_level %.3f ms, feature orders "
-                 "%.3f ms, host tree work %.3f ms\n",
-                 static_cast<long long>(levels), static_cast<long long>(searched), device_ms, orders_ms, host_ms);
+                 "gpuml trace: levelwise trees: %lld levels, %lld node searches: split_level %.3f ms, host tree work "
+                 "%.3f ms\n",
+                 static_cast<long long>(levels), static_cast<long long>(searched), device_ms, host_ms);
     print_level_costs(costs, rules.max_leaf_nodes >= 0);
   }
   return trees;

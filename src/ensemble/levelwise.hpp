@@ -29,6 +29,7 @@ struct LevelNode {
   int32_t pad = 0;
   int64_t slot_begin = 0, slot_count = 0;
   double root_weight = 1.0;  // the tree's, for impurity_improvement
+  uint64_t seed = 0;         // its feature draws: feature_orders of this seed (grow_tree's node seed)
 };
 
 // The best split of a level node (found = 0: none meets the rules), as best_split finds it, and
@@ -76,11 +77,11 @@ class LevelBackend {
                           const LevelTargets& targets) = 0;
   // A batch of trees: tree t's slots are every row (0..n-1) with weight weights[t * n + row].
   virtual void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) = 0;
-  // Finds each node's best split over its drawn features (feature_order: nodes x d, each node's
-  // feature draw order; features are taken in that order until max_features are informative) and
-  // partitions the slots of the nodes that found one. left_stats: nodes x width, the left side's statistics.
-  virtual void split_level(const std::vector<LevelNode>& nodes, const std::vector<int32_t>& feature_order,
-                           const LevelRules& rules, std::vector<LevelSplit>& splits, std::vector<double>& left_stats) = 0;
+  // Finds each node's best split over its drawn features (taken in the order feature_orders gives
+  // for the node's seed until max_features are informative) and partitions the slots of the
+  // nodes that found one. left_stats: nodes x width, the left side's statistics.
+  virtual void split_level(const std::vector<LevelNode>& nodes, const LevelRules& rules, std::vector<LevelSplit>& splits,
+                           std::vector<double>& left_stats) = 0;
 };
 
 // A distributed level search (split_level_over_ranks) runs on three per-rank primitives over
@@ -116,8 +117,11 @@ class LevelPrimitives {
 // and each rank partitions its own slots. Every sum is exact (integer weights; regression
 // targets in integer units), so the ranks' partial sums add up to one process's bits.
 // bins: each feature's bin count; width: statistics per cell.
+// The level's feature draw orders on the host (nodes x d, feature_orders of each node's seed).
+std::vector<int32_t> level_feature_orders(const std::vector<LevelNode>& nodes, int64_t d, int threads);
+
 void split_level_over_ranks(LevelPrimitives& primitives, Comm& comm, const std::vector<LevelNode>& nodes,
-                            const std::vector<int32_t>& order, const LevelRules& rules, int64_t d,
+                            const LevelRules& rules, int64_t d,
                             const std::vector<int32_t>& bins, int width, int threads, std::vector<LevelSplit>& splits,
                             std::vector<double>& left_stats);
 

@@ -40,9 +40,9 @@ class CpuLevelBackend final : public LevelBackend, public LevelPrimitives {
     for (int64_t s = 0; s < trees * n_; ++s) rows_[s] = static_cast<int32_t>(s % n_);
   }
 
-  void split_level(const std::vector<LevelNode>& nodes, const std::vector<int32_t>& order, const LevelRules& rules,
-                   std::vector<LevelSplit>& splits, std::vector<double>& left_stats) override {
-    split_level_over_ranks(*this, *comm_, nodes, order, rules, d_, bins_, k_, threads_, splits, left_stats);
+  void split_level(const std::vector<LevelNode>& nodes, const LevelRules& rules, std::vector<LevelSplit>& splits,
+                   std::vector<double>& left_stats) override {
+    split_level_over_ranks(*this, *comm_, nodes, rules, d_, bins_, k_, threads_, splits, left_stats);
   }
 
   void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {

@@ -6,6 +6,7 @@
 
 #include "ensemble/levelwise.hpp"
 #include "ensemble/split_finder.hpp"
+#include "core/parallel.hpp"
 #include "gpuml/core/comm.hpp"
 
 namespace gpuml::detail {
@@ -132,11 +133,25 @@ void split_group(LevelPrimitives& primitives, Comm& comm, const std::vector<Leve
 
 }  // namespace
 
-void split_level_over_ranks(LevelPrimitives& primitives, Comm& comm, const std::vector<LevelNode>& nodes,
-                            const std::vector<int32_t>& order, const LevelRules& rules, int64_t d,
-                            const std::vector<int32_t>& bins, int width, int threads, std::vector<LevelSplit>& splits,
-                            std::vector<double>& left_stats) {
+std::vector<int32_t> level_feature_orders(const std::vector<LevelNode>& nodes, int64_t d, int threads) {
   const int64_t m = static_cast<int64_t>(nodes.size());
+  std::vector<int32_t> order(static_cast<std::size_t>(m * d));
+  constexpr int64_t kBlock = 64;  // feature_orders draws for several seeds at once
+#pragma omp parallel for num_threads(threads_for(threads, m * d * 32)) schedule(static)
+  for (int64_t b = 0; b < m; b += kBlock) {
+    const int64_t e = std::min(m, b + kBlock);
+    uint64_t seeds[kBlock];
+    for (int64_t i = b; i < e; ++i) seeds[i - b] = nodes[i].seed;
+    feature_orders(seeds, e - b, d, order.data() + b * d);
+  }
+  return order;
+}
+
+void split_level_over_ranks(LevelPrimitives& primitives, Comm& comm, const std::vector<LevelNode>& nodes,
+                            const LevelRules& rules, int64_t d, const std::vector<int32_t>& bins, int width, int threads,
+                            std::vector<LevelSplit>& splits, std::vector<double>& left_stats) {
+  const int64_t m = static_cast<int64_t>(nodes.size());
+  const std::vector<int32_t> order = level_feature_orders(nodes, d, threads);
   splits.assign(static_cast<std::size_t>(m), LevelSplit{});
   left_stats.assign(static_cast<std::size_t>(m * width), 0.0);
   int32_t max_bins = 1;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/random.hpp"
+#include "ensemble/feature_draws.hpp"
 #include "ensemble/split_finder.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
@@ -69,22 +70,6 @@ void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t featur
 
 namespace {
 
-// std::mt19937_64 (Random's engine): its state words, the words its first twist keeps, seeding
-// multiplier, twist constant and masks.
-constexpr int64_t kMtWords = 312, kMtShift = 156;
-constexpr uint64_t kMtSeedMultiplier = 6364136223846793005ULL, kMtTwist = 0xB5026F5AA96619E9ULL;
-constexpr uint64_t kMtUpper = ~uint64_t{0} << 31, kMtLower = ~kMtUpper;
-
-// Output i < 156 of the engine from seeded words i, i + 1 and i + 156: the twist of word i, tempered.
-inline uint64_t mt_output(uint64_t x0, uint64_t x1, uint64_t x_shift) {
-  const uint64_t y = (x0 & kMtUpper) | (x1 & kMtLower);
-  uint64_t z = x_shift ^ (y >> 1) ^ ((y & 1) ? kMtTwist : 0);
-  z ^= (z >> 29) & 0x5555555555555555ULL;
-  z ^= (z << 17) & 0x71D67FFFEDA60000ULL;
-  z ^= (z << 37) & 0xFFF7EEE000000000ULL;
-  return z ^ (z >> 43);
-}
-
 // feature_orders of L seeds (d <= 156). Seeding is one serial chain of multiplies per seed: L
 // chains interleaved keep the multiplier busy.
 template <int L>
@@ -93,7 +78,7 @@ void feature_orders_of(const uint64_t* seeds, int64_t d, int32_t* orders) {
   for (int l = 0; l < L; ++l) x[0][l] = v[l] = seeds[l];
   for (int64_t i = 1; i < kMtShift + d; ++i)
 #pragma GCC unroll 8
-    for (int l = 0; l < L; ++l) x[i][l] = v[l] = kMtSeedMultiplier * (v[l] ^ (v[l] >> 62)) + static_cast<uint64_t>(i);
+    for (int l = 0; l < L; ++l) x[i][l] = v[l] = mt_seed_word(v[l], static_cast<uint64_t>(i));
   for (int l = 0; l < L; ++l) {
     // The draws first, then the swaps: the draws do not wait for each other's swaps.
     int64_t pick[kMtWords - kMtShift];
@@ -104,9 +89,6 @@ void feature_orders_of(const uint64_t* seeds, int64_t d, int32_t* orders) {
     for (int64_t i = 0; i < d; ++i) std::swap(order[i], order[pick[i]]);
   }
 }
-
-// The most features whose draws feature_orders computes without the engine.
-constexpr int64_t kDirectDraws = kMtWords - kMtShift;
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../../src/core/random.hpp"
+#include "../../../src/ensemble/feature_draws.hpp"
 #include "../../../src/ensemble/levelwise.hpp"
 #include "test_util.hpp"
 
@@ -171,7 +172,7 @@ TEST(LevelwiseTrees, HostBackendGrowsTheDepthFirstTrees) {
 
 // feature_orders computes the engine's first outputs without running it (d <= 156): the same
 // swaps as Random(seed)'s, on either side of that bound and for any number of seeds (lanes of 8
-// and the rest).
+// and the rest); so does feature_order_direct, one seed at a time (the CUDA builder's).
 TEST(LevelwiseTrees, FeatureOrdersAreTheSwapsOfTheSeedsRandomStream) {
   GPUML_FRESH_RNG(rng);
   for (const int64_t d : {1, 2, 3, 5, 31, 32, 100, 155, 156, 157, 312, 400}) {
@@ -187,6 +188,12 @@ TEST(LevelwiseTrees, FeatureOrdersAreTheSwapsOfTheSeedsRandomStream) {
         for (int64_t i = 0; i < d; ++i) want[i] = static_cast<int32_t>(i);
         for (int64_t i = 0; i < d; ++i) std::swap(want[i], want[i + static_cast<int64_t>(random.below(static_cast<uint64_t>(d - i)))]);
         ASSERT_EQ(want, std::vector<int32_t>(got.begin() + c * d, got.begin() + (c + 1) * d)) << "d " << d << ", seed " << c;
+        if (d <= detail::kDirectDraws) {  // the CUDA builder's one-seed form (feature_draws.hpp)
+          std::vector<int32_t> one(static_cast<std::size_t>(d), -1);
+          std::vector<uint64_t> low(static_cast<std::size_t>(d + 1));
+          detail::feature_order_direct(seeds[c], static_cast<int>(d), one.data(), low.data());
+          ASSERT_EQ(want, one) << "feature_order_direct, d " << d << ", seed " << c;
+        }
       }
     }
   }
