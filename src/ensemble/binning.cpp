@@ -11,6 +11,7 @@
 
 #include "core/parallel.hpp"
 #include "core/random.hpp"
+#include "core/sort_values.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
 
@@ -78,8 +79,13 @@ std::vector<int64_t> sampled_rows(int64_t total, int64_t sample_rows, uint64_t s
   std::vector<int64_t> rows;
   if (total > sample_rows) {
     Random random(seed);
-    rows = random.sample_without_replacement(total, sample_rows);
-    std::sort(rows.begin(), rows.end());  // the same rows in a cache-friendlier order; the set is what counts
+    // The same rows in ascending order (cache-friendlier; the set is what counts), by marks
+    // rather than a sort.
+    std::vector<uint8_t> drawn(static_cast<std::size_t>(total), 0);
+    for (int64_t r : random.sample_without_replacement(total, sample_rows)) drawn[r] = 1;
+    rows.reserve(static_cast<std::size_t>(sample_rows));
+    for (int64_t r = 0; r < total; ++r)
+      if (drawn[r]) rows.push_back(r);
   } else {
     rows.resize(static_cast<std::size_t>(total));
     std::iota(rows.begin(), rows.end(), int64_t{0});
@@ -139,20 +145,37 @@ FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sa
     comm->allgatherv(mine.data(), static_cast<int64_t>(mine.size()), gathered.data(), sizes.data(), dtype_of<T>::value);
   }
   const T* sample = distributed ? gathered.data() : X;
-  auto sampled = [&](std::size_t r) { return distributed ? static_cast<int64_t>(r) : rows[r]; };  // the row in `sample`
+  auto sampled = [&](int64_t r) { return distributed ? r : rows[r]; };  // the row in `sample`
+  // The sampled rows copied feature by feature (row blocks in parallel), then each feature's
+  // column sorted by its bits (exact, in X's type; converted to double afterwards, which keeps
+  // the order) and its thresholds found.
+  const int64_t m = static_cast<int64_t>(rows.size());
+  const int team = threads_for(threads, m * d);
+  std::vector<T> columns(static_cast<std::size_t>(m * d));
+  constexpr int64_t kRowBlock = 1024;
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t r0 = 0; r0 < m; r0 += kRowBlock) {
+    const int64_t r1 = std::min(m, r0 + kRowBlock);
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* row = sample + sampled(r) * d;
+      for (int64_t j = 0; j < d; ++j) columns[j * m + r] = row[j];
+    }
+  }
   std::vector<std::vector<double>> per_feature(static_cast<std::size_t>(d));
   std::atomic<bool> finite{true};
-#pragma omp parallel num_threads(threads_for(threads, static_cast<int64_t>(rows.size()) * d))
+#pragma omp parallel num_threads(team)
   {
-    std::vector<double> column(rows.size());
+    std::vector<T> scratch;
+    std::vector<double> column(static_cast<std::size_t>(m));
 #pragma omp for schedule(dynamic)
     for (int64_t j = 0; j < d; ++j) {
-      for (std::size_t r = 0; r < rows.size(); ++r) column[r] = static_cast<double>(sample[sampled(r) * d + j]);
-      if (!std::all_of(column.begin(), column.end(), [](double v) { return std::isfinite(v); })) {
+      T* values = columns.data() + j * m;
+      if (!std::all_of(values, values + m, [](T v) { return std::isfinite(v); })) {
         finite = false;
         continue;
       }
-      std::sort(column.begin(), column.end());
+      radix_sort_values(values, m, scratch);
+      std::copy(values, values + m, column.begin());
       thresholds_of(SortedValues(column, 0), max_bins, per_feature[j]);
     }
   }

@@ -65,21 +65,21 @@ Cumulative cumulative_weights(const double* sample_weight, int64_t n, Comm& comm
   return c;
 }
 
-// A tree's rows as counts: all ones without bootstrap; with it, `draws` draws with replacement
-// from the tree's seed, uniform, or in proportion to the weights when there are weights
-// (scikit-learn 1.9: the weights then pick the rows instead of weighing them). The draws are of
-// indices of all rows: every rank makes all of them and keeps its rows' counts, so a row's count
-// depends on (seed, tree, its index among all rows) only, not on how the rows are split.
-std::vector<int32_t> bootstrap_counts(uint64_t seed, const RowShare& share, const ForestRules& rules, const Cumulative& cumulative) {
+// A tree's bootstrap draws: `draws` draws with replacement from the tree's seed, uniform, or in
+// proportion to the weights when there are weights (scikit-learn 1.9: the weights then pick the
+// rows instead of weighing them); count(row) for each draw of one of this rank's rows (its index
+// among them). The draws are of indices of all rows: every rank makes all of them and keeps its
+// rows', so a row's count depends on (seed, tree, its index among all rows) only, not on how the
+// rows are split.
+template <typename Count>
+void draw_bootstrap(uint64_t seed, const RowShare& share, const ForestRules& rules, const Cumulative& cumulative, Count&& count) {
   const int64_t n = share.n;
-  std::vector<int32_t> counts(static_cast<std::size_t>(n), rules.bootstrap ? 0 : 1);
-  if (!rules.bootstrap) return counts;
   const int64_t draws = rules.bootstrap_draws > 0 ? rules.bootstrap_draws : share.total;
   Random random(seed);
   if (cumulative.sums.empty()) {
     for (int64_t draw = 0; draw < draws; ++draw) {
       const int64_t row = static_cast<int64_t>(random.below(static_cast<uint64_t>(share.total))) - share.offset;
-      if (row >= 0 && row < n) ++counts[row];
+      if (row >= 0 && row < n) count(row);
     }
   } else {
     const std::vector<double>& sums = cumulative.sums;
@@ -90,13 +90,34 @@ std::vector<int32_t> bootstrap_counts(uint64_t seed, const RowShare& share, cons
       const double u = random.uniform() * cumulative.total;
       const auto it = std::upper_bound(sums.begin(), sums.end(), u);
       if (it != sums.end()) {
-        if (first || cumulative.before <= u) ++counts[it - sums.begin()];
+        if (first || cumulative.before <= u) count(it - sums.begin());
       } else if (last) {
-        ++counts[n - 1];
+        count(n - 1);
       }
     }
   }
+}
+
+// A tree's rows as counts: all ones without bootstrap, else its draws counted.
+std::vector<int32_t> bootstrap_counts(uint64_t seed, const RowShare& share, const ForestRules& rules, const Cumulative& cumulative) {
+  std::vector<int32_t> counts(static_cast<std::size_t>(share.n), rules.bootstrap ? 0 : 1);
+  if (rules.bootstrap) draw_bootstrap(seed, share, rules, cumulative, [&](int64_t row) { ++counts[row]; });
   return counts;
+}
+
+// The same counts as bytes into out (share.n of them, zero on entry); false when a row is drawn
+// more than 255 times (its byte then stops at 255).
+bool bootstrap_bytes(uint64_t seed, const RowShare& share, const ForestRules& rules, const Cumulative& cumulative, uint8_t* out) {
+  if (!rules.bootstrap) {
+    std::fill(out, out + share.n, uint8_t{1});
+    return true;
+  }
+  bool fits = true;
+  draw_bootstrap(seed, share, rules, cumulative, [&](int64_t row) {
+    if (out[row] == 255) fits = false;
+    else ++out[row];
+  });
+  return fits;
 }
 
 // One tree's prediction for a row: its leaf's class distribution (normalized) or value, added
@@ -356,11 +377,7 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic) reduction(&& : fits)
     for (int64_t t = 0; t < grown; ++t) {
       const uint64_t seed = forest.tree_seeds[first + t];
-      const std::vector<int32_t> counts = bootstrap_counts(seed, share, rules, cumulative);
-      for (int64_t i = 0; i < n; ++i) {
-        fits = fits && counts[i] <= 255;
-        weights[t * n + i] = static_cast<uint8_t>(std::min(counts[i], 255));
-      }
+      fits = bootstrap_bytes(seed, share, rules, cumulative, weights.data() + t * n) && fits;
       seeds[t] = tree_seed(seed, 0);
     }
     trace.mark("bootstrap counts");

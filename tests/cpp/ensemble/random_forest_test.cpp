@@ -665,5 +665,24 @@ TEST(RandomForest, GpuPredictionsEqualTheCpuBackend) {
   check_gpu_predictions<double>(gpu, rng, 0);  // regression
 }
 
+// A row of very large sample_weight is drawn more than 255 times in a tree's bootstrap: past the
+// level builder's byte weights, so the GPU fit grows those trees on the host, and its forest is
+// still the CPU backend's (the draws counted as bytes must stop there, not wrap).
+TEST(RandomForest, GpuRowDrawnPast255TimesGrowsTheCpuForest) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu(2);
+  const Blobs b = make_blobs(rng, uniform_int(rng, 300, 600), uniform_int(rng, 2, 5), {0.0, 1.0, 2.0});
+  std::vector<double> weights(static_cast<std::size_t>(b.n));
+  for (double& w : weights) w = uniform_real(rng, 0.5, 2.0);
+  weights[uniform_int(rng, 0, b.n - 1)] = 1e4;  // ~95% of every tree's draws
+  const std::string params = R"({"n_estimators": 6, "random_state": )" + std::to_string(rng() >> 12) + "}";
+  auto on_cpu = make_estimator("random_forest_classifier", params), on_gpu = make_estimator("random_forest_classifier", params);
+  const ArrayView X = host_view(b.X.data(), b.n, b.d), y = host_view(b.y.data(), b.n), w = host_view(weights.data(), b.n);
+  on_cpu->fit(cpu, X, &y, &w);
+  on_gpu->fit(gpu, X, &y, &w);
+  EXPECT_EQ(serialize(*on_cpu), serialize(*on_gpu));
+}
+
 }  // namespace
 }  // namespace gpuml
