@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/default_init.hpp"
 #include "ensemble/criteria.hpp"  // GPUML_HOST_DEVICE
 
 namespace gpuml::detail {
@@ -19,9 +20,9 @@ struct PackedNode {
 static_assert(sizeof(PackedNode) == 16, "one 16-byte load per node");
 
 struct PackedForest {
-  std::vector<PackedNode> nodes;
+  DefaultInitVector<PackedNode> nodes;  // written in full by pack_forest (no zero fill first)
   std::vector<int32_t> roots;   // per tree, its root's index in nodes
-  std::vector<double> values;   // leaves x k
+  DefaultInitVector<double> values;  // leaves x k
   int k = 1;                    // values per leaf: classes, or 1 (regression)
   int64_t n_features = 0;
   int64_t n_trees() const { return static_cast<int64_t>(roots.size()); }
