@@ -651,14 +651,14 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
-  void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) override {
+  void begin_trees(const uint8_t* weights, int64_t trees) override {
     cuda::Resources& res = cuda::activate(ctx_);
     const int64_t total = trees * n_;
     for (int copy = 0; copy < 2; ++copy) {
       rows_[copy] = device(total * sizeof(int32_t));
       weights_[copy] = device(total);
     }
-    res.copy_to_device(weights_[0].data(), weights.data(), static_cast<std::size_t>(total));
+    res.copy_to_device(weights_[0].data(), weights, static_cast<std::size_t>(total));
     first_slots_kernel<<<cuda::grid_for(total, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(rows_[0].as<int32_t>(), total,
                                                                                                n_);
     GPUML_CUDA_CHECK_LAUNCH();

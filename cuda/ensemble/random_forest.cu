@@ -79,8 +79,8 @@ class CudaForestBackend final : public ForestBackend<T> {
   }
 
  private:
-  template <typename V>
-  Buffer upload(cuda::Resources& res, const std::vector<V>& host) {
+  template <typename V, typename Allocator>
+  Buffer upload(cuda::Resources& res, const std::vector<V, Allocator>& host) {
     Buffer buffer(ctx_, std::max<std::size_t>(host.size(), 1) * sizeof(V));
     if (!host.empty())
       GPUML_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), host.data(), host.size() * sizeof(V), cudaMemcpyHostToDevice, res.stream));

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
+#include "core/default_init.hpp"
 #include "core/random.hpp"
 #include "core/trace.hpp"
 #include "ensemble/levelwise.hpp"
@@ -371,12 +373,14 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
   if ((rules.device != nullptr || distributed) && in_scope) {
     // The same trees, grown level by level on the device (or over the ranks): the bootstrap
     // counts (as bytes) and the feature-draw seeds come from the same streams as below.
-    std::vector<uint8_t> weights(static_cast<std::size_t>(grown * n));
+    // Not zero-filled here: each tree's thread clears and fills its own row (its pages too).
+    DefaultInitVector<uint8_t> weights(static_cast<std::size_t>(grown * n));
     std::vector<uint64_t> seeds(static_cast<std::size_t>(grown));
     bool fits = true;
 #pragma omp parallel for num_threads(rules.threads) schedule(dynamic) reduction(&& : fits)
     for (int64_t t = 0; t < grown; ++t) {
       const uint64_t seed = forest.tree_seeds[first + t];
+      std::memset(weights.data() + t * n, 0, static_cast<std::size_t>(n));
       fits = bootstrap_bytes(seed, share, rules, cumulative, weights.data() + t * n) && fits;
       seeds[t] = tree_seed(seed, 0);
     }
@@ -400,7 +404,7 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
       }
       X.load(*backend, forest.bins, targets, rules.threads);  // ranges of all ranks
       trace.mark("load (X binned)");
-      std::vector<Tree> trees = grown > 0 ? grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights, seeds, rules.tree,
+      std::vector<Tree> trees = grown > 0 ? grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights.data(), seeds, rules.tree,
                                                                  rules.threads, distributed ? &comm : nullptr)
                                          : std::vector<Tree>();
       std::move(trees.begin(), trees.end(), forest.trees.begin() + first);

@@ -153,7 +153,7 @@ bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
 }
 
 std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
-                                       const LevelTargets& targets, const std::vector<uint8_t>& weights,
+                                       const LevelTargets& targets, const uint8_t* weights,
                                        const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads,
                                        Comm* comm) {
   const int k = rules.width;  // statistics per node
@@ -173,7 +173,6 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     const std::vector<int64_t> all = comm->allgather(batch);
     batch = *std::min_element(all.begin(), all.end());
   }
-  std::vector<uint8_t> batch_weights;
   std::vector<LevelNode> nodes;
   std::vector<LevelSplit> splits;
   std::vector<double> left_stats;
@@ -195,16 +194,14 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
   };
   for (int64_t first = 0; first < n_trees; first += batch) {
     const int64_t count = std::min(batch, n_trees - first);
-    if (count == n_trees) batch_weights.clear();  // one batch: the caller's bytes as they are
-    else batch_weights.assign(weights.begin() + first * n, weights.begin() + (first + count) * n);
-    const std::vector<uint8_t>& this_batch = count == n_trees ? weights : batch_weights;
+    const uint8_t* this_batch = weights + first * n;  // the batch's trees x n bytes
     std::vector<double> root_weight(static_cast<std::size_t>(count));
     std::vector<char> root_splits(static_cast<std::size_t>(count), 0);
     // Each root's statistics and row count (k + 1 values per tree), summed over the ranks.
     std::vector<double> roots(static_cast<std::size_t>(count * (k + 1)), 0.0);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t t = 0; t < count; ++t) {
-      const uint8_t* c = this_batch.data() + t * n;
+      const uint8_t* c = this_batch + t * n;
       std::vector<double> root(static_cast<std::size_t>(k + 1), 0.0);  // the thread's own (not next to another tree's)
       int64_t rows = 0;
       for (int64_t i = 0; i < n; ++i) {

@@ -75,8 +75,9 @@ class LevelBackend {
   // (the ranges of every rank's rows with a communicator), and the targets (n rows).
   virtual void load_codes(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins,
                           const LevelTargets& targets) = 0;
-  // A batch of trees: tree t's slots are every row (0..n-1) with weight weights[t * n + row].
-  virtual void begin_trees(const std::vector<uint8_t>& weights, int64_t trees) = 0;
+  // A batch of trees: tree t's slots are every row (0..n-1) with weight weights[t * n + row]
+  // (trees x n bytes, read during the call).
+  virtual void begin_trees(const uint8_t* weights, int64_t trees) = 0;
   // Finds each node's best split over its drawn features (taken in the order feature_orders gives
   // for the node's seed until max_features are informative) and partitions the slots of the
   // nodes that found one. left_stats: nodes x width, the left side's statistics.
@@ -148,7 +149,7 @@ GPUML_API bool levelwise_eligible(const ForestRules& rules, bool has_sample_weig
 // communicator (collective; backend: make_level_cpu_backend over the same one), n rows are this
 // rank's and the trees those of all ranks' rows, the same on every rank.
 GPUML_API std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
-                                                 const LevelTargets& targets, const std::vector<uint8_t>& weights,
+                                                 const LevelTargets& targets, const uint8_t* weights,
                                                  const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads,
                                                  Comm* comm = nullptr);
 

@@ -156,7 +156,7 @@ void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterio
     // 1 to 3 host threads (the feature draws, the children, the renumbering): grow_tree's trees on any.
     const int threads = 1 + trial % 3;
     const std::vector<detail::Tree> got =
-        detail::grow_trees_levelwise(backend, p.n, p.d, bins, targets, p.weights, p.seeds, p.rules, threads);
+        detail::grow_trees_levelwise(backend, p.n, p.d, bins, targets, p.weights.data(), p.seeds, p.rules, threads);
     expect_same_trees(want, got);
   }
 }
