@@ -82,9 +82,12 @@ __global__ void bin_kernel(const T* __restrict__ X, int64_t n, int64_t d, const 
     const int b = static_cast<int>(lo - first);
     codes[idx] = static_cast<uint8_t>(b);
     const int64_t cell = first + j + b;  // FeatureBins::bin_index
+    // The atomics only where they may change the cell: a cell's keys only move outwards, so a
+    // value read from L2 that already covers x (stale or not) makes the atomic a no-op. Most of a
+    // cell's ~n / bins values are inside its range early, and the atomics on one address serialize.
     const unsigned long long key = ordered_key(x);
-    atomicMin(low + cell, key);
-    atomicMax(high + cell, key);
+    if (key < __ldcg(low + cell)) atomicMin(low + cell, key);
+    if (key > __ldcg(high + cell)) atomicMax(high + cell, key);
   }
 }
 
