@@ -619,14 +619,16 @@ __global__ void __launch_bounds__(kFitBlock) partition_kernel(const LevelNode* _
   if (threadIdx.x == 0) split.left_slots = left_total;
 }
 
-// Each node's feature draw order from its seed (feature_order_direct, d <= kDirectDraws): a
-// thread per node, its words and order in local memory, then written out.
+// Each node's feature draw order from its seed (feature_order_direct, d <= kMaxD <= kDirectDraws):
+// a thread per node, its words and order in local memory (sized for kMaxD: the device reserves
+// local memory for every thread it can hold), then written out.
 constexpr int kOrderBlock = 128;
+template <int kMaxD>
 __global__ void __launch_bounds__(kOrderBlock) feature_orders_kernel(const LevelNode* nodes, int64_t m, int d, int32_t* orders) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kOrderBlock + threadIdx.x;
   if (i >= m) return;
-  uint64_t low[kDirectDraws + 1];
-  int32_t order[kDirectDraws];
+  uint64_t low[kMaxD + 1];
+  int32_t order[kMaxD];
   feature_order_direct(nodes[i].seed, d, order, low);
   int32_t* out = orders + i * d;
   for (int j = 0; j < d; ++j) out[j] = order[j];
@@ -684,8 +686,9 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     // kDirectDraws features (the engine itself) on the host and sent.
     Buffer order_d = device(m * d_ * sizeof(int32_t));
     if (d_ <= kDirectDraws) {
-      feature_orders_kernel<<<static_cast<unsigned>(ceil_div(m, kOrderBlock)), kOrderBlock, 0, res.stream>>>(
-          nodes_d.as<LevelNode>(), m, static_cast<int>(d_), order_d.as<int32_t>());
+      const unsigned blocks = static_cast<unsigned>(ceil_div(m, kOrderBlock));
+      auto kernel = d_ <= 32 ? feature_orders_kernel<32> : feature_orders_kernel<kDirectDraws>;
+      kernel<<<blocks, kOrderBlock, 0, res.stream>>>(nodes_d.as<LevelNode>(), m, static_cast<int>(d_), order_d.as<int32_t>());
       GPUML_CUDA_CHECK_LAUNCH();
     } else {
       const std::vector<int32_t> order = level_feature_orders(nodes, d_, ctx_.n_threads());

@@ -1,7 +1,7 @@
 // The CUDA backend of the random forests (src/ensemble/forest_backend.hpp).
 //
-// predict: a thread per row walks the trees in order (packed_leaf, shared with the CPU backend)
-// and sums the leaves' values in registers (up to kRegisterValues per leaf; more go through
+// predict: a thread per row walks the trees (packed_leaf's steps, shared with the CPU backend;
+// four trees side by side) and sums the leaves' values in tree order in registers (up to kRegisterValues per leaf; more go through
 // the output in global memory), so a row's sum has the CPU's order and bits. The nodes are
 // 16 bytes with neighbouring children: one load per step, served by L1/L2 for the forest's top
 // levels. The packed forest is copied to a device once (stage) and kept by the estimator.
@@ -20,6 +20,45 @@ namespace {
 constexpr int kRegisterValues = 8;
 constexpr int kPredictBlock = 128;
 
+// The leaves x falls in, in kWays trees walked side by side (packed_leaf's steps, interleaved):
+// each step's loads of the ways are independent, so kWays of them are in flight at once (a
+// deep tree's walk is a chain of dependent loads, mostly from L2 or memory).
+constexpr int kWays = 4;
+template <typename T>
+__device__ __forceinline__ void leaves_side_by_side(const PackedNode* __restrict__ nodes, const int32_t* __restrict__ roots,
+                                                    const T* x, int32_t* leaf) {
+  PackedNode node[kWays];
+#pragma unroll
+  for (int w = 0; w < kWays; ++w) node[w] = nodes[roots[w]];
+  for (bool stepped = true; stepped;) {
+    stepped = false;
+#pragma unroll
+    for (int w = 0; w < kWays; ++w) {
+      if (node[w].feature >= 0) {
+        node[w] = nodes[packed_next(node[w], x)];
+        stepped = true;
+      }
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < kWays; ++w) leaf[w] = node[w].child;
+}
+
+// Every tree's leaf value row for x, in tree order: add(v) for each (kWays trees walked at once).
+template <typename T, typename Add>
+__device__ __forceinline__ void for_each_leaf(const PackedNode* __restrict__ nodes, const int32_t* __restrict__ roots,
+                                              int64_t n_trees, const double* __restrict__ values, int k, const T* x,
+                                              Add&& add) {
+  int64_t t = 0;
+  for (; t + kWays <= n_trees; t += kWays) {
+    int32_t leaf[kWays];
+    leaves_side_by_side(nodes, roots + t, x, leaf);
+#pragma unroll
+    for (int w = 0; w < kWays; ++w) add(values + static_cast<int64_t>(leaf[w]) * k);
+  }
+  for (; t < n_trees; ++t) add(values + static_cast<int64_t>(packed_leaf(nodes, roots[t], x)) * k);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kPredictBlock) predict_kernel(const PackedNode* __restrict__ nodes,
                                                                 const int32_t* __restrict__ roots, int64_t n_trees,
@@ -34,21 +73,19 @@ __global__ void __launch_bounds__(kPredictBlock) predict_kernel(const PackedNode
       double acc[kRegisterValues];
 #pragma unroll
       for (int c = 0; c < kRegisterValues; ++c) acc[c] = 0.0;
-      for (int64_t t = 0; t < n_trees; ++t) {
-        const double* v = values + static_cast<int64_t>(packed_leaf(nodes, roots[t], x)) * k;
+      for_each_leaf(nodes, roots, n_trees, values, k, x, [&](const double* v) {
 #pragma unroll
         for (int c = 0; c < kRegisterValues; ++c)
           if (c < k) acc[c] = add_share(acc[c], share, v[c]);
-      }
+      });
 #pragma unroll
       for (int c = 0; c < kRegisterValues; ++c)
         if (c < k) o[c] = acc[c];
     } else {
       for (int c = 0; c < k; ++c) o[c] = 0.0;
-      for (int64_t t = 0; t < n_trees; ++t) {
-        const double* v = values + static_cast<int64_t>(packed_leaf(nodes, roots[t], x)) * k;
+      for_each_leaf(nodes, roots, n_trees, values, k, x, [&](const double* v) {
         for (int c = 0; c < k; ++c) o[c] = add_share(o[c], share, v[c]);
-      }
+      });
     }
   }
 }

@@ -35,10 +35,10 @@ struct Problem {
   detail::TreeRules rules;
 };
 
-Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion) {
+Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion, int64_t min_d, int64_t max_d) {
   Problem p;
   p.n = uniform_int(rng, 200, 3000);
-  p.d = uniform_int(rng, 3, 24);
+  p.d = uniform_int(rng, min_d, max_d);
   p.k = static_cast<int>(uniform_int(rng, 2, 6));
   std::vector<double> X(static_cast<std::size_t>(p.n * p.d)), y(static_cast<std::size_t>(p.n));
   const bool regression = criterion == detail::Criterion::squared_error || criterion == detail::Criterion::poisson;
@@ -127,10 +127,11 @@ void expect_same_trees(const std::vector<detail::Tree>& want, const std::vector<
   }
 }
 
-void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterion criterion, int problems) {
+void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterion criterion, int problems,
+           int64_t min_d = 3, int64_t max_d = 24) {
   for (int trial = 0; trial < problems; ++trial) {
     SCOPED_TRACE("problem " + std::to_string(trial));
-    const Problem p = make_problem(rng, criterion);
+    const Problem p = make_problem(rng, criterion, min_d, max_d);
     const std::vector<detail::Tree> want = depth_first_trees(p);
     // The backend bins X itself: the same value ranges as value_ranges (exact: min and max). Every
     // other problem it gets the host's codes and ranges instead (load_codes, sparse X's load).
@@ -168,6 +169,7 @@ TEST(LevelwiseTrees, HostBackendGrowsTheDepthFirstTrees) {
   check(*backend, rng, detail::Criterion::entropy, 6);
   check(*backend, rng, detail::Criterion::squared_error, 10);
   check(*backend, rng, detail::Criterion::poisson, 6);
+  check(*backend, rng, detail::Criterion::gini, 1, 150, 170);  // wide X (draws past the engine's first twist)
 }
 
 // feature_orders computes the engine's first outputs without running it (d <= 156): the same
@@ -210,6 +212,10 @@ TEST(LevelwiseTreesGpu, CudaBackendGrowsTheDepthFirstTrees) {
   // Regression's sums are exact (quantized targets): the device's atomics give the host's bits.
   check(*backend, rng, detail::Criterion::squared_error, 16);
   check(*backend, rng, detail::Criterion::poisson, 10);
+  // Wider X: the device's feature draws for up to 156 features (the kernel's larger form), and
+  // past that the host's, sent.
+  check(*backend, rng, detail::Criterion::gini, 2, 33, 156);
+  check(*backend, rng, detail::Criterion::gini, 1, 157, 170);
 }
 
 }  // namespace
