@@ -1464,15 +1464,6 @@ template <typename T>
 class CudaKMeansBackend final : public KMeansBackend<T> {
  public:
   explicit CudaKMeansBackend(const Context& ctx) : ctx_(ctx) {}
-  ~CudaKMeansBackend() override {
-    // (A fit that threw between start and finish may still have the report's copy in flight.
-    // Errors are ignored: nothing to do about them here.)
-    if (report_ready_) {
-      cudaEventSynchronize(report_ready_);
-      cudaEventDestroy(report_ready_);
-    }
-    if (report_host_) cudaFreeHost(report_host_);
-  }
   CudaKMeansBackend(const CudaKMeansBackend&) = delete;
   CudaKMeansBackend& operator=(const CudaKMeansBackend&) = delete;
 
@@ -1619,14 +1610,11 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
-  // The report goes to a pinned mailbox of its own (the shared pinned area may be used by the
-  // work queued before finish), and an event marks it filled.
+  // The report goes to the context's pinned mailbox (the shared pinned area may be used by the
+  // work queued before finish), and its event marks it filled.
   void start_move_centers(const double* sums, int64_t k, int64_t d, const T* centers, T* next) override {
     cuda::Resources& res = cuda::activate(ctx_);
-    if (report_host_ == nullptr) {
-      GPUML_CUDA_CHECK(cudaMallocHost(&report_host_, 3 * sizeof(double)));
-      GPUML_CUDA_CHECK(cudaEventCreateWithFlags(&report_ready_, cudaEventDisableTiming));
-    }
+    const cuda::Resources::Mailbox mailbox = res.mailbox();
     Buffer moves = device(k * sizeof(double)), empty = device(sizeof(int)), report = device(3 * sizeof(double));
     GPUML_CUDA_CHECK(cudaMemsetAsync(empty.data(), 0, sizeof(int), res.stream));
     move_centers_kernel<T><<<blocks_for_warps(k), kBlock, 0, res.stream>>>(sums, k, d, centers, next, moves.as<double>(),
@@ -1634,17 +1622,17 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     GPUML_CUDA_CHECK_LAUNCH();
     center_moves_report_kernel<<<1, kBlock, 0, res.stream>>>(sums, k, d, moves.as<double>(), empty.as<int>(), report.as<double>());
     GPUML_CUDA_CHECK_LAUNCH();
-    GPUML_CUDA_CHECK(cudaMemcpyAsync(report_host_, report.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, res.stream));
-    GPUML_CUDA_CHECK(cudaEventRecord(report_ready_, res.stream));
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(mailbox.values, report.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, res.stream));
+    GPUML_CUDA_CHECK(cudaEventRecord(mailbox.filled, res.stream));
   }
 
   CenterMoves finish_move_centers() override {
-    cuda::activate(ctx_);
-    GPUML_CUDA_CHECK(cudaEventSynchronize(report_ready_));
+    const cuda::Resources::Mailbox mailbox = cuda::activate(ctx_).mailbox();
+    GPUML_CUDA_CHECK(cudaEventSynchronize(mailbox.filled));
     CenterMoves out;
-    out.changed = report_host_[0];
-    out.shift = report_host_[1];
-    out.empty = report_host_[2] != 0.0;
+    out.changed = mailbox.values[0];
+    out.shift = mailbox.values[1];
+    out.empty = mailbox.values[2] != 0.0;
     return out;
   }
 
@@ -2068,8 +2056,6 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
   }
 
   Context ctx_;
-  double* report_host_ = nullptr;  // start_move_centers' mailbox (pinned) and its event
-  cudaEvent_t report_ready_ = nullptr;
   // keep_rows: the rows that stay fixed, and their squared norms (float).
   const T* kept_X_ = nullptr;
   int64_t kept_n_ = 0, kept_d_ = 0;

@@ -60,8 +60,18 @@ Resources::~Resources() {
     cudaStreamDestroy(stream);
   }
   if (pinned_) cudaFreeHost(pinned_);
+  if (mailbox_.values) cudaFreeHost(mailbox_.values);
+  if (mailbox_.filled) cudaEventDestroy(mailbox_.filled);
   for (cudaEvent_t e : copy_done_)
     if (e) cudaEventDestroy(e);
+}
+
+Resources::Mailbox Resources::mailbox() {
+  std::call_once(mailbox_once_, [this] {
+    GPUML_CUDA_CHECK(cudaMallocHost(&mailbox_.values, kMailboxValues * sizeof(double)));
+    GPUML_CUDA_CHECK(cudaEventCreateWithFlags(&mailbox_.filled, cudaEventDisableTiming));
+  });
+  return mailbox_;
 }
 
 void* Resources::pinned(std::size_t bytes) {
