@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/parallel.hpp"
+#include "core/default_init.hpp"
 #include "core/random.hpp"
 #include "core/sort_values.hpp"
 #include "gpuml/core/comm.hpp"
@@ -151,7 +152,7 @@ FeatureBins find_bins(const T* X, int64_t n, int64_t d, int max_bins, int64_t sa
   // the order) and its thresholds found.
   const int64_t m = static_cast<int64_t>(rows.size());
   const int team = threads_for(threads, m * d);
-  std::vector<T> columns(static_cast<std::size_t>(m * d));
+  DefaultInitVector<T> columns(static_cast<std::size_t>(m * d));  // first touched by the copying threads
   constexpr int64_t kRowBlock = 1024;
 #pragma omp parallel for num_threads(team) schedule(static)
   for (int64_t r0 = 0; r0 < m; r0 += kRowBlock) {
