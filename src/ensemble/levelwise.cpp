@@ -27,26 +27,37 @@ struct Active {
   uint64_t seed;
 };
 
-// values (per_node entries a node) in the order old_of gives, in place.
+// A thread's scratch for renumbering trees one after another: its memory is reused from tree to
+// tree (fresh memory costs a page fault per 4 KiB; a forest at full depth has ~10^7 nodes).
+struct RenumberScratch {
+  std::vector<int32_t> new_id, old_of, stack;
+  std::vector<unsigned char> bytes;
+};
+
+// values (per_node entries a node) in the order old_of gives, in place (through scratch).
 template <typename T>
-void permute(std::vector<T>& values, const std::vector<int32_t>& old_of, int per_node) {
-  std::vector<T> out(values.size());
+void permute(std::vector<T>& values, const std::vector<int32_t>& old_of, int per_node, std::vector<unsigned char>& scratch) {
+  if (scratch.size() < values.size() * sizeof(T)) scratch.resize(values.size() * sizeof(T));
+  T* out = reinterpret_cast<T*>(scratch.data());  // operator new's alignment suits every T here
   const int64_t count = static_cast<int64_t>(old_of.size());
   for (int64_t v = 0; v < count; ++v)
     for (int c = 0; c < per_node; ++c) out[v * per_node + c] = values[static_cast<int64_t>(old_of[v]) * per_node + c];
-  values.swap(out);
+  std::copy(out, out + values.size(), values.begin());
 }
 
 // Renumbers the tree's nodes to grow_tree's order: a node's children are numbered when it splits,
-// and the left subtree is grown before the right. An array at a time (a tree at full depth has
-// ~10^5 nodes: one array of scratch, not a second tree).
-void renumber_depth_first(Tree& tree, int width) {
+// and the left subtree is grown before the right. An array at a time.
+void renumber_depth_first(Tree& tree, int width, RenumberScratch& scratch) {
   const int64_t count = tree.node_count();
-  std::vector<int32_t> new_id(static_cast<std::size_t>(count), -1), old_of(static_cast<std::size_t>(count), -1);
+  std::vector<int32_t>& new_id = scratch.new_id;
+  std::vector<int32_t>& old_of = scratch.old_of;
+  std::vector<int32_t>& stack = scratch.stack;
+  new_id.assign(static_cast<std::size_t>(count), -1);
+  old_of.assign(static_cast<std::size_t>(count), -1);
   new_id[0] = 0;
   old_of[0] = 0;
   int32_t next = 1;
-  std::vector<int32_t> stack{0};
+  stack.assign(1, 0);
   while (!stack.empty()) {
     const int32_t p = stack.back();
     stack.pop_back();
@@ -59,20 +70,21 @@ void renumber_depth_first(Tree& tree, int width) {
     stack.push_back(tree.left[p]);
   }
   for (std::vector<int32_t>* side : {&tree.left, &tree.right}) {
-    std::vector<int32_t> out(static_cast<std::size_t>(count));
+    if (scratch.bytes.size() < count * sizeof(int32_t)) scratch.bytes.resize(count * sizeof(int32_t));
+    int32_t* out = reinterpret_cast<int32_t*>(scratch.bytes.data());
     for (int64_t v = 0; v < count; ++v) {
       const int32_t child = (*side)[old_of[v]];
       out[v] = child < 0 ? -1 : new_id[child];
     }
-    side->swap(out);
+    std::copy(out, out + count, side->begin());
   }
-  permute(tree.feature, old_of, 1);
-  permute(tree.bin, old_of, 1);
-  permute(tree.threshold, old_of, 1);
-  permute(tree.stats, old_of, width);
-  permute(tree.impurity, old_of, 1);
-  permute(tree.rows, old_of, 1);
-  permute(tree.improvement, old_of, 1);
+  permute(tree.feature, old_of, 1, scratch.bytes);
+  permute(tree.bin, old_of, 1, scratch.bytes);
+  permute(tree.threshold, old_of, 1, scratch.bytes);
+  permute(tree.stats, old_of, width, scratch.bytes);
+  permute(tree.impurity, old_of, 1, scratch.bytes);
+  permute(tree.rows, old_of, 1, scratch.bytes);
+  permute(tree.improvement, old_of, 1, scratch.bytes);
 }
 
 // With GPUML_TRACE: what one depth (depth-first growth) or one round (best-first) cost, summed
@@ -388,8 +400,12 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     t0 = now();
   }
   if (rules.max_leaf_nodes < 0) {  // best-first trees are in grow_tree's order already
-#pragma omp parallel for num_threads(threads) schedule(dynamic)
-    for (int64_t t = 0; t < n_trees; ++t) renumber_depth_first(trees[t], k);
+#pragma omp parallel num_threads(threads)
+    {
+      RenumberScratch scratch;
+#pragma omp for schedule(dynamic)
+      for (int64_t t = 0; t < n_trees; ++t) renumber_depth_first(trees[t], k, scratch);
+    }
   }
   host_ms += since(t0);
   if (tracing) {
