@@ -271,3 +271,31 @@ def test_cuda_fit_grows_the_cpu_forest(rng, kind, params):
     cpu = Forest(n_estimators=12, random_state=seed, device="cpu", **params).fit(X, y)
     cuda = Forest(n_estimators=12, random_state=seed, device="cuda", **params).fit(X, y)
     assert pickle.dumps(cuda.set_params(device="cpu")) == pickle.dumps(cpu)
+
+
+@pytest.mark.parametrize(
+    "dtype, low, high",
+    [
+        (np.int64, 0, 4),
+        (np.int8, -128, 128),  # the whole range: differences past int8
+        (np.int16, -300, 300),
+        (np.uint64, 2**64 - 9, 2**64 - 1),  # past 2^63
+        (np.int64, -(2**62), 2**62),  # a wide range: np.unique's sort
+    ],
+)
+@pytest.mark.filterwarnings("ignore:The number of unique classes")  # scikit-learn's, for many classes
+def test_integer_labels_give_numpys_classes_and_indices(dtype, low, high, rng):
+    """The classifier's label indexing (a count per value for integer labels in a small range)
+    equals np.unique(y, return_inverse=True), dtype included, and a fit's classes_ are those."""
+    from gpuml._classifier import _unique_inverse
+
+    y = rng.integers(low, high, size=int(rng.integers(1, 3000)), dtype=dtype, endpoint=False)
+    got, want = _unique_inverse(y), np.unique(y, return_inverse=True)
+    assert got[0].dtype == want[0].dtype
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    y = np.concatenate([y, np.array([low, high - 1], dtype=dtype)])  # at least two classes
+    X = rng.normal(size=(y.size, 3))
+    model = RandomForestClassifier(n_estimators=2, max_depth=3, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(model.classes_, np.unique(y))
+    assert set(model.predict(X)) <= set(np.unique(y).tolist())
