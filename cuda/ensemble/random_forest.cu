@@ -1,8 +1,9 @@
 // The CUDA backend of the random forests (src/ensemble/forest_backend.hpp).
 //
 // predict: a thread per row walks the trees (packed_leaf's steps, shared with the CPU backend;
-// four trees side by side) and sums the leaves' values in tree order in registers (up to kRegisterValues per leaf; more go through
-// the output in global memory), so a row's sum has the CPU's order and bits. The nodes are
+// four trees side by side) and sums the leaves' values in tree order in registers (up to
+// kRegisterValues per leaf; more go through the output in global memory), so a row's sum has the
+// CPU's order and bits. The nodes are
 // 16 bytes with neighbouring children: one load per step, served by L1/L2 for the forest's top
 // levels. The packed forest is copied to a device once (stage) and kept by the estimator.
 #include <algorithm>
