@@ -60,14 +60,15 @@ unsigned blocks_for(int64_t threads) { return cuda::grid_for(threads, kBlock, kM
 //   32-bit words, the low word's carry added to the high one: shared memory has 32-bit atomic
 //   adds, while a 64-bit one is a compare-and-swap loop (measured: 0.56 against 0.69 ms per
 //   iteration at R-MAT scale 22).
-// - float64 terms are split into units of 2^-61 and a remainder in units of 2^-93, each summed
-//   in a 64-bit word.
+// - float64 terms are split into units of 2^-61 and a remainder in units of 2^-93, and summed as
+//   one 96-bit integer in three 32-bit words, each word's carry added to the next: the same 32-bit
+//   atomics (two 64-bit compare-and-swap loops per add ran float64 iterations at 6 times float32's).
 template <typename T> constexpr double kUnit = sizeof(T) == 4 ? 0x1p52 : 0x1p61;
 constexpr double kRemainderUnit = 0x1p32;
-template <typename T> constexpr int kWords = sizeof(T) == 4 ? 1 : 2;  // 64-bit words per vertex
+template <typename T> constexpr int kWords = sizeof(T) == 4 ? 2 : 3;  // 32-bit words per vertex
 constexpr int64_t kAccumulatorBytes = 128 * 1024;  // 224 kB (wider ranges, longer regions) measured slower
 // Vertices per range: the sums fill kAccumulatorBytes; offsets within a range fit in uint16.
-template <typename T> constexpr int64_t kRangeWidth = kAccumulatorBytes / (8 * kWords<T>);
+template <typename T> constexpr int64_t kRangeWidth = kAccumulatorBytes / (4 * kWords<T>);
 static_assert(kRangeWidth<float> < 0xFFFF && kRangeWidth<double> < 0xFFFF, "offsets are uint16, 0xFFFF marks padding");
 
 constexpr int kThreads = 1024;  // per block of the iteration kernel: one per SM (two of 512 threads measured no faster)
@@ -89,18 +90,36 @@ constexpr unsigned long long kMinHubDegree = 64;
 
 // Adds a sum of terms, in fixed point (whole units and, for float64, the remainder), to vertex
 // `to` of the range's sums.
+// The words: float32 [low words | high words]; float64 [(lowest, middle) pairs | highest words],
+// so that a vertex's y (written over its sums in step 2) covers only its own words.
 template <typename T>
 __device__ __forceinline__ void add_fixed(unsigned long long* sums, int to, long long whole, long long rest) {
   if (to == kNoVertex) return;
-  if constexpr (kWords<T> == 1) {
-    unsigned* words = reinterpret_cast<unsigned*>(sums);  // [low words | high words]
-    const unsigned low = static_cast<unsigned>(whole), high = static_cast<unsigned>(static_cast<unsigned long long>(whole) >> 32);
+  unsigned* words = reinterpret_cast<unsigned*>(sums);
+  const unsigned long long w = static_cast<unsigned long long>(whole);
+  if constexpr (sizeof(T) == 4) {
+    const unsigned low = static_cast<unsigned>(w), high = static_cast<unsigned>(w >> 32);
     const unsigned old = atomicAdd(words + to, low);
     const unsigned carry = old + low < old ? 1u : 0u;
     if (high + carry != 0u) atomicAdd(words + kRangeWidth<T> + to, high + carry);
   } else {
-    atomicAdd(sums + to, static_cast<unsigned long long>(whole));
-    atomicAdd(sums + kRangeWidth<T> + to, static_cast<unsigned long long>(rest));
+    // whole 2^32 + rest (rest < 2^35: a lane's run of at most 4 remainders) as three words.
+    const unsigned long long r = static_cast<unsigned long long>(rest);
+    const unsigned long long mid = (w & 0xFFFFFFFFull) + (r >> 32);
+    const unsigned lowest = static_cast<unsigned>(r);
+    unsigned highest = static_cast<unsigned>(w >> 32) + static_cast<unsigned>(mid >> 32);
+    unsigned long long middle = mid & 0xFFFFFFFFull;
+    if (lowest != 0u) {
+      const unsigned old = atomicAdd(words + 2 * to, lowest);
+      middle += old + lowest < old ? 1u : 0u;
+    }
+    highest += static_cast<unsigned>(middle >> 32);  // middle <= 2^32
+    const unsigned middle_word = static_cast<unsigned>(middle);
+    if (middle_word != 0u) {
+      const unsigned old = atomicAdd(words + 2 * to + 1, middle_word);
+      highest += old + middle_word < old ? 1u : 0u;
+    }
+    if (highest != 0u) atomicAdd(words + 2 * kRangeWidth<T> + to, highest);
   }
 }
 
@@ -136,7 +155,7 @@ __device__ __forceinline__ void add_slots(unsigned long long* sums, uint2 to, co
 #pragma unroll
   for (int j = 0; j < kSlots; ++j) {
     long long w = 0, r = 0;
-    if constexpr (kWords<T> == 1) {
+    if constexpr (sizeof(T) == 4) {
       w = __float2ll_rn(term[j] * static_cast<float>(kUnit<T>));  // exact product: a power of two
     } else {
       const double scaled = term[j] * kUnit<T>;
@@ -157,12 +176,12 @@ __device__ __forceinline__ void add_slots(unsigned long long* sums, uint2 to, co
 
 template <typename T>
 __device__ __forceinline__ double sum_of(const unsigned long long* sums, int v) {
-  if constexpr (kWords<T> == 1) {
-    const unsigned* words = reinterpret_cast<const unsigned*>(sums);
+  const unsigned* words = reinterpret_cast<const unsigned*>(sums);
+  if constexpr (sizeof(T) == 4) {
     return static_cast<double>((static_cast<unsigned long long>(words[kRangeWidth<T> + v]) << 32) | words[v]) / kUnit<T>;
   } else {
-    return static_cast<double>(static_cast<long long>(sums[v])) / kUnit<T> +
-           static_cast<double>(static_cast<long long>(sums[kRangeWidth<T> + v])) / (kUnit<T> * kRemainderUnit);
+    const unsigned long long high = (static_cast<unsigned long long>(words[2 * kRangeWidth<T> + v]) << 32) | words[2 * v + 1];
+    return static_cast<double>(high) / kUnit<T> + static_cast<double>(words[2 * v]) / (kUnit<T> * kRemainderUnit);
   }
 }
 
@@ -455,7 +474,9 @@ struct IterateArgs {
 template <typename T, bool kFromHubs>
 __device__ __forceinline__ void add_in_pieces(unsigned long long* sums, int64_t begin, int64_t end, const uint16_t* dst_offset,
                                               const T* terms, const uint16_t* hub_index, const T* weight, const T* hub_y) {
-  constexpr int kSlotsIn = 4, kLanesIn = kWarp / kSlotsIn, kRoundsIn = kFromHubs ? 2 : 4, kPiecesPerRound = kWarp / kLanesIn;
+  // Fewer rounds for hubs and float64: registers are the limit at 1024 threads (float64 spilled at 4).
+  constexpr int kSlotsIn = 4, kLanesIn = kWarp / kSlotsIn, kRoundsIn = kFromHubs || sizeof(T) == 8 ? 2 : 4;
+  constexpr int kPiecesPerRound = kWarp / kLanesIn;
   constexpr int kWarps = kThreads / kWarp;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   for (int64_t base = begin + int64_t(warp) * kRoundsIn * kPiecesPerRound; base < end;
@@ -502,7 +523,7 @@ __global__ void __launch_bounds__(kThreads, 1) iterate_kernel(IterateArgs<T> a) 
   const int width = static_cast<int>(a.first[b + 1] - begin);
   double change = 0.0, mass = 0.0;
   if (a.x_new != nullptr) {
-    for (int v = tid; v < kWords<T> * kRangeWidth<T>; v += kThreads) sums[v] = 0ull;
+    for (int v = tid; v < kWords<T> * kRangeWidth<T>; v += kThreads) reinterpret_cast<unsigned*>(sums)[v] = 0u;
     for (int64_t h = tid; h < a.hubs; h += kThreads) hub_y[h] = a.hub_y[h];
     __syncthreads();
     // 1. The in-edges' terms, from the regions and from the hubs.
@@ -538,29 +559,38 @@ __global__ void __launch_bounds__(kThreads, 1) iterate_kernel(IterateArgs<T> a) 
   const int64_t end = a.out_pieces[b + 1];
   for (int64_t base = a.out_pieces[b] + int64_t(warp) * kWarp; base < end; base += int64_t(kWarps) * kWarp) {
     const int64_t place = base + lane < end ? __ldcs(a.position + base + lane) : 0;
-    uint2 from[kRoundsOut];
+    // float64: the rounds' offsets loaded in two batches (all eight at once spilled registers).
+    constexpr int kBatchOut = sizeof(T) == 8 ? kRoundsOut / 2 : kRoundsOut;
 #pragma unroll
-    for (int r = 0; r < kRoundsOut; ++r) {
-      const int64_t piece = base + r * kPiecesPerRound + lane / kLanesOut;
-      from[r] = piece < end ? load4(a.src_offset + piece * kWarp + (lane % kLanesOut) * kSlotsOut) : make_uint2(0, 0);
-    }
+    for (int r0 = 0; r0 < kRoundsOut; r0 += kBatchOut) {
+      // Slots as 32-bit offsets from the round's first piece: fewer 64-bit values live.
+      const int64_t first_slot = base * kWarp;
+      const int lane_slot = (lane / kLanesOut) * kWarp + (lane % kLanesOut) * kSlotsOut;
+      uint2 from[kBatchOut];
 #pragma unroll
-    for (int r = 0; r < kRoundsOut; ++r) {
-      const int within = r * kPiecesPerRound + lane / kLanesOut;
-      const int64_t to = __shfl_sync(0xffffffffu, place, within);
-      if (base + within >= end) continue;
-      const int64_t src_slot = (base + within) * kWarp + (lane % kLanesOut) * kSlotsOut;
-      const int64_t dst_slot = to * kWarp + (lane % kLanesOut) * kSlotsOut;
-      T out[kSlotsOut];
-#pragma unroll
-      for (int j = 0; j < kSlotsOut; ++j) out[j] = y_shared[offset_at(from[r], j)];
-      if (a.weight != nullptr) {
-        T w[kSlotsOut];
-        load4(a.weight + src_slot, w);
-#pragma unroll
-        for (int j = 0; j < kSlotsOut; ++j) out[j] = w[j] * out[j];
+      for (int r = 0; r < kBatchOut; ++r) {
+        const int within = (r0 + r) * kPiecesPerRound + lane / kLanesOut;
+        from[r] = base + within < end ? load4(a.src_offset + first_slot + (r0 + r) * kPiecesPerRound * kWarp + lane_slot)
+                                      : make_uint2(0, 0);
       }
-      store4(a.next_terms + dst_slot, out);
+#pragma unroll
+      for (int r = 0; r < kBatchOut; ++r) {
+        const int within = (r0 + r) * kPiecesPerRound + lane / kLanesOut;
+        const int64_t to = __shfl_sync(0xffffffffu, place, within);
+        if (base + within >= end) continue;
+        const int64_t src_slot = first_slot + (r0 + r) * kPiecesPerRound * kWarp + lane_slot;
+        const int64_t dst_slot = to * kWarp + (lane % kLanesOut) * kSlotsOut;
+        T out[kSlotsOut];
+#pragma unroll
+        for (int j = 0; j < kSlotsOut; ++j) out[j] = y_shared[offset_at(from[r], j)];
+        if (a.weight != nullptr) {
+          T w[kSlotsOut];
+          load4(a.weight + src_slot, w);
+#pragma unroll
+          for (int j = 0; j < kSlotsOut; ++j) out[j] = w[j] * out[j];
+        }
+        store4(a.next_terms + dst_slot, out);
+      }
     }
   }
   const double total_change = block_total(change, scratch);
