@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -56,6 +57,26 @@ int32_t new_node(Tree& tree, int width, const double* stats, double impurity, in
   tree.rows.push_back(rows);
   tree.improvement.push_back(0.0);
   return static_cast<int32_t>(tree.feature.size() - 1);
+}
+
+void reserve_nodes(Tree& tree, const TreeRules& rules, int64_t rows) {
+  int64_t most = 2 * std::max<int64_t>(rows, 1) - 1;
+  if (rules.max_depth >= 0 && rules.max_depth < 40) most = std::min(most, (int64_t(2) << rules.max_depth) - 1);
+  if (rules.max_leaf_nodes > 0) most = std::min(most, 2 * rules.max_leaf_nodes - 1);
+  const std::size_t nodes = static_cast<std::size_t>(most);
+  try {
+    tree.feature.reserve(nodes);
+    tree.bin.reserve(nodes);
+    tree.left.reserve(nodes);
+    tree.right.reserve(nodes);
+    tree.threshold.reserve(nodes);
+    tree.stats.reserve(nodes * static_cast<std::size_t>(rules.width));
+    tree.impurity.reserve(nodes);
+    tree.rows.reserve(nodes);
+    tree.improvement.reserve(nodes);
+  } catch (const std::bad_alloc&) {
+    // The arrays grow as nodes are made instead.
+  }
 }
 
 void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,

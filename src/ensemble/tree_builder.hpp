@@ -54,6 +54,11 @@ GPUML_API Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const Featu
 uint64_t child_seed(uint64_t seed, int side);
 bool stays_leaf(const TreeRules& rules, int64_t depth, int64_t rows, double impurity);
 int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows);
+// Room for the most nodes a tree of `rows` in-bag rows can grow under `rules` (2 rows - 1, fewer
+// with max_depth or max_leaf_nodes): its arrays then never move while it grows. Only the pages of
+// the nodes made are touched; where the address space is short (std::bad_alloc), the arrays grow
+// as they go.
+void reserve_nodes(Tree& tree, const TreeRules& rules, int64_t rows);
 void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
                int32_t left, int32_t right);
 
