@@ -97,9 +97,7 @@ void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t byt
     return;
   }
   char* staging = static_cast<char*>(pinned(2 * kHostCopyChunk));
-  std::call_once(copy_events_once_, [this] {
-    for (cudaEvent_t& e : copy_done_) GPUML_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  });
+  make_copy_events();
   const std::size_t chunks = (bytes + kHostCopyChunk - 1) / kHostCopyChunk;
   auto size_of = [&](std::size_t c) { return std::min(kHostCopyChunk, bytes - c * kHostCopyChunk); };
   auto start = [&](std::size_t c) {  // chunk c into half c % 2
@@ -115,12 +113,33 @@ void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t byt
   }
 }
 
+void Resources::make_copy_events() {
+  std::call_once(copy_events_once_, [this] {
+    for (cudaEvent_t& e : copy_done_) GPUML_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  });
+}
+
 void Resources::copy_to_device(void* device_ptr, const void* host, std::size_t bytes) {
   if (bytes == 0) return;
   GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));  // the pinned area is free once earlier copies are done
-  void* staging = pinned(bytes);
-  std::memcpy(staging, host, bytes);
-  GPUML_CUDA_CHECK(cudaMemcpyAsync(device_ptr, staging, bytes, cudaMemcpyHostToDevice, stream));
+  if (bytes <= kHostCopyChunk) {
+    void* staging = pinned(bytes);
+    std::memcpy(staging, host, bytes);
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(device_ptr, staging, bytes, cudaMemcpyHostToDevice, stream));
+    return;
+  }
+  // Chunks through the two halves: the host fills one while the device reads the other.
+  char* staging = static_cast<char*>(pinned(2 * kHostCopyChunk));
+  make_copy_events();
+  const std::size_t chunks = (bytes + kHostCopyChunk - 1) / kHostCopyChunk;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t offset = c * kHostCopyChunk, size = std::min(kHostCopyChunk, bytes - offset);
+    char* half = staging + (c % 2) * kHostCopyChunk;
+    if (c >= 2) GPUML_CUDA_CHECK(cudaEventSynchronize(copy_done_[c % 2]));  // the device has read chunk c - 2
+    std::memcpy(half, static_cast<const char*>(host) + offset, size);
+    GPUML_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(device_ptr) + offset, half, size, cudaMemcpyHostToDevice, stream));
+    GPUML_CUDA_CHECK(cudaEventRecord(copy_done_[c % 2], stream));
+  }
 }
 
 cusolverDnHandle_t Resources::cusolver() {

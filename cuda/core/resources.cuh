@@ -73,7 +73,8 @@ struct Resources {
   static constexpr std::size_t kHostCopyChunk = std::size_t(4) << 20;
   void copy_to_host(void* host, const void* device, std::size_t bytes);
   // device[0, bytes) = host[0, bytes) through the pinned area (queued on the stream; the pinned
-  // area is reused only after the stream reaches this copy, which later copies wait for).
+  // area is reused only after the stream reaches this copy, which later copies wait for). Past
+  // kHostCopyChunk, in chunks through its two halves, as copy_to_host.
   void copy_to_device(void* device, const void* host, std::size_t bytes);
 
   // A small page-locked mailbox and its event, made on first use and kept for the context's life
@@ -95,7 +96,8 @@ struct Resources {
   void* pinned_ = nullptr;
   std::size_t pinned_bytes_ = 0;
   std::once_flag copy_events_once_;
-  cudaEvent_t copy_done_[2] = {nullptr, nullptr};  // copy_to_host's halves, filled
+  cudaEvent_t copy_done_[2] = {nullptr, nullptr};  // the pinned halves' copies (copy_to_host, copy_to_device), done
+  void make_copy_events();
   std::once_flag mailbox_once_;
   Mailbox mailbox_;
 };
