@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "core/distributed.hpp"
@@ -236,6 +238,22 @@ HostArray scalar_of(DType dtype, T value) {
   HostArray a = HostArray::scalar(dtype);
   *a.as<T>() = value;
   return a;
+}
+
+// Frees the forest on a thread of its own; the handle joins that thread when released.
+// (Without a thread to be had, the forest is freed here, as the lambda holding it is destroyed.)
+std::shared_ptr<void> free_on_a_thread(detail::Forest forest) {
+  std::thread* thread = nullptr;
+  try {
+    thread = new std::thread([doomed = std::move(forest)]() mutable { doomed = detail::Forest(); });
+  } catch (const std::system_error&) {
+    return nullptr;
+  }
+  return std::shared_ptr<void>(thread, [](void* p) {
+    auto* t = static_cast<std::thread*>(p);
+    t->join();
+    delete t;
+  });
 }
 
 // The fitted trees as the attribute arrays (see random_forest.hpp); a warm start's kept trees
@@ -564,7 +582,7 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
     std::copy(forest.oob_decision.begin(), forest.oob_decision.end(), oob.as<double>());
     attributes[classification_ ? "oob_decision_function_" : "oob_prediction_"] = std::move(oob);
   }
-  forest = detail::Forest();  // the grown trees, copied into the attributes: their memory back before packing
+  freeing_ = free_on_a_thread(std::move(forest));  // the grown trees, copied into the attributes
   trace.mark("other attrs, free the trees");
   attributes_ = std::move(attributes);  // frees the last fit's
   n_features_in_ = scalar_of<int64_t>(DType::int64, d);
