@@ -1299,9 +1299,22 @@ __global__ void oversample_kernel(const T* __restrict__ weights, const T* __rest
   }
 }
 
-// counts[c] = the number of rows i with nearest[i] == c (exact: integer adds in any order).
-__global__ void count_nearest_kernel(const int32_t* __restrict__ nearest, int64_t n, unsigned long long* __restrict__ counts) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) atomicAdd(counts + nearest[i], 1ull);
+// counts[c] = the number of rows i with nearest[i] == c (exact: integer adds in any order). With
+// m <= kSharedCounts, each block counts in shared memory first and adds its nonzero counts: 1M rows
+// straight into 256 global counters took 0.18 ms, the atomics queueing on the same addresses.
+constexpr int64_t kSharedCounts = 12288;  // 48 KiB of uint32
+__global__ void count_nearest_kernel(const int32_t* __restrict__ nearest, int64_t n, int64_t m, unsigned long long* __restrict__ counts) {
+  extern __shared__ unsigned block_counts[];
+  if (m > kSharedCounts) {
+    for (int64_t i = global_thread(); i < n; i += grid_threads()) atomicAdd(counts + nearest[i], 1ull);
+    return;
+  }
+  for (int64_t c = threadIdx.x; c < m; c += blockDim.x) block_counts[c] = 0u;
+  __syncthreads();
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) atomicAdd(block_counts + nearest[i], 1u);
+  __syncthreads();
+  for (int64_t c = threadIdx.x; c < m; c += blockDim.x)
+    if (block_counts[c] != 0u) atomicAdd(counts + c, static_cast<unsigned long long>(block_counts[c]));
 }
 
 template <typename T>
@@ -1544,7 +1557,12 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     if (weights == nullptr) {  // counts: integer atomics give the bits of the CPU's ordered sum of ones
       Buffer counts = device(m * sizeof(unsigned long long));
       GPUML_CUDA_CHECK(cudaMemsetAsync(counts.data(), 0, m * sizeof(unsigned long long), res.stream));
-      count_nearest_kernel<<<blocks_for_threads(n), kBlock, 0, res.stream>>>(nearest, n, counts.as<unsigned long long>());
+      // Few blocks with shared counts: each adds its m counts to the global ones once.
+      const bool shared = m <= kSharedCounts;
+      const unsigned blocks = shared ? static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks_for_threads(n), 2 * int64_t(res.sm_count))))
+                                     : blocks_for_threads(n);
+      count_nearest_kernel<<<blocks, kBlock, shared ? m * sizeof(unsigned) : 0, res.stream>>>(nearest, n, m,
+                                                                                             counts.as<unsigned long long>());
       GPUML_CUDA_CHECK_LAUNCH();
       std::vector<unsigned long long> host(m);
       copy_to_host(res, host.data(), counts.data(), m * sizeof(unsigned long long));
