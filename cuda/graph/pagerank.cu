@@ -273,16 +273,27 @@ __global__ void range_of_kernel(const int32_t* __restrict__ starts, const int32_
 // src * ranges + range of dst (source-range major): edges sorted by region, and by destination
 // within a region (add_slots needs that). A hub's edge takes region ranges^2 + range of dst: the
 // hubs' edges sort last, by destination.
+// Also src_offset[e] = the source's offset in its range (0 for a hub's edge), for place_edges_kernel,
+// which would otherwise gather src and range_of again at random.
 __global__ void region_keykernel(const int64_t* __restrict__ src, const int64_t* __restrict__ dst,
                                   const int32_t* __restrict__ range_of, const int32_t* __restrict__ first,
                                   const int32_t* __restrict__ hub_of, int64_t m, unsigned long long ranges,
-                                  unsigned long long* __restrict__ keys) {
+                                  unsigned long long* __restrict__ keys, uint16_t* __restrict__ src_offset) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) {
-    const int32_t to = range_of[dst[e]];
-    const unsigned long long from = hub_of[src[e]] < 0 ? static_cast<unsigned long long>(range_of[src[e]]) : ranges;
+    const int64_t s = src[e], d = dst[e];
+    const int32_t to = range_of[d];
+    const bool hub = hub_of[s] >= 0;
+    const int32_t source_range = hub ? 0 : range_of[s];
+    const unsigned long long from = hub ? ranges : static_cast<unsigned long long>(source_range);
     const unsigned long long region = from * ranges + to;
-    keys[e] = (region << 16) + static_cast<unsigned long long>(dst[e] - first[to]);
+    keys[e] = (region << 16) + static_cast<unsigned long long>(d - first[to]);
+    src_offset[e] = hub ? uint16_t(0) : static_cast<uint16_t>(s - first[source_range]);
   }
+}
+
+// low[e] = sorted[e]'s low 16 bits: edge e's destination offset in its range (the sort's order).
+__global__ void low_bits_kernel(const unsigned long long* __restrict__ sorted, int64_t count, uint16_t* __restrict__ low) {
+  for (int64_t e = global_thread(); e < count; e += grid_threads()) low[e] = static_cast<uint16_t>(sorted[e] & 0xFFFFu);
 }
 
 __global__ void vertex_key_kernel(const int64_t* __restrict__ ids, int64_t m, unsigned long long* __restrict__ keys) {
@@ -367,21 +378,20 @@ __global__ void piece_positions_kernel(const int64_t* __restrict__ src_major, co
 }
 
 // Edge e of the sorted order (region index[e] - 1) into its slot in both orders: its source's
-// offset and weight source-major, its destination's offset destination-major.
+// offset (edge_src_offset, by input edge) and weight source-major, its destination's offset
+// (sorted_dst_offset, by sorted position) destination-major.
 template <typename T>
 __global__ void place_edges_kernel(const int64_t* __restrict__ order, const int64_t* __restrict__ index,
                                    const int64_t* __restrict__ region_first, const int64_t* __restrict__ src_major,
-                                   const int64_t* __restrict__ dst_major, const int64_t* __restrict__ src,
-                                   const int64_t* __restrict__ dst, const T* __restrict__ weights,
-                                   const int32_t* __restrict__ range_of, const int32_t* __restrict__ first, int64_t m,
+                                   const int64_t* __restrict__ dst_major, const uint16_t* __restrict__ edge_src_offset,
+                                   const uint16_t* __restrict__ sorted_dst_offset, const T* __restrict__ weights, int64_t m,
                                    uint16_t* __restrict__ src_offset, uint16_t* __restrict__ dst_offset, T* __restrict__ val) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) {
     const int64_t q = index[e] - 1, i = e - region_first[q], from = order[e];
-    const int64_t s = src[from], d = dst[from];
     const int64_t slot = src_major[q] * kWarp + i;
-    src_offset[slot] = static_cast<uint16_t>(s - first[range_of[s]]);
+    src_offset[slot] = edge_src_offset[from];
     if (weights != nullptr) val[slot] = weights[from];
-    dst_offset[dst_major[q] * kWarp + i] = static_cast<uint16_t>(d - first[range_of[d]]);
+    dst_offset[dst_major[q] * kWarp + i] = sorted_dst_offset[e];
   }
 }
 
@@ -818,10 +828,14 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     Buffer sorted, region_first, region_key, by_dst_key;  // region q: first edge, key, transposed key
     Buffer hub_edges;
     int64_t regions = 0, region_edges = 0;  // region_edges: the edges not from hubs
+    // Each edge's source offset (by input edge), and later each region edge's destination offset
+    // (by sorted position): place_edges_kernel reads these instead of src, dst and range_of.
+    Buffer edge_src_offset = device(m * sizeof(uint16_t)), sorted_dst_offset;
     {
       Buffer keys = device(m * sizeof(unsigned long long));
       region_keykernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, dst, range_of.as<int32_t>(), first_.as<int32_t>(),
-                                                                  hub_of.as<int32_t>(), m, ranges, keys.as<unsigned long long>());
+                                                                  hub_of.as<int32_t>(), m, ranges, keys.as<unsigned long long>(),
+                                                                  edge_src_offset.as<uint16_t>());
       GPUML_CUDA_CHECK_LAUNCH();
       sorted = stable_order(keys, m, bits_for(ranges * ranges + ranges) + 16, order, res);
       // The hubs' edges, last: range r's are sorted [hub_edges[r], hub_edges[r + 1]).
@@ -848,6 +862,12 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
       res.copy_to_device(region_first.as<int64_t>() + regions, &region_edges, sizeof(region_edges));
     }
     place_hub_edges(sorted, order, hub_edges, src, weights, hub_of, m, res);
+    sorted_dst_offset = device(std::max<int64_t>(region_edges, 1) * sizeof(uint16_t));
+    if (region_edges > 0) {
+      low_bits_kernel<<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), region_edges,
+                                                                          sorted_dst_offset.as<uint16_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
     sorted = Buffer();
 
     // 3. The regions' pieces in both orders (src_major[q], dst_major[q]: region q's first piece),
@@ -900,12 +920,14 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     allocate_slots(slots, src_offset_, dst_offset_, val_, res);
     place_edges_kernel<T><<<blocks_for(region_edges), kBlock, 0, res.stream>>>(
         order.as<int64_t>(), index.as<int64_t>(), region_first.as<int64_t>(), src_major.as<int64_t>(), dst_major.as<int64_t>(),
-        src, dst, weights, range_of.as<int32_t>(), first_.as<int32_t>(), region_edges, src_offset_.as<uint16_t>(),
+        edge_src_offset.as<uint16_t>(), sorted_dst_offset.as<uint16_t>(), weights, region_edges, src_offset_.as<uint16_t>(),
         dst_offset_.as<uint16_t>(), weighted_ ? val_.as<T>() : nullptr);
     GPUML_CUDA_CHECK_LAUNCH();
     region_first = Buffer();
     order = Buffer();
     index = Buffer();
+    edge_src_offset = Buffer();
+    sorted_dst_offset = Buffer();
 
     // 4. Inverse (weighted) out-degrees and the number of dangling vertices.
     inv_out_ = device(n * sizeof(T));
