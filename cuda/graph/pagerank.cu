@@ -70,6 +70,11 @@ constexpr int64_t kAccumulatorBytes = 128 * 1024;  // 224 kB (wider ranges, long
 // Vertices per range: the sums fill kAccumulatorBytes; offsets within a range fit in uint16.
 template <typename T> constexpr int64_t kRangeWidth = kAccumulatorBytes / (4 * kWords<T>);
 static_assert(kRangeWidth<float> < 0xFFFF && kRangeWidth<double> < 0xFFFF, "offsets are uint16, 0xFFFF marks padding");
+// The build's sort keys: (region << kOffsetBits) + the destination's offset in its range. Two bits
+// fewer than 16 saved a radix pass at R-MAT scale 22 (32 key bits, not 34).
+constexpr int kOffsetBits = 14;
+constexpr unsigned long long kOffsetMask = (1ull << kOffsetBits) - 1;
+static_assert(kRangeWidth<float> <= (1 << kOffsetBits) && kRangeWidth<double> <= (1 << kOffsetBits), "offsets fit the keys");
 
 constexpr int kThreads = 1024;  // per block of the iteration kernel: one per SM (two of 512 threads measured no faster)
 // Work ranges hold about total work / (kRangesPerSm * SMs), and those wider than kRangeWidth are
@@ -269,12 +274,12 @@ __global__ void range_of_kernel(const int32_t* __restrict__ starts, const int32_
   }
 }
 
-// keys[e] = (region << 16) + the destination's offset in its range, the region being range of
+// keys[e] = (region << kOffsetBits) + the destination's offset in its range, the region being range of
 // src * ranges + range of dst (source-range major): edges sorted by region, and by destination
 // within a region (add_slots needs that). A hub's edge takes region ranges^2 + range of dst: the
 // hubs' edges sort last, by destination.
-// Also src_offset[e] = the source's offset in its range (0 for a hub's edge), for place_edges_kernel,
-// which would otherwise gather src and range_of again at random.
+// Also src_offset[e] = the source's offset in its range, or for a hub's edge its hub index, for
+// the placing kernels, which would otherwise gather src, range_of and hub_of again at random.
 __global__ void region_keykernel(const int64_t* __restrict__ src, const int64_t* __restrict__ dst,
                                   const int32_t* __restrict__ range_of, const int32_t* __restrict__ first,
                                   const int32_t* __restrict__ hub_of, int64_t m, unsigned long long ranges,
@@ -286,14 +291,14 @@ __global__ void region_keykernel(const int64_t* __restrict__ src, const int64_t*
     const int32_t source_range = hub ? 0 : range_of[s];
     const unsigned long long from = hub ? ranges : static_cast<unsigned long long>(source_range);
     const unsigned long long region = from * ranges + to;
-    keys[e] = (region << 16) + static_cast<unsigned long long>(d - first[to]);
-    src_offset[e] = hub ? uint16_t(0) : static_cast<uint16_t>(s - first[source_range]);
+    keys[e] = (region << kOffsetBits) + static_cast<unsigned long long>(d - first[to]);
+    src_offset[e] = static_cast<uint16_t>(hub ? hub_of[s] : s - first[source_range]);
   }
 }
 
-// low[e] = sorted[e]'s low 16 bits: edge e's destination offset in its range (the sort's order).
+// low[e] = sorted[e]'s low kOffsetBits bits: edge e's destination offset in its range (the sort's order).
 __global__ void low_bits_kernel(const unsigned long long* __restrict__ sorted, int64_t count, uint16_t* __restrict__ low) {
-  for (int64_t e = global_thread(); e < count; e += grid_threads()) low[e] = static_cast<uint16_t>(sorted[e] & 0xFFFFu);
+  for (int64_t e = global_thread(); e < count; e += grid_threads()) low[e] = static_cast<uint16_t>(sorted[e] & kOffsetMask);
 }
 
 __global__ void vertex_key_kernel(const int64_t* __restrict__ ids, int64_t m, unsigned long long* __restrict__ keys) {
@@ -334,7 +339,7 @@ __global__ void lower_bounds_of_kernel(const unsigned long long* __restrict__ so
 // starts[e] = 1 where a new region begins in the sorted keys.
 __global__ void run_starts_kernel(const unsigned long long* __restrict__ sorted, int64_t m, int32_t* __restrict__ starts) {
   for (int64_t e = global_thread(); e < m; e += grid_threads())
-    starts[e] = e == 0 || sorted[e] >> 16 != sorted[e - 1] >> 16 ? 1 : 0;
+    starts[e] = e == 0 || sorted[e] >> kOffsetBits != sorted[e - 1] >> kOffsetBits ? 1 : 0;
 }
 
 // For each region q (index = inclusive scan of starts): its first edge, its key, and its key
@@ -346,7 +351,7 @@ __global__ void regions_kernel(const unsigned long long* __restrict__ sorted, co
   for (int64_t e = global_thread(); e < m; e += grid_threads()) {
     if (!starts[e]) continue;
     const int64_t q = index[e] - 1;
-    const unsigned long long region = sorted[e] >> 16;
+    const unsigned long long region = sorted[e] >> kOffsetBits;
     region_first[q] = e;
     key[q] = region;
     by_dst_key[q] = (region % ranges) * ranges + region / ranges;
@@ -400,15 +405,15 @@ __global__ void place_edges_kernel(const int64_t* __restrict__ order, const int6
 template <typename T>
 __global__ void place_hub_edges_kernel(const int64_t* __restrict__ order, const unsigned long long* __restrict__ sorted,
                                        const int64_t* __restrict__ hub_edges, const int64_t* __restrict__ hub_pieces,
-                                       const int64_t* __restrict__ src, const T* __restrict__ weights,
-                                       const int32_t* __restrict__ hub_of, unsigned long long ranges, int64_t begin,
+                                       const uint16_t* __restrict__ edge_hub, const T* __restrict__ weights,
+                                       unsigned long long ranges, int64_t begin,
                                        int64_t m, uint16_t* __restrict__ hub_index, uint16_t* __restrict__ dst_offset,
                                        T* __restrict__ val) {
   for (int64_t e = begin + global_thread(); e < m; e += grid_threads()) {
-    const int64_t r = static_cast<int64_t>((sorted[e] >> 16) - ranges * ranges), from = order[e];
+    const int64_t r = static_cast<int64_t>((sorted[e] >> kOffsetBits) - ranges * ranges), from = order[e];
     const int64_t slot = hub_pieces[r] * kWarp + (e - hub_edges[r]);
-    hub_index[slot] = static_cast<uint16_t>(hub_of[src[from]]);
-    dst_offset[slot] = static_cast<uint16_t>(sorted[e] & 0xFFFF);
+    hub_index[slot] = edge_hub[from];
+    dst_offset[slot] = static_cast<uint16_t>(sorted[e] & kOffsetMask);
     if (weights != nullptr) val[slot] = weights[from];
   }
 }
@@ -828,8 +833,9 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     Buffer sorted, region_first, region_key, by_dst_key;  // region q: first edge, key, transposed key
     Buffer hub_edges;
     int64_t regions = 0, region_edges = 0;  // region_edges: the edges not from hubs
-    // Each edge's source offset (by input edge), and later each region edge's destination offset
-    // (by sorted position): place_edges_kernel reads these instead of src, dst and range_of.
+    // Each edge's source offset or hub index (by input edge), and later each region edge's
+    // destination offset (by sorted position): the placing kernels read these, not src, dst,
+    // range_of and hub_of.
     Buffer edge_src_offset = device(m * sizeof(uint16_t)), sorted_dst_offset;
     {
       Buffer keys = device(m * sizeof(unsigned long long));
@@ -837,11 +843,11 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
                                                                   hub_of.as<int32_t>(), m, ranges, keys.as<unsigned long long>(),
                                                                   edge_src_offset.as<uint16_t>());
       GPUML_CUDA_CHECK_LAUNCH();
-      sorted = stable_order(keys, m, bits_for(ranges * ranges + ranges) + 16, order, res);
+      sorted = stable_order(keys, m, bits_for(ranges * ranges + ranges) + kOffsetBits, order, res);
       // The hubs' edges, last: range r's are sorted [hub_edges[r], hub_edges[r + 1]).
       hub_edges = device((ranges_ + 1) * sizeof(int64_t));
       lower_bounds_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(
-          sorted.as<unsigned long long>(), m, (ranges * ranges) << 16, 1ull << 16, ranges_, hub_edges.as<int64_t>());
+          sorted.as<unsigned long long>(), m, (ranges * ranges) << kOffsetBits, 1ull << kOffsetBits, ranges_, hub_edges.as<int64_t>());
       GPUML_CUDA_CHECK_LAUNCH();
       res.copy_to_host(&region_edges, hub_edges.as<int64_t>(), sizeof(region_edges));
       index = device(m * sizeof(int64_t));  // after the sort: the build's peak is there
@@ -861,7 +867,7 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
       GPUML_CUDA_CHECK_LAUNCH();
       res.copy_to_device(region_first.as<int64_t>() + regions, &region_edges, sizeof(region_edges));
     }
-    place_hub_edges(sorted, order, hub_edges, src, weights, hub_of, m, res);
+    place_hub_edges(sorted, order, hub_edges, edge_src_offset.as<uint16_t>(), weights, m, res);
     sorted_dst_offset = device(std::max<int64_t>(region_edges, 1) * sizeof(uint16_t));
     if (region_edges > 0) {
       low_bits_kernel<<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), region_edges,
@@ -1144,8 +1150,9 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   }
 
   // The hubs' edges (sorted [hub_edges[0], m), by destination) into hub pieces, range by range.
-  void place_hub_edges(Buffer& sorted, Buffer& order, Buffer& hub_edges, const int64_t* src, const T* weights, Buffer& hub_of,
-                       int64_t m, cuda::Resources& res) {
+  // edge_hub: each input edge's hub index (where its source is a hub).
+  void place_hub_edges(Buffer& sorted, Buffer& order, Buffer& hub_edges, const uint16_t* edge_hub, const T* weights, int64_t m,
+                       cuda::Resources& res) {
     hub_pieces_ = device((ranges_ + 1) * sizeof(int64_t));
     Buffer counts = device(ranges_ * sizeof(int64_t));
     piece_counts_kernel<<<blocks_for(ranges_), kBlock, 0, res.stream>>>(hub_edges.as<int64_t>(), ranges_, counts.as<int64_t>());
@@ -1157,8 +1164,8 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     allocate_slots(pieces * kWarp, hub_index_, hub_dst_offset_, hub_val_, res);
     if (begin == m) return;
     place_hub_edges_kernel<T><<<blocks_for(m - begin), kBlock, 0, res.stream>>>(
-        order.as<int64_t>(), sorted.as<unsigned long long>(), hub_edges.as<int64_t>(), hub_pieces_.as<int64_t>(), src, weights,
-        hub_of.as<int32_t>(), static_cast<unsigned long long>(ranges_), begin, m, hub_index_.as<uint16_t>(),
+        order.as<int64_t>(), sorted.as<unsigned long long>(), hub_edges.as<int64_t>(), hub_pieces_.as<int64_t>(), edge_hub,
+        weights, static_cast<unsigned long long>(ranges_), begin, m, hub_index_.as<uint16_t>(),
         hub_dst_offset_.as<uint16_t>(), weighted_ ? hub_val_.as<T>() : nullptr);
     GPUML_CUDA_CHECK_LAUNCH();
   }
