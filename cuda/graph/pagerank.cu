@@ -280,10 +280,12 @@ __global__ void range_of_kernel(const int32_t* __restrict__ starts, const int32_
 // hubs' edges sort last, by destination.
 // Also src_offset[e] = the source's offset in its range, or for a hub's edge its hub index, for
 // the placing kernels, which would otherwise gather src, range_of and hub_of again at random.
+// K: unsigned long long, or uint32_t where every key fits 32 bits.
+template <typename K>
 __global__ void region_keykernel(const int64_t* __restrict__ src, const int64_t* __restrict__ dst,
                                   const int32_t* __restrict__ range_of, const int32_t* __restrict__ first,
                                   const int32_t* __restrict__ hub_of, int64_t m, unsigned long long ranges,
-                                  unsigned long long* __restrict__ keys, uint16_t* __restrict__ src_offset) {
+                                  K* __restrict__ keys, uint16_t* __restrict__ src_offset) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) {
     const int64_t s = src[e], d = dst[e];
     const int32_t to = range_of[d];
@@ -291,13 +293,14 @@ __global__ void region_keykernel(const int64_t* __restrict__ src, const int64_t*
     const int32_t source_range = hub ? 0 : range_of[s];
     const unsigned long long from = hub ? ranges : static_cast<unsigned long long>(source_range);
     const unsigned long long region = from * ranges + to;
-    keys[e] = (region << kOffsetBits) + static_cast<unsigned long long>(d - first[to]);
+    keys[e] = static_cast<K>((region << kOffsetBits) + static_cast<unsigned long long>(d - first[to]));
     src_offset[e] = static_cast<uint16_t>(hub ? hub_of[s] : s - first[source_range]);
   }
 }
 
 // low[e] = sorted[e]'s low kOffsetBits bits: edge e's destination offset in its range (the sort's order).
-__global__ void low_bits_kernel(const unsigned long long* __restrict__ sorted, int64_t count, uint16_t* __restrict__ low) {
+template <typename K>
+__global__ void low_bits_kernel(const K* __restrict__ sorted, int64_t count, uint16_t* __restrict__ low) {
   for (int64_t e = global_thread(); e < count; e += grid_threads()) low[e] = static_cast<uint16_t>(sorted[e] & kOffsetMask);
 }
 
@@ -305,12 +308,14 @@ __global__ void vertex_key_kernel(const int64_t* __restrict__ ids, int64_t m, un
   for (int64_t e = global_thread(); e < m; e += grid_threads()) keys[e] = static_cast<unsigned long long>(ids[e]);
 }
 
-__global__ void iota_kernel(int64_t* __restrict__ out, int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = i;
+template <typename V>
+__global__ void iota_kernel(V* __restrict__ out, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = static_cast<V>(i);
 }
 
 // The first i with sorted[i] >= key (len when none).
-__device__ int64_t lower_bound_of(const unsigned long long* __restrict__ sorted, int64_t len, unsigned long long key) {
+template <typename K>
+__device__ int64_t lower_bound_of(const K* __restrict__ sorted, int64_t len, unsigned long long key) {
   int64_t lo = 0, hi = len;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
@@ -323,7 +328,8 @@ __device__ int64_t lower_bound_of(const unsigned long long* __restrict__ sorted,
 }
 
 // bounds[k] = first i with sorted[i] >= offset + k * step, for k in [0, count]: where each key run starts.
-__global__ void lower_bounds_kernel(const unsigned long long* __restrict__ sorted, int64_t len, unsigned long long offset,
+template <typename K>
+__global__ void lower_bounds_kernel(const K* __restrict__ sorted, int64_t len, unsigned long long offset,
                                     unsigned long long step, int64_t count, int64_t* __restrict__ bounds) {
   for (int64_t k = global_thread(); k <= count; k += grid_threads())
     bounds[k] = lower_bound_of(sorted, len, offset + static_cast<unsigned long long>(k) * step);
@@ -337,21 +343,23 @@ __global__ void lower_bounds_of_kernel(const unsigned long long* __restrict__ so
 }
 
 // starts[e] = 1 where a new region begins in the sorted keys.
-__global__ void run_starts_kernel(const unsigned long long* __restrict__ sorted, int64_t m, int32_t* __restrict__ starts) {
+template <typename K>
+__global__ void run_starts_kernel(const K* __restrict__ sorted, int64_t m, int32_t* __restrict__ starts) {
   for (int64_t e = global_thread(); e < m; e += grid_threads())
     starts[e] = e == 0 || sorted[e] >> kOffsetBits != sorted[e - 1] >> kOffsetBits ? 1 : 0;
 }
 
 // For each region q (index = inclusive scan of starts): its first edge, its key, and its key
 // transposed to destination-range major (dst range * ranges + src range).
-__global__ void regions_kernel(const unsigned long long* __restrict__ sorted, const int32_t* __restrict__ starts,
+template <typename K>
+__global__ void regions_kernel(const K* __restrict__ sorted, const int32_t* __restrict__ starts,
                                const int64_t* __restrict__ index, int64_t m, unsigned long long ranges,
                                int64_t* __restrict__ region_first, unsigned long long* __restrict__ key,
                                unsigned long long* __restrict__ by_dst_key) {
   for (int64_t e = global_thread(); e < m; e += grid_threads()) {
     if (!starts[e]) continue;
     const int64_t q = index[e] - 1;
-    const unsigned long long region = sorted[e] >> kOffsetBits;
+    const unsigned long long region = static_cast<unsigned long long>(sorted[e]) >> kOffsetBits;
     region_first[q] = e;
     key[q] = region;
     by_dst_key[q] = (region % ranges) * ranges + region / ranges;
@@ -385,8 +393,8 @@ __global__ void piece_positions_kernel(const int64_t* __restrict__ src_major, co
 // Edge e of the sorted order (region index[e] - 1) into its slot in both orders: its source's
 // offset (edge_src_offset, by input edge) and weight source-major, its destination's offset
 // (sorted_dst_offset, by sorted position) destination-major.
-template <typename T>
-__global__ void place_edges_kernel(const int64_t* __restrict__ order, const int64_t* __restrict__ index,
+template <typename T, typename V>
+__global__ void place_edges_kernel(const V* __restrict__ order, const int64_t* __restrict__ index,
                                    const int64_t* __restrict__ region_first, const int64_t* __restrict__ src_major,
                                    const int64_t* __restrict__ dst_major, const uint16_t* __restrict__ edge_src_offset,
                                    const uint16_t* __restrict__ sorted_dst_offset, const T* __restrict__ weights, int64_t m,
@@ -402,15 +410,16 @@ __global__ void place_edges_kernel(const int64_t* __restrict__ order, const int6
 
 // The hubs' edges, sorted[e] for e in [hub_edges[0], hub_edges[ranges]) (by destination), into
 // their slots: range r's are hub pieces [hub_pieces[r], hub_pieces[r + 1]).
-template <typename T>
-__global__ void place_hub_edges_kernel(const int64_t* __restrict__ order, const unsigned long long* __restrict__ sorted,
+template <typename T, typename K, typename V>
+__global__ void place_hub_edges_kernel(const V* __restrict__ order, const K* __restrict__ sorted,
                                        const int64_t* __restrict__ hub_edges, const int64_t* __restrict__ hub_pieces,
                                        const uint16_t* __restrict__ edge_hub, const T* __restrict__ weights,
                                        unsigned long long ranges, int64_t begin,
                                        int64_t m, uint16_t* __restrict__ hub_index, uint16_t* __restrict__ dst_offset,
                                        T* __restrict__ val) {
   for (int64_t e = begin + global_thread(); e < m; e += grid_threads()) {
-    const int64_t r = static_cast<int64_t>((sorted[e] >> kOffsetBits) - ranges * ranges), from = order[e];
+    const int64_t r = static_cast<int64_t>((static_cast<unsigned long long>(sorted[e]) >> kOffsetBits) - ranges * ranges);
+    const int64_t from = order[e];
     const int64_t slot = hub_pieces[r] * kWarp + (e - hub_edges[r]);
     hub_index[slot] = edge_hub[from];
     dst_offset[slot] = static_cast<uint16_t>(sorted[e] & kOffsetMask);
@@ -829,52 +838,61 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     GPUML_CUDA_CHECK_LAUNCH();
 
     // 2. The edges sorted by (region, destination), stably, and the regions: where the region changes.
-    Buffer order = device(m * sizeof(int64_t)), index;
-    Buffer sorted, region_first, region_key, by_dst_key;  // region q: first edge, key, transposed key
+    // 32-bit keys and edge ids where they fit (R-MAT scale 22: 32 key bits): half the sort's bytes.
+    const int key_bits = bits_for(ranges * ranges + ranges) + kOffsetBits;
+    const bool narrow = key_bits <= 32 && m < (int64_t(1) << 31);
+    Buffer order = device(m * (narrow ? sizeof(int32_t) : sizeof(int64_t))), index;
+    Buffer region_first, region_key, by_dst_key;  // region q: first edge, key, transposed key
     Buffer hub_edges;
     int64_t regions = 0, region_edges = 0;  // region_edges: the edges not from hubs
     // Each edge's source offset or hub index (by input edge), and later each region edge's
     // destination offset (by sorted position): the placing kernels read these, not src, dst,
     // range_of and hub_of.
     Buffer edge_src_offset = device(m * sizeof(uint16_t)), sorted_dst_offset;
-    {
-      Buffer keys = device(m * sizeof(unsigned long long));
-      region_keykernel<<<blocks_for(m), kBlock, 0, res.stream>>>(src, dst, range_of.as<int32_t>(), first_.as<int32_t>(),
-                                                                  hub_of.as<int32_t>(), m, ranges, keys.as<unsigned long long>(),
-                                                                  edge_src_offset.as<uint16_t>());
-      GPUML_CUDA_CHECK_LAUNCH();
-      sorted = stable_order(keys, m, bits_for(ranges * ranges + ranges) + kOffsetBits, order, res);
+    auto sort_edges = [&](auto key_type, auto id_type) {
+      using K = decltype(key_type);
+      using V = decltype(id_type);
+      Buffer sorted;
+      {
+        Buffer keys = device(m * sizeof(K));
+        region_keykernel<K><<<blocks_for(m), kBlock, 0, res.stream>>>(src, dst, range_of.as<int32_t>(), first_.as<int32_t>(),
+                                                                       hub_of.as<int32_t>(), m, ranges, keys.as<K>(),
+                                                                       edge_src_offset.as<uint16_t>());
+        GPUML_CUDA_CHECK_LAUNCH();
+        sorted = stable_order<K, V>(keys, m, key_bits, order, res);
+      }
       // The hubs' edges, last: range r's are sorted [hub_edges[r], hub_edges[r + 1]).
       hub_edges = device((ranges_ + 1) * sizeof(int64_t));
-      lower_bounds_kernel<<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(
-          sorted.as<unsigned long long>(), m, (ranges * ranges) << kOffsetBits, 1ull << kOffsetBits, ranges_, hub_edges.as<int64_t>());
+      lower_bounds_kernel<K><<<blocks_for(ranges_ + 1), kBlock, 0, res.stream>>>(
+          sorted.as<K>(), m, (ranges * ranges) << kOffsetBits, 1ull << kOffsetBits, ranges_, hub_edges.as<int64_t>());
       GPUML_CUDA_CHECK_LAUNCH();
       res.copy_to_host(&region_edges, hub_edges.as<int64_t>(), sizeof(region_edges));
       index = device(m * sizeof(int64_t));  // after the sort: the build's peak is there
-      Buffer starts = device(m * sizeof(int32_t));
-      run_starts_kernel<<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), region_edges,
-                                                                            starts.as<int32_t>());
-      GPUML_CUDA_CHECK_LAUNCH();
-      scan(starts.as<int32_t>(), index.as<int64_t>(), region_edges, res);
-      if (region_edges > 0) res.copy_to_host(&regions, index.as<int64_t>() + region_edges - 1, sizeof(regions));
-      region_first = device((regions + 1) * sizeof(int64_t));
-      region_key = device(regions * sizeof(unsigned long long));
-      by_dst_key = device(regions * sizeof(unsigned long long));
-      regions_kernel<<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), starts.as<int32_t>(),
-                                                              index.as<int64_t>(), region_edges, ranges, region_first.as<int64_t>(),
-                                                              region_key.as<unsigned long long>(),
-                                                              by_dst_key.as<unsigned long long>());
-      GPUML_CUDA_CHECK_LAUNCH();
-      res.copy_to_device(region_first.as<int64_t>() + regions, &region_edges, sizeof(region_edges));
-    }
-    place_hub_edges(sorted, order, hub_edges, edge_src_offset.as<uint16_t>(), weights, m, res);
-    sorted_dst_offset = device(std::max<int64_t>(region_edges, 1) * sizeof(uint16_t));
-    if (region_edges > 0) {
-      low_bits_kernel<<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<unsigned long long>(), region_edges,
-                                                                          sorted_dst_offset.as<uint16_t>());
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
-    sorted = Buffer();
+      {
+        Buffer starts = device(m * sizeof(int32_t));
+        run_starts_kernel<K><<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<K>(), region_edges, starts.as<int32_t>());
+        GPUML_CUDA_CHECK_LAUNCH();
+        scan(starts.as<int32_t>(), index.as<int64_t>(), region_edges, res);
+        if (region_edges > 0) res.copy_to_host(&regions, index.as<int64_t>() + region_edges - 1, sizeof(regions));
+        region_first = device((regions + 1) * sizeof(int64_t));
+        region_key = device(regions * sizeof(unsigned long long));
+        by_dst_key = device(regions * sizeof(unsigned long long));
+        regions_kernel<K><<<blocks_for(region_edges), kBlock, 0, res.stream>>>(
+            sorted.as<K>(), starts.as<int32_t>(), index.as<int64_t>(), region_edges, ranges, region_first.as<int64_t>(),
+            region_key.as<unsigned long long>(), by_dst_key.as<unsigned long long>());
+        GPUML_CUDA_CHECK_LAUNCH();
+        res.copy_to_device(region_first.as<int64_t>() + regions, &region_edges, sizeof(region_edges));
+      }
+      place_hub_edges<K, V>(sorted, order, hub_edges, edge_src_offset.as<uint16_t>(), weights, m, res);
+      sorted_dst_offset = device(std::max<int64_t>(region_edges, 1) * sizeof(uint16_t));
+      if (region_edges > 0) {
+        low_bits_kernel<K><<<blocks_for(region_edges), kBlock, 0, res.stream>>>(sorted.as<K>(), region_edges,
+                                                                               sorted_dst_offset.as<uint16_t>());
+        GPUML_CUDA_CHECK_LAUNCH();
+      }
+    };
+    if (narrow) sort_edges(uint32_t{}, int32_t{});
+    else sort_edges(0ull, int64_t{});
 
     // 3. The regions' pieces in both orders (src_major[q], dst_major[q]: region q's first piece),
     //    each range's out-pieces and in-pieces, and where each source-major piece goes.
@@ -924,11 +942,16 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
 
     const int64_t slots = pieces * kWarp;
     allocate_slots(slots, src_offset_, dst_offset_, val_, res);
-    place_edges_kernel<T><<<blocks_for(region_edges), kBlock, 0, res.stream>>>(
-        order.as<int64_t>(), index.as<int64_t>(), region_first.as<int64_t>(), src_major.as<int64_t>(), dst_major.as<int64_t>(),
-        edge_src_offset.as<uint16_t>(), sorted_dst_offset.as<uint16_t>(), weights, region_edges, src_offset_.as<uint16_t>(),
-        dst_offset_.as<uint16_t>(), weighted_ ? val_.as<T>() : nullptr);
-    GPUML_CUDA_CHECK_LAUNCH();
+    auto place_edges = [&](auto id_type) {
+      using V = decltype(id_type);
+      place_edges_kernel<T, V><<<blocks_for(region_edges), kBlock, 0, res.stream>>>(
+          order.as<V>(), index.as<int64_t>(), region_first.as<int64_t>(), src_major.as<int64_t>(), dst_major.as<int64_t>(),
+          edge_src_offset.as<uint16_t>(), sorted_dst_offset.as<uint16_t>(), weights, region_edges, src_offset_.as<uint16_t>(),
+          dst_offset_.as<uint16_t>(), weighted_ ? val_.as<T>() : nullptr);
+      GPUML_CUDA_CHECK_LAUNCH();
+    };
+    if (narrow) place_edges(int32_t{});
+    else place_edges(int64_t{});
     region_first = Buffer();
     order = Buffer();
     index = Buffer();
@@ -1151,6 +1174,7 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
 
   // The hubs' edges (sorted [hub_edges[0], m), by destination) into hub pieces, range by range.
   // edge_hub: each input edge's hub index (where its source is a hub).
+  template <typename K, typename V>
   void place_hub_edges(Buffer& sorted, Buffer& order, Buffer& hub_edges, const uint16_t* edge_hub, const T* weights, int64_t m,
                        cuda::Resources& res) {
     hub_pieces_ = device((ranges_ + 1) * sizeof(int64_t));
@@ -1163,8 +1187,8 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     res.copy_to_host(&begin, hub_edges.as<int64_t>(), sizeof(begin));
     allocate_slots(pieces * kWarp, hub_index_, hub_dst_offset_, hub_val_, res);
     if (begin == m) return;
-    place_hub_edges_kernel<T><<<blocks_for(m - begin), kBlock, 0, res.stream>>>(
-        order.as<int64_t>(), sorted.as<unsigned long long>(), hub_edges.as<int64_t>(), hub_pieces_.as<int64_t>(), edge_hub,
+    place_hub_edges_kernel<T, K, V><<<blocks_for(m - begin), kBlock, 0, res.stream>>>(
+        order.as<V>(), sorted.as<K>(), hub_edges.as<int64_t>(), hub_pieces_.as<int64_t>(), edge_hub,
         weights, static_cast<unsigned long long>(ranges_), begin, m, hub_index_.as<uint16_t>(),
         hub_dst_offset_.as<uint16_t>(), weighted_ ? hub_val_.as<T>() : nullptr);
     GPUML_CUDA_CHECK_LAUNCH();
@@ -1224,14 +1248,16 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
   // The sort ping-pongs between keys and the sorted keys, ids and order (cub::DoubleBuffer): no
   // second copy of each in CUB's workspace, 16 bytes per item less at the build's peak. keys'
   // contents are lost.
+  // K, V: the keys' and ids' types (order holds len V's).
+  template <typename K = unsigned long long, typename V = int64_t>
   Buffer stable_order(Buffer& keys, int64_t len, int bits, Buffer& order, cuda::Resources& res, bool descending = false) {
-    Buffer sorted = device(len * sizeof(unsigned long long));
+    Buffer sorted = device(len * sizeof(K));
     if (len == 0) return sorted;
-    Buffer ids = device(len * sizeof(int64_t));
-    iota_kernel<<<blocks_for(len), kBlock, 0, res.stream>>>(ids.as<int64_t>(), len);
+    Buffer ids = device(len * sizeof(V));
+    iota_kernel<V><<<blocks_for(len), kBlock, 0, res.stream>>>(ids.as<V>(), len);
     GPUML_CUDA_CHECK_LAUNCH();
-    cub::DoubleBuffer<unsigned long long> key_buffers(keys.as<unsigned long long>(), sorted.as<unsigned long long>());
-    cub::DoubleBuffer<int64_t> id_buffers(ids.as<int64_t>(), order.as<int64_t>());
+    cub::DoubleBuffer<K> key_buffers(keys.as<K>(), sorted.as<K>());
+    cub::DoubleBuffer<V> id_buffers(ids.as<V>(), order.as<V>());
     const auto sort = [&](void* temp, std::size_t& bytes) {
       return descending ? cub::DeviceRadixSort::SortPairsDescending(temp, bytes, key_buffers, id_buffers, len, 0, bits, res.stream)
                         : cub::DeviceRadixSort::SortPairs(temp, bytes, key_buffers, id_buffers, len, 0, bits, res.stream);
@@ -1240,8 +1266,8 @@ class CudaPageRankBackend final : public PageRankBackend<T> {
     GPUML_CUDA_CHECK(sort(nullptr, bytes));
     Buffer temp = device(bytes);
     GPUML_CUDA_CHECK(sort(temp.data(), bytes));
-    if (key_buffers.Current() != sorted.as<unsigned long long>()) std::swap(keys, sorted);
-    if (id_buffers.Current() != order.as<int64_t>()) std::swap(ids, order);
+    if (key_buffers.Current() != sorted.as<K>()) std::swap(keys, sorted);
+    if (id_buffers.Current() != order.as<V>()) std::swap(ids, order);
     return sorted;
   }
 
