@@ -188,9 +188,15 @@ def test_float32_keeps_float32(dataset, device, rng):
     assert ours.fit_transform(X).dtype == np.float32
     assert ours.predict(X).dtype == np.int32
     # float32 sums over ~2,000 rows carry ~1e-5 relative error; a rare near-tie label flip moves
-    # the inertia by far less than 1e-3.
-    assert relative(ours.inertia_, ref.inertia_) <= 1e-3
-    assert np.mean(ours.labels_ == ref.labels_) >= 0.99  # near-ties may flip in float32
+    # the inertia by far less than 1e-3. A flip early on can lead to another local minimum, though:
+    # scikit-learn's float32 distances (|x|^2 - 2 x.c + |c|^2) round more than ours, and with seed
+    # 1964326699 on iris its first step labels 4 rows differently from float64 arithmetic, ending
+    # 1.9% above the minimum that ours and both libraries' float64 fits reach. So the float64 fit
+    # from the same (exactly widened) start is a reference too.
+    ref64 = SkKMeans(k, init=init.astype(np.float64), n_init=1, algorithm="lloyd").fit(X.astype(np.float64))
+    closer = min((ref, ref64), key=lambda r: relative(ours.inertia_, r.inertia_))
+    assert relative(ours.inertia_, closer.inertia_) <= 1e-3
+    assert np.mean(ours.labels_ == closer.labels_) >= 0.99  # near-ties may flip in float32
 
 
 # ---- fewer distinct points than clusters (issue 22 item 9) ------------------------------------
