@@ -151,6 +151,23 @@ __device__ __forceinline__ double cell_value(const SplitArgs& a, Cell<kRegressio
   return static_cast<double>(cell);
 }
 
+// A node's record as both search kernels write it (found = false: no split; the other fields
+// as the kernel found them).
+__device__ __forceinline__ LevelSplit split_record(bool found, int32_t feature, int32_t bin, int32_t next_bin,
+                                                   double improvement, int64_t left_rows, int64_t right_rows,
+                                                   int64_t left_slots) {
+  LevelSplit s;
+  s.found = found ? 1 : 0;
+  s.feature = feature;
+  s.bin = bin;
+  s.next_bin = next_bin;
+  s.improvement = improvement;
+  s.left_rows = left_rows;
+  s.right_rows = right_rows;
+  s.left_slots = left_slots;
+  return s;
+}
+
 template <bool kRegression>
 __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
   using C = Cell<kRegression>;
@@ -273,16 +290,8 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
 
   // The record, and the winner broadcast for the partition.
   if (tid == 0) {
-    LevelSplit s;
-    s.found = found ? 1 : 0;
-    s.feature = best_feature;
-    s.bin = best_bin;
-    s.next_bin = best_next;
-    s.improvement = best_improvement;
-    s.left_rows = best_left_rows;
-    s.right_rows = node_rows - best_left_rows;
-    s.left_slots = 0;
-    a.splits[index] = s;
+    a.splits[index] = split_record(found, best_feature, best_bin, best_next, best_improvement, best_left_rows,
+                                   node_rows - best_left_rows, 0);
     for (int c = 0; c < k; ++c) a.left_stats[static_cast<int64_t>(index) * k + c] = found ? best_left[c] : 0.0;
     split_bin = found ? best_bin : -1;
     split_feature = best_feature;
@@ -492,16 +501,9 @@ __global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_
     }
   }
   if (lane == 0) {
-    LevelSplit s;
-    s.found = found ? 1 : 0;
-    s.feature = best_feature;
-    s.bin = best_bin;
-    s.next_bin = best_next;
-    s.improvement = best_improvement;
-    s.left_rows = best_left_rows;
-    s.right_rows = (informative_seen ? node_rows : 0) - best_left_rows;  // (the block kernel's count, from a scan)
-    s.left_slots = lefts;
-    a.splits[index] = s;
+    // right_rows: (informative_seen ? node_rows : 0) is the block kernel's count, from a scan.
+    a.splits[index] = split_record(found, best_feature, best_bin, best_next, best_improvement, best_left_rows,
+                                   (informative_seen ? node_rows : 0) - best_left_rows, lefts);
   }
   if (lane < k) {
     double v = 0.0;
