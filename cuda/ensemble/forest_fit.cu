@@ -2,7 +2,7 @@
 //
 // X is binned on the device (bin_rows's codes, row-major there: one 32-byte sector per row at
 // d = 32, and value_ranges's per-bin ranges by integer atomics on order-preserving keys). The
-// rows stay where they are; each tree of a batch has a list of slots (row id, weight), and a
+// rows stay where they are; each tree of a batch has a list of slots (its in-bag rows: row id, weight), and a
 // level's nodes own ranges of it (a second list is the partition's scratch). One kernel per level, a block per node:
 //   1. histograms of the node's rows over its next drawn features, in shared memory, as integer
 //      atomics (integer weights, and regression targets in integer units (quantize_targets):
@@ -96,10 +96,6 @@ __global__ void bin_kernel(const T* __restrict__ X, int64_t n, int64_t d, const 
 __global__ void transpose_codes_kernel(const uint8_t* __restrict__ columns, int64_t n, int64_t d,
                                        uint8_t* __restrict__ codes) {
   for (int64_t idx = global_thread(); idx < n * d; idx += grid_threads()) codes[idx] = columns[(idx % d) * n + idx / d];
-}
-
-__global__ void first_slots_kernel(int32_t* __restrict__ rows, int64_t total, int64_t n) {
-  for (int64_t s = global_thread(); s < total; s += grid_threads()) rows[s] = static_cast<int32_t>(s % n);
 }
 
 struct Candidate {
@@ -658,17 +654,16 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
-  void begin_trees(const uint8_t* weights, int64_t trees) override {
+  void begin_trees(const TreeSlots& slots) override {
     cuda::Resources& res = cuda::activate(ctx_);
-    const int64_t total = trees * n_;
+    const int64_t total = slots.size();
     for (int copy = 0; copy < 2; ++copy) {
-      rows_[copy] = device(total * sizeof(int32_t));
+      rows_[copy] = device(total * static_cast<int64_t>(sizeof(int32_t)));
       weights_[copy] = device(total);
     }
-    res.copy_to_device(weights_[0].data(), weights, static_cast<std::size_t>(total));
-    first_slots_kernel<<<cuda::grid_for(total, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(rows_[0].as<int32_t>(), total,
-                                                                                               n_);
-    GPUML_CUDA_CHECK_LAUNCH();
+    if (total == 0) return;
+    res.copy_to_device(rows_[0].data(), slots.rows.data(), static_cast<std::size_t>(total) * sizeof(int32_t));
+    res.copy_to_device(weights_[0].data(), slots.weights.data(), static_cast<std::size_t>(total));
   }
 
   void split_level(const std::vector<LevelNode>& nodes, const LevelRules& rules, std::vector<LevelSplit>& splits,

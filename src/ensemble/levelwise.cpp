@@ -97,7 +97,7 @@ struct LevelCost {
   int64_t nodes = 0;   // live nodes searched
   int64_t small = 0;   // of them, nodes of fewer than kSmallNode slots
   int64_t split = 0;   // nodes whose split was found and kept (best first: made when their tree's turn comes)
-  int64_t slots = 0;   // the nodes' slots (this rank's), out-of-bag ones included: what the kernels loop over
+  int64_t slots = 0;   // the nodes' slots (this rank's in-bag rows): what the kernels loop over
   int64_t rows = 0;    // the nodes' in-bag rows (n_node_samples)
   double split_ms = 0.0, host_ms = 0.0;
 
@@ -157,6 +157,32 @@ void print_level_costs(const std::vector<LevelCost>& costs, bool rounds) {
 
 }  // namespace
 
+TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int threads) {
+  TreeSlots slots;
+  slots.offset.assign(static_cast<std::size_t>(trees + 1), 0);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t t = 0; t < trees; ++t) {
+    const uint8_t* w = weights + t * n;
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) count += w[i] != 0 ? 1 : 0;
+    slots.offset[t + 1] = count;
+  }
+  for (int64_t t = 0; t < trees; ++t) slots.offset[t + 1] += slots.offset[t];
+  slots.rows.resize(static_cast<std::size_t>(slots.size()));
+  slots.weights.resize(static_cast<std::size_t>(slots.size()));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t t = 0; t < trees; ++t) {
+    const uint8_t* w = weights + t * n;
+    int64_t at = slots.offset[t];
+    for (int64_t i = 0; i < n; ++i) {
+      if (w[i] == 0) continue;
+      slots.rows[at] = static_cast<int32_t>(i);
+      slots.weights[at++] = w[i];
+    }
+  }
+  return slots;
+}
+
 bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
   // With bootstrap, sample weights only choose the rows (the counts are integers).
   const bool integer_weights = !has_sample_weight || rules.bootstrap;
@@ -179,7 +205,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
 
   const int64_t n_trees = static_cast<int64_t>(seeds.size());
   std::vector<Tree> trees(static_cast<std::size_t>(n_trees));
-  // Trees per batch: the backend holds 10 bytes per row and tree (two slot lists).
+  // Trees per batch: the backend holds up to 10 bytes per row and tree (two slot lists).
   int64_t batch = std::max<int64_t>(1, std::min<int64_t>(n_trees, (int64_t(1) << 31) / std::max<int64_t>(10 * n, 1)));
   if (comm != nullptr) {  // the same batches on every rank (the smallest)
     const std::vector<int64_t> all = comm->allgather(batch);
@@ -242,10 +268,13 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       root_weight[t] = targets.regression() ? root[0] : std::accumulate(root, root + k, 0.0);
       root_splits[t] = !stays_leaf(rules, 0, rows, impurity);
     }
+    const TreeSlots slots = in_bag_slots(this_batch, n, count, threads);  // this rank's rows
     std::vector<Active> level;
     for (int64_t t = 0; t < count; ++t)
-      if (root_splits[t]) level.push_back(Active{static_cast<int32_t>(t), 0, t * n, n, 0, seeds[first + t]});
-    backend.begin_trees(this_batch, count);
+      if (root_splits[t])
+        level.push_back(Active{static_cast<int32_t>(t), 0, slots.offset[t], slots.offset[t + 1] - slots.offset[t], 0,
+                               seeds[first + t]});
+    backend.begin_trees(slots);
     host_ms += since(t0);
     // Finds the best split of each node of `level` (and partitions its slots); with tracing, its
     // costs go to costs[key] (the level's depth, or the round).

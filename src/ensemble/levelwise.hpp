@@ -16,14 +16,15 @@
 #include <vector>
 
 #include "binning.hpp"
+#include "../core/default_init.hpp"
 #include "tree_builder.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/export.hpp"
 
 namespace gpuml::detail {
 
-// A node of the level being split: its slots (rows, with weight 0 for rows out of the tree) are
-// slots [slot_begin, slot_begin + slot_count) of its tree's row list.
+// A node of the level being split: its in-bag rows are slots [slot_begin, slot_begin + slot_count)
+// of the batch's slot list (TreeSlots; the node's own range of its tree's).
 struct LevelNode {
   int32_t tree = 0;
   int32_t pad = 0;
@@ -62,6 +63,20 @@ struct LevelRules {
   int64_t min_samples_leaf = 1;
 };
 
+// The slot list of a batch of trees: tree t's rows of weight > 0 (its in-bag rows), ascending,
+// with their weights, at slots [offset[t], offset[t + 1]). Out-of-bag rows get no slot: they
+// would only ride along through every level's search and partition (a bootstrap leaves ~37% of
+// the rows out of each tree).
+struct TreeSlots {
+  std::vector<int64_t> offset;  // trees + 1
+  DefaultInitVector<int32_t> rows;
+  DefaultInitVector<uint8_t> weights;
+  int64_t size() const { return offset.empty() ? 0 : offset.back(); }
+};
+
+// The slots of `trees` trees from their row weights (weights[t * n + i]: row i's count in tree t).
+GPUML_API TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int threads);
+
 class LevelBackend {
  public:
   virtual ~LevelBackend() = default;
@@ -75,9 +90,9 @@ class LevelBackend {
   // (the ranges of every rank's rows with a communicator), and the targets (n rows).
   virtual void load_codes(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bins,
                           const LevelTargets& targets) = 0;
-  // A batch of trees: tree t's slots are every row (0..n-1) with weight weights[t * n + row]
-  // (trees x n bytes, read during the call).
-  virtual void begin_trees(const uint8_t* weights, int64_t trees) = 0;
+  // A batch of trees, as their slot list (read during the call); the level nodes' slot ranges
+  // index it, and split_level partitions it in place.
+  virtual void begin_trees(const TreeSlots& slots) = 0;
   // Finds each node's best split over its drawn features (taken in the order feature_orders gives
   // for the node's seed until max_features are informative) and partitions the slots of the
   // nodes that found one. left_stats: nodes x width, the left side's statistics.

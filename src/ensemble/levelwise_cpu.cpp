@@ -34,10 +34,9 @@ class CpuLevelBackend final : public LevelBackend, public LevelPrimitives {
     keep(n, d, bins, targets);
   }
 
-  void begin_trees(const uint8_t* weights, int64_t trees) override {
-    weights_.assign(weights, weights + trees * n_);
-    rows_.resize(static_cast<std::size_t>(trees * n_));
-    for (int64_t s = 0; s < trees * n_; ++s) rows_[s] = static_cast<int32_t>(s % n_);
+  void begin_trees(const TreeSlots& slots) override {
+    rows_.assign(slots.rows.begin(), slots.rows.end());
+    weights_.assign(slots.weights.begin(), slots.weights.end());
   }
 
   void split_level(const std::vector<LevelNode>& nodes, const LevelRules& rules, std::vector<LevelSplit>& splits,
