@@ -28,21 +28,27 @@ struct Active {
 };
 
 // A thread's scratch for renumbering trees one after another: its memory is reused from tree to
-// tree (fresh memory costs a page fault per 4 KiB; a forest at full depth has ~10^7 nodes).
+// tree (fresh memory costs a page fault per 4 KiB; a forest at full depth has ~10^7 nodes). The
+// permuted arrays are gathered into these vectors and swapped with the tree's, whose old memory
+// becomes the scratch for the next array of its type.
 struct RenumberScratch {
   std::vector<int32_t> new_id, old_of, stack;
-  std::vector<unsigned char> bytes;
+  std::vector<int32_t> ints;
+  std::vector<double> doubles;
+  std::vector<int64_t> longs;
 };
 
-// values (per_node entries a node) in the order old_of gives, in place (through scratch).
+// values (per_node entries a node) in the order old_of gives (through scratch, swapped in).
 template <typename T>
-void permute(std::vector<T>& values, const std::vector<int32_t>& old_of, int per_node, std::vector<unsigned char>& scratch) {
-  if (scratch.size() < values.size() * sizeof(T)) scratch.resize(values.size() * sizeof(T));
-  T* out = reinterpret_cast<T*>(scratch.data());  // operator new's alignment suits every T here
+void permute(std::vector<T>& values, const std::vector<int32_t>& old_of, int per_node, std::vector<T>& scratch) {
+  scratch.clear();  // keeps its capacity: the appends below fill it without a zero fill first
+  scratch.reserve(values.size());
   const int64_t count = static_cast<int64_t>(old_of.size());
-  for (int64_t v = 0; v < count; ++v)
-    for (int c = 0; c < per_node; ++c) out[v * per_node + c] = values[static_cast<int64_t>(old_of[v]) * per_node + c];
-  std::copy(out, out + values.size(), values.begin());
+  for (int64_t v = 0; v < count; ++v) {
+    const T* from = values.data() + static_cast<int64_t>(old_of[v]) * per_node;
+    for (int c = 0; c < per_node; ++c) scratch.push_back(from[c]);
+  }
+  values.swap(scratch);
 }
 
 // Renumbers the tree's nodes to grow_tree's order: a node's children are numbered when it splits,
@@ -70,21 +76,22 @@ void renumber_depth_first(Tree& tree, int width, RenumberScratch& scratch) {
     stack.push_back(tree.left[p]);
   }
   for (std::vector<int32_t>* side : {&tree.left, &tree.right}) {
-    if (scratch.bytes.size() < count * sizeof(int32_t)) scratch.bytes.resize(count * sizeof(int32_t));
-    int32_t* out = reinterpret_cast<int32_t*>(scratch.bytes.data());
+    std::vector<int32_t>& out = scratch.ints;
+    out.clear();
+    out.reserve(static_cast<std::size_t>(count));
     for (int64_t v = 0; v < count; ++v) {
       const int32_t child = (*side)[old_of[v]];
-      out[v] = child < 0 ? -1 : new_id[child];
+      out.push_back(child < 0 ? -1 : new_id[child]);
     }
-    std::copy(out, out + count, side->begin());
+    side->swap(out);
   }
-  permute(tree.feature, old_of, 1, scratch.bytes);
-  permute(tree.bin, old_of, 1, scratch.bytes);
-  permute(tree.threshold, old_of, 1, scratch.bytes);
-  permute(tree.stats, old_of, width, scratch.bytes);
-  permute(tree.impurity, old_of, 1, scratch.bytes);
-  permute(tree.rows, old_of, 1, scratch.bytes);
-  permute(tree.improvement, old_of, 1, scratch.bytes);
+  permute(tree.feature, old_of, 1, scratch.ints);
+  permute(tree.bin, old_of, 1, scratch.ints);
+  permute(tree.threshold, old_of, 1, scratch.doubles);
+  permute(tree.stats, old_of, width, scratch.doubles);
+  permute(tree.impurity, old_of, 1, scratch.doubles);
+  permute(tree.rows, old_of, 1, scratch.longs);
+  permute(tree.improvement, old_of, 1, scratch.doubles);
 }
 
 // With GPUML_TRACE: what one depth (depth-first growth) or one round (best-first) cost, summed
