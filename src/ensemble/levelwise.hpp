@@ -75,7 +75,7 @@ struct TreeSlots {
 };
 
 // The slots of `trees` trees from their row weights (weights[t * n + i]: row i's count in tree t).
-GPUML_API TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int threads);
+TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int threads);
 
 class LevelBackend {
  public:
