@@ -75,7 +75,8 @@ struct TreeSlots {
 };
 
 // The slots of `trees` trees from their row weights (weights[t * n + i]: row i's count in tree t).
-TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int threads);
+// (GPUML_API: for the tests.)
+GPUML_API TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int threads);
 
 class LevelBackend {
  public:

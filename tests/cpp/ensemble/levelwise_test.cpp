@@ -172,6 +172,38 @@ TEST(LevelwiseTrees, HostBackendGrowsTheDepthFirstTrees) {
   check(*backend, rng, detail::Criterion::gini, 1, 150, 170);  // wide X (draws past the engine's first twist)
 }
 
+// Each tree's slots are its rows of nonzero weight, ascending, with their weights, one tree after
+// another; the same on any thread count (a tree of no in-bag rows and one of all rows included).
+TEST(LevelwiseTrees, InBagSlotsListEachTreesRowsOfNonzeroWeight) {
+  GPUML_FRESH_RNG(rng);
+  const int64_t n = uniform_int(rng, 1, 5000), trees = uniform_int(rng, 2, 9);
+  std::vector<uint8_t> weights(static_cast<std::size_t>(trees * n));
+  const double empty = uniform_real(rng, 0.1, 0.9);  // share of out-of-bag rows
+  for (auto& w : weights) w = uniform_real(rng, 0, 1) < empty ? 0 : static_cast<uint8_t>(uniform_int(rng, 1, 255));
+  std::fill_n(weights.begin(), n, uint8_t{0});                   // tree 0: no row
+  std::fill_n(weights.begin() + n, n, static_cast<uint8_t>(7));  // tree 1: every row
+  const detail::TreeSlots one = detail::in_bag_slots(weights.data(), n, trees, 1);
+  ASSERT_EQ(static_cast<int64_t>(one.offset.size()), trees + 1);
+  int64_t at = 0;
+  for (int64_t t = 0; t < trees; ++t) {
+    ASSERT_EQ(one.offset[t], at) << "tree " << t;
+    for (int64_t i = 0; i < n; ++i) {
+      if (weights[t * n + i] == 0) continue;
+      ASSERT_LT(at, one.offset[t + 1]) << "tree " << t;
+      EXPECT_EQ(one.rows[at], i) << "tree " << t << " slot " << at;
+      EXPECT_EQ(one.weights[at], weights[t * n + i]) << "tree " << t << " slot " << at;
+      ++at;
+    }
+  }
+  EXPECT_EQ(one.offset[1], 0);
+  EXPECT_EQ(one.offset[2], n);
+  EXPECT_EQ(one.size(), at);
+  const detail::TreeSlots three = detail::in_bag_slots(weights.data(), n, trees, 3);
+  EXPECT_EQ(three.offset, one.offset);
+  EXPECT_TRUE(std::equal(three.rows.begin(), three.rows.end(), one.rows.begin(), one.rows.end()));
+  EXPECT_TRUE(std::equal(three.weights.begin(), three.weights.end(), one.weights.begin(), one.weights.end()));
+}
+
 // feature_orders computes the engine's first outputs without running it (d <= 156): the same
 // swaps as Random(seed)'s, on either side of that bound and for any number of seeds (lanes of 8
 // and the rest); so does feature_order_direct, one seed at a time (the CUDA builder's).
