@@ -217,7 +217,8 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   std::vector<int32_t> order(static_cast<std::size_t>(d));
   std::vector<int32_t> scratch(rows.size());
   std::vector<double> node_stats;
-  std::vector<int64_t> keyed;  // (code << 32) | row position, for compact histograms
+  std::vector<uint8_t> node_codes;  // a compact node's codes of one feature, in row order
+  int compact_of[256];               // a code's index among the node's occupied bins
   NodeHistogram h;
   h.max_bins = max_bins;
   h.width = width;
@@ -264,18 +265,28 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
       const uint8_t* column = codes + f * n;
       int occupied = 0;
       if (compact) {
-        keyed.resize(static_cast<std::size_t>(count));
-        for (int64_t k = 0; k < count; ++k) keyed[k] = (static_cast<int64_t>(column[rows[p.begin + k]]) << 32) | k;
-        std::sort(keyed.begin(), keyed.end());  // by code, then row position
+        // The occupied codes (a bitset), numbered in ascending order; then each row's statistics
+        // into its code's cell, rows in order: the sums of rows sorted by (code, position).
+        node_codes.resize(static_cast<std::size_t>(count));
+        uint64_t seen[4] = {0, 0, 0, 0};
+        for (int64_t k = 0; k < count; ++k) {
+          const uint8_t code = column[rows[p.begin + k]];
+          node_codes[k] = code;
+          seen[code >> 6] |= uint64_t{1} << (code & 63);
+        }
         h.bin_ids.resize(h.bin_ids.size() + static_cast<std::size_t>(stride), 0);
         int* ids = h.bin_ids.data() + static_cast<std::size_t>(h.n_features) * stride;
-        for (int64_t q = 0; q < count; ++q) {
-          const int code = static_cast<int>(keyed[q] >> 32);
-          const int64_t k = keyed[q] & 0xffffffff;
-          if (occupied == 0 || ids[occupied - 1] != code) ids[occupied++] = code;
-          ++counts[occupied - 1];
+        for (int word = 0; word < 4; ++word)
+          for (uint64_t bits = seen[word]; bits != 0; bits &= bits - 1) {
+            const int code = word * 64 + __builtin_ctzll(bits);
+            compact_of[code] = occupied;
+            ids[occupied++] = code;
+          }
+        for (int64_t k = 0; k < count; ++k) {
+          const int cell = compact_of[node_codes[k]];
+          ++counts[cell];
           const double* s = node_stats.data() + k * width;
-          for (int j = 0; j < width; ++j) stats[(occupied - 1) * width + j] += s[j];
+          for (int j = 0; j < width; ++j) stats[cell * width + j] += s[j];
         }
         h.bins.push_back(occupied);
       } else {
