@@ -237,7 +237,7 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
     } else {
       feature_orders(&p.seed, 1, d, order.data());
     }
-    // Nodes with fewer rows than bins keep only their occupied bins (sorted codes), so that their
+    // Nodes with fewer rows than bins keep only their occupied bins (ascending codes), so that their
     // cost follows their rows, not 256 bins per feature; the sums come out in the same order
     // either way (rows ascending within a bin), so both give the same tree.
     const bool compact = count < max_bins;
