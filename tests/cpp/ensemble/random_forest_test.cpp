@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 #include <limits>
 #include <map>
@@ -180,40 +181,86 @@ TEST(RandomForestRegressor, StridedColumnTargetIsReadThroughItsStride) {
 }
 
 TEST(RandomForestClassifier, MaxLeafNodesGrowsBestFirst) {
-  // Each tree has exactly max_leaf_nodes leaves when the data allow that many splits, and
-  // spending the leaves on the best splits first fits at least as well as a depth-limited tree
-  // of no more leaves.
+  // Each tree has exactly max_leaf_nodes leaves when the data allow that many splits; the
+  // leaves go to the best splits first, so one more leaf adds one split and keeps the others;
+  // and a leaf budget that the depth limit cannot exhaust grows the depth-first tree.
   GPUML_FRESH_RNG(rng);
   Context ctx = Context::cpu(2);
   const Blobs b = make_blobs(rng, uniform_int(rng, 800, 2000), 4, {0.0, 1.0, 2.0, 3.0});
   const int64_t max_leaves = uniform_int(rng, 2, 30);
+  const int64_t n_trees = 6;
   RandomForestParams p;
-  p.n_estimators = 6;
+  p.n_estimators = n_trees;
   p.max_leaf_nodes = max_leaves;
   p.random_state = rng();
+  auto fit = [&](RandomForestClassifier& model) {
+    model.fit(ctx, host_view(b.X.data(), b.n, b.d), host_view(b.y.data(), b.n));
+  };
+  // Per tree, its splits as sorted (feature, threshold) pairs, and its number of leaves.
+  using Splits = std::vector<std::pair<int32_t, double>>;
+  auto splits_of = [&](const RandomForestClassifier& model, int64_t t) {
+    const int64_t* offsets = model.attribute("estimator_node_offsets_").as<const int64_t>();
+    const int32_t* feature = model.attribute("nodes_feature_").as<const int32_t>();
+    const double* threshold = model.attribute("nodes_threshold_").as<const double>();
+    Splits splits;
+    for (int64_t at = offsets[t]; at < offsets[t + 1]; ++at)
+      if (feature[at] >= 0) splits.emplace_back(feature[at], threshold[at]);
+    std::sort(splits.begin(), splits.end());
+    return splits;
+  };
   RandomForestClassifier model(p);
-  model.fit(ctx, host_view(b.X.data(), b.n, b.d), host_view(b.y.data(), b.n));
-  const int64_t* offsets = model.attribute("estimator_node_offsets_").as<const int64_t>();
-  const int32_t* feature = model.attribute("nodes_feature_").as<const int32_t>();
-  for (int64_t t = 0; t < 6; ++t) {
-    int64_t leaves = 0;
-    for (int64_t at = offsets[t]; at < offsets[t + 1]; ++at) leaves += feature[at] < 0;
+  fit(model);
+  for (int64_t t = 0; t < n_trees; ++t) {
+    const int64_t leaves = static_cast<int64_t>(splits_of(model, t).size()) + 1;  // a binary tree
     EXPECT_EQ(leaves, max_leaves) << "tree " << t;  // ~1000 noisy rows: splits never run out this early
   }
-  // Best first beats depth first for the same leaf budget: a depth-limited tree of <= max_leaves
-  // leaves (max_depth = floor(log2 max_leaves)) fits the training rows no better.
-  RandomForestParams shallow = p;
-  shallow.max_leaf_nodes = std::nullopt;
-  shallow.max_depth = std::max<int64_t>(1, static_cast<int64_t>(std::floor(std::log2(static_cast<double>(max_leaves)))));
-  RandomForestClassifier depth_first(shallow);
-  depth_first.fit(ctx, host_view(b.X.data(), b.n, b.d), host_view(b.y.data(), b.n));
-  auto accuracy = [&](const RandomForestClassifier& m) {
-    const std::vector<double> predicted = run(m, ctx, "predict", b.X, b.n);
-    int64_t right = 0;
-    for (int64_t i = 0; i < b.n; ++i) right += predicted[i] == b.y[i];
-    return static_cast<double>(right) / b.n;
-  };
-  EXPECT_GE(accuracy(model) + 0.02, accuracy(depth_first));  // 0.02: bootstrap noise between the two forests
+  // Best first: node ids follow creation, so the k-th split made nodes 2k+1 and 2k+2. When a
+  // node split, no node already waiting split later with a larger impurity improvement.
+  {
+    const int64_t* offsets = model.attribute("estimator_node_offsets_").as<const int64_t>();
+    const int32_t* left = model.attribute("nodes_children_left_").as<const int32_t>();
+    const int32_t* right = model.attribute("nodes_children_right_").as<const int32_t>();
+    const double* impurity = model.attribute("nodes_impurity_").as<const double>();
+    const double* weight = model.attribute("nodes_weighted_n_samples_").as<const double>();
+    for (int64_t t = 0; t < n_trees; ++t) {
+      const int64_t at = offsets[t], nodes = offsets[t + 1] - offsets[t];
+      auto improvement = [&](int64_t i) {  // scikit-learn's impurity_improvement, from the node's arrays
+        const int64_t l = at + left[at + i], r = at + right[at + i];
+        return (weight[at + i] * impurity[at + i] - weight[l] * impurity[l] - weight[r] * impurity[r]) / weight[at];
+      };
+      for (int64_t a = 0; a < nodes; ++a) {
+        if (left[at + a] < 0) continue;
+        const int64_t split_at = (left[at + a] - 1) / 2;
+        for (int64_t b = 0; b <= 2 * split_at && b < nodes; ++b) {  // b existed when a split
+          if (left[at + b] < 0 || (left[at + b] - 1) / 2 <= split_at) continue;
+          EXPECT_GE(improvement(a) + 1e-12, improvement(b)) << "tree " << t << " nodes " << a << ", " << b;  // 1e-12: rounding of the recomputed sums
+        }
+      }
+    }
+  }
+  // One more leaf: the same splits and one more (node seeds make a node's split independent of
+  // the order in which nodes grow).
+  RandomForestParams one_more = p;
+  one_more.max_leaf_nodes = max_leaves + 1;
+  RandomForestClassifier bigger(one_more);
+  fit(bigger);
+  for (int64_t t = 0; t < n_trees; ++t) {
+    const Splits fewer = splits_of(model, t), more = splits_of(bigger, t);
+    ASSERT_EQ(more.size(), fewer.size() + 1) << "tree " << t;
+    Splits kept;
+    std::set_intersection(fewer.begin(), fewer.end(), more.begin(), more.end(), std::back_inserter(kept));
+    EXPECT_EQ(kept, fewer) << "tree " << t;
+  }
+  // A leaf budget of 2^max_depth cannot run out before the depth limit: the depth-first trees.
+  RandomForestParams deep = p, budget = p;
+  deep.max_leaf_nodes = std::nullopt;
+  deep.max_depth = uniform_int(rng, 1, 5);
+  budget.max_depth = deep.max_depth;
+  budget.max_leaf_nodes = std::max<int64_t>(2, int64_t{1} << *deep.max_depth);
+  RandomForestClassifier depth_first(deep), best_first(budget);
+  fit(depth_first);
+  fit(best_first);
+  for (int64_t t = 0; t < n_trees; ++t) EXPECT_EQ(splits_of(best_first, t), splits_of(depth_first, t)) << "tree " << t;
 }
 
 TEST(RandomForest, BadInputGetsNamedErrors) {
