@@ -294,7 +294,9 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
 #pragma omp parallel for num_threads(threads_for(threads, m * 8)) schedule(static)
       for (int64_t i = 0; i < m; ++i) {
         const Active& a = level[i];
-        nodes[i] = LevelNode{a.tree, 0, a.slot_begin, a.slot_count, root_weight[a.tree], a.seed};
+        const int64_t rows = trees[first + a.tree].rows[a.node];
+        nodes[i] = LevelNode{a.tree, static_cast<int32_t>(std::min<int64_t>(rows, INT32_MAX)), a.slot_begin, a.slot_count,
+                             root_weight[a.tree], a.seed};
       }
       backend.split_level(nodes, level_rules, splits, left_stats);
       const double device = since(t0);

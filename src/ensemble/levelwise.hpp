@@ -27,7 +27,7 @@ namespace gpuml::detail {
 // of the batch's slot list (TreeSlots; the node's own range of its tree's).
 struct LevelNode {
   int32_t tree = 0;
-  int32_t pad = 0;
+  int32_t rows = 0;  // its in-bag rows over all ranks, capped at INT32_MAX (compared with small sizes only)
   int64_t slot_begin = 0, slot_count = 0;
   double root_weight = 1.0;  // the tree's, for impurity_improvement
   uint64_t seed = 0;         // its feature draws: feature_orders of this seed (grow_tree's node seed)
@@ -124,10 +124,18 @@ class LevelPrimitives {
   // Partitions the slots of every node whose split was found: code <= split.bin of split.feature
   // go left, first; sets split.left_slots.
   virtual void partition(const std::vector<LevelNode>& nodes, std::vector<LevelSplit>& splits) = 0;
+  // Whether gather_rows is there: small nodes then travel as rows, not as histograms.
+  virtual bool gathers_rows() const { return false; }
+  // This rank's slots of each node of the list (in order, slots in order): their codes of every
+  // feature (slots x d, row-major) and their statistics (slots x width: class weights, or W, W y,
+  // W y²), appended to codes and stats.
+  virtual void gather_rows(const std::vector<LevelNode>& nodes, std::vector<uint8_t>& codes, std::vector<double>& stats);
 };
 
-// LevelBackend::split_level over the ranks of comm, on primitives: in groups of nodes (the same on
-// every rank), 1. rounds of row counts per bin of each node's drawn features, summed over the
+// LevelBackend::split_level over the ranks of comm, on primitives. Small nodes (few rows for their
+// histograms' cells; with primitives that gather rows) are gathered to every rank as rows, codes
+// and statistics, and searched as grow_tree searches a compact node. The others go in groups of
+// nodes (the same on every rank), 1. rounds of row counts per bin of each node's drawn features, summed over the
 // ranks, until max_features of them are informative (more than one occupied bin over all rows) or
 // none is left, the features grow_tree evaluates; 2. the statistics of the occupied bins only
 // (compact histograms: a node's cost follows its rows), summed over the ranks; then best_split,

@@ -79,6 +79,31 @@ class CpuLevelBackend final : public LevelBackend, public LevelPrimitives {
     }
   }
 
+  bool gathers_rows() const override { return true; }
+
+  void gather_rows(const std::vector<LevelNode>& nodes, std::vector<uint8_t>& codes, std::vector<double>& stats) override {
+    int64_t total = 0;
+    for (const LevelNode& node : nodes) total += node.slot_count;
+    const std::size_t codes_at = codes.size(), stats_at = stats.size();
+    codes.resize(codes_at + static_cast<std::size_t>(total * d_));
+    stats.resize(stats_at + static_cast<std::size_t>(total * k_), 0.0);
+    uint8_t* c = codes.data() + codes_at;
+    double* st = stats.data() + stats_at;
+    for (const LevelNode& node : nodes)
+      for (int64_t s = node.slot_begin; s < node.slot_begin + node.slot_count; ++s, c += d_, st += k_) {
+        const int32_t row = rows_[s];
+        for (int64_t f = 0; f < d_; ++f) c[f] = codes_[f * n_ + row];
+        const double w = weights_[s];
+        if (regression_) {  // bin_stats's products
+          st[0] = w;
+          st[1] = w * values_[2 * row];
+          st[2] = w * values_[2 * row + 1];
+        } else {
+          st[labels_[row]] = w;
+        }
+      }
+  }
+
   // In place, stably: left slots first (in order), right ones after (in order).
   void partition(const std::vector<LevelNode>& nodes, std::vector<LevelSplit>& splits) override {
     const int64_t m = static_cast<int64_t>(nodes.size());

@@ -2,12 +2,15 @@
 // backend's per-rank primitives (the host's loops, or the CUDA backend's kernels), with the
 // collectives and the choice of splits here, written once.
 #include <algorithm>
+#include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "ensemble/levelwise.hpp"
 #include "ensemble/split_finder.hpp"
 #include "core/parallel.hpp"
 #include "gpuml/core/comm.hpp"
+#include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
 namespace {
@@ -22,6 +25,28 @@ struct Drawn {
   std::vector<std::vector<int32_t>> bins;    // per feature: the occupied bins, ascending
   std::vector<std::vector<int64_t>> counts;  // per feature: their rows over all ranks
 };
+
+// The best split of a node's histograms as a LevelSplit (found = 0: none), its left side's
+// statistics written to left. features: the histograms' features in X.
+LevelSplit level_split_of(const NodeHistogram& h, const LevelRules& rules, double root_weight,
+                          const std::vector<int32_t>& features, double* left) {
+  SplitRules split_rules;
+  split_rules.criterion = rules.criterion;
+  split_rules.min_samples_leaf = rules.min_samples_leaf;
+  split_rules.root_weight = root_weight;
+  const Split split = best_split(h, split_rules);
+  LevelSplit out;
+  if (!split.found) return out;
+  out.found = 1;
+  out.feature = features[split.feature];
+  out.bin = split.bin;
+  out.next_bin = split.next_bin;
+  out.improvement = split.improvement;
+  out.left_rows = split.left_rows;
+  out.right_rows = split.right_rows;
+  std::copy(split.left_stats.begin(), split.left_stats.end(), left);
+  return out;
+}
 
 void split_group(LevelPrimitives& primitives, Comm& comm, const std::vector<LevelNode>& all_nodes,
                  const std::vector<int32_t>& order, const LevelRules& rules, int64_t d, const std::vector<int32_t>& bins,
@@ -111,27 +136,102 @@ void split_group(LevelPrimitives& primitives, Comm& comm, const std::vector<Leve
       std::copy(dr.counts[j].begin(), dr.counts[j].end(), h.rows.begin() + j * stride);
       std::copy(dr.bins[j].begin(), dr.bins[j].end(), h.bin_ids.begin() + j * stride);
     }
-    SplitRules split_rules;
-    split_rules.criterion = rules.criterion;
-    split_rules.min_samples_leaf = rules.min_samples_leaf;
-    split_rules.root_weight = nodes[i].root_weight;
-    const Split split = best_split(h, split_rules);
-    if (!split.found) continue;
-    LevelSplit& out = group_splits[i];
-    out.found = 1;
-    out.feature = dr.features[split.feature];
-    out.bin = split.bin;
-    out.next_bin = split.next_bin;
-    out.improvement = split.improvement;
-    out.left_rows = split.left_rows;
-    out.right_rows = split.right_rows;
-    std::copy(split.left_stats.begin(), split.left_stats.end(), left_stats.begin() + (first + i) * k);
+    group_splits[i] = level_split_of(h, rules, nodes[i].root_weight, dr.features, left_stats.data() + (first + i) * k);
   }
   primitives.partition(nodes, group_splits);  // this rank's slots
   std::copy(group_splits.begin(), group_splits.end(), splits.begin() + first);
 }
 
+// A level's small nodes (the same list on every rank), searched from their rows: each rank's
+// slots of them, codes and statistics, gathered to every rank in rank order, then each node as
+// grow_tree searches a compact node (append_compact_feature; the sums are exact, so the rows'
+// order does not matter). Then each rank partitions its own slots.
+void split_small_nodes(LevelPrimitives& primitives, Comm& comm, const std::vector<LevelNode>& all_nodes,
+                       const std::vector<int64_t>& small, const std::vector<int32_t>& order, const LevelRules& rules,
+                       int64_t d, int k, int threads, std::vector<LevelSplit>& splits, std::vector<double>& left_stats) {
+  const int64_t m = static_cast<int64_t>(small.size());
+  std::vector<LevelNode> nodes(static_cast<std::size_t>(m));
+  for (int64_t i = 0; i < m; ++i) nodes[i] = all_nodes[small[i]];
+  // This rank's rows of the nodes, packed as int64 words (the communicators' types): per node its
+  // slot count, then the statistics' bits, then the codes in whole words.
+  std::vector<uint8_t> codes;
+  std::vector<double> stats;
+  primitives.gather_rows(nodes, codes, stats);
+  const int64_t code_words = (static_cast<int64_t>(codes.size()) + 7) / 8;
+  std::vector<int64_t> packed(static_cast<std::size_t>(m + static_cast<int64_t>(stats.size()) + code_words), 0);
+  for (int64_t i = 0; i < m; ++i) packed[i] = nodes[i].slot_count;
+  std::memcpy(packed.data() + m, stats.data(), stats.size() * sizeof(double));
+  std::memcpy(packed.data() + m + static_cast<int64_t>(stats.size()), codes.data(), codes.size());
+  const std::vector<int64_t> sizes = comm.allgather(static_cast<int64_t>(packed.size()));
+  std::vector<int64_t> all(static_cast<std::size_t>(std::accumulate(sizes.begin(), sizes.end(), int64_t{0})));
+  comm.allgatherv(packed.data(), static_cast<int64_t>(packed.size()), all.data(), sizes.data(), DType::int64);
+  // Where each rank's part of each node starts: rank r's slots of node i are its slots
+  // [first[r][i], first[r][i] + count) of its codes and statistics.
+  const int ranks = comm.size();
+  std::vector<const int64_t*> rank_counts(static_cast<std::size_t>(ranks));
+  std::vector<const double*> rank_stats(static_cast<std::size_t>(ranks));
+  std::vector<const uint8_t*> rank_codes(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<int64_t>> first(static_cast<std::size_t>(ranks), std::vector<int64_t>(static_cast<std::size_t>(m + 1), 0));
+  int64_t at = 0;
+  for (int r = 0; r < ranks; ++r) {
+    rank_counts[r] = all.data() + at;
+    for (int64_t i = 0; i < m; ++i) first[r][i + 1] = first[r][i] + rank_counts[r][i];
+    const int64_t slots = first[r][m];
+    const int64_t* words = all.data() + at + m;
+    rank_stats[r] = reinterpret_cast<const double*>(words);
+    rank_codes[r] = reinterpret_cast<const uint8_t*>(words + slots * k);
+    at += sizes[r];
+  }
+  std::vector<LevelSplit> found(static_cast<std::size_t>(m));
+#pragma omp parallel num_threads(threads_for(threads, m * 64))
+  {
+    std::vector<uint8_t> node_codes, column;
+    std::vector<double> node_stats;
+    NodeHistogram h;
+    h.width = k;
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t i = 0; i < m; ++i) {
+      // The node's rows from every rank, in rank order.
+      int64_t count = 0;
+      for (int r = 0; r < ranks; ++r) count += rank_counts[r][i];
+      node_codes.resize(static_cast<std::size_t>(count * d));
+      node_stats.resize(static_cast<std::size_t>(count * k));
+      int64_t row = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const int64_t c = rank_counts[r][i], from = first[r][i];
+        std::copy_n(rank_codes[r] + from * d, c * d, node_codes.begin() + row * d);
+        std::copy_n(rank_stats[r] + from * k, c * k, node_stats.begin() + row * k);
+        row += c;
+      }
+      // Features in the node's draw order until max_features are informative (split_group's rule).
+      h.max_bins = static_cast<int>(std::max<int64_t>(count, 1));
+      h.n_features = 0;
+      h.bins.clear();
+      h.stats.clear();
+      h.rows.clear();
+      h.bin_ids.clear();
+      column.resize(static_cast<std::size_t>(count));
+      std::vector<int32_t> drawn;
+      int64_t informative = 0;
+      const int32_t* node_order = order.data() + small[i] * d;
+      for (int64_t j = 0; j < d && informative < rules.max_features; ++j) {
+        const int32_t f = node_order[j];
+        for (int64_t r = 0; r < count; ++r) column[r] = node_codes[r * d + f];
+        informative += append_compact_feature(h, column.data(), node_stats.data(), count) > 1;
+        drawn.push_back(f);
+      }
+      found[i] = level_split_of(h, rules, nodes[i].root_weight, drawn, left_stats.data() + small[i] * k);
+    }
+  }
+  primitives.partition(nodes, found);  // this rank's slots
+  for (int64_t i = 0; i < m; ++i) splits[small[i]] = found[i];
+}
+
 }  // namespace
+
+void LevelPrimitives::gather_rows(const std::vector<LevelNode>&, std::vector<uint8_t>&, std::vector<double>&) {
+  throw_error(ErrorCode::internal, "levelwise builder: this backend does not gather rows");
+}
 
 std::vector<int32_t> level_feature_orders(const std::vector<LevelNode>& nodes, int64_t d, int threads) {
   const int64_t m = static_cast<int64_t>(nodes.size());
@@ -159,10 +259,40 @@ void split_level_over_ranks(LevelPrimitives& primitives, Comm& comm, const std::
   // Groups of nodes whose histograms (at most max_features features of max_bins bins) fit
   // kGroupValues: the same groups on every rank (nodes, rules and bins are the same).
   const int64_t per_node = std::min<int64_t>(rules.max_features, d) * max_bins * (width + 1);
+  // A node travels as rows when its rows' codes and statistics are fewer values than the cells
+  // of one round of its histograms (max_features x max_bins): most nodes of a deep tree.
+  std::vector<int64_t> small;
+  std::vector<LevelNode> large;
+  std::vector<int64_t> large_index;
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t rows = nodes[i].rows;
+    if (primitives.gathers_rows() && rows * (d + width) <= std::min<int64_t>(rules.max_features, d) * max_bins)
+      small.push_back(i);
+    else
+      large_index.push_back(i), large.push_back(nodes[i]);
+  }
+  if (!small.empty())
+    split_small_nodes(primitives, comm, nodes, small, order, rules, d, width, threads, splits, left_stats);
+  if (large.empty()) return;
+  const bool all_large = static_cast<int64_t>(large.size()) == m;
+  std::vector<int32_t> large_order;
+  if (!all_large) {
+    large_order.resize(large.size() * static_cast<std::size_t>(d));
+    for (std::size_t i = 0; i < large.size(); ++i)
+      std::copy_n(order.begin() + large_index[i] * d, d, large_order.begin() + static_cast<int64_t>(i) * d);
+  }
+  std::vector<LevelSplit> large_splits(large.size());
+  std::vector<double> large_left(large.size() * static_cast<std::size_t>(width), 0.0);
+  const int64_t count = static_cast<int64_t>(large.size());
   const int64_t group = std::max<int64_t>(1, kGroupValues / std::max<int64_t>(per_node, 1));
-  for (int64_t first = 0; first < m; first += group)
-    split_group(primitives, comm, nodes, order, rules, d, bins, width, threads, first, std::min(m, first + group), splits,
-                left_stats);
+  for (int64_t first = 0; first < count; first += group)
+    split_group(primitives, comm, all_large ? nodes : large, all_large ? order : large_order, rules, d, bins, width, threads,
+                first, std::min(count, first + group), all_large ? splits : large_splits, all_large ? left_stats : large_left);
+  if (all_large) return;
+  for (int64_t i = 0; i < count; ++i) {
+    splits[large_index[i]] = large_splits[i];
+    std::copy_n(large_left.begin() + i * width, width, left_stats.begin() + large_index[i] * width);
+  }
 }
 
 }  // namespace gpuml::detail

@@ -13,6 +13,36 @@ double node_impurity(Criterion criterion, const double* stats, int width) {
   return stats_impurity(criterion, stats, width);
 }
 
+int append_compact_feature(NodeHistogram& h, const uint8_t* codes, const double* stats, int64_t count) {
+  const int width = h.width;
+  const std::size_t stride = static_cast<std::size_t>(h.max_bins), at = static_cast<std::size_t>(h.n_features) * stride;
+  h.stats.resize(at * width + stride * width, 0.0);
+  h.rows.resize(at + stride, 0);
+  h.bin_ids.resize(at + stride, 0);
+  double* cells = h.stats.data() + at * width;
+  int64_t* rows = h.rows.data() + at;
+  int* ids = h.bin_ids.data() + at;
+  uint64_t seen[4] = {0, 0, 0, 0};
+  for (int64_t k = 0; k < count; ++k) seen[codes[k] >> 6] |= uint64_t{1} << (codes[k] & 63);
+  int compact_of[256];  // a code's index among the occupied bins (only occupied codes are read)
+  int occupied = 0;
+  for (int word = 0; word < 4; ++word)
+    for (uint64_t bits = seen[word]; bits != 0; bits &= bits - 1) {
+      const int code = word * 64 + __builtin_ctzll(bits);
+      compact_of[code] = occupied;
+      ids[occupied++] = code;
+    }
+  for (int64_t k = 0; k < count; ++k) {
+    const int cell = compact_of[codes[k]];
+    ++rows[cell];
+    const double* s = stats + k * width;
+    for (int j = 0; j < width; ++j) cells[cell * width + j] += s[j];
+  }
+  h.bins.push_back(occupied);
+  ++h.n_features;
+  return occupied;
+}
+
 namespace {
 
 double weight_of(Criterion criterion, const double* stats, int width) { return stats_weight(criterion, stats, width); }

@@ -50,6 +50,13 @@ struct Split {
 // the features whose rows all fall in one bin (scikit-learn draws more features past those).
 GPUML_API Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bool>* constant = nullptr);
 
+// Appends one feature's compact histogram to h, whose max_bins (the stride) is at least count:
+// the occupied codes of a node's rows, ascending, are its bins (bin_ids), and each row's
+// statistics go into its code's cell in row order, so the sums are those of the rows sorted by
+// (code, position). codes: the node's rows' codes of the feature (count of them); stats: their
+// statistics (count x h.width). Returns the number of occupied bins.
+int append_compact_feature(NodeHistogram& h, const uint8_t* codes, const double* stats, int64_t count);
+
 // The impurity of a node's statistics (width values) under the criterion.
 GPUML_API double node_impurity(Criterion criterion, const double* stats, int width);
 

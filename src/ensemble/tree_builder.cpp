@@ -218,7 +218,6 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
   std::vector<int32_t> scratch(rows.size());
   std::vector<double> node_stats;
   std::vector<uint8_t> node_codes;  // a compact node's codes of one feature, in row order
-  int compact_of[256];               // a code's index among the node's occupied bins
   NodeHistogram h;
   h.max_bins = max_bins;
   h.width = width;
@@ -258,38 +257,17 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
     for (int64_t i = 0; i < d && informative < rules.max_features; ++i) {
       if (random) std::swap(order[i], order[i + static_cast<int64_t>(random->below(static_cast<uint64_t>(d - i)))]);
       const int64_t f = order[i];
-      h.stats.resize(h.stats.size() + static_cast<std::size_t>(stride) * width, 0.0);
-      h.rows.resize(h.rows.size() + static_cast<std::size_t>(stride), 0);
-      double* stats = h.stats.data() + static_cast<std::size_t>(h.n_features) * stride * width;
-      int64_t* counts = h.rows.data() + static_cast<std::size_t>(h.n_features) * stride;
       const uint8_t* column = codes + f * n;
       int occupied = 0;
       if (compact) {
-        // The occupied codes (a bitset), numbered in ascending order; then each row's statistics
-        // into its code's cell, rows in order: the sums of rows sorted by (code, position).
         node_codes.resize(static_cast<std::size_t>(count));
-        uint64_t seen[4] = {0, 0, 0, 0};
-        for (int64_t k = 0; k < count; ++k) {
-          const uint8_t code = column[rows[p.begin + k]];
-          node_codes[k] = code;
-          seen[code >> 6] |= uint64_t{1} << (code & 63);
-        }
-        h.bin_ids.resize(h.bin_ids.size() + static_cast<std::size_t>(stride), 0);
-        int* ids = h.bin_ids.data() + static_cast<std::size_t>(h.n_features) * stride;
-        for (int word = 0; word < 4; ++word)
-          for (uint64_t bits = seen[word]; bits != 0; bits &= bits - 1) {
-            const int code = word * 64 + __builtin_ctzll(bits);
-            compact_of[code] = occupied;
-            ids[occupied++] = code;
-          }
-        for (int64_t k = 0; k < count; ++k) {
-          const int cell = compact_of[node_codes[k]];
-          ++counts[cell];
-          const double* s = node_stats.data() + k * width;
-          for (int j = 0; j < width; ++j) stats[cell * width + j] += s[j];
-        }
-        h.bins.push_back(occupied);
+        for (int64_t k = 0; k < count; ++k) node_codes[k] = column[rows[p.begin + k]];
+        occupied = append_compact_feature(h, node_codes.data(), node_stats.data(), count);
       } else {
+        h.stats.resize(h.stats.size() + static_cast<std::size_t>(stride) * width, 0.0);
+        h.rows.resize(h.rows.size() + static_cast<std::size_t>(stride), 0);
+        double* stats = h.stats.data() + static_cast<std::size_t>(h.n_features) * stride * width;
+        int64_t* counts = h.rows.data() + static_cast<std::size_t>(h.n_features) * stride;
         for (int64_t k = p.begin; k < p.end; ++k) {
           const int b = column[rows[k]];
           ++counts[b];
@@ -298,10 +276,10 @@ Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const FeatureBins& bi
         }
         h.bins.push_back(static_cast<int>(bins.bins(f)));
         for (int b = 0; b < h.bins.back(); ++b) occupied += counts[b] > 0;
+        ++h.n_features;
       }
       informative += occupied > 1;
       drawn.push_back(f);
-      ++h.n_features;
     }
     Split split = best_split(h, split_rules);
     if (!split.found || split.improvement + DBL_EPSILON < rules.min_impurity_decrease) return Split{};
