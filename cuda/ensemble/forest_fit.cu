@@ -617,6 +617,42 @@ __global__ void __launch_bounds__(kFitBlock) partition_kernel(const LevelNode* _
   if (threadIdx.x == 0) split.left_slots = left_total;
 }
 
+// gather_rows: a block per node, its slots' codes (a slot's d codes are its row's, row-major) and
+// statistics (the host backend's products: w, w y, w y², or w in the label's column) into the
+// node's range of the outputs.
+template <bool kRegression>
+__global__ void __launch_bounds__(kFitBlock) gather_rows_kernel(const LevelNode* __restrict__ nodes,
+                                                                const int64_t* __restrict__ out_begin,
+                                                                const uint8_t* __restrict__ codes, int64_t d,
+                                                                const int32_t* __restrict__ rows,
+                                                                const uint8_t* __restrict__ weights,
+                                                                const int32_t* __restrict__ labels,
+                                                                const long long* __restrict__ units, double unit0,
+                                                                double unit1, int k, uint8_t* __restrict__ out_codes,
+                                                                double* __restrict__ out_stats) {
+  const LevelNode node = nodes[blockIdx.x];
+  const int64_t begin = out_begin[blockIdx.x];
+  for (int64_t i = threadIdx.x; i < node.slot_count * d; i += kFitBlock) {
+    const int64_t s = i / d, f = i - s * d;
+    out_codes[(begin + s) * d + f] = codes[static_cast<int64_t>(rows[node.slot_begin + s]) * d + f];
+  }
+  for (int64_t s = threadIdx.x; s < node.slot_count; s += kFitBlock) {
+    const int64_t row = rows[node.slot_begin + s];
+    const double w = static_cast<double>(weights[node.slot_begin + s]);
+    double* out = out_stats + (begin + s) * k;
+    if (kRegression) {
+      const double y = static_cast<double>(units[2 * row]) * unit0;
+      const double y2 = static_cast<double>(units[2 * row + 1]) * unit1;
+      out[0] = w;
+      out[1] = w * y;
+      out[2] = w * y2;
+    } else {
+      for (int c = 0; c < k; ++c) out[c] = 0.0;
+      out[labels[row]] = w;
+    }
+  }
+}
+
 // Each node's feature draw order from its seed (feature_order_direct, d <= kMaxD <= kDirectDraws):
 // a thread per node, its words and order in local memory (sized for kMaxD: the device reserves
 // local memory for every thread it can hold), then written out.
@@ -775,6 +811,36 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       const int column = static_cast<int>(i % static_cast<std::size_t>(k_));
       stats[i] = regression_ && column > 0 ? value * unit_[column - 1] : value;
     }
+  }
+
+  bool gathers_rows() const override { return true; }
+
+  void gather_rows(const std::vector<LevelNode>& nodes, std::vector<uint8_t>& codes, std::vector<double>& stats) override {
+    const int64_t m = static_cast<int64_t>(nodes.size());
+    std::vector<int64_t> begin(static_cast<std::size_t>(m));
+    int64_t total = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      begin[i] = total;
+      total += nodes[i].slot_count;
+    }
+    if (total == 0) return;
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer nodes_d = device(m * static_cast<int64_t>(sizeof(LevelNode)));
+    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    Buffer begin_d = device(m * static_cast<int64_t>(sizeof(int64_t)));
+    res.copy_to_device(begin_d.data(), begin.data(), m * sizeof(int64_t));
+    Buffer codes_d = device(total * d_), stats_d = device(total * k_ * static_cast<int64_t>(sizeof(double)));
+    auto kernel = regression_ ? gather_rows_kernel<true> : gather_rows_kernel<false>;
+    kernel<<<static_cast<unsigned>(m), kFitBlock, 0, res.stream>>>(
+        nodes_d.as<LevelNode>(), begin_d.as<int64_t>(), codes_.as<uint8_t>(), d_, rows_[0].as<int32_t>(),
+        weights_[0].as<uint8_t>(), regression_ ? nullptr : labels_.as<int32_t>(),
+        regression_ ? units_.as<long long>() : nullptr, unit_[0], unit_[1], k_, codes_d.as<uint8_t>(), stats_d.as<double>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    const std::size_t codes_at = codes.size(), stats_at = stats.size();
+    codes.resize(codes_at + static_cast<std::size_t>(total * d_));
+    stats.resize(stats_at + static_cast<std::size_t>(total * k_));
+    res.copy_to_host(codes.data() + codes_at, codes_d.data(), static_cast<std::size_t>(total * d_));
+    res.copy_to_host(stats.data() + stats_at, stats_d.data(), static_cast<std::size_t>(total * k_) * sizeof(double));
   }
 
   void partition(const std::vector<LevelNode>& nodes, std::vector<LevelSplit>& splits) override {
