@@ -28,11 +28,11 @@ void copy_bytes(const Context& ctx, void* dst, Device dst_device, const void* sr
   if (ctx.is_cuda()) {
     cuda::Resources& res = cuda::activate(ctx);
     if (!dst_device.is_cuda() && src_device.is_cuda() && bytes >= (std::size_t(64) << 10)) {
-      res.copy_to_host(dst, src, bytes);  // through the pinned area (a pageable copy of 4 MB of labels took ~2 ms)
+      res.copy_to_host(dst, src, bytes, ctx.n_threads());  // through the pinned area (a pageable copy of 4 MB of labels took ~2 ms)
       return;
     }
     if (dst_device.is_cuda() && !src_device.is_cuda() && bytes >= (std::size_t(64) << 10) && !page_locked(src)) {
-      res.copy_to_device(dst, src, bytes);  // likewise: a NumPy X of 64 MB
+      res.copy_to_device(dst, src, bytes, ctx.n_threads());  // likewise: a NumPy X of 64 MB
       return;
     }
     GPUML_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, res.stream));

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/device_ops.hpp"
+#include "core/parallel.hpp"
 #include "cuda/core/resources.cuh"
 
 #include <algorithm>
@@ -87,13 +88,13 @@ void* Resources::pinned(std::size_t bytes) {
   return pinned_;
 }
 
-void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t bytes) {
+void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t bytes, int threads) {
   if (bytes == 0) return;
   if (bytes <= kHostCopyChunk) {
     void* staging = pinned(bytes);
     GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, device_ptr, bytes, cudaMemcpyDeviceToHost, stream));
     GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::memcpy(host, staging, bytes);
+    detail::parallel_copy(host, staging, bytes, threads);
     return;
   }
   char* staging = static_cast<char*>(pinned(2 * kHostCopyChunk));
@@ -109,7 +110,7 @@ void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t byt
   for (std::size_t c = 0; c < chunks; ++c) {
     if (c + 1 < chunks) start(c + 1);  // the other half: the host finished copying it out (chunk c - 1) above
     GPUML_CUDA_CHECK(cudaEventSynchronize(copy_done_[c % 2]));
-    std::memcpy(static_cast<char*>(host) + c * kHostCopyChunk, staging + (c % 2) * kHostCopyChunk, size_of(c));
+    detail::parallel_copy(static_cast<char*>(host) + c * kHostCopyChunk, staging + (c % 2) * kHostCopyChunk, size_of(c), threads);
   }
 }
 
@@ -119,12 +120,12 @@ void Resources::make_copy_events() {
   });
 }
 
-void Resources::copy_to_device(void* device_ptr, const void* host, std::size_t bytes) {
+void Resources::copy_to_device(void* device_ptr, const void* host, std::size_t bytes, int threads) {
   if (bytes == 0) return;
   GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));  // the pinned area is free once earlier copies are done
   if (bytes <= kHostCopyChunk) {
     void* staging = pinned(bytes);
-    std::memcpy(staging, host, bytes);
+    detail::parallel_copy(staging, host, bytes, threads);
     GPUML_CUDA_CHECK(cudaMemcpyAsync(device_ptr, staging, bytes, cudaMemcpyHostToDevice, stream));
     return;
   }
@@ -136,7 +137,7 @@ void Resources::copy_to_device(void* device_ptr, const void* host, std::size_t b
     const std::size_t offset = c * kHostCopyChunk, size = std::min(kHostCopyChunk, bytes - offset);
     char* half = staging + (c % 2) * kHostCopyChunk;
     if (c >= 2) GPUML_CUDA_CHECK(cudaEventSynchronize(copy_done_[c % 2]));  // the device has read chunk c - 2
-    std::memcpy(half, static_cast<const char*>(host) + offset, size);
+    detail::parallel_copy(half, static_cast<const char*>(host) + offset, size, threads);
     GPUML_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(device_ptr) + offset, half, size, cudaMemcpyHostToDevice, stream));
     GPUML_CUDA_CHECK(cudaEventRecord(copy_done_[c % 2], stream));
   }

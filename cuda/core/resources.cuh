@@ -70,12 +70,14 @@ struct Resources {
   // host[0, bytes) = device[0, bytes) through the pinned area (waits for the stream). Past
   // kHostCopyChunk, in chunks through two halves of it: the device copies one chunk while the
   // host copies the one before (a pageable cudaMemcpy of 40 MB into fresh pages took ~28 ms).
-  static constexpr std::size_t kHostCopyChunk = std::size_t(4) << 20;
-  void copy_to_host(void* host, const void* device, std::size_t bytes);
+  // `threads` host threads copy each chunk between the user's memory and the pinned area
+  // (parallel_copy): one thread's memcpy, not the link, set the rate of large copies.
+  static constexpr std::size_t kHostCopyChunk = std::size_t(8) << 20;
+  void copy_to_host(void* host, const void* device, std::size_t bytes, int threads = 1);
   // device[0, bytes) = host[0, bytes) through the pinned area (queued on the stream; the pinned
   // area is reused only after the stream reaches this copy, which later copies wait for). Past
   // kHostCopyChunk, in chunks through its two halves, as copy_to_host.
-  void copy_to_device(void* device, const void* host, std::size_t bytes);
+  void copy_to_device(void* device, const void* host, std::size_t bytes, int threads = 1);
 
   // A small page-locked mailbox and its event, made on first use and kept for the context's life
   // (page-locking took ~1.6 ms and freeing ~0.7 ms per fit): for a few values the device copies
