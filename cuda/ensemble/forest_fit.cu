@@ -683,7 +683,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     cuda::Resources& res = cuda::activate(ctx_);
     keep(n, d, bins, targets, res);
     Buffer columns = device(n * d);
-    res.copy_to_device(columns.data(), codes, static_cast<std::size_t>(n * d));
+    res.copy_to_device(columns.data(), codes, static_cast<std::size_t>(n * d), ctx_.n_threads());
     codes_ = device(n * d);
     transpose_codes_kernel<<<cuda::grid_for(n * d, kBlock, kMaxBlocks), kBlock, 0, res.stream>>>(columns.as<uint8_t>(), n, d,
                                                                                                  codes_.as<uint8_t>());
@@ -698,8 +698,8 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       weights_[copy] = device(total);
     }
     if (total == 0) return;
-    res.copy_to_device(rows_[0].data(), slots.rows.data(), static_cast<std::size_t>(total) * sizeof(int32_t));
-    res.copy_to_device(weights_[0].data(), slots.weights.data(), static_cast<std::size_t>(total));
+    res.copy_to_device(rows_[0].data(), slots.rows.data(), static_cast<std::size_t>(total) * sizeof(int32_t), ctx_.n_threads());
+    res.copy_to_device(weights_[0].data(), slots.weights.data(), static_cast<std::size_t>(total), ctx_.n_threads());
   }
 
   void split_level(const std::vector<LevelNode>& nodes, const LevelRules& rules, std::vector<LevelSplit>& splits,
@@ -714,7 +714,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     left_stats.resize(static_cast<std::size_t>(m * k_));
     if (m == 0) return;
     Buffer nodes_d = device(m * sizeof(LevelNode));
-    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode), ctx_.n_threads());
     // The nodes' feature draw orders: drawn here from their seeds (a thread per node), or past
     // kDirectDraws features (the engine itself) on the host and sent.
     Buffer order_d = device(m * d_ * sizeof(int32_t));
@@ -725,7 +725,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       GPUML_CUDA_CHECK_LAUNCH();
     } else {
       const std::vector<int32_t> order = level_feature_orders(nodes, d_, ctx_.n_threads());
-      res.copy_to_device(order_d.data(), order.data(), m * d_ * sizeof(int32_t));
+      res.copy_to_device(order_d.data(), order.data(), m * d_ * sizeof(int32_t), ctx_.n_threads());
     }
     Buffer splits_d = device(m * sizeof(LevelSplit));
     Buffer left_d = device(m * k_ * sizeof(double));
@@ -739,7 +739,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     for (int64_t i = 0; i < m; ++i)
       if (warps && nodes[i].slot_count <= kWarp) node_index.push_back(static_cast<int32_t>(i));
     Buffer index_d = device(m * sizeof(int32_t));
-    res.copy_to_device(index_d.data(), node_index.data(), m * sizeof(int32_t));
+    res.copy_to_device(index_d.data(), node_index.data(), m * sizeof(int32_t), ctx_.n_threads());
 
     GPUML_EXPECT(rules.width == k_, "levelwise CUDA builder: the rules' width does not match the loaded targets");
     const int cell_bytes = regression_ ? static_cast<int>(sizeof(long long)) : static_cast<int>(sizeof(int32_t));
@@ -769,8 +769,8 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
         split_small_nodes_kernel<false><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
       GPUML_CUDA_CHECK_LAUNCH();
     }
-    res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit));
-    res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double));
+    res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit), ctx_.n_threads());
+    res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double), ctx_.n_threads());
   }
 
   void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {
@@ -782,7 +782,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     GPUML_CUDA_CHECK(cudaMemsetAsync(counts_d.data(), 0, counts.size() * sizeof(int32_t), res.stream));
     count_bins_kernel<<<static_cast<unsigned>(pairs.size()), kFitBlock, 0, res.stream>>>(a, counts_d.as<int32_t>());
     GPUML_CUDA_CHECK_LAUNCH();
-    res.copy_to_host(counts.data(), counts_d.data(), counts.size() * sizeof(int32_t));
+    res.copy_to_host(counts.data(), counts_d.data(), counts.size() * sizeof(int32_t), ctx_.n_threads());
   }
 
   void bin_stats(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, const std::vector<int32_t>& cell_of,
@@ -792,7 +792,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     Buffer nodes_d, pairs_d;
     const PairArgs a = pair_args(nodes, pairs, nodes_d, pairs_d, res);
     Buffer cell_of_d = device(static_cast<int64_t>(cell_of.size() * sizeof(int32_t)));
-    res.copy_to_device(cell_of_d.data(), cell_of.data(), cell_of.size() * sizeof(int32_t));
+    res.copy_to_device(cell_of_d.data(), cell_of.data(), cell_of.size() * sizeof(int32_t), ctx_.n_threads());
     Buffer acc = device(static_cast<int64_t>(stats.size() * sizeof(unsigned long long)));
     GPUML_CUDA_CHECK(cudaMemsetAsync(acc.data(), 0, stats.size() * sizeof(unsigned long long), res.stream));
     const unsigned blocks = static_cast<unsigned>(pairs.size());
@@ -804,7 +804,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                                                                     nullptr, k_, acc.as<unsigned long long>());
     GPUML_CUDA_CHECK_LAUNCH();
     std::vector<unsigned long long> host(stats.size());
-    res.copy_to_host(host.data(), acc.data(), host.size() * sizeof(unsigned long long));
+    res.copy_to_host(host.data(), acc.data(), host.size() * sizeof(unsigned long long), ctx_.n_threads());
     // Integer units times a power of two: the host backend's double sums, bit for bit.
     for (std::size_t i = 0; i < host.size(); ++i) {
       const double value = static_cast<double>(static_cast<long long>(host[i]));
@@ -826,9 +826,9 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     if (total == 0) return;
     cuda::Resources& res = cuda::activate(ctx_);
     Buffer nodes_d = device(m * static_cast<int64_t>(sizeof(LevelNode)));
-    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode), ctx_.n_threads());
     Buffer begin_d = device(m * static_cast<int64_t>(sizeof(int64_t)));
-    res.copy_to_device(begin_d.data(), begin.data(), m * sizeof(int64_t));
+    res.copy_to_device(begin_d.data(), begin.data(), m * sizeof(int64_t), ctx_.n_threads());
     Buffer codes_d = device(total * d_), stats_d = device(total * k_ * static_cast<int64_t>(sizeof(double)));
     auto kernel = regression_ ? gather_rows_kernel<true> : gather_rows_kernel<false>;
     kernel<<<static_cast<unsigned>(m), kFitBlock, 0, res.stream>>>(
@@ -839,8 +839,8 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     const std::size_t codes_at = codes.size(), stats_at = stats.size();
     codes.resize(codes_at + static_cast<std::size_t>(total * d_));
     stats.resize(stats_at + static_cast<std::size_t>(total * k_));
-    res.copy_to_host(codes.data() + codes_at, codes_d.data(), static_cast<std::size_t>(total * d_));
-    res.copy_to_host(stats.data() + stats_at, stats_d.data(), static_cast<std::size_t>(total * k_) * sizeof(double));
+    res.copy_to_host(codes.data() + codes_at, codes_d.data(), static_cast<std::size_t>(total * d_), ctx_.n_threads());
+    res.copy_to_host(stats.data() + stats_at, stats_d.data(), static_cast<std::size_t>(total * k_) * sizeof(double), ctx_.n_threads());
   }
 
   void partition(const std::vector<LevelNode>& nodes, std::vector<LevelSplit>& splits) override {
@@ -848,14 +848,14 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     if (m == 0) return;
     cuda::Resources& res = cuda::activate(ctx_);
     Buffer nodes_d = device(m * static_cast<int64_t>(sizeof(LevelNode)));
-    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode), ctx_.n_threads());
     Buffer splits_d = device(m * static_cast<int64_t>(sizeof(LevelSplit)));
-    res.copy_to_device(splits_d.data(), splits.data(), m * sizeof(LevelSplit));
+    res.copy_to_device(splits_d.data(), splits.data(), m * sizeof(LevelSplit), ctx_.n_threads());
     partition_kernel<<<static_cast<unsigned>(m), kFitBlock, 0, res.stream>>>(
         nodes_d.as<LevelNode>(), splits_d.as<LevelSplit>(), codes_.as<uint8_t>(), d_, rows_[0].as<int32_t>(),
         weights_[0].as<uint8_t>(), rows_[1].as<int32_t>(), weights_[1].as<uint8_t>());
     GPUML_CUDA_CHECK_LAUNCH();
-    res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit));
+    res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit), ctx_.n_threads());
   }
 
  private:
@@ -866,14 +866,14 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                      cuda::Resources& res) {
     const int64_t m = static_cast<int64_t>(nodes.size()), p = pairs.size();
     nodes_d = device(m * static_cast<int64_t>(sizeof(LevelNode)));
-    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode));
+    res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode), ctx_.n_threads());
     pairs_d = device((p + 1) * static_cast<int64_t>(sizeof(int64_t)) + 2 * p * static_cast<int64_t>(sizeof(int32_t)));
     int64_t* offset = pairs_d.as<int64_t>();
     int32_t* pair_node = reinterpret_cast<int32_t*>(offset + p + 1);
     int32_t* pair_feature = pair_node + p;
-    res.copy_to_device(offset, pairs.offset.data(), (p + 1) * sizeof(int64_t));
-    res.copy_to_device(pair_node, pairs.node.data(), p * sizeof(int32_t));
-    res.copy_to_device(pair_feature, pairs.feature.data(), p * sizeof(int32_t));
+    res.copy_to_device(offset, pairs.offset.data(), (p + 1) * sizeof(int64_t), ctx_.n_threads());
+    res.copy_to_device(pair_node, pairs.node.data(), p * sizeof(int32_t), ctx_.n_threads());
+    res.copy_to_device(pair_feature, pairs.feature.data(), p * sizeof(int32_t), ctx_.n_threads());
     return PairArgs{nodes_d.as<LevelNode>(), pair_node, pair_feature, offset, codes_.as<uint8_t>(), d_,
                     rows_[0].as<int32_t>(), weights_[0].as<uint8_t>()};
   }
@@ -885,12 +885,12 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     cuda::Resources& res = cuda::activate(ctx_);
     keep(n, d, bins, targets, res);
     Buffer X_d = device(n * d * static_cast<int64_t>(sizeof(T)));
-    res.copy_to_device(X_d.data(), X, static_cast<std::size_t>(n * d) * sizeof(T));
+    res.copy_to_device(X_d.data(), X, static_cast<std::size_t>(n * d) * sizeof(T), ctx_.n_threads());
     const int64_t n_thresholds = static_cast<int64_t>(bins.values.size());
     Buffer thresholds = device(n_thresholds * static_cast<int64_t>(sizeof(double)));
-    res.copy_to_device(thresholds.data(), bins.values.data(), n_thresholds * sizeof(double));
+    res.copy_to_device(thresholds.data(), bins.values.data(), n_thresholds * sizeof(double), ctx_.n_threads());
     Buffer offsets = device((d + 1) * static_cast<int64_t>(sizeof(int64_t)));
-    res.copy_to_device(offsets.data(), bins.offsets.data(), (d + 1) * sizeof(int64_t));
+    res.copy_to_device(offsets.data(), bins.offsets.data(), (d + 1) * sizeof(int64_t), ctx_.n_threads());
     const int64_t cells = n_thresholds + d;
     Buffer keys = device(2 * cells * static_cast<int64_t>(sizeof(unsigned long long)) + static_cast<int64_t>(sizeof(int)));
     unsigned long long* low = keys.as<unsigned long long>();
@@ -904,8 +904,8 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     GPUML_CUDA_CHECK_LAUNCH();
     std::vector<unsigned long long> host_keys(static_cast<std::size_t>(2 * cells));
     int host_bad = 0;
-    res.copy_to_host(host_keys.data(), low, 2 * cells * sizeof(unsigned long long));
-    res.copy_to_host(&host_bad, bad, sizeof(int));
+    res.copy_to_host(host_keys.data(), low, 2 * cells * sizeof(unsigned long long), ctx_.n_threads());
+    res.copy_to_host(&host_bad, bad, sizeof(int), ctx_.n_threads());
     GPUML_EXPECT(host_bad == 0, "X contains NaN or infinity");
     // Untouched cells (empty bins) come back as +inf / -inf, as value_ranges leaves them.
     bins.low.assign(static_cast<std::size_t>(cells), std::numeric_limits<double>::infinity());
@@ -929,20 +929,20 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     bin_counts_.assign(static_cast<std::size_t>(d), 0);
     for (int64_t f = 0; f < d; ++f) bin_counts_[f] = static_cast<int32_t>(bins.bins(f));
     bins_ = device(d * static_cast<int64_t>(sizeof(int32_t)));
-    res.copy_to_device(bins_.data(), bin_counts_.data(), d * sizeof(int32_t));
+    res.copy_to_device(bins_.data(), bin_counts_.data(), d * sizeof(int32_t), ctx_.n_threads());
     regression_ = targets.regression();
     if (regression_) {
       units_ = device(2 * n * static_cast<int64_t>(sizeof(long long)));
-      res.copy_to_device(units_.data(), targets.units, 2 * n * sizeof(long long));
+      res.copy_to_device(units_.data(), targets.units, 2 * n * sizeof(long long), ctx_.n_threads());
       unit_[0] = targets.unit[0];
       unit_[1] = targets.unit[1];
     } else {
       labels_ = device(n * static_cast<int64_t>(sizeof(int32_t)));
-      res.copy_to_device(labels_.data(), targets.labels, n * sizeof(int32_t));
+      res.copy_to_device(labels_.data(), targets.labels, n * sizeof(int32_t), ctx_.n_threads());
     }
   }
 
-  Context ctx_;
+  Context ctx_;  // its threads also copy through the pinned area (Resources::copy_to_device)
   Comm* comm_ = nullptr;  // several ranks only
   int64_t n_ = 0, d_ = 0;
   std::vector<int32_t> bin_counts_;  // per feature
