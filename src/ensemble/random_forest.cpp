@@ -583,6 +583,7 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
     HostArray oob = classification_ ? HostArray(DType::float64, n, k) : HostArray(DType::float64, n);
     std::copy(forest.oob_decision.begin(), forest.oob_decision.end(), oob.as<double>());
     attributes[classification_ ? "oob_decision_function_" : "oob_prediction_"] = std::move(oob);
+    attributes["oob_missing_"] = scalar_of<int64_t>(DType::int64, forest.oob_missing);
   }
   trace.mark("other attrs");
   std::map<std::string, HostArray> last = std::move(attributes_);  // the last fit's model
@@ -697,7 +698,8 @@ void RandomForestBase::predict_sparse(Context& ctx, const SparseView& X, const A
 std::vector<std::string> RandomForestBase::attribute_names() const {
   std::vector<std::string> names = {"n_features_in_", "feature_importances_"};
   if (classification_) names.insert(names.end(), {"classes_", "n_classes_"});
-  if (params_.oob_score) names.insert(names.end(), {"oob_score_", classification_ ? "oob_decision_function_" : "oob_prediction_"});
+  if (params_.oob_score)
+    names.insert(names.end(), {"oob_score_", classification_ ? "oob_decision_function_" : "oob_prediction_", "oob_missing_"});
   names.insert(names.end(), kTreeAttributes.begin(), kTreeAttributes.end());
   return names;
 }
@@ -721,7 +723,7 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
     GPUML_EXPECT(std::find(names.begin(), names.end(), entry.first) != names.end(),
                  where + "unknown attribute '" + entry.first + "'");
   for (const std::string& name : names)
-    GPUML_EXPECT(name == "estimator_seeds_" || (attributes.count(name) && !attributes.at(name).empty()),
+    GPUML_EXPECT(name == "estimator_seeds_" || name == "oob_missing_" || (attributes.count(name) && !attributes.at(name).empty()),
                  where + "attribute '" + name + "' is missing");
   auto expect_shape = [&](const std::string& name, DType dtype, int ndim, int64_t rows, int64_t cols) {
     const ArraySpec spec = attributes.at(name).spec();
@@ -819,6 +821,11 @@ void RandomForestBase::restore(std::map<std::string, HostArray> attributes) {
     GPUML_EXPECT(attributes.at(oob).dtype() == DType::float64 && spec.ndim == (classification_ ? 2 : 1) &&
                      (!classification_ || spec.shape[1] == k),
                  where + oob + " has the wrong dtype or shape");
+    // Models saved before it: unknown, taken as none (it only decides a warning at fit time).
+    if (!attributes.count("oob_missing_") || attributes.at("oob_missing_").empty())
+      attributes["oob_missing_"] = scalar_of<int64_t>(DType::int64, 0);
+    expect_shape("oob_missing_", DType::int64, 0, 0, 0);
+    GPUML_EXPECT(*attributes.at("oob_missing_").as<const int64_t>() >= 0, where + "oob_missing_ must be >= 0");
   }
   n_features_in_ = std::move(attributes.at("n_features_in_"));
   attributes.erase("n_features_in_");

@@ -4,6 +4,7 @@ named errors. Quality bars are the issue's: scikit-learn's figure minus 0.5 poin
 within 2% (RMSE), computed in the same run."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from conftest import DEVICES, cuda_or_skip
+from gpuml._context import get_context
 from gpuml.ensemble import RandomForestClassifier, RandomForestRegressor
 
 
@@ -177,6 +179,29 @@ def test_oob_score_close_to_cross_validation(rng):
     sk = SkForestClassifier(oob_score=True, random_state=0, n_jobs=-1).fit(X, y)
     # OOB accuracy of a seed moves by about +-1 point: the two within 2.5 points.
     assert abs(model.oob_score_ - sk.oob_score_) < 0.025, (model.oob_score_, sk.oob_score_)
+
+
+@pytest.mark.parametrize("classifier", [True, False])
+def test_rows_without_oob_warn_as_sklearn(rng, classifier):
+    # One tree leaves its in-bag rows without an out-of-bag prediction: both libraries warn, and the
+    # model counts exactly those rows (the root's n_node_samples: its distinct in-bag rows), whose
+    # out-of-bag predictions are 0. Many trees leave none: no warning from either.
+    n = int(rng.integers(150, 400))
+    X = rng.normal(size=(n, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int) if classifier else X[:, 0] + 0.1 * rng.normal(size=n)
+    ours, theirs = (RandomForestClassifier, SkForestClassifier) if classifier else (RandomForestRegressor, SkForestRegressor)
+    seed = int(rng.integers(1 << 30))
+    with pytest.warns(UserWarning, match="Some inputs do not have OOB scores"):
+        theirs(n_estimators=1, oob_score=True, random_state=seed).fit(X, y)
+    with pytest.warns(UserWarning, match="Some inputs do not have OOB scores"):
+        model = ours(n_estimators=1, oob_score=True, random_state=seed).fit(X, y)
+    missing = int(model._gpuml_handle.attribute(get_context("cpu"), "oob_missing_"))
+    assert missing == int(model.nodes_n_samples_[0])
+    oob = model.oob_decision_function_.sum(axis=1) if classifier else model.oob_prediction_
+    assert np.sum(oob == 0) >= missing  # a predicted 0 (regression) could add to them, never remove
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 60 trees leave a row without out-of-bag trees with probability 0.632^60
+        ours(n_estimators=60, oob_score=True, random_state=seed).fit(X, y)
 
 
 def test_class_weights_follow_sklearn_semantics(rng):

@@ -291,8 +291,9 @@ class _Forest:
         indicator.sort_indices()
         return indicator, offsets.copy()
 
-    def _warn_rows_without_oob(self, missing):
-        if missing:
+    def _warn_rows_without_oob(self):
+        """scikit-learn's warning when some row was drawn by every tree (the model counts them)."""
+        if int(self._gpuml_handle.attribute(get_context("cpu"), "oob_missing_")):
             warnings.warn(
                 "Some inputs do not have OOB scores. This probably means too few trees were used to compute any "
                 "reliable OOB estimates.",
@@ -376,7 +377,7 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
         self.classes_ = classes
         self.n_classes_ = int(classes.size)
         if self.oob_score:
-            self._warn_rows_without_oob(int(np.sum(self.oob_decision_function_.sum(axis=1) == 0)))
+            self._warn_rows_without_oob()
             self._score_oob(_array.to_numpy(labels))
         return self
 
@@ -430,6 +431,7 @@ class RandomForestRegressor(_Forest, RegressorMixin, GpumlEstimator):
             y = y.reshape(-1)
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
         if self._fit_forest(X, kind, weights, y, params) and self.oob_score:
+            self._warn_rows_without_oob()
             self._score_oob(_array.to_numpy(y))
         return self
 

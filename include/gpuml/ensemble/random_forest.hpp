@@ -61,7 +61,9 @@ struct RandomForestParams {
 // What both forests share: the fit, the tree arrays, predictions, the fitted attributes.
 // Fitted attributes (scikit-learn's names where it has them):
 //   n_features_in_, feature_importances_ (d), and for the classifier classes_, n_classes_;
-//   with oob_score: oob_score_, and oob_decision_function_ (n x n_classes) or oob_prediction_ (n);
+//   with oob_score: oob_score_, and oob_decision_function_ (n x n_classes) or oob_prediction_ (n),
+//   and oob_missing_ (not scikit-learn's: how many rows every tree drew, so that no tree predicts
+//   them; their rows of the above are 0, and scikit-learn warns about them);
 //   the trees as flat node arrays concatenated over trees, tree t owning nodes
 //   [estimator_node_offsets_[t], estimator_node_offsets_[t + 1]) with children numbered within
 //   the tree (as scikit-learn's tree_ arrays): nodes_feature_ (int32, −2 at leaves),

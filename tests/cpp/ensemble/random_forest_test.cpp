@@ -154,6 +154,14 @@ TEST(RandomForestRegressor, FollowsASmoothTargetWithOutOfBagPredictions) {
     EXPECT_LT(rows[offsets[t]], n);
     EXPECT_GT(rows[offsets[t]], n / 2);  // ~63% distinct
   }
+  // Every row has out-of-bag trees (0.632^40 per row), so none is counted without; one tree
+  // leaves exactly its in-bag rows (its root's distinct rows) without.
+  EXPECT_EQ(*model.attribute("oob_missing_").as<const int64_t>(), 0);
+  RandomForestParams one = p;
+  one.n_estimators = 1;
+  RandomForestRegressor single(one);
+  single.fit(ctx, host_view(X.data(), n, d), host_view(y.data(), n));
+  EXPECT_EQ(*single.attribute("oob_missing_").as<const int64_t>(), single.attribute("nodes_n_samples_").as<const int64_t>()[0]);
 }
 
 // A (n, 1) y that is a column of a wider array (row stride > 1) is read through its stride: the
