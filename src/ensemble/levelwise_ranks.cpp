@@ -17,6 +17,8 @@ namespace {
 
 // Values per allreduce of a group's histograms, at most (a bound on the memory of a level).
 constexpr int64_t kGroupValues = int64_t{1} << 23;
+// Bytes of small nodes' rows gathered at once (all ranks' codes and statistics), at most.
+constexpr int64_t kGatherBytes = int64_t{1} << 28;
 
 // A node's evaluated features (in draw order) with their occupied bins and row counts.
 struct Drawn {
@@ -271,8 +273,17 @@ void split_level_over_ranks(LevelPrimitives& primitives, Comm& comm, const std::
     else
       large_index.push_back(i), large.push_back(nodes[i]);
   }
-  if (!small.empty())
-    split_small_nodes(primitives, comm, nodes, small, order, rules, d, width, threads, splits, left_stats);
+  // In groups of at most kGatherBytes of all ranks' rows (every rank receives all of them): the
+  // same groups on every rank (the nodes' rows are all ranks').
+  for (std::size_t first = 0; first < small.size();) {
+    std::size_t end = first;
+    int64_t bytes = 0;
+    while (end < small.size() && (end == first || bytes + nodes[small[end]].rows * (d + 8 * width) <= kGatherBytes))
+      bytes += nodes[small[end++]].rows * (d + 8 * width);
+    const std::vector<int64_t> group(small.begin() + static_cast<std::ptrdiff_t>(first), small.begin() + static_cast<std::ptrdiff_t>(end));
+    split_small_nodes(primitives, comm, nodes, group, order, rules, d, width, threads, splits, left_stats);
+    first = end;
+  }
   if (large.empty()) return;
   const bool all_large = static_cast<int64_t>(large.size()) == m;
   std::vector<int32_t> large_order;
