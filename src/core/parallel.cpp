@@ -5,6 +5,7 @@
 namespace gpuml::detail {
 
 void parallel_copy(void* dst, const void* src, std::size_t bytes, int threads) {
+  if (bytes == 0) return;  // an empty array's pointer may be null, which memcpy must not get
   constexpr std::size_t kMinSlice = std::size_t(1) << 20;
   const std::size_t slices = std::max<std::size_t>(1, std::min<std::size_t>(std::max(threads, 1), bytes / kMinSlice));
   if (slices == 1) {
