@@ -261,14 +261,15 @@ void split_level_over_ranks(LevelPrimitives& primitives, Comm& comm, const std::
   // Groups of nodes whose histograms (at most max_features features of max_bins bins) fit
   // kGroupValues: the same groups on every rank (nodes, rules and bins are the same).
   const int64_t per_node = std::min<int64_t>(rules.max_features, d) * max_bins * (width + 1);
-  // A node travels as rows when its rows' codes and statistics are fewer values than the cells
-  // of one round of its histograms (max_features x max_bins): most nodes of a deep tree.
+  // A node travels as rows when its rows' codes and statistics (d bytes and width doubles a row)
+  // take fewer bytes than one round of its row counts (max_features x max_bins int32): most nodes
+  // of a deep tree.
   std::vector<int64_t> small;
   std::vector<LevelNode> large;
   std::vector<int64_t> large_index;
   for (int64_t i = 0; i < m; ++i) {
     const int64_t rows = nodes[i].rows;
-    if (primitives.gathers_rows() && rows * (d + width) <= std::min<int64_t>(rules.max_features, d) * max_bins)
+    if (primitives.gathers_rows() && rows * (d + 8 * width) <= 4 * std::min<int64_t>(rules.max_features, d) * max_bins)
       small.push_back(i);
     else
       large_index.push_back(i), large.push_back(nodes[i]);
