@@ -162,16 +162,16 @@ void split_small_nodes(LevelPrimitives& primitives, Comm& comm, const std::vecto
   const int64_t code_words = (static_cast<int64_t>(codes.size()) + 7) / 8;
   std::vector<int64_t> packed(static_cast<std::size_t>(m + static_cast<int64_t>(stats.size()) + code_words), 0);
   for (int64_t i = 0; i < m; ++i) packed[i] = nodes[i].slot_count;
-  std::memcpy(packed.data() + m, stats.data(), stats.size() * sizeof(double));
-  std::memcpy(packed.data() + m + static_cast<int64_t>(stats.size()), codes.data(), codes.size());
+  if (!stats.empty()) std::memcpy(packed.data() + m, stats.data(), stats.size() * sizeof(double));  // (a rank of no such rows
+  if (!codes.empty()) std::memcpy(packed.data() + m + static_cast<int64_t>(stats.size()), codes.data(), codes.size());  // has none)
   const std::vector<int64_t> sizes = comm.allgather(static_cast<int64_t>(packed.size()));
   std::vector<int64_t> all(static_cast<std::size_t>(std::accumulate(sizes.begin(), sizes.end(), int64_t{0})));
   comm.allgatherv(packed.data(), static_cast<int64_t>(packed.size()), all.data(), sizes.data(), DType::int64);
-  // Where each rank's part of each node starts: rank r's slots of node i are its slots
-  // [first[r][i], first[r][i] + count) of its codes and statistics.
+  // Each rank's part unpacked (its statistics copied back into doubles): rank r's slots of node
+  // i are its slots [first[r][i], first[r][i] + count) of its codes and statistics.
   const int ranks = comm.size();
   std::vector<const int64_t*> rank_counts(static_cast<std::size_t>(ranks));
-  std::vector<const double*> rank_stats(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<double>> rank_stats(static_cast<std::size_t>(ranks));
   std::vector<const uint8_t*> rank_codes(static_cast<std::size_t>(ranks));
   std::vector<std::vector<int64_t>> first(static_cast<std::size_t>(ranks), std::vector<int64_t>(static_cast<std::size_t>(m + 1), 0));
   int64_t at = 0;
@@ -180,8 +180,9 @@ void split_small_nodes(LevelPrimitives& primitives, Comm& comm, const std::vecto
     for (int64_t i = 0; i < m; ++i) first[r][i + 1] = first[r][i] + rank_counts[r][i];
     const int64_t slots = first[r][m];
     const int64_t* words = all.data() + at + m;
-    rank_stats[r] = reinterpret_cast<const double*>(words);
-    rank_codes[r] = reinterpret_cast<const uint8_t*>(words + slots * k);
+    rank_stats[r].resize(static_cast<std::size_t>(slots * k));
+    if (slots > 0) std::memcpy(rank_stats[r].data(), words, static_cast<std::size_t>(slots * k) * sizeof(double));
+    rank_codes[r] = reinterpret_cast<const uint8_t*>(words + slots * k);  // bytes may alias any words
     at += sizes[r];
   }
   std::vector<LevelSplit> found(static_cast<std::size_t>(m));
@@ -202,7 +203,7 @@ void split_small_nodes(LevelPrimitives& primitives, Comm& comm, const std::vecto
       for (int r = 0; r < ranks; ++r) {
         const int64_t c = rank_counts[r][i], from = first[r][i];
         std::copy_n(rank_codes[r] + from * d, c * d, node_codes.begin() + row * d);
-        std::copy_n(rank_stats[r] + from * k, c * k, node_stats.begin() + row * k);
+        std::copy_n(rank_stats[r].begin() + from * k, c * k, node_stats.begin() + row * k);
         row += c;
       }
       // Features in the node's draw order until max_features are informative (split_group's rule).
