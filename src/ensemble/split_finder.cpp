@@ -96,8 +96,9 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
       if (!(left_weight > 0.0) || !(right_weight > 0.0)) continue;
       // Poisson: both children need Σ w y above EPSILON (scikit-learn refuses the split).
       if (rules.criterion == Criterion::poisson && (left[1] <= kPoissonEpsilon || right_target[b] <= kPoissonEpsilon)) continue;
-      const double left_impurity = node_impurity(rules.criterion, left.data(), width);
-      const double right_impurity = node_impurity(rules.criterion, right.data(), width);
+      // criteria.hpp's formula itself (node_impurity's, without its check and its call through the PLT).
+      const double left_impurity = stats_impurity(rules.criterion, left.data(), width);
+      const double right_impurity = stats_impurity(rules.criterion, right.data(), width);
       const double improvement = impurity_improvement(rules.root_weight, node_weight, best.impurity, left_weight,
                                                       left_impurity, right_weight, right_impurity);
       if (!best.found || improvement > best.improvement) {
