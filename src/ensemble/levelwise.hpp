@@ -78,9 +78,13 @@ struct TreeSlots {
 // (GPUML_API: for the tests.)
 GPUML_API TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int threads);
 
+class LevelPrimitives;
+
 class LevelBackend {
  public:
   virtual ~LevelBackend() = default;
+  // Its per-rank primitives (every backend has them; the tests call them directly).
+  virtual LevelPrimitives& primitives() = 0;
   // The data: X (n x d, row-major, host memory) binned with bins' thresholds and kept as codes
   // (bin_rows's), bins.low / bins.high filled (value_ranges's), and the targets (n rows). NaN or
   // infinity in X is an invalid_argument error.

@@ -79,6 +79,7 @@ class CpuLevelBackend final : public LevelBackend, public LevelPrimitives {
     }
   }
 
+  LevelPrimitives& primitives() override { return *this; }
   bool gathers_rows() const override { return true; }
 
   void gather_rows(const std::vector<LevelNode>& nodes, std::vector<uint8_t>& codes, std::vector<double>& stats) override {

@@ -233,6 +233,98 @@ TEST(LevelwiseTrees, FeatureOrdersAreTheSwapsOfTheSeedsRandomStream) {
   }
 }
 
+// gather_rows on a backend loaded with a problem's X and its in-bag slots, for random slot
+// ranges of random trees: the codes and statistics appended after what the vectors held.
+struct Gathered {
+  std::vector<uint8_t> codes;
+  std::vector<double> stats;
+};
+Gathered gather_random_nodes(detail::LevelBackend& backend, const Problem& p, std::mt19937_64& rng,
+                             std::vector<detail::LevelNode>& nodes, detail::TreeSlots& slots) {
+  detail::LevelTargets targets;
+  if (p.targets.units.empty()) {
+    targets.labels = p.labels.data();
+    targets.k = p.k;
+  } else {
+    targets.units = p.targets.units.data();
+    targets.unit[0] = p.targets.unit[0];
+    targets.unit[1] = p.targets.unit[1];
+  }
+  detail::FeatureBins bins = p.bins;
+  backend.load(p.X.data(), p.n, p.d, bins, targets);
+  const int64_t trees = static_cast<int64_t>(p.seeds.size());
+  slots = detail::in_bag_slots(p.weights.data(), p.n, trees, 2);
+  backend.begin_trees(slots);
+  nodes.clear();
+  for (int64_t i = uniform_int(rng, 1, 40); i > 0; --i) {
+    const int64_t t = uniform_int(rng, 0, trees - 1), size = slots.offset[t + 1] - slots.offset[t];
+    const int64_t begin = uniform_int(rng, 0, size), count = uniform_int(rng, 0, size - begin);
+    detail::LevelNode node;
+    node.tree = static_cast<int32_t>(t);
+    node.rows = static_cast<int32_t>(count);
+    node.slot_begin = slots.offset[t] + begin;
+    node.slot_count = count;
+    nodes.push_back(node);
+  }
+  Gathered g;
+  g.codes.assign(3, 7);  // appended after these
+  g.stats.assign(2, -1.0);
+  backend.primitives().gather_rows(nodes, g.codes, g.stats);
+  return g;
+}
+
+TEST(LevelPrimitives, GatherRowsAreTheSlotsCodesAndStatistics) {
+  GPUML_FRESH_RNG(rng);
+  for (const auto criterion : {detail::Criterion::gini, detail::Criterion::squared_error}) {
+    const Problem p = make_problem(rng, criterion, 1, 40);
+    auto backend = detail::make_level_cpu_backend();
+    std::vector<detail::LevelNode> nodes;
+    detail::TreeSlots slots;
+    const Gathered got = gather_random_nodes(*backend, p, rng, nodes, slots);
+    Gathered want;
+    want.codes.assign(3, 7);
+    want.stats.assign(2, -1.0);
+    const int width = p.rules.width;
+    for (const detail::LevelNode& node : nodes)
+      for (int64_t s = node.slot_begin; s < node.slot_begin + node.slot_count; ++s) {
+        const int32_t row = slots.rows[s];
+        const double w = slots.weights[s];
+        for (int64_t f = 0; f < p.d; ++f) want.codes.push_back(p.codes[f * p.n + row]);  // bin_rows's codes
+        std::vector<double> stats(static_cast<std::size_t>(width), 0.0);
+        if (p.targets.units.empty()) {
+          stats[p.labels[row]] = w;
+        } else {
+          stats[0] = w;
+          stats[1] = w * p.targets.value(row, 0);
+          stats[2] = w * p.targets.value(row, 1);
+        }
+        want.stats.insert(want.stats.end(), stats.begin(), stats.end());
+      }
+    EXPECT_EQ(got.codes, want.codes);
+    EXPECT_EQ(got.stats, want.stats);
+  }
+}
+
+// The CUDA primitives gather the host's bytes and bits (the distributed search's small nodes).
+TEST(LevelPrimitivesGpu, GatherRowsEqualTheHostBackends) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  for (const auto criterion : {detail::Criterion::gini, detail::Criterion::entropy, detail::Criterion::squared_error,
+                               detail::Criterion::poisson}) {
+    const Problem p = make_problem(rng, criterion, 1, 160);
+    auto host = detail::make_level_cpu_backend();
+    auto device = detail::make_level_cuda_backend(gpu);
+    std::vector<detail::LevelNode> nodes;
+    detail::TreeSlots slots;
+    std::mt19937_64 same(rng());
+    std::mt19937_64 again = same;
+    const Gathered want = gather_random_nodes(*host, p, same, nodes, slots);
+    const Gathered got = gather_random_nodes(*device, p, again, nodes, slots);
+    EXPECT_EQ(got.codes, want.codes);
+    EXPECT_EQ(got.stats, want.stats);
+  }
+}
+
 TEST(LevelwiseTreesGpu, CudaBackendGrowsTheDepthFirstTrees) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
