@@ -86,6 +86,20 @@ Problem make_problem(std::mt19937_64& rng, detail::Criterion criterion, int64_t 
   return p;
 }
 
+// The problem's targets as the backends take them.
+detail::LevelTargets level_targets(const Problem& p) {
+  detail::LevelTargets targets;
+  if (p.targets.units.empty()) {
+    targets.labels = p.labels.data();
+    targets.k = p.k;
+  } else {
+    targets.units = p.targets.units.data();
+    targets.unit[0] = p.targets.unit[0];
+    targets.unit[1] = p.targets.unit[1];
+  }
+  return targets;
+}
+
 // grow_tree's trees for the problem: the reference.
 std::vector<detail::Tree> depth_first_trees(const Problem& p) {
   std::vector<detail::Tree> trees;
@@ -141,15 +155,7 @@ void check(detail::LevelBackend& backend, std::mt19937_64& rng, detail::Criterio
       bins.low.clear();
       bins.high.clear();
     }
-    detail::LevelTargets targets;
-    if (p.targets.units.empty()) {
-      targets.labels = p.labels.data();
-      targets.k = p.k;
-    } else {
-      targets.units = p.targets.units.data();
-      targets.unit[0] = p.targets.unit[0];
-      targets.unit[1] = p.targets.unit[1];
-    }
+    const detail::LevelTargets targets = level_targets(p);
     if (from_codes) backend.load_codes(p.codes.data(), p.n, p.d, bins, targets);
     else backend.load(p.X.data(), p.n, p.d, bins, targets);
     EXPECT_EQ(bins.low, p.bins.low);
@@ -241,15 +247,7 @@ struct Gathered {
 };
 Gathered gather_random_nodes(detail::LevelBackend& backend, const Problem& p, std::mt19937_64& rng,
                              std::vector<detail::LevelNode>& nodes, detail::TreeSlots& slots) {
-  detail::LevelTargets targets;
-  if (p.targets.units.empty()) {
-    targets.labels = p.labels.data();
-    targets.k = p.k;
-  } else {
-    targets.units = p.targets.units.data();
-    targets.unit[0] = p.targets.unit[0];
-    targets.unit[1] = p.targets.unit[1];
-  }
+  const detail::LevelTargets targets = level_targets(p);
   detail::FeatureBins bins = p.bins;
   backend.load(p.X.data(), p.n, p.d, bins, targets);
   const int64_t trees = static_cast<int64_t>(p.seeds.size());
