@@ -23,9 +23,12 @@ struct Active {
   int32_t tree;  // in the batch
   int32_t node;
   int64_t slot_begin, slot_count;
-  int64_t depth;
+  int32_t depth;
+  int32_t rows;  // LevelNode::rows: all ranks' in-bag rows, capped at INT32_MAX
   uint64_t seed;
 };
+
+int32_t capped_rows(int64_t rows) { return static_cast<int32_t>(std::min<int64_t>(rows, INT32_MAX)); }
 
 // A thread's scratch for renumbering trees one after another: its memory is reused from tree to
 // tree (fresh memory costs a page fault per 4 KiB; a forest at full depth has ~10^7 nodes). The
@@ -280,7 +283,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     for (int64_t t = 0; t < count; ++t)
       if (root_splits[t])
         level.push_back(Active{static_cast<int32_t>(t), 0, slots.offset[t], slots.offset[t + 1] - slots.offset[t], 0,
-                               seeds[first + t]});
+                               capped_rows(trees[first + t].rows[0]), seeds[first + t]});
     backend.begin_trees(slots);
     host_ms += since(t0);
     // Finds the best split of each node of `level` (and partitions its slots); with tracing, its
@@ -294,9 +297,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
 #pragma omp parallel for num_threads(threads_for(threads, m * 8)) schedule(static)
       for (int64_t i = 0; i < m; ++i) {
         const Active& a = level[i];
-        const int64_t rows = trees[first + a.tree].rows[a.node];
-        nodes[i] = LevelNode{a.tree, static_cast<int32_t>(std::min<int64_t>(rows, INT32_MAX)), a.slot_begin, a.slot_count,
-                             root_weight[a.tree], a.seed};
+        nodes[i] = LevelNode{a.tree, a.rows, a.slot_begin, a.slot_count, root_weight[a.tree], a.seed};
       }
       backend.split_level(nodes, level_rules, splits, left_stats);
       const double device = since(t0);
@@ -335,10 +336,10 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       const int32_t r = new_node(tree, k, right, right_impurity, s.right_rows);
       set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
       if (!stays_leaf(rules, a.depth + 1, s.left_rows, left_impurity))
-        next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, child_seed(a.seed, 1)});
+        next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, capped_rows(s.left_rows), child_seed(a.seed, 1)});
       if (!stays_leaf(rules, a.depth + 1, s.right_rows, right_impurity))
         next.push_back(Active{a.tree, r, a.slot_begin + s.left_slots, a.slot_count - s.left_slots, a.depth + 1,
-                              child_seed(a.seed, 2)});
+                              capped_rows(s.right_rows), child_seed(a.seed, 2)});
     };
     if (rules.max_leaf_nodes < 0) {
       // Depth first: every node of a level that may split does; the children are the next level.
