@@ -301,6 +301,28 @@ bool same_bytes(const HostArray& a, const HostArray& b) {
          std::memcmp(a.view().data, b.view().data, a.bytes()) == 0;
 }
 
+// Host arrays of 64 KiB and more cross a context's pinned area in chunks, copied by its threads
+// (parallel_copy): every byte arrives, on either side of one chunk and of the slices, read back
+// through the pinned area and through a plain cudaMemcpy (a CPU context reading device memory).
+TEST(CoreStagingGpu, LargeHostArraysCrossThePinnedAreaIntact) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu(1);
+  const int64_t mib = int64_t{1} << 20;
+  for (const int64_t bytes : {int64_t{64} * 1024, 8 * mib - 1, 8 * mib, 8 * mib + 1, 3 * mib + 17, uniform_int(rng, 17 * mib, 41 * mib)}) {
+    std::vector<uint8_t> host(static_cast<std::size_t>(bytes));
+    for (auto& b : host) b = static_cast<uint8_t>(rng());
+    Buffer on_device(gpu, static_cast<std::size_t>(bytes));
+    detail::copy_bytes(gpu, on_device.data(), gpu.device(), host.data(), Device{}, host.size());
+    gpu.synchronize();  // the plain copy below is not ordered after the context's stream
+    std::vector<uint8_t> direct(host.size()), back(host.size());
+    detail::copy_bytes(cpu, direct.data(), Device{}, on_device.data(), gpu.device(), host.size());
+    detail::copy_bytes(gpu, back.data(), Device{}, on_device.data(), gpu.device(), host.size());
+    EXPECT_TRUE(direct == host) << bytes << " bytes to the device";
+    EXPECT_TRUE(back == host) << bytes << " bytes back to the host";
+  }
+}
+
 // Issue 22 item 7 on CUDA: device arrays one byte past an aligned address. A kernel loading
 // through a misaligned pointer faults (cudaErrorMisalignedAddress, and the context is lost);
 // staging copies such arrays bytewise first, and outputs are written into them bytewise. The
