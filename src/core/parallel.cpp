@@ -1,5 +1,7 @@
 #include "core/parallel.hpp"
 
+#include <omp.h>
+
 #include <cstring>
 
 namespace gpuml::detail {
@@ -12,7 +14,9 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes, int threads) {
     std::memcpy(dst, src, bytes);
     return;
   }
-#pragma omp parallel for num_threads(static_cast<int>(slices)) schedule(static)
+  // A team no larger than OpenMP's own (a larger one leaves libomp's extra threads' state behind).
+  const int team = static_cast<int>(std::min<std::size_t>(slices, static_cast<std::size_t>(std::max(omp_get_max_threads(), 1))));
+#pragma omp parallel for num_threads(team) schedule(static)
   for (std::size_t s = 0; s < slices; ++s) {
     const std::size_t begin = bytes * s / slices, end = bytes * (s + 1) / slices;
     std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);

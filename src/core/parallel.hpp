@@ -26,7 +26,8 @@ class RowBlocks {
   int count_;
 };
 
-// dst[0, bytes) = src[0, bytes), in slices of at least 1 MiB over up to `threads` threads: one
+// dst[0, bytes) = src[0, bytes), in slices of at least 1 MiB over up to `threads` threads (and
+// no more than OpenMP's): one
 // thread's memcpy of pageable memory into the pinned staging area held a NumPy array's copy to
 // the GPU near 4.4 GB/s, under the link's rate. (GPUML_API: for the tests.)
 GPUML_API void parallel_copy(void* dst, const void* src, std::size_t bytes, int threads);

@@ -10,7 +10,6 @@
 #include "ensemble/split_finder.hpp"
 #include "core/parallel.hpp"
 #include "gpuml/core/comm.hpp"
-#include "gpuml/core/error.hpp"
 
 namespace gpuml::detail {
 namespace {
@@ -231,10 +230,6 @@ void split_small_nodes(LevelPrimitives& primitives, Comm& comm, const std::vecto
 }
 
 }  // namespace
-
-void LevelPrimitives::gather_rows(const std::vector<LevelNode>&, std::vector<uint8_t>&, std::vector<double>&) {
-  throw_error(ErrorCode::internal, "levelwise builder: this backend does not gather rows");
-}
 
 std::vector<int32_t> level_feature_orders(const std::vector<LevelNode>& nodes, int64_t d, int threads) {
   const int64_t m = static_cast<int64_t>(nodes.size());
