@@ -155,10 +155,29 @@ def trace_fit(args, case, depth, use_gpu):
     sys.stderr.write(f"---- traced fit: {Forest.__name__}(n_estimators={args.trees}, max_depth={depth_name(depth)}, "
                      f"device={device!r}) on {args.rows} x {args.features} ----\n")
     sys.stderr.flush()
+    profiler = None
+    if args.profile and use_gpu:  # the device's kernels and copies during the traced fit
+        import torch
+
+        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                      torch.profiler.ProfilerActivity.CUDA])
+        profiler.__enter__()
     t = time.perf_counter()
     Forest(device=device, n_estimators=args.trees, max_depth=depth, random_state=0).fit(X, y)
+    wall = time.perf_counter() - t
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
     sys.stderr.flush()
-    sys.stderr.write(f"---- traced fit: {time.perf_counter() - t:.3f} s ----\n")
+    sys.stderr.write(f"---- traced fit: {wall:.3f} s ----\n")
+    if profiler is not None:
+        def device_us(e):  # torch >= 2.4 says device, older releases cuda
+            return getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
+
+        events = [e for e in profiler.key_averages() if "CUDA" in str(e.device_type) and device_us(e) > 0]
+        busy_ms = sum(device_us(e) for e in events) / 1e3
+        sys.stderr.write(f"device busy {busy_ms:.1f} ms of {wall * 1e3:.1f} ms (kernels and copies, torch.profiler):\n")
+        for e in sorted(events, key=lambda e: -device_us(e))[:16]:
+            sys.stderr.write(f"  {device_us(e) / 1e3:9.1f} ms  {e.count:8d} x  {e.key[:90]}\n")
 
 
 def run_case(args, case, use_gpu, torch):
@@ -341,6 +360,8 @@ def run_case(args, case, use_gpu, torch):
                        "--depths", depth_name(depth)]
             if not use_gpu:
                 command.append("--no-gpu")
+            if args.profile:
+                command.append("--profile")
             done = subprocess.run(command, env=dict(os.environ, GPUML_TRACE="1"), stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
             marker = done.stdout.find("---- traced fit:")  # the warm-up's trace before it left out
@@ -368,6 +389,8 @@ def main():
     parser.add_argument("--no-sklearn", action="store_true")
     parser.add_argument("--skip-sklearn-deep", action="store_true", help="no scikit-learn fit at max_depth=None")
     parser.add_argument("--trace", action="store_true", help="one more fit per case and depth with GPUML_TRACE=1")
+    parser.add_argument("--profile", action="store_true",
+                        help="with --trace: the traced GPU fit under torch.profiler, its kernels and copies by device time")
     parser.add_argument("--trace-fit", action="store_true", help=argparse.SUPPRESS)  # the child process of --trace
     args = parser.parse_args()
     if args.regression:
