@@ -773,6 +773,11 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double), ctx_.n_threads());
   }
 
+  void grow_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
+                   const LevelGrowth& growth, const LevelSink& sink) override {
+    grow_levels_by_search(*this, roots, root_stats, rules, growth, ctx_.n_threads(), sink);
+  }
+
   void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {
     if (pairs.size() == 0) return;
     cuda::Resources& res = cuda::activate(ctx_);

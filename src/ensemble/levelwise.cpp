@@ -193,6 +193,52 @@ TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int thr
   return slots;
 }
 
+void grow_levels_by_search(LevelBackend& backend, std::vector<LevelNode> level, std::vector<double> stats,
+                           const LevelRules& rules, const LevelGrowth& growth, int threads, const LevelSink& sink) {
+  const int k = growth.width;
+  std::vector<LevelSplit> splits;
+  std::vector<double> left_stats, right_stats, next_stats;
+  std::vector<uint8_t> flags;
+  std::vector<int64_t> at;  // where each node's children go in the next level
+  std::vector<LevelNode> next;
+  for (int64_t depth = 0; !level.empty(); ++depth) {
+    backend.split_level(level, rules, splits, left_stats);
+    const int64_t m = static_cast<int64_t>(level.size());
+    flags.resize(static_cast<std::size_t>(m));
+    right_stats.resize(static_cast<std::size_t>(m * k));
+#pragma omp parallel for num_threads(threads_for(threads, m * 8)) schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      const LevelSplit& s = splits[i];
+      flags[i] = level_flags(growth, depth, s.found != 0, s.improvement, s.left_rows, s.right_rows, stats.data() + i * k,
+                             left_stats.data() + i * k, right_stats.data() + i * k);
+    }
+    at.assign(static_cast<std::size_t>(m + 1), 0);
+    for (int64_t i = 0; i < m; ++i)
+      at[i + 1] = at[i] + ((flags[i] & kLeftSearched) != 0 ? 1 : 0) + ((flags[i] & kRightSearched) != 0 ? 1 : 0);
+    next.resize(static_cast<std::size_t>(at[m]));
+    next_stats.resize(static_cast<std::size_t>(at[m] * k));
+#pragma omp parallel for num_threads(threads_for(threads, m * 8)) schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      const LevelNode& p = level[i];
+      const LevelSplit& s = splits[i];
+      int64_t j = at[i];
+      if ((flags[i] & kLeftSearched) != 0) {
+        next[j] = LevelNode{p.tree, capped_rows(s.left_rows), p.slot_begin, s.left_slots, p.root_weight, child_seed(p.seed, 1)};
+        std::copy(left_stats.begin() + i * k, left_stats.begin() + (i + 1) * k, next_stats.begin() + j * k);
+        ++j;
+      }
+      if ((flags[i] & kRightSearched) != 0) {
+        next[j] = LevelNode{p.tree, capped_rows(s.right_rows), p.slot_begin + s.left_slots, p.slot_count - s.left_slots,
+                            p.root_weight, child_seed(p.seed, 2)};
+        std::copy(right_stats.begin() + i * k, right_stats.begin() + (i + 1) * k, next_stats.begin() + j * k);
+      }
+    }
+    sink(LevelRecords{depth, m, splits.data(), left_stats.data(), flags.data()});
+    level.swap(next);
+    stats.swap(next_stats);
+  }
+}
+
 bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
   // With bootstrap, sample weights only choose the rows (the counts are integers).
   const bool integer_weights = !has_sample_weight || rules.bootstrap;
@@ -212,6 +258,13 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
   level_rules.width = k;
   level_rules.max_features = rules.max_features;
   level_rules.min_samples_leaf = rules.min_samples_leaf;
+  LevelGrowth growth;
+  growth.criterion = rules.criterion;
+  growth.width = k;
+  growth.max_depth = rules.max_depth;
+  growth.min_samples_split = rules.min_samples_split;
+  growth.min_samples_leaf = rules.min_samples_leaf;
+  growth.min_impurity_decrease = rules.min_impurity_decrease;
 
   const int64_t n_trees = static_cast<int64_t>(seeds.size());
   std::vector<Tree> trees(static_cast<std::size_t>(n_trees));
@@ -286,6 +339,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
                                capped_rows(trees[first + t].rows[0]), seeds[first + t]});
     backend.begin_trees(slots);
     host_ms += since(t0);
+    t0 = now();
     // Finds the best split of each node of `level` (and partitions its slots); with tracing, its
     // costs go to costs[key] (the level's depth, or the round).
     auto search = [&](const std::vector<Active>& level, int64_t key) {
@@ -324,35 +378,50 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     auto splits_node = [&](const LevelSplit& s) {
       return s.found && !(s.improvement + DBL_EPSILON < rules.min_impurity_decrease);
     };
-    // Makes node a's split s (left: the left side's statistics) in its tree: its two children, and
-    // those that may split in turn appended to next (left, then right). right: k doubles of scratch.
-    auto make_children = [&](Tree& tree, const Active& a, const LevelSplit& s, const double* left, double* right,
-                             std::vector<Active>& next) {
+    // Makes node a's split s (left: the left side's statistics; flags: level_flags') in its tree:
+    // its two children, and those the flags name appended to next (left, then right). right: k
+    // doubles of scratch.
+    auto make_children = [&](Tree& tree, const Active& a, const LevelSplit& s, const double* left, uint8_t flags,
+                             double* right, std::vector<Active>& next) {
       const double* node = tree.stats.data() + static_cast<int64_t>(a.node) * k;
       for (int c = 0; c < k; ++c) right[c] = node[c] - left[c];
-      const double left_impurity = node_impurity(rules.criterion, left, k);
-      const double right_impurity = node_impurity(rules.criterion, right, k);
-      const int32_t l = new_node(tree, k, left, left_impurity, s.left_rows);
-      const int32_t r = new_node(tree, k, right, right_impurity, s.right_rows);
+      const int32_t l = new_node(tree, k, left, node_impurity(rules.criterion, left, k), s.left_rows);
+      const int32_t r = new_node(tree, k, right, node_impurity(rules.criterion, right, k), s.right_rows);
       set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
-      if (!stays_leaf(rules, a.depth + 1, s.left_rows, left_impurity))
+      if ((flags & kLeftSearched) != 0)
         next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, capped_rows(s.left_rows), child_seed(a.seed, 1)});
-      if (!stays_leaf(rules, a.depth + 1, s.right_rows, right_impurity))
+      if ((flags & kRightSearched) != 0)
         next.push_back(Active{a.tree, r, a.slot_begin + s.left_slots, a.slot_count - s.left_slots, a.depth + 1,
                               capped_rows(s.right_rows), child_seed(a.seed, 2)});
     };
     if (rules.max_leaf_nodes < 0) {
-      // Depth first: every node of a level that may split does; the children are the next level.
-      // The lists are kept from level to level (their memory reused).
+      // Depth first: the backend grows the levels (every node of a level that may split does; the
+      // children are the next level) and hands each level's records back; the trees are made
+      // from them here, in the same order. The level's nodes are grouped by tree (children follow
+      // their parents' order): each tree's are made by one thread, and the next level is their
+      // concatenation in tree order. The lists are kept from level to level (their memory reused).
+      std::vector<LevelNode> roots(level.size());
+      std::vector<double> root_stats(level.size() * static_cast<std::size_t>(k));
+      for (std::size_t i = 0; i < level.size(); ++i) {
+        const Active& a = level[i];
+        roots[i] = LevelNode{a.tree, a.rows, a.slot_begin, a.slot_count, root_weight[a.tree], a.seed};
+        const double* stats = trees[first + a.tree].stats.data();
+        std::copy(stats, stats + k, root_stats.begin() + static_cast<int64_t>(i) * k);
+      }
       std::vector<std::vector<Active>> next_of;
       std::vector<Active> next;
-      while (!level.empty()) {
-        const int64_t depth = level.front().depth;  // every node of a level has the same
-        search(level, depth);
+      std::vector<int64_t> tree_begin;
+      host_ms += since(t0);
+      t0 = now();
+      backend.grow_levels(roots, root_stats, level_rules, growth, [&](const LevelRecords& r) {
+        const double device = since(t0);
+        device_ms += device;
+        t0 = now();
         const int64_t m = static_cast<int64_t>(level.size());
-        // The level's nodes are grouped by tree (children follow their parents' order): each
-        // tree's are made by one thread, and the next level is their concatenation in tree order.
-        std::vector<int64_t> tree_begin{0};
+        GPUML_EXPECT(r.count == m && r.depth == level.front().depth, "levelwise builder: the backend's level is not the driver's");
+        ++levels;
+        searched += m;
+        tree_begin.assign(1, 0);
         for (int64_t i = 1; i < m; ++i)
           if (level[i].tree != level[i - 1].tree) tree_begin.push_back(i);
         tree_begin.push_back(m);
@@ -368,7 +437,8 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
           children.clear();
           std::vector<double> right(static_cast<std::size_t>(k));
           for (int64_t i = tree_begin[g]; i < tree_begin[g + 1]; ++i)
-            if (splits_node(splits[i])) make_children(tree, level[i], splits[i], left_stats.data() + i * k, right.data(), children);
+            if ((r.flags[i] & kSplitMade) != 0)
+              make_children(tree, level[i], r.splits[i], r.left_stats + i * k, r.flags[i], right.data(), children);
           shared_tree = std::move(tree);
           next_of[g] = std::move(children);
         }
@@ -377,15 +447,26 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         next.resize(static_cast<std::size_t>(at[groups]));
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t g = 0; g < groups; ++g) std::copy(next_of[g].begin(), next_of[g].end(), next.begin() + at[g]);
+        if (tracing) {
+          LevelCost& c = cost_of(r.depth);
+          ++c.levels;
+          c.nodes += m;
+          c.split_ms += device;
+          for (int64_t i = 0; i < m; ++i) {
+            const Active& a = level[i];
+            c.small += a.slot_count < kSmallNode ? 1 : 0;
+            c.slots += a.slot_count;
+            c.rows += trees[first + a.tree].rows[a.node];
+            c.split += (r.flags[i] & kSplitMade) != 0 ? 1 : 0;
+          }
+        }
         std::swap(level, next);
         const double host = since(t0);
         host_ms += host;
-        if (tracing) {
-          LevelCost& c = cost_of(depth);
-          c.host_ms += host;
-          for (int64_t i = 0; i < m; ++i) c.split += splits_node(splits[i]) ? 1 : 0;
-        }
-      }
+        if (tracing) cost_of(r.depth).host_ms += host;
+        t0 = now();
+      });
+      GPUML_EXPECT(level.empty(), "levelwise builder: the backend stopped before the last level");
     } else {
       // Best first (grow_tree's max_leaf_nodes): a node's split is searched when the node is
       // made; each round, every tree splits its waiting node of the largest improvement (ties:
@@ -425,7 +506,12 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
           std::pop_heap(heap.begin(), heap.end(), later);
           const Waiting best = std::move(heap.back());
           heap.pop_back();
-          make_children(trees[first + t], best.active, best.split, best.left.data(), right.data(), next);
+          Tree& tree = trees[first + t];
+          const LevelSplit& s = best.split;
+          const uint8_t flags = level_flags(growth, best.active.depth, true, s.improvement, s.left_rows, s.right_rows,
+                                            tree.stats.data() + static_cast<int64_t>(best.active.node) * k, best.left.data(),
+                                            right.data());
+          make_children(tree, best.active, s, best.left.data(), flags, right.data(), next);
           ++leaves[t];
           any = true;
         }

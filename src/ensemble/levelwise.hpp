@@ -12,11 +12,13 @@
 // the scores come from the same formulas (criteria.hpp, with a logarithm of our own).
 // balanced_subsample and sample weights without bootstrap (non-integer weights) grow on the host.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "binning.hpp"
 #include "../core/default_init.hpp"
+#include "level_growth.hpp"
 #include "tree_builder.hpp"
 #include "gpuml/core/context.hpp"
 #include "gpuml/core/error.hpp"
@@ -79,6 +81,18 @@ struct TreeSlots {
 // (GPUML_API: for the tests.)
 GPUML_API TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int threads);
 
+// One level of depth-first growth as grow_levels hands it over, in the level's node order: each
+// node's split and left statistics (split_level's) and its flags (level_flags: the split made,
+// and which children are searched in the next level).
+struct LevelRecords {
+  int64_t depth = 0;
+  int64_t count = 0;  // nodes
+  const LevelSplit* splits = nullptr;
+  const double* left_stats = nullptr;  // count x width
+  const uint8_t* flags = nullptr;
+};
+using LevelSink = std::function<void(const LevelRecords&)>;
+
 class LevelPrimitives;
 
 class LevelBackend {
@@ -104,7 +118,21 @@ class LevelBackend {
   // nodes that found one. left_stats: nodes x width, the left side's statistics.
   virtual void split_level(const std::vector<LevelNode>& nodes, const LevelRules& rules, std::vector<LevelSplit>& splits,
                            std::vector<double>& left_stats) = 0;
+  // Depth-first growth of the batch from its roots that are searched (roots, in tree order, and
+  // their statistics, roots x width): each level is searched and partitioned as split_level
+  // does, its nodes' flags set by level_flags, and the next level made of the children the
+  // flags name, in order (a node's left child, then its right), with their statistics, slots
+  // (the left ones first), row counts, root weights and seeds (child_seed). sink gets each
+  // level's records before the next level is searched; the levels end when none is left.
+  // grow_levels_by_search does it with split_level and the host's loops; a backend may keep the
+  // levels where its rows are.
+  virtual void grow_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats,
+                           const LevelRules& rules, const LevelGrowth& growth, const LevelSink& sink) = 0;
 };
+
+// LevelBackend::grow_levels on backend.split_level, the next level made on the host.
+void grow_levels_by_search(LevelBackend& backend, std::vector<LevelNode> level, std::vector<double> stats,
+                           const LevelRules& rules, const LevelGrowth& growth, int threads, const LevelSink& sink);
 
 // A distributed level search (split_level_over_ranks) runs on three per-rank primitives over
 // this rank's slots: the host loops of levelwise_cpu.cpp or the CUDA backend's kernels.

@@ -44,6 +44,11 @@ class CpuLevelBackend final : public LevelBackend, public LevelPrimitives {
     split_level_over_ranks(*this, *comm_, nodes, rules, d_, bins_, k_, threads_, splits, left_stats);
   }
 
+  void grow_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
+                   const LevelGrowth& growth, const LevelSink& sink) override {
+    grow_levels_by_search(*this, roots, root_stats, rules, growth, threads_, sink);
+  }
+
   void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {
 #pragma omp parallel for num_threads(threads_) schedule(dynamic)
     for (int64_t p = 0; p < pairs.size(); ++p) {

@@ -33,17 +33,8 @@ double cut_between(double a, double b) {
 
 }  // namespace
 
-uint64_t child_seed(uint64_t seed, int side) {  // splitmix64's finalizer of seed ^ side
-  uint64_t x = seed ^ static_cast<uint64_t>(side);
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 bool stays_leaf(const TreeRules& rules, int64_t depth, int64_t rows, double impurity) {
-  return (rules.max_depth >= 0 && depth >= rules.max_depth) || rows < rules.min_samples_split ||
-         rows < 2 * rules.min_samples_leaf || impurity <= DBL_EPSILON;
+  return leaf_before_search(rules.max_depth, rules.min_samples_split, rules.min_samples_leaf, depth, rows, impurity);
 }
 
 int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows) {

@@ -7,6 +7,7 @@
 
 #include "binning.hpp"
 #include "criteria.hpp"
+#include "level_growth.hpp"
 #include "gpuml/core/export.hpp"
 
 namespace gpuml {
@@ -48,10 +49,9 @@ GPUML_API Tree grow_tree(const uint8_t* codes, int64_t n, int64_t d, const Featu
                          std::vector<int32_t> rows, const TreeRules& rules, uint64_t seed);
 
 // The pieces of grow_tree that the level-by-level builder (levelwise.cpp) shares with it:
-// a node's children's seeds (side 1 left, 2 right); whether a node stays a leaf before any
-// search (depth, rows, purity); appending a node; making a node a split (the threshold halfway
+// whether a node stays a leaf before any search (level_growth.hpp's rule; child_seed is there
+// too); appending a node; making a node a split (the threshold halfway
 // between the values of bin and next_bin, as scikit-learn cuts between neighbouring values).
-uint64_t child_seed(uint64_t seed, int side);
 bool stays_leaf(const TreeRules& rules, int64_t depth, int64_t rows, double impurity);
 int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows);
 // Room for the most nodes a tree of `rows` in-bag rows can grow under `rules` (2 rows - 1, fewer
