@@ -18,8 +18,12 @@
 // The host reads the split records back, makes the children and sends the next level.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cub/device/device_partition.cuh>
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -668,6 +672,73 @@ __global__ void __launch_bounds__(kOrderBlock) feature_orders_kernel(const Level
   for (int j = 0; j < d; ++j) out[j] = order[j];
 }
 
+// ---- Levels kept on the device (grow_levels): the next level made where the splits are -------
+constexpr int kLevelBlock = 256;
+
+// Each node's flags (level_flags) and how many of its children are searched next.
+__global__ void __launch_bounds__(kLevelBlock) level_flags_kernel(const LevelSplit* __restrict__ splits,
+                                                                  const double* __restrict__ stats,
+                                                                  const double* __restrict__ left, int64_t m, int64_t depth,
+                                                                  LevelGrowth growth, uint8_t* __restrict__ flags,
+                                                                  int32_t* __restrict__ children) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kLevelBlock + threadIdx.x;
+  if (i >= m) return;
+  const LevelSplit s = splits[i];
+  const int k = growth.width;
+  double right[kMaxClasses];
+  const uint8_t f = level_flags(growth, depth, s.found != 0, s.improvement, s.left_rows, s.right_rows, stats + i * k,
+                                left + i * k, right);
+  flags[i] = f;
+  children[i] = ((f & kLeftSearched) != 0 ? 1 : 0) + ((f & kRightSearched) != 0 ? 1 : 0);
+}
+
+__device__ __forceinline__ int32_t capped_rows(int64_t rows) {
+  return rows < INT32_MAX ? static_cast<int32_t>(rows) : INT32_MAX;
+}
+
+// The next level: node i's searched children at at[i] (left, then right), as
+// grow_levels_by_search makes them.
+__global__ void __launch_bounds__(kLevelBlock) next_level_kernel(const LevelNode* __restrict__ nodes,
+                                                                 const double* __restrict__ stats,
+                                                                 const LevelSplit* __restrict__ splits,
+                                                                 const double* __restrict__ left,
+                                                                 const uint8_t* __restrict__ flags,
+                                                                 const int32_t* __restrict__ at, int64_t m, int k,
+                                                                 LevelNode* __restrict__ next, double* __restrict__ next_stats) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kLevelBlock + threadIdx.x;
+  if (i >= m) return;
+  const uint8_t f = flags[i];
+  if ((f & (kLeftSearched | kRightSearched)) == 0) return;
+  const LevelNode p = nodes[i];
+  const LevelSplit s = splits[i];
+  int64_t j = at[i];
+  if ((f & kLeftSearched) != 0) {
+    LevelNode c = p;
+    c.rows = capped_rows(s.left_rows);
+    c.slot_count = s.left_slots;
+    c.seed = child_seed(p.seed, 1);
+    next[j] = c;
+    for (int v = 0; v < k; ++v) next_stats[j * k + v] = left[i * k + v];
+    ++j;
+  }
+  if ((f & kRightSearched) != 0) {
+    LevelNode c = p;
+    c.rows = capped_rows(s.right_rows);
+    c.slot_begin = p.slot_begin + s.left_slots;
+    c.slot_count = p.slot_count - s.left_slots;
+    c.seed = child_seed(p.seed, 2);
+    next[j] = c;
+    for (int v = 0; v < k; ++v) next_stats[j * k + v] = sub_rn(stats[i * k + v], left[i * k + v]);
+  }
+}
+
+// The block kernel's nodes (more than a warp's slots, or every node where warps do not apply).
+struct TakesBlock {
+  const LevelNode* nodes;
+  bool all;
+  __device__ bool operator()(int32_t i) const { return all || nodes[i].slot_count > kWarp; }
+};
+
 class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
  public:
   CudaLevelBackend(const Context& ctx, Comm* comm) : ctx_(ctx), comm_(comm != nullptr && comm->size() > 1 ? comm : nullptr) {}
@@ -715,67 +786,105 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     if (m == 0) return;
     Buffer nodes_d = device(m * sizeof(LevelNode));
     res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode), ctx_.n_threads());
-    // The nodes' feature draw orders: drawn here from their seeds (a thread per node), or past
-    // kDirectDraws features (the engine itself) on the host and sent.
-    Buffer order_d = device(m * d_ * sizeof(int32_t));
-    if (d_ <= kDirectDraws) {
-      const unsigned blocks = static_cast<unsigned>(ceil_div(m, kOrderBlock));
-      auto kernel = d_ <= 32 ? feature_orders_kernel<32> : feature_orders_kernel<kDirectDraws>;
-      kernel<<<blocks, kOrderBlock, 0, res.stream>>>(nodes_d.as<LevelNode>(), m, static_cast<int>(d_), order_d.as<int32_t>());
-      GPUML_CUDA_CHECK_LAUNCH();
-    } else {
-      const std::vector<int32_t> order = level_feature_orders(nodes, d_, ctx_.n_threads());
-      res.copy_to_device(order_d.data(), order.data(), m * d_ * sizeof(int32_t), ctx_.n_threads());
-    }
-    Buffer splits_d = device(m * sizeof(LevelSplit));
-    Buffer left_d = device(m * k_ * sizeof(double));
     // The nodes the block kernel takes, then those of at most a warp's slots (a warp each).
-    const bool warps = regression_ || k_ <= kWarpNodeClasses;
     std::vector<int32_t> node_index;
     node_index.reserve(static_cast<std::size_t>(m));
     for (int64_t i = 0; i < m; ++i)
-      if (!warps || nodes[i].slot_count > kWarp) node_index.push_back(static_cast<int32_t>(i));
+      if (!warp_nodes() || nodes[i].slot_count > kWarp) node_index.push_back(static_cast<int32_t>(i));
     const int64_t big = static_cast<int64_t>(node_index.size());
     for (int64_t i = 0; i < m; ++i)
-      if (warps && nodes[i].slot_count <= kWarp) node_index.push_back(static_cast<int32_t>(i));
+      if (warp_nodes() && nodes[i].slot_count <= kWarp) node_index.push_back(static_cast<int32_t>(i));
     Buffer index_d = device(m * sizeof(int32_t));
     res.copy_to_device(index_d.data(), node_index.data(), m * sizeof(int32_t), ctx_.n_threads());
-
-    GPUML_EXPECT(rules.width == k_, "levelwise CUDA builder: the rules' width does not match the loaded targets");
-    const int cell_bytes = regression_ ? static_cast<int>(sizeof(long long)) : static_cast<int>(sizeof(int32_t));
-    const int per_feature = kFitBlock * (k_ * cell_bytes + static_cast<int>(sizeof(int32_t)));
-    const int cap = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rules.max_features, kSharedBudget / per_feature)));
-    const int shared = cap * per_feature;
-    SplitArgs a{nodes_d.as<LevelNode>(), order_d.as<int32_t>(), codes_.as<uint8_t>(), d_, bins_.as<int32_t>(),
-                regression_ ? nullptr : labels_.as<int32_t>(), regression_ ? units_.as<long long>() : nullptr,
-                {unit_[0], unit_[1]}, rows_[0].as<int32_t>(), weights_[0].as<uint8_t>(),
-                rows_[1].as<int32_t>(), weights_[1].as<uint8_t>(), rules.criterion, k_,
-                rules.max_features, rules.min_samples_leaf, cap, splits_d.as<LevelSplit>(), left_d.as<double>(),
-                index_d.as<int32_t>()};
-    if (big > 0) {
-      auto kernel = regression_ ? split_level_kernel<true> : split_level_kernel<false>;
-      if (shared > kSharedBudget)  // one feature of many classes
-        GPUML_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-      kernel<<<static_cast<unsigned>(big), kFitBlock, shared, res.stream>>>(a);
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
-    if (m > big) {
-      SplitArgs small = a;
-      small.node_index = index_d.as<int32_t>() + big;
-      const unsigned blocks = static_cast<unsigned>(ceil_div(m - big, kWarpNodesPerBlock));
-      if (regression_)
-        split_small_nodes_kernel<true><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
-      else
-        split_small_nodes_kernel<false><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
+    Buffer splits_d = device(m * sizeof(LevelSplit));
+    Buffer left_d = device(m * k_ * sizeof(double));
+    search(nodes_d.as<LevelNode>(), &nodes, m, index_d.as<int32_t>(), big, rules, splits_d.as<LevelSplit>(),
+           left_d.as<double>(), res);
     res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit), ctx_.n_threads());
     res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double), ctx_.n_threads());
   }
 
   void grow_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
                    const LevelGrowth& growth, const LevelSink& sink) override {
-    grow_levels_by_search(*this, roots, root_stats, rules, growth, ctx_.n_threads(), sink);
+    // On the host: over ranks (each level's histograms are summed through the communicator), past
+    // kDirectDraws features (the draws come from the host), or when asked (GPUML_FOREST_HOST_LEVELS=1,
+    // to compare).
+    static const bool host_levels = [] {
+      const char* v = std::getenv("GPUML_FOREST_HOST_LEVELS");
+      return v != nullptr && std::strcmp(v, "1") == 0;
+    }();
+    if (comm_ != nullptr || d_ > kDirectDraws || host_levels) {
+      grow_levels_by_search(*this, roots, root_stats, rules, growth, ctx_.n_threads(), sink);
+      return;
+    }
+    cuda::Resources& res = cuda::activate(ctx_);
+    int64_t m = static_cast<int64_t>(roots.size());
+    const int k = k_;
+    GPUML_EXPECT(growth.width == k && rules.width == k, "levelwise CUDA builder: the rules' width does not match the targets");
+    Buffer nodes_d = device(m * static_cast<int64_t>(sizeof(LevelNode))), stats_d = device(m * k * static_cast<int64_t>(sizeof(double)));
+    if (m > 0) {
+      res.copy_to_device(nodes_d.data(), roots.data(), m * sizeof(LevelNode), ctx_.n_threads());
+      res.copy_to_device(stats_d.data(), root_stats.data(), m * k * sizeof(double), ctx_.n_threads());
+    }
+    std::vector<LevelSplit> splits;
+    std::vector<double> left;
+    std::vector<uint8_t> flags;
+    for (int64_t depth = 0; m > 0; ++depth) {
+      // The level's launch order: the block kernel's nodes first, then the warp kernel's.
+      Buffer index_d = device(m * static_cast<int64_t>(sizeof(int32_t))), big_d = device(sizeof(int32_t));
+      {
+        std::size_t bytes = 0;
+        const thrust::counting_iterator<int32_t> ids(0);
+        const TakesBlock takes{nodes_d.as<LevelNode>(), !warp_nodes()};
+        GPUML_CUDA_CHECK(cub::DevicePartition::If(nullptr, bytes, ids, index_d.as<int32_t>(), big_d.as<int32_t>(),
+                                                  static_cast<int>(m), takes, res.stream));
+        Buffer temp = device(static_cast<int64_t>(bytes));
+        GPUML_CUDA_CHECK(cub::DevicePartition::If(temp.data(), bytes, ids, index_d.as<int32_t>(), big_d.as<int32_t>(),
+                                                  static_cast<int>(m), takes, res.stream));
+      }
+      int32_t big = 0;
+      res.copy_to_host(&big, big_d.data(), sizeof(int32_t));
+      Buffer splits_d = device(m * static_cast<int64_t>(sizeof(LevelSplit))), left_d = device(m * k * static_cast<int64_t>(sizeof(double)));
+      search(nodes_d.as<LevelNode>(), nullptr, m, index_d.as<int32_t>(), big, rules, splits_d.as<LevelSplit>(),
+             left_d.as<double>(), res);
+      // Flags, where each node's children go (a scan of their counts), and the next level.
+      Buffer flags_d = device(m), children_d = device(m * static_cast<int64_t>(sizeof(int32_t))),
+             at_d = device((m + 1) * static_cast<int64_t>(sizeof(int32_t)));
+      const unsigned blocks = static_cast<unsigned>(ceil_div(m, kLevelBlock));
+      level_flags_kernel<<<blocks, kLevelBlock, 0, res.stream>>>(splits_d.as<LevelSplit>(), stats_d.as<double>(),
+                                                                 left_d.as<double>(), m, depth, growth, flags_d.as<uint8_t>(),
+                                                                 children_d.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      GPUML_CUDA_CHECK(cudaMemsetAsync(at_d.data(), 0, sizeof(int32_t), res.stream));
+      {
+        std::size_t bytes = 0;
+        GPUML_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, children_d.as<int32_t>(), at_d.as<int32_t>() + 1,
+                                                       static_cast<int>(m), res.stream));
+        Buffer temp = device(static_cast<int64_t>(bytes));
+        GPUML_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), bytes, children_d.as<int32_t>(), at_d.as<int32_t>() + 1,
+                                                       static_cast<int>(m), res.stream));
+      }
+      Buffer next_d = device(2 * m * static_cast<int64_t>(sizeof(LevelNode))),
+             next_stats_d = device(2 * m * k * static_cast<int64_t>(sizeof(double)));
+      next_level_kernel<<<blocks, kLevelBlock, 0, res.stream>>>(nodes_d.as<LevelNode>(), stats_d.as<double>(),
+                                                                splits_d.as<LevelSplit>(), left_d.as<double>(),
+                                                                flags_d.as<uint8_t>(), at_d.as<int32_t>(), m, k,
+                                                                next_d.as<LevelNode>(), next_stats_d.as<double>());
+      GPUML_CUDA_CHECK_LAUNCH();
+      // The level's records to the host, and the next level's size.
+      splits.resize(static_cast<std::size_t>(m));
+      left.resize(static_cast<std::size_t>(m * k));
+      flags.resize(static_cast<std::size_t>(m));
+      int32_t next_m = 0;
+      res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit), ctx_.n_threads());
+      res.copy_to_host(left.data(), left_d.data(), m * k * sizeof(double), ctx_.n_threads());
+      res.copy_to_host(flags.data(), flags_d.data(), static_cast<std::size_t>(m), ctx_.n_threads());
+      res.copy_to_host(&next_m, at_d.as<int32_t>() + m, sizeof(int32_t));
+      sink(LevelRecords{depth, m, splits.data(), left.data(), flags.data()});
+      nodes_d = std::move(next_d);
+      stats_d = std::move(next_stats_d);
+      m = next_m;
+    }
   }
 
   void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {
@@ -865,6 +974,56 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
   }
 
  private:
+  // Each node's split (split_level's search and partition) of the m nodes at nodes_d (host copy:
+  // nodes, or null where d <= kDirectDraws), launched in the order of index_d: its first big
+  // nodes by the block kernel, the others (at most a warp's slots each) by the warp kernel.
+  void search(const LevelNode* nodes_d, const std::vector<LevelNode>* nodes, int64_t m, const int32_t* index_d, int64_t big,
+              const LevelRules& rules, LevelSplit* splits_d, double* left_d, cuda::Resources& res) {
+    // The nodes' feature draw orders: drawn here from their seeds (a thread per node), or past
+    // kDirectDraws features (the engine itself) on the host and sent.
+    Buffer order_d = device(m * d_ * sizeof(int32_t));
+    if (d_ <= kDirectDraws) {
+      const unsigned blocks = static_cast<unsigned>(ceil_div(m, kOrderBlock));
+      auto kernel = d_ <= 32 ? feature_orders_kernel<32> : feature_orders_kernel<kDirectDraws>;
+      kernel<<<blocks, kOrderBlock, 0, res.stream>>>(nodes_d, m, static_cast<int>(d_), order_d.as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    } else {
+      GPUML_EXPECT(nodes != nullptr, "levelwise CUDA builder: the host's draws need the nodes on the host");
+      const std::vector<int32_t> order = level_feature_orders(*nodes, d_, ctx_.n_threads());
+      res.copy_to_device(order_d.data(), order.data(), m * d_ * sizeof(int32_t), ctx_.n_threads());
+    }
+    GPUML_EXPECT(rules.width == k_, "levelwise CUDA builder: the rules' width does not match the loaded targets");
+    const int cell_bytes = regression_ ? static_cast<int>(sizeof(long long)) : static_cast<int>(sizeof(int32_t));
+    const int per_feature = kFitBlock * (k_ * cell_bytes + static_cast<int>(sizeof(int32_t)));
+    const int cap = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rules.max_features, kSharedBudget / per_feature)));
+    const int shared = cap * per_feature;
+    SplitArgs a{nodes_d, order_d.as<int32_t>(), codes_.as<uint8_t>(), d_, bins_.as<int32_t>(),
+                regression_ ? nullptr : labels_.as<int32_t>(), regression_ ? units_.as<long long>() : nullptr,
+                {unit_[0], unit_[1]}, rows_[0].as<int32_t>(), weights_[0].as<uint8_t>(),
+                rows_[1].as<int32_t>(), weights_[1].as<uint8_t>(), rules.criterion, k_,
+                rules.max_features, rules.min_samples_leaf, cap, splits_d, left_d, index_d};
+    if (big > 0) {
+      auto kernel = regression_ ? split_level_kernel<true> : split_level_kernel<false>;
+      if (shared > kSharedBudget)  // one feature of many classes
+        GPUML_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+      kernel<<<static_cast<unsigned>(big), kFitBlock, shared, res.stream>>>(a);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    if (m > big) {
+      SplitArgs small = a;
+      small.node_index = index_d + big;
+      const unsigned blocks = static_cast<unsigned>(ceil_div(m - big, kWarpNodesPerBlock));
+      if (regression_)
+        split_small_nodes_kernel<true><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
+      else
+        split_small_nodes_kernel<false><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  // Whether small nodes take a warp each (the warp kernel holds at most kWarpNodeClasses classes).
+  bool warp_nodes() const { return regression_ || k_ <= kWarpNodeClasses; }
+
   Buffer device(int64_t bytes) { return Buffer(ctx_, static_cast<std::size_t>(std::max<int64_t>(bytes, 1))); }
 
   // The nodes and pairs on the device (kept alive by nodes_d and pairs_d).
