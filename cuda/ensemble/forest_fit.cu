@@ -826,10 +826,14 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       res.copy_to_device(nodes_d.data(), roots.data(), m * sizeof(LevelNode), ctx_.n_threads());
       res.copy_to_device(stats_d.data(), root_stats.data(), m * k * sizeof(double), ctx_.n_threads());
     }
-    std::vector<LevelSplit> splits;
-    std::vector<double> left;
-    std::vector<uint8_t> flags;
+    // Two sets of host records: the driver makes the trees of one level while the device searches
+    // the next.
+    std::vector<LevelSplit> splits[2];
+    std::vector<double> left[2];
+    std::vector<uint8_t> flags[2];
+    LevelRecords pending;  // count 0: none
     for (int64_t depth = 0; m > 0; ++depth) {
+      const int h = static_cast<int>(depth % 2);
       // The level's launch order: the block kernel's nodes first, then the warp kernel's.
       Buffer index_d = device(m * static_cast<int64_t>(sizeof(int32_t))), big_d = device(sizeof(int32_t));
       {
@@ -871,20 +875,22 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                                                                 flags_d.as<uint8_t>(), at_d.as<int32_t>(), m, k,
                                                                 next_d.as<LevelNode>(), next_stats_d.as<double>());
       GPUML_CUDA_CHECK_LAUNCH();
+      if (pending.count > 0) sink(pending);  // the last level's trees, while this one is searched
       // The level's records to the host, and the next level's size.
-      splits.resize(static_cast<std::size_t>(m));
-      left.resize(static_cast<std::size_t>(m * k));
-      flags.resize(static_cast<std::size_t>(m));
+      splits[h].resize(static_cast<std::size_t>(m));
+      left[h].resize(static_cast<std::size_t>(m * k));
+      flags[h].resize(static_cast<std::size_t>(m));
       int32_t next_m = 0;
-      res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit), ctx_.n_threads());
-      res.copy_to_host(left.data(), left_d.data(), m * k * sizeof(double), ctx_.n_threads());
-      res.copy_to_host(flags.data(), flags_d.data(), static_cast<std::size_t>(m), ctx_.n_threads());
+      res.copy_to_host(splits[h].data(), splits_d.data(), m * sizeof(LevelSplit), ctx_.n_threads());
+      res.copy_to_host(left[h].data(), left_d.data(), m * k * sizeof(double), ctx_.n_threads());
+      res.copy_to_host(flags[h].data(), flags_d.data(), static_cast<std::size_t>(m), ctx_.n_threads());
       res.copy_to_host(&next_m, at_d.as<int32_t>() + m, sizeof(int32_t));
-      sink(LevelRecords{depth, m, splits.data(), left.data(), flags.data()});
+      pending = LevelRecords{depth, m, splits[h].data(), left[h].data(), flags[h].data()};
       nodes_d = std::move(next_d);
       stats_d = std::move(next_stats_d);
       m = next_m;
     }
+    if (pending.count > 0) sink(pending);
   }
 
   void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {
