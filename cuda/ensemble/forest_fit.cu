@@ -15,7 +15,10 @@
 //      feature drawn wins ties, as best_split);
 //   3. the node's slots partitioned through the scratch list and back: left ones first in
 //      order, right ones after them in reverse order.
-// The host reads the split records back, makes the children and sends the next level.
+// In depth-first growth the next level is made here too (grow_levels: each node's flags by
+// level_growth.hpp's rules, a scan, the children written in order), and the host reads each
+// level's records back once and builds the trees from them while the next level is searched.
+// Best-first rounds and searches over ranks go through split_level, the host making the children.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_partition.cuh>
