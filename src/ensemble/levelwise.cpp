@@ -89,7 +89,6 @@ void renumber_depth_first(Tree& tree, int width, RenumberScratch& scratch) {
     side->swap(out);
   }
   permute(tree.feature, old_of, 1, scratch.ints);
-  permute(tree.bin, old_of, 1, scratch.ints);
   permute(tree.threshold, old_of, 1, scratch.doubles);
   permute(tree.stats, old_of, width, scratch.doubles);
   permute(tree.impurity, old_of, 1, scratch.doubles);
@@ -141,8 +140,10 @@ void print_level_costs(const std::vector<LevelCost>& costs, bool rounds) {
   for (const LevelCost& c : costs) total_ms += c.split_ms;
   const char* what = rounds ? "round" : "depth";
   std::fprintf(stderr,
-               "gpuml trace: levelwise trees by %s (split_level: the backend's search and partition of the level, its "
-               "copies and the feature draws included; host: making the children):\n"
+               "gpuml trace: levelwise trees by %s (split_level: the time waiting for the backend's level, its search, "
+               "partition, copies and feature draws, and in depth-first growth its next level; the CUDA backend searches "
+               "a level while the host makes the last one's children, so that time is in host only; host: making the "
+               "children):\n"
                "gpuml trace:   %-7s %6s %10s %10s %10s %13s %13s %14s %6s %9s %9s\n",
                what, what, "levels", "nodes", "<256 slots", "split", "slots", "in-bag rows", "split_level ms", "%",
                "us/node", "host ms");
@@ -378,16 +379,21 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     auto splits_node = [&](const LevelSplit& s) {
       return s.found && !(s.improvement + DBL_EPSILON < rules.min_impurity_decrease);
     };
-    // Makes node a's split s (left: the left side's statistics; flags: level_flags') in its tree:
-    // its two children, and those the flags name appended to next (left, then right). right: k
-    // doubles of scratch.
+    // Makes node's split s in its tree (left: the left side's statistics; right: k doubles of
+    // scratch, set to the right side's): its two children. Returns their ids.
+    auto add_children = [&](Tree& tree, int32_t node, const LevelSplit& s, const double* left, double* right) {
+      const double* stats = tree.stats.data() + static_cast<int64_t>(node) * k;  // read before the arrays grow
+      for (int c = 0; c < k; ++c) right[c] = stats[c] - left[c];
+      const int32_t l = new_node(tree, k, left, stats_impurity(rules.criterion, left, k), s.left_rows);
+      const int32_t r = new_node(tree, k, right, stats_impurity(rules.criterion, right, k), s.right_rows);
+      set_split(tree, bins, node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
+      return std::pair<int32_t, int32_t>(l, r);
+    };
+    // add_children, and those of the children the flags (level_flags') name appended to next
+    // (left, then right), for best-first rounds.
     auto make_children = [&](Tree& tree, const Active& a, const LevelSplit& s, const double* left, uint8_t flags,
                              double* right, std::vector<Active>& next) {
-      const double* node = tree.stats.data() + static_cast<int64_t>(a.node) * k;
-      for (int c = 0; c < k; ++c) right[c] = node[c] - left[c];
-      const int32_t l = new_node(tree, k, left, node_impurity(rules.criterion, left, k), s.left_rows);
-      const int32_t r = new_node(tree, k, right, node_impurity(rules.criterion, right, k), s.right_rows);
-      set_split(tree, bins, a.node, s.feature, s.bin, s.next_bin, s.improvement, l, r);
+      const auto [l, r] = add_children(tree, a.node, s, left, right);
       if ((flags & kLeftSearched) != 0)
         next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, capped_rows(s.left_rows), child_seed(a.seed, 1)});
       if ((flags & kRightSearched) != 0)
@@ -408,8 +414,16 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         const double* stats = trees[first + a.tree].stats.data();
         std::copy(stats, stats + k, root_stats.begin() + static_cast<int64_t>(i) * k);
       }
-      std::vector<std::vector<Active>> next_of;
-      std::vector<Active> next;
+      // The level's nodes as the trees know them (the backend keeps the rest): the next level is
+      // built here from the flags, in the backend's order.
+      struct Placed {
+        int32_t tree, node;
+        int64_t slots;  // its slots (for the trace)
+      };
+      std::vector<Placed> placed(level.size()), next;
+      for (std::size_t i = 0; i < level.size(); ++i) placed[i] = Placed{level[i].tree, level[i].node, level[i].slot_count};
+      level.clear();
+      std::vector<std::vector<Placed>> next_of;
       std::vector<int64_t> tree_begin;
       host_ms += since(t0);
       t0 = now();
@@ -417,13 +431,13 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         const double device = since(t0);
         device_ms += device;
         t0 = now();
-        const int64_t m = static_cast<int64_t>(level.size());
-        GPUML_EXPECT(r.count == m && r.depth == level.front().depth, "levelwise builder: the backend's level is not the driver's");
+        const int64_t m = static_cast<int64_t>(placed.size());
+        GPUML_EXPECT(r.count == m, "levelwise builder: the backend's level is not the driver's");
         ++levels;
         searched += m;
         tree_begin.assign(1, 0);
         for (int64_t i = 1; i < m; ++i)
-          if (level[i].tree != level[i - 1].tree) tree_begin.push_back(i);
+          if (placed[i].tree != placed[i - 1].tree) tree_begin.push_back(i);
         tree_begin.push_back(m);
         const int64_t groups = static_cast<int64_t>(tree_begin.size()) - 1;
         if (static_cast<int64_t>(next_of.size()) < groups) next_of.resize(static_cast<std::size_t>(groups));
@@ -431,14 +445,20 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         for (int64_t g = 0; g < groups; ++g) {
           // The group's tree and list of children are moved to the thread while it appends to them:
           // in their vectors, side by side, their ends would share cache lines with other threads'.
-          Tree& shared_tree = trees[first + level[tree_begin[g]].tree];
+          const int32_t t = placed[tree_begin[g]].tree;
+          Tree& shared_tree = trees[first + t];
           Tree tree = std::move(shared_tree);
-          std::vector<Active> children = std::move(next_of[g]);
+          std::vector<Placed> children = std::move(next_of[g]);
           children.clear();
           std::vector<double> right(static_cast<std::size_t>(k));
-          for (int64_t i = tree_begin[g]; i < tree_begin[g + 1]; ++i)
-            if ((r.flags[i] & kSplitMade) != 0)
-              make_children(tree, level[i], r.splits[i], r.left_stats + i * k, r.flags[i], right.data(), children);
+          for (int64_t i = tree_begin[g]; i < tree_begin[g + 1]; ++i) {
+            const uint8_t flags = r.flags[i];
+            if ((flags & kSplitMade) == 0) continue;
+            const LevelSplit& s = r.splits[i];
+            const auto [left_id, right_id] = add_children(tree, placed[i].node, s, r.left_stats + i * k, right.data());
+            if ((flags & kLeftSearched) != 0) children.push_back(Placed{t, left_id, s.left_slots});
+            if ((flags & kRightSearched) != 0) children.push_back(Placed{t, right_id, placed[i].slots - s.left_slots});
+          }
           shared_tree = std::move(tree);
           next_of[g] = std::move(children);
         }
@@ -453,20 +473,20 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
           c.nodes += m;
           c.split_ms += device;
           for (int64_t i = 0; i < m; ++i) {
-            const Active& a = level[i];
-            c.small += a.slot_count < kSmallNode ? 1 : 0;
-            c.slots += a.slot_count;
+            const Placed& a = placed[i];
+            c.small += a.slots < kSmallNode ? 1 : 0;
+            c.slots += a.slots;
             c.rows += trees[first + a.tree].rows[a.node];
             c.split += (r.flags[i] & kSplitMade) != 0 ? 1 : 0;
           }
         }
-        std::swap(level, next);
+        std::swap(placed, next);
         const double host = since(t0);
         host_ms += host;
         if (tracing) cost_of(r.depth).host_ms += host;
         t0 = now();
       });
-      GPUML_EXPECT(level.empty(), "levelwise builder: the backend stopped before the last level");
+      GPUML_EXPECT(placed.empty(), "levelwise builder: the backend stopped before the last level");
     } else {
       // Best first (grow_tree's max_leaf_nodes): a node's split is searched when the node is
       // made; each round, every tree splits its waiting node of the largest improvement (ties:

@@ -39,7 +39,6 @@ bool stays_leaf(const TreeRules& rules, int64_t depth, int64_t rows, double impu
 
 int32_t new_node(Tree& tree, int width, const double* stats, double impurity, int64_t rows) {
   tree.feature.push_back(-1);
-  tree.bin.push_back(-1);
   tree.left.push_back(-1);
   tree.right.push_back(-1);
   tree.threshold.push_back(0.0);
@@ -57,7 +56,6 @@ void reserve_nodes(Tree& tree, const TreeRules& rules, int64_t rows) {
   const std::size_t nodes = static_cast<std::size_t>(most);
   try {
     tree.feature.reserve(nodes);
-    tree.bin.reserve(nodes);
     tree.left.reserve(nodes);
     tree.right.reserve(nodes);
     tree.threshold.reserve(nodes);
@@ -73,7 +71,6 @@ void reserve_nodes(Tree& tree, const TreeRules& rules, int64_t rows) {
 void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
                int32_t left, int32_t right) {
   tree.feature[node] = static_cast<int32_t>(feature);
-  tree.bin[node] = bin;
   tree.threshold[node] = cut_between(bins.high[bins.bin_index(feature, bin)], bins.low[bins.bin_index(feature, next_bin)]);
   tree.left[node] = left;
   tree.right[node] = right;
@@ -174,7 +171,6 @@ void prune_tree(Tree& tree, Criterion criterion, int width, double ccp_alpha) {
     if (!kept[i] || leaf[i]) continue;
     const int32_t at = id[i];
     out.feature[at] = tree.feature[i];
-    out.bin[at] = tree.bin[i];
     out.threshold[at] = tree.threshold[i];
     out.left[at] = id[tree.left[i]];
     out.right[at] = id[tree.right[i]];

@@ -32,8 +32,8 @@ struct TreeRules {
 
 // Flat node arrays; node 0 is the root. A leaf has feature −1.
 struct Tree {
-  std::vector<int32_t> feature, bin, left, right;
-  std::vector<double> threshold;    // x <= threshold goes left: halfway between the values of bin and the next occupied bin
+  std::vector<int32_t> feature, left, right;
+  std::vector<double> threshold;    // x <= threshold goes left: halfway between the values of the split's bin and the next occupied bin
   std::vector<double> stats;        // nodes x width: the node's summed row statistics
   std::vector<double> impurity;
   std::vector<int64_t> rows;        // n_node_samples
