@@ -60,11 +60,14 @@ void split_group(LevelPrimitives& primitives, Comm& comm, const std::vector<Leve
   std::vector<int64_t> pending(static_cast<std::size_t>(m));
   for (int64_t i = 0; i < m; ++i) pending[i] = i;
   std::vector<int32_t> counts;
+  std::vector<int64_t> pair_begin;  // each pending node's first pair in the round
   while (!pending.empty()) {
     LevelPairs pairs;
     pairs.offset.assign(1, 0);
+    pair_begin.clear();
     for (int64_t i : pending) {
       Drawn& dr = drawn[i];
+      pair_begin.push_back(pairs.size());
       const int64_t want = std::min(rules.max_features - dr.informative, d - dr.taken);
       for (int64_t j = 0; j < want; ++j) {
         const int32_t f = order[(first + i) * d + dr.taken++];
@@ -74,20 +77,26 @@ void split_group(LevelPrimitives& primitives, Comm& comm, const std::vector<Leve
         pairs.offset.push_back(pairs.offset.back() + bins[f]);
       }
     }
+    pair_begin.push_back(pairs.size());
     counts.assign(static_cast<std::size_t>(pairs.offset.back()), 0);
     primitives.count_bins(nodes, pairs, counts);
     comm.allreduce_sum(counts.data(), static_cast<int64_t>(counts.size()));
-    std::vector<int64_t> still;
-    for (int64_t p = 0; p < pairs.size(); ++p) {
-      Drawn& dr = drawn[pairs.node[p]];
-      std::vector<int32_t> occupied;
-      std::vector<int64_t> rows;
-      for (int64_t b = pairs.offset[p]; b < pairs.offset[p + 1]; ++b)
-        if (counts[b] > 0) occupied.push_back(static_cast<int32_t>(b - pairs.offset[p])), rows.push_back(counts[b]);
-      dr.informative += occupied.size() > 1;
-      dr.bins.push_back(std::move(occupied));
-      dr.counts.push_back(std::move(rows));
+    // Each node's occupied bins and their rows, a node a thread (its pairs are consecutive).
+    const int64_t waiting = static_cast<int64_t>(pending.size());
+#pragma omp parallel for num_threads(threads_for(threads, pairs.offset.back())) schedule(dynamic, 64)
+    for (int64_t w = 0; w < waiting; ++w) {
+      Drawn& dr = drawn[pending[w]];
+      for (int64_t p = pair_begin[w]; p < pair_begin[w + 1]; ++p) {
+        std::vector<int32_t> occupied;
+        std::vector<int64_t> rows;
+        for (int64_t b = pairs.offset[p]; b < pairs.offset[p + 1]; ++b)
+          if (counts[b] > 0) occupied.push_back(static_cast<int32_t>(b - pairs.offset[p])), rows.push_back(counts[b]);
+        dr.informative += occupied.size() > 1;
+        dr.bins.push_back(std::move(occupied));
+        dr.counts.push_back(std::move(rows));
+      }
     }
+    std::vector<int64_t> still;
     for (int64_t i : pending)
       if (drawn[i].informative < rules.max_features && drawn[i].taken < d) still.push_back(i);
     pending = std::move(still);
@@ -97,25 +106,32 @@ void split_group(LevelPrimitives& primitives, Comm& comm, const std::vector<Leve
   // occupied bins are its cells, numbered in order.
   LevelPairs pairs;
   pairs.offset.assign(1, 0);
-  std::vector<int32_t> cell_of;
   for (int64_t i = 0; i < m; ++i) {
     const Drawn& dr = drawn[i];
     for (std::size_t j = 0; j < dr.features.size(); ++j) {
       pairs.node.push_back(static_cast<int32_t>(i));
       pairs.feature.push_back(dr.features[j]);
       pairs.offset.push_back(pairs.offset.back() + static_cast<int64_t>(dr.bins[j].size()));
-      const std::size_t at = cell_of.size();
-      cell_of.resize(at + 256, -1);
-      for (std::size_t b = 0; b < dr.bins[j].size(); ++b) cell_of[at + dr.bins[j][b]] = static_cast<int32_t>(b);
+    }
+  }
+  // Each pair's 256 entries: its occupied bins' cell numbers (-1 elsewhere), a node a thread.
+  std::vector<int32_t> cell_of(static_cast<std::size_t>(pairs.size() * 256));
+  std::vector<int64_t> node_pair(static_cast<std::size_t>(m + 1), 0);
+  for (int64_t i = 0; i < m; ++i) node_pair[i + 1] = node_pair[i] + static_cast<int64_t>(drawn[i].features.size());
+#pragma omp parallel for num_threads(threads_for(threads, pairs.size() * 256)) schedule(dynamic, 64)
+  for (int64_t i = 0; i < m; ++i) {
+    const Drawn& dr = drawn[i];
+    for (std::size_t j = 0; j < dr.features.size(); ++j) {
+      int32_t* cells = cell_of.data() + (node_pair[i] + static_cast<int64_t>(j)) * 256;
+      std::fill(cells, cells + 256, -1);
+      for (std::size_t b = 0; b < dr.bins[j].size(); ++b) cells[dr.bins[j][b]] = static_cast<int32_t>(b);
     }
   }
   std::vector<double> stats(static_cast<std::size_t>(pairs.offset.back() * k), 0.0);
   primitives.bin_stats(nodes, pairs, cell_of, stats);
   comm.allreduce_sum(stats.data(), static_cast<int64_t>(stats.size()));
 
-  // The best split of each node (the pairs of node i are consecutive, from its first).
-  std::vector<int64_t> first_pair(static_cast<std::size_t>(m + 1), 0);
-  for (int64_t i = 0; i < m; ++i) first_pair[i + 1] = first_pair[i] + static_cast<int64_t>(drawn[i].features.size());
+  // The best split of each node (the pairs of node i are consecutive, from node_pair[i]).
   std::vector<LevelSplit> group_splits(static_cast<std::size_t>(m));
 #pragma omp parallel for num_threads(threads) schedule(dynamic)
   for (int64_t i = 0; i < m; ++i) {
@@ -132,7 +148,7 @@ void split_group(LevelPrimitives& primitives, Comm& comm, const std::vector<Leve
     for (int64_t j = 0; j < h.n_features; ++j) {
       const int occupied = static_cast<int>(dr.bins[j].size());
       h.bins.push_back(occupied);
-      const double* at = stats.data() + pairs.offset[first_pair[i] + j] * k;
+      const double* at = stats.data() + pairs.offset[node_pair[i] + j] * k;
       std::copy_n(at, occupied * k, h.stats.begin() + j * stride * k);
       std::copy(dr.counts[j].begin(), dr.counts[j].end(), h.rows.begin() + j * stride);
       std::copy(dr.bins[j].begin(), dr.bins[j].end(), h.bin_ids.begin() + j * stride);
