@@ -185,10 +185,16 @@ TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int thr
   for (int64_t t = 0; t < trees; ++t) {
     const uint8_t* w = weights + t * n;
     int64_t at = slots.offset[t];
-    for (int64_t i = 0; i < n; ++i) {
-      if (w[i] == 0) continue;
+    if (at == slots.offset[t + 1]) continue;
+    // Without a branch per row (a bootstrap leaves ~37% of them out, at random): every row up to
+    // the last in-bag one is written at `at`, which moves past the in-bag ones only, so nothing is
+    // written past the tree's slots.
+    int64_t last = n - 1;
+    while (w[last] == 0) --last;
+    for (int64_t i = 0; i <= last; ++i) {
       slots.rows[at] = static_cast<int32_t>(i);
-      slots.weights[at++] = w[i];
+      slots.weights[at] = w[i];
+      at += w[i] != 0 ? 1 : 0;
     }
   }
   return slots;
@@ -299,27 +305,32 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     const uint8_t* this_batch = weights + first * n;  // the batch's trees x n bytes
     std::vector<double> root_weight(static_cast<std::size_t>(count));
     std::vector<char> root_splits(static_cast<std::size_t>(count), 0);
-    // Each root's statistics and row count (k + 1 values per tree), summed over the ranks.
+    const TreeSlots slots = in_bag_slots(this_batch, n, count, threads);  // this rank's rows
+    // Each root's statistics and row count (k + 1 values per tree), summed over the ranks: over
+    // each tree's slots (its in-bag rows). The sums are of integers (weights, and targets in units
+    // of a power of two below 2^53: quantize_targets), so integer sums give grow_tree's doubles.
     std::vector<double> roots(static_cast<std::size_t>(count * (k + 1)), 0.0);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t t = 0; t < count; ++t) {
-      const uint8_t* c = this_batch + t * n;
-      std::vector<double> root(static_cast<std::size_t>(k + 1), 0.0);  // the thread's own (not next to another tree's)
-      int64_t rows = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        if (c[i] == 0) continue;
-        const double w = static_cast<double>(c[i]);
-        if (targets.regression()) {  // exact sums (quantize_targets): grow_tree's bits in any order
-          root[0] += w;
-          root[1] += w * (static_cast<double>(targets.units[2 * i]) * targets.unit[0]);
-          root[2] += w * (static_cast<double>(targets.units[2 * i + 1]) * targets.unit[1]);
-        } else {
-          root[targets.labels[i]] += w;
+      double* root = roots.data() + t * (k + 1);
+      const int64_t begin = slots.offset[t], end = slots.offset[t + 1];
+      if (targets.regression()) {
+        int64_t w_sum = 0, y_sum = 0, q_sum = 0;  // in registers (units may alias a vector's int64s)
+        for (int64_t s = begin; s < end; ++s) {
+          const int64_t i = slots.rows[s], w = slots.weights[s];
+          w_sum += w;
+          y_sum += w * targets.units[2 * i];
+          q_sum += w * targets.units[2 * i + 1];
         }
-        ++rows;
+        root[0] = static_cast<double>(w_sum);
+        root[1] = static_cast<double>(y_sum) * targets.unit[0];
+        root[2] = static_cast<double>(q_sum) * targets.unit[1];
+      } else {
+        std::vector<int64_t> sums(static_cast<std::size_t>(k), 0);  // the thread's own (not next to another tree's)
+        for (int64_t s = begin; s < end; ++s) sums[targets.labels[slots.rows[s]]] += slots.weights[s];
+        for (int c = 0; c < k; ++c) root[c] = static_cast<double>(sums[c]);
       }
-      root[k] = static_cast<double>(rows);
-      std::copy(root.begin(), root.end(), roots.begin() + t * (k + 1));
+      root[k] = static_cast<double>(end - begin);
     }
     if (comm != nullptr) comm->allreduce_sum(roots.data(), static_cast<int64_t>(roots.size()));  // exact: integers
     for (int64_t t = 0; t < count; ++t) {
@@ -332,7 +343,6 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       root_weight[t] = targets.regression() ? root[0] : std::accumulate(root, root + k, 0.0);
       root_splits[t] = !stays_leaf(rules, 0, rows, impurity);
     }
-    const TreeSlots slots = in_bag_slots(this_batch, n, count, threads);  // this rank's rows
     std::vector<Active> level;
     for (int64_t t = 0; t < count; ++t)
       if (root_splits[t])
