@@ -1,12 +1,12 @@
-// The host's share of the level-by-level forest builder (src/ensemble/levelwise.cpp): building the
-// trees from each level's records and renumbering them, with the backend's search left out. A
-// backend stand-in hands over the levels of full-depth regression trees (every target distinct,
-// so every node of two or more rows splits: 2 rows - 1 nodes a tree, as the default
-// RandomForestRegressor grows), splitting each node's rows at a pseudo-random 30-70% point.
-// The levels are recorded once, before the timing: a run is the driver's host work alone, what
-// the CUDA fit pays on the host beside the device (docs/random_forest.md: about half of it in the
-// kernel's page faults on fresh tree arrays). Arguments: rows per tree, trees; the threads are
-// OpenMP's.
+// The host's share of the level-by-level forest builder (src/ensemble/levelwise.cpp): the roots and
+// slot lists, building the trees from each level's records and renumbering them, with the
+// backend's search left out. A backend stand-in hands over the levels of regression trees with
+// every target distinct (at full depth every node of two or more rows splits: 2 rows - 1 nodes a
+// tree, as the default RandomForestRegressor grows), splitting each node's rows at a
+// pseudo-random 30-70% point. The levels are recorded once, before the timing: a run is the
+// driver's host work alone, what the CUDA fit pays on the host beside the device
+// (docs/random_forest.md: about half of it in the kernel's page faults on fresh tree arrays).
+// Arguments: rows per tree, trees, max_depth (0: none); the threads are OpenMP's.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
