@@ -8,11 +8,11 @@
 //      atomics (integer weights, and regression targets in integer units (quantize_targets):
 //      exact, so the sums do not depend on the order of the adds);
 //   2. per feature in draw order: skipped when constant in the node (scikit-learn draws more),
-//      else prefix sums over the bins (CUB block scans) and each threshold's impurity
-//      improvement, one bin per thread, with the host's formulas (criteria.hpp: unfused double
-//      operations and a logarithm of our own), so the scores have the CPU's bits; the block's best,
-//      ties to the lower bin, replaces the node's best only when strictly better (the first
-//      feature drawn wins ties, as best_split);
+//      else prefix sums over the bins (CUB block scans) and each threshold's score (split_proxy,
+//      scikit-learn's ranking), one bin per thread, with the host's formulas (criteria.hpp:
+//      unfused double operations and a logarithm of our own), so the scores have the CPU's bits;
+//      the block's best, ties to the lower bin, replaces the node's best only when strictly better
+//      (the first feature drawn wins ties, as best_split); the winner's impurity improvement last;
 //   3. the node's slots partitioned through the scratch list and back: left ones first in
 //      order, right ones after them in reverse order.
 // In depth-first growth the next level is made here too (grow_levels: each node's flags by
@@ -106,7 +106,7 @@ __global__ void transpose_codes_kernel(const uint8_t* __restrict__ columns, int6
 }
 
 struct Candidate {
-  double improvement;
+  double score;  // split_proxy
   int32_t bin;  // -1: none
   int64_t left_rows;
 };
@@ -115,7 +115,7 @@ struct BetterCandidate {
   __device__ Candidate operator()(const Candidate& a, const Candidate& b) const {
     if (a.bin < 0) return b;
     if (b.bin < 0) return a;
-    if (a.improvement != b.improvement) return a.improvement > b.improvement ? a : b;
+    if (a.score != b.score) return a.score > b.score ? a : b;
     return a.bin < b.bin ? a : b;
   }
 };
@@ -171,6 +171,17 @@ __device__ __forceinline__ LevelSplit split_record(bool found, int32_t feature, 
   return s;
 }
 
+// The winning split's impurity_improvement (split_proxy ranked the candidates): node and left
+// statistics, width of them (at most K).
+template <int K>
+__device__ double winner_improvement(const SplitArgs& a, double root_weight, const double* node, const double* left,
+                                     int width) {
+  double right[K];
+  for (int c = 0; c < width; ++c) right[c] = __dsub_rn(node[c], left[c]);
+  return split_improvement(a.criterion, root_weight, stats_weight(a.criterion, node, width),
+                           stats_impurity(a.criterion, node, width), left, right, width);
+}
+
 template <bool kRegression>
 __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
   using C = Cell<kRegression>;
@@ -193,7 +204,7 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
   const int64_t begin = node.slot_begin, end = node.slot_begin + node.slot_count;
 
   bool found = false;
-  double best_improvement = 0.0;
+  double best_score = 0.0;
   int32_t best_feature = -1, best_bin = -1, best_next = -1;
   int64_t best_left_rows = 0, node_rows = 0;
   int64_t informative = 0, next = 0;
@@ -253,8 +264,6 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
       }
       __syncthreads();
       node_rows = shared_rows;
-      const double node_weight = stats_weight(a.criterion, node_stats, k);
-      const double node_impurity = stats_impurity(a.criterion, node_stats, k);
       Candidate mine{0.0, -1, 0};
       const int64_t right_rows = node_rows - left_rows;
       if (tid + 1 < nb && rows_here > 0 && left_rows >= a.min_samples_leaf && right_rows >= a.min_samples_leaf) {
@@ -266,17 +275,13 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
         const double left_weight = stats_weight(a.criterion, left, k), right_weight = stats_weight(a.criterion, right, k);
         // Poisson: both children need Σ w y above EPSILON (best_split's rule).
         const bool refused = a.criterion == Criterion::poisson && (left[1] <= kPoissonEpsilon || right[1] <= kPoissonEpsilon);
-        if (left_weight > 0.0 && right_weight > 0.0 && !refused) {
-          const double improvement =
-              impurity_improvement(node.root_weight, node_weight, node_impurity, left_weight, stats_impurity(a.criterion, left, k),
-                                   right_weight, stats_impurity(a.criterion, right, k));
-          mine = Candidate{improvement, tid, left_rows};
-        }
+        if (left_weight > 0.0 && right_weight > 0.0 && !refused)
+          mine = Candidate{split_proxy(a.criterion, left, right, k, left_weight, right_weight), tid, left_rows};
       }
       const Candidate best = Reduce(temp.reduce).Reduce(mine, BetterCandidate());
-      if (tid == 0 && best.bin >= 0 && (!found || best.improvement > best_improvement)) {
+      if (tid == 0 && best.bin >= 0 && (!found || best.score > best_score)) {
         found = true;
-        best_improvement = best.improvement;
+        best_score = best.score;
         best_feature = f;
         best_bin = best.bin;
         int after = best.bin + 1;
@@ -293,8 +298,9 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
 
   // The record, and the winner broadcast for the partition.
   if (tid == 0) {
-    a.splits[index] = split_record(found, best_feature, best_bin, best_next, best_improvement, best_left_rows,
-                                   node_rows - best_left_rows, 0);
+    a.splits[index] = split_record(found, best_feature, best_bin, best_next,
+                                   found ? winner_improvement<kMaxClasses>(a, node.root_weight, node_stats, best_left, k) : 0.0,
+                                   best_left_rows, node_rows - best_left_rows, 0);
     for (int c = 0; c < k; ++c) a.left_stats[static_cast<int64_t>(index) * k + c] = found ? best_left[c] : 0.0;
     split_bin = found ? best_bin : -1;
     split_feature = best_feature;
@@ -340,42 +346,286 @@ __global__ void __launch_bounds__(kFitBlock) split_level_kernel(SplitArgs a) {
 
 // ---- Small nodes: a warp each -----------------------------------------------------------------
 // Most nodes of a deep level hold a few dozen slots, and a block per node then spends its time
-// clearing and scanning 256-bin histograms. A node of at most kWarp slots takes a warp: a lane
-// holds a slot; per drawn feature the lanes sort their (code, lane) keys, so that an inclusive
-// scan over the sorted lanes gives each occupied bin's prefix sums, the integers the block
-// kernel's histogram scans give; the thresholds between occupied bins are scored with the same
-// formulas and picked by the same rules (ties: the lower bin; a later feature only when strictly
-// better), and the slots are partitioned as the block kernel partitions them: the same records,
-// bit for bit.
+// clearing and scanning 256-bin histograms. A small node takes a warp instead. Per drawn feature
+// the warp sorts its slots' (code, slot) keys, so that inclusive sums over the sorted slots give
+// each occupied bin's prefix sums, the integers the block kernel's histogram scans give; the
+// thresholds between occupied bins are scored with the same formulas (split_proxy) and picked by
+// the same rules (ties: the lower bin; a later feature only when strictly better), and the slots
+// are partitioned as the block kernel partitions them: the same records, bit for bit.
+//  - Regression: nodes of up to kWarp x J slots (J = 1 up to 32 slots, J = kWideSlots up to
+//    128), a lane holding J slots (element e = j * kWarp + lane). Only what the score needs is
+//    summed per feature (W and S; Q too for poisson); the winner's left statistics are summed
+//    once, over the slots that go left, as the slots are partitioned.
+//  - Classification: nodes of up to kWarp slots, a lane holding a slot's k class weights (up to
+//    kWarpNodeClasses). (The regression kernel's layout did not give the host's classification
+//    splits at every node on the H200, a bug not found yet: LevelwiseTreesGpu.SplitLevel* finds it.)
 constexpr int kWarpNodeClasses = 8;   // more classes: the block kernel (a lane holds k sums)
 constexpr int kWarpNodesPerBlock = 8;
+constexpr int kWideSlots = 4;         // slots a lane in the wide warp kernel: nodes of up to 128 slots
+constexpr unsigned kAllLanes = 0xffffffffu;
+constexpr int kInactiveBin = 256;     // weight-0 and padding elements sort after every code
+constexpr int kElementBits = 7;       // an element's index in its key (kWarp * kWideSlots <= 128)
 
-// The lanes' keys in ascending order (bitonic network over the warp).
-__device__ __forceinline__ uint32_t warp_sort(uint32_t key) {
+// The warp's J x kWarp keys in ascending order of e (bitonic network: partners across lanes by
+// shuffles, partners in one lane's registers directly).
+template <int J>
+__device__ __forceinline__ void warp_sort(uint32_t (&key)[J]) {
   const int lane = threadIdx.x % kWarp;
-  for (int size = 2; size <= kWarp; size <<= 1)
+#pragma unroll
+  for (int size = 2; size <= kWarp * J; size <<= 1) {
+#pragma unroll
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      const uint32_t other = __shfl_xor_sync(0xffffffffu, key, stride);
-      const bool ascending = (lane & size) == 0, lower = (lane & stride) == 0;
-      key = (lower == ascending) ? min(key, other) : max(key, other);
+      if (stride >= kWarp) {
+        const int s = stride / kWarp;
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+          if ((j & s) != 0) continue;
+          const bool ascending = ((j * kWarp) & size) == 0;
+          const uint32_t lo = min(key[j], key[j + s]), hi = max(key[j], key[j + s]);
+          key[j] = ascending ? lo : hi;
+          key[j + s] = ascending ? hi : lo;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+          const int e = j * kWarp + lane;
+          const uint32_t other = __shfl_xor_sync(kAllLanes, key[j], stride);
+          const bool ascending = (e & size) == 0, lower = (e & stride) == 0;
+          key[j] = (lower == ascending) ? min(key[j], other) : max(key[j], other);
+        }
+      }
     }
-  return key;
+  }
 }
 
-template <typename V>
-__device__ __forceinline__ V warp_inclusive_sum(V v) {
+// Inclusive sums over the elements in the order of e.
+template <int J, typename V>
+__device__ __forceinline__ void warp_inclusive_sums(V (&v)[J]) {
   const int lane = threadIdx.x % kWarp;
-  for (int offset = 1; offset < kWarp; offset <<= 1) {
-    const V up = __shfl_up_sync(0xffffffffu, v, offset);
-    if (lane >= offset) v += up;
+  V carry = 0;
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    V x = v[j];
+#pragma unroll
+    for (int offset = 1; offset < kWarp; offset <<= 1) {
+      const V up = __shfl_up_sync(kAllLanes, x, offset);
+      if (lane >= offset) x += up;
+    }
+    x += carry;
+    v[j] = x;
+    carry = __shfl_sync(kAllLanes, x, kWarp - 1);
   }
+}
+
+__device__ __forceinline__ long long warp_total(long long v) {
+  for (int offset = kWarp / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(kAllLanes, v, offset);
   return v;
 }
 
-template <bool kRegression>
-__global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_kernel(SplitArgs a, int64_t count) {
-  constexpr int K = kRegression ? 3 : kWarpNodeClasses;
-  constexpr unsigned kAll = 0xffffffffu;
+// v[j] of the lane's register j (j the same on every lane).
+template <int J, typename V>
+__device__ __forceinline__ V register_at(const V (&v)[J], int j) {
+  V out = v[0];
+#pragma unroll
+  for (int i = 1; i < J; ++i)
+    if (i == j) out = v[i];
+  return out;
+}
+
+// The warp's slots' cells, read by sorted position: W, S and Q in units (Q: Σ w y² or Σ w y log y).
+template <int J>
+struct WarpSlots {
+  static constexpr int N = kWarp * J;
+  int32_t weight[kWarpNodesPerBlock][N];
+  long long sum[kWarpNodesPerBlock][N];
+  long long third[kWarpNodesPerBlock][N];
+};
+
+template <int J>
+__global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_regression_kernel(SplitArgs a, int64_t count) {
+  constexpr int K = 3;
+  using V = long long;
+  __shared__ WarpSlots<J> slots;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t w_index = blockIdx.x * int64_t(kWarpNodesPerBlock) + warp;
+  if (w_index >= count) return;  // (a whole warp; no block barrier below)
+  const int32_t index = a.node_index[w_index];
+  const LevelNode node = a.nodes[index];
+  const int32_t* order = a.order + static_cast<int64_t>(index) * a.d;
+  const int64_t begin = node.slot_begin, end = node.slot_begin + node.slot_count;
+  const bool third_scored = a.criterion == Criterion::poisson;  // the poisson score reads Σ w y log y
+  int32_t row[J];
+  uint8_t weight[J];
+  V node_cells[K];
+#pragma unroll
+  for (int c = 0; c < K; ++c) node_cells[c] = 0;
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int e = j * kWarp + lane;
+    const bool valid = begin + e < end;
+    row[j] = valid ? a.rows_in[begin + e] : 0;
+    weight[j] = valid ? a.weights_in[begin + e] : 0;
+    const int w = weight[j];
+    const long long s = w > 0 ? w * a.units[2 * static_cast<int64_t>(row[j])] : 0;
+    const long long q = w > 0 ? w * a.units[2 * static_cast<int64_t>(row[j]) + 1] : 0;
+    slots.weight[warp][e] = w;
+    slots.sum[warp][e] = s;
+    slots.third[warp][e] = q;
+    node_cells[0] += w;
+    node_cells[1] += s;
+    node_cells[2] += q;
+  }
+  __syncwarp();
+  auto value = [&](long long cell, int c) { return c == 0 ? static_cast<double>(cell) : static_cast<double>(cell) * a.unit[c - 1]; };
+  double node_stats[K];
+  int64_t node_rows = 0;
+#pragma unroll
+  for (int c = 0; c < K; ++c) node_stats[c] = value(warp_total(node_cells[c]), c);
+#pragma unroll
+  for (int j = 0; j < J; ++j) node_rows += __popc(__ballot_sync(kAllLanes, weight[j] > 0));
+
+  bool found = false, informative_seen = false;
+  double best_score = 0.0;
+  int32_t best_feature = -1, best_bin = -1, best_next = -1;
+  int64_t best_left_rows = 0;
+  int64_t informative = 0;
+  for (int64_t next = 0; next < a.d && informative < a.max_features; ++next) {
+    const int32_t f = order[next];
+    uint32_t key[J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const uint32_t code = weight[j] > 0 ? a.codes[static_cast<int64_t>(row[j]) * a.d + f] : kInactiveBin;
+      key[j] = (code << kElementBits) | static_cast<uint32_t>(j * kWarp + lane);
+    }
+    warp_sort<J>(key);
+    int bin[J], next_bin[J], from[J];
+    bool bin_end[J];
+    int ends = 0;
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      bin[j] = static_cast<int>(key[j] >> kElementBits);
+      from[j] = static_cast<int>(key[j] & ((1u << kElementBits) - 1));
+    }
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int down = __shfl_down_sync(kAllLanes, bin[j], 1);
+      const int next_first = j + 1 < J ? __shfl_sync(kAllLanes, bin[(j + 1) % J], 0) : kInactiveBin + 1;
+      next_bin[j] = lane == kWarp - 1 ? next_first : down;
+      bin_end[j] = bin[j] < kInactiveBin && next_bin[j] != bin[j];
+      ends += __popc(__ballot_sync(kAllLanes, bin_end[j]));
+    }
+    if (ends <= 1) continue;  // constant in this node
+    ++informative;
+    informative_seen = true;
+    // The left side's sums at each sorted element (weight-0 elements sort last and add nothing).
+    V left[K][J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const bool counted = bin[j] < kInactiveBin;
+      left[0][j] = counted ? slots.weight[warp][from[j]] : 0;
+      left[1][j] = counted ? slots.sum[warp][from[j]] : 0;
+      left[2][j] = counted && third_scored ? slots.third[warp][from[j]] : 0;
+    }
+    warp_inclusive_sums<J>(left[0]);
+    warp_inclusive_sums<J>(left[1]);
+    if (third_scored) warp_inclusive_sums<J>(left[2]);
+    // The lane's best threshold (after a bin's last element), then the warp's.
+    double top = 0.0;
+    int top_e = INT_MAX;
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int e = j * kWarp + lane;
+      const int64_t left_rows = e + 1, right_rows = node_rows - left_rows;  // elements up to e are all counted
+      if (!bin_end[j] || left_rows < a.min_samples_leaf || right_rows < a.min_samples_leaf) continue;
+      double l[K], r[K];
+#pragma unroll
+      for (int c = 0; c < K; ++c) {
+        l[c] = value(left[c][j], c);
+        r[c] = __dsub_rn(node_stats[c], l[c]);
+      }
+      const double left_weight = stats_weight(a.criterion, l, K), right_weight = stats_weight(a.criterion, r, K);
+      const bool refused = a.criterion == Criterion::poisson && (l[1] <= kPoissonEpsilon || r[1] <= kPoissonEpsilon);
+      if (!(left_weight > 0.0) || !(right_weight > 0.0) || refused) continue;
+      const double score = split_proxy(a.criterion, l, r, K, left_weight, right_weight);
+      if (top_e == INT_MAX || score > top) {  // e ascends with j: ties keep the lower bin
+        top = score;
+        top_e = e;
+      }
+    }
+    const bool candidate = top_e != INT_MAX;
+    if (!__any_sync(kAllLanes, candidate)) continue;
+    double warp_top = candidate ? top : -INFINITY;
+    for (int offset = kWarp / 2; offset > 0; offset >>= 1) warp_top = fmax(warp_top, __shfl_xor_sync(kAllLanes, warp_top, offset));
+    const int e_best = __reduce_min_sync(kAllLanes, candidate && top == warp_top ? top_e : INT_MAX);
+    if (e_best == INT_MAX) continue;  // (scores are never NaN: both sides weigh > 0)
+    if (!found || warp_top > best_score) {
+      found = true;
+      best_score = warp_top;
+      best_feature = f;
+      const int j_best = e_best / kWarp, lane_best = e_best % kWarp;
+      best_bin = __shfl_sync(kAllLanes, register_at<J>(bin, j_best), lane_best);
+      best_next = __shfl_sync(kAllLanes, register_at<J>(next_bin, j_best), lane_best);
+      best_left_rows = e_best + 1;
+    }
+  }
+
+  // The partition (left slots first in order, right ones after them in reverse order) and the
+  // winner's left statistics, summed over the slots that go left.
+  int64_t lefts = 0;
+  V left_cells[K];
+#pragma unroll
+  for (int c = 0; c < K; ++c) left_cells[c] = 0;
+  if (found) {
+    bool go_left[J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int e = j * kWarp + lane;
+      go_left[j] = begin + e < end && a.codes[static_cast<int64_t>(row[j]) * a.d + best_feature] <= best_bin;
+      if (go_left[j]) {
+        left_cells[0] += weight[j];
+        left_cells[1] += slots.sum[warp][e];
+        left_cells[2] += slots.third[warp][e];
+      }
+    }
+    __syncwarp();  // every lane has read its slots
+    int before = 0;  // left slots among the earlier elements
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int e = j * kWarp + lane;
+      const unsigned mask = __ballot_sync(kAllLanes, go_left[j]);
+      const int position = before + __popc(mask & ((1u << lane) - 1u));
+      if (begin + e < end) {
+        const int64_t dst = go_left[j] ? begin + position : end - 1 - (e - position);
+        a.rows_in[dst] = row[j];
+        a.weights_in[dst] = weight[j];
+      }
+      before += __popc(mask);
+    }
+    lefts = before;
+  }
+  double best_left[K];
+#pragma unroll
+  for (int c = 0; c < K; ++c) best_left[c] = found ? value(warp_total(left_cells[c]), c) : 0.0;
+  if (lane == 0) {
+    // right_rows: (informative_seen ? node_rows : 0) is the block kernel's count, from a scan.
+    a.splits[index] = split_record(found, best_feature, best_bin, best_next,
+                                   found ? winner_improvement<K>(a, node.root_weight, node_stats, best_left, K) : 0.0,
+                                   best_left_rows, (informative_seen ? node_rows : 0) - best_left_rows, lefts);
+  }
+  if (lane < K) {
+    double v = 0.0;
+#pragma unroll
+    for (int c = 0; c < K; ++c)
+      if (c == lane) v = best_left[c];
+    a.left_stats[static_cast<int64_t>(index) * K + lane] = v;
+  }
+}
+
+// Classification's small nodes (up to kWarp slots, at most kWarpNodeClasses classes): a lane
+// holds a slot and its k class weights.
+__global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_class_nodes_kernel(SplitArgs a, int64_t count) {
+  constexpr int K = kWarpNodeClasses;
+  constexpr unsigned kAll = kAllLanes;
   const int lane = threadIdx.x % kWarp;
   const int64_t w_index = blockIdx.x * int64_t(kWarpNodesPerBlock) + threadIdx.x / kWarp;
   if (w_index >= count) return;  // (a whole warp)
@@ -393,20 +643,11 @@ __global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_
 #pragma unroll
   for (int c = 0; c < K; ++c) mine[c] = 0;
   if (active) {
-    if constexpr (kRegression) {
-      mine[0] = w;
-      mine[1] = w * a.units[2 * static_cast<int64_t>(row)];
-      mine[2] = w * a.units[2 * static_cast<int64_t>(row) + 1];
-    } else {
-      const int label = a.labels[row];
+    const int label = a.labels[row];
 #pragma unroll
-      for (int c = 0; c < K; ++c) mine[c] = c == label ? w : 0;
-    }
+    for (int c = 0; c < K; ++c) mine[c] = c == label ? w : 0;
   }
-  auto value = [&](long long cell, int c) {
-    if constexpr (kRegression) return c == 0 ? static_cast<double>(cell) : static_cast<double>(cell) * a.unit[c - 1];
-    return static_cast<double>(cell);
-  };
+  auto value = [](long long cell, int) { return static_cast<double>(cell); };
   double node_stats[K];
 #pragma unroll
   for (int c = 0; c < K; ++c) {
@@ -415,11 +656,9 @@ __global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_
     node_stats[c] = c < k ? value(total, c) : 0.0;
   }
   const int64_t node_rows = __popc(__ballot_sync(kAll, active));
-  const double node_weight = stats_weight(a.criterion, node_stats, k);
-  const double node_impurity = stats_impurity(a.criterion, node_stats, k);
 
   bool found = false, informative_seen = false;
-  double best_improvement = 0.0;
+  double best_score = 0.0;
   int32_t best_feature = -1, best_bin = -1, best_next = -1;
   int64_t best_left_rows = 0;
   double best_left[K];
@@ -430,13 +669,18 @@ __global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_
     const int32_t f = order[next];
     // Inactive slots (weight 0) sort after every code, as bin 256.
     const uint32_t code = active ? a.codes[static_cast<int64_t>(row) * a.d + f] : 256u;
-    const uint32_t key = warp_sort((code << 5) | static_cast<uint32_t>(lane));
-    const int from = static_cast<int>(key & 31u), bin = static_cast<int>(key >> 5);
+    uint32_t key[1] = {(code << 5) | static_cast<uint32_t>(lane)};
+    warp_sort<1>(key);
+    const int from = static_cast<int>(key[0] & 31u), bin = static_cast<int>(key[0] >> 5);
     const bool counted = bin < 256;
     long long left[K];
 #pragma unroll
-    for (int c = 0; c < K; ++c) left[c] = warp_inclusive_sum(__shfl_sync(kAll, mine[c], from));
-    const int64_t left_rows = warp_inclusive_sum(counted ? 1 : 0);
+    for (int c = 0; c < K; ++c) {
+      long long sums[1] = {__shfl_sync(kAll, mine[c], from)};
+      warp_inclusive_sums<1>(sums);
+      left[c] = sums[0];
+    }
+    const int64_t left_rows = lane + 1;  // counted slots sort first
     const int next_bin = __shfl_down_sync(kAll, bin, 1);
     const bool bin_end = counted && (lane == kWarp - 1 || next_bin != bin);
     const unsigned ends = __ballot_sync(kAll, bin_end);
@@ -445,7 +689,7 @@ __global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_
     informative_seen = true;
     // A threshold after each occupied bin but the last.
     const bool later = lane < kWarp - 1 && (ends >> (lane + 1)) != 0u;
-    double improvement = 0.0;
+    double score = 0.0;
     bool candidate = false;
     const int64_t right_rows = node_rows - left_rows;
     if (bin_end && later && left_rows >= a.min_samples_leaf && right_rows >= a.min_samples_leaf) {
@@ -458,13 +702,12 @@ __global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_
       const double left_weight = stats_weight(a.criterion, l, k), right_weight = stats_weight(a.criterion, r, k);
       const bool refused = a.criterion == Criterion::poisson && (l[1] <= kPoissonEpsilon || r[1] <= kPoissonEpsilon);
       if (left_weight > 0.0 && right_weight > 0.0 && !refused) {
-        improvement = impurity_improvement(node.root_weight, node_weight, node_impurity, left_weight,
-                                           stats_impurity(a.criterion, l, k), right_weight, stats_impurity(a.criterion, r, k));
+        score = split_proxy(a.criterion, l, r, k, left_weight, right_weight);
         candidate = true;
       }
     }
-    // The warp's best (BetterCandidate's order: greater improvement, then the lower bin).
-    double top = improvement;
+    // The warp's best (BetterCandidate's order: greater score, then the lower bin).
+    double top = score;
     int top_bin = candidate ? bin : -1, top_lane = lane;
     for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
       const double other = __shfl_xor_sync(kAll, top, offset);
@@ -477,9 +720,9 @@ __global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_
         top_lane = other_lane;
       }
     }
-    if (top_bin >= 0 && (!found || top > best_improvement)) {
+    if (top_bin >= 0 && (!found || top > best_score)) {
       found = true;
-      best_improvement = top;
+      best_score = top;
       best_feature = f;
       best_bin = top_bin;
       best_next = __shfl_sync(kAll, bin, top_lane + 1);  // the next occupied bin's first sorted lane
@@ -505,8 +748,9 @@ __global__ void __launch_bounds__(kWarp * kWarpNodesPerBlock) split_small_nodes_
   }
   if (lane == 0) {
     // right_rows: (informative_seen ? node_rows : 0) is the block kernel's count, from a scan.
-    a.splits[index] = split_record(found, best_feature, best_bin, best_next, best_improvement, best_left_rows,
-                                   (informative_seen ? node_rows : 0) - best_left_rows, lefts);
+    a.splits[index] = split_record(found, best_feature, best_bin, best_next,
+                                   found ? winner_improvement<K>(a, node.root_weight, node_stats, best_left, k) : 0.0,
+                                   best_left_rows, (informative_seen ? node_rows : 0) - best_left_rows, lefts);
   }
   if (lane < k) {
     double v = 0.0;
@@ -735,11 +979,30 @@ __global__ void __launch_bounds__(kLevelBlock) next_level_kernel(const LevelNode
   }
 }
 
-// The block kernel's nodes (more than a warp's slots, or every node where warps do not apply).
-struct TakesBlock {
+// Which kernel searches a node: the warp kernel (up to kWarp slots), the wide one (regression, up to
+// kWarp x kWideSlots), else the block kernel (also every node where warps do not apply: many classes).
+enum class NodeKernel { warp, wide, block };
+__host__ __device__ inline NodeKernel node_kernel(int64_t slot_count, bool warps, bool wide) {
+  if (warps && slot_count <= kWarp) return NodeKernel::warp;
+  return wide && slot_count <= kWarp * kWideSlots ? NodeKernel::wide : NodeKernel::block;
+}
+struct SearchedBy {
   const LevelNode* nodes;
-  bool all;
-  __device__ bool operator()(int32_t i) const { return all || nodes[i].slot_count > kWarp; }
+  bool warps, wide;
+  NodeKernel kernel;
+  __device__ bool operator()(int32_t i) const { return node_kernel(nodes[i].slot_count, warps, wide) == kernel; }
+};
+
+// A level's launch order: its nodes (indices into the level) by kernel, each list at its own
+// place of one buffer of 3 x m.
+struct LaunchOrder {
+  const int32_t* index = nullptr;  // [warp nodes | m][wide nodes | m][block nodes | m]
+  int64_t m = 0;
+  int64_t warp = 0, wide = 0;      // the block kernel's: m - warp - wide
+  const int32_t* of(NodeKernel kernel) const { return index + static_cast<int64_t>(kernel) * m; }
+  int64_t count(NodeKernel kernel) const {
+    return kernel == NodeKernel::warp ? warp : kernel == NodeKernel::wide ? wide : m - warp - wide;
+  }
 };
 
 class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
@@ -789,20 +1052,19 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     if (m == 0) return;
     Buffer nodes_d = device(m * sizeof(LevelNode));
     res.copy_to_device(nodes_d.data(), nodes.data(), m * sizeof(LevelNode), ctx_.n_threads());
-    // The nodes the block kernel takes, then those of at most a warp's slots (a warp each).
-    std::vector<int32_t> node_index;
-    node_index.reserve(static_cast<std::size_t>(m));
-    for (int64_t i = 0; i < m; ++i)
-      if (!warp_nodes() || nodes[i].slot_count > kWarp) node_index.push_back(static_cast<int32_t>(i));
-    const int64_t big = static_cast<int64_t>(node_index.size());
-    for (int64_t i = 0; i < m; ++i)
-      if (warp_nodes() && nodes[i].slot_count <= kWarp) node_index.push_back(static_cast<int32_t>(i));
-    Buffer index_d = device(m * sizeof(int32_t));
-    res.copy_to_device(index_d.data(), node_index.data(), m * sizeof(int32_t), ctx_.n_threads());
+    // The launch order: the nodes of each kernel.
+    std::vector<int32_t> node_index(static_cast<std::size_t>(3 * m));
+    int64_t counts[3] = {0, 0, 0};
+    for (int64_t i = 0; i < m; ++i) {
+      const int kernel = static_cast<int>(node_kernel(nodes[i].slot_count, warp_nodes(), regression_));
+      node_index[kernel * m + counts[kernel]++] = static_cast<int32_t>(i);
+    }
+    Buffer index_d = device(3 * m * static_cast<int64_t>(sizeof(int32_t)));
+    res.copy_to_device(index_d.data(), node_index.data(), 3 * m * sizeof(int32_t), ctx_.n_threads());
     Buffer splits_d = device(m * sizeof(LevelSplit));
     Buffer left_d = device(m * k_ * sizeof(double));
-    search(nodes_d.as<LevelNode>(), &nodes, m, index_d.as<int32_t>(), big, rules, splits_d.as<LevelSplit>(),
-           left_d.as<double>(), res);
+    search(nodes_d.as<LevelNode>(), &nodes, LaunchOrder{index_d.as<int32_t>(), m, counts[0], counts[1]}, rules,
+           splits_d.as<LevelSplit>(), left_d.as<double>(), res);
     res.copy_to_host(splits.data(), splits_d.data(), m * sizeof(LevelSplit), ctx_.n_threads());
     res.copy_to_host(left_stats.data(), left_d.data(), m * k_ * sizeof(double), ctx_.n_threads());
   }
@@ -837,23 +1099,25 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     LevelRecords pending;  // count 0: none
     for (int64_t depth = 0; m > 0; ++depth) {
       const int h = static_cast<int>(depth % 2);
-      // The level's launch order: the block kernel's nodes first, then the warp kernel's.
-      Buffer index_d = device(m * static_cast<int64_t>(sizeof(int32_t))), big_d = device(sizeof(int32_t));
+      // The level's launch order: the nodes of each kernel (a three-way partition).
+      Buffer index_d = device(3 * m * static_cast<int64_t>(sizeof(int32_t))), counts_d = device(2 * sizeof(int32_t));
       {
         std::size_t bytes = 0;
         const thrust::counting_iterator<int32_t> ids(0);
-        const TakesBlock takes{nodes_d.as<LevelNode>(), !warp_nodes()};
-        GPUML_CUDA_CHECK(cub::DevicePartition::If(nullptr, bytes, ids, index_d.as<int32_t>(), big_d.as<int32_t>(),
-                                                  static_cast<int>(m), takes, res.stream));
+        int32_t* index = index_d.as<int32_t>();
+        const SearchedBy by_warp{nodes_d.as<LevelNode>(), warp_nodes(), regression_, NodeKernel::warp};
+        const SearchedBy by_wide{nodes_d.as<LevelNode>(), warp_nodes(), regression_, NodeKernel::wide};
+        GPUML_CUDA_CHECK(cub::DevicePartition::If(nullptr, bytes, ids, index, index + m, index + 2 * m,
+                                                  counts_d.as<int32_t>(), static_cast<int>(m), by_warp, by_wide, res.stream));
         Buffer temp = device(static_cast<int64_t>(bytes));
-        GPUML_CUDA_CHECK(cub::DevicePartition::If(temp.data(), bytes, ids, index_d.as<int32_t>(), big_d.as<int32_t>(),
-                                                  static_cast<int>(m), takes, res.stream));
+        GPUML_CUDA_CHECK(cub::DevicePartition::If(temp.data(), bytes, ids, index, index + m, index + 2 * m,
+                                                  counts_d.as<int32_t>(), static_cast<int>(m), by_warp, by_wide, res.stream));
       }
-      int32_t big = 0;
-      res.copy_to_host(&big, big_d.data(), sizeof(int32_t));
+      int32_t counts[2] = {0, 0};
+      res.copy_to_host(counts, counts_d.data(), sizeof(counts));
       Buffer splits_d = device(m * static_cast<int64_t>(sizeof(LevelSplit))), left_d = device(m * k * static_cast<int64_t>(sizeof(double)));
-      search(nodes_d.as<LevelNode>(), nullptr, m, index_d.as<int32_t>(), big, rules, splits_d.as<LevelSplit>(),
-             left_d.as<double>(), res);
+      search(nodes_d.as<LevelNode>(), nullptr, LaunchOrder{index_d.as<int32_t>(), m, counts[0], counts[1]}, rules,
+             splits_d.as<LevelSplit>(), left_d.as<double>(), res);
       // Flags, where each node's children go (a scan of their counts), and the next level.
       Buffer flags_d = device(m), children_d = device(m * static_cast<int64_t>(sizeof(int32_t))),
              at_d = device((m + 1) * static_cast<int64_t>(sizeof(int32_t)));
@@ -983,11 +1247,11 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
   }
 
  private:
-  // Each node's split (split_level's search and partition) of the m nodes at nodes_d (host copy:
-  // nodes, or null where d <= kDirectDraws), launched in the order of index_d: its first big
-  // nodes by the block kernel, the others (at most a warp's slots each) by the warp kernel.
-  void search(const LevelNode* nodes_d, const std::vector<LevelNode>* nodes, int64_t m, const int32_t* index_d, int64_t big,
+  // Each node's split (split_level's search and partition) of the launch's m nodes at nodes_d
+  // (host copy: nodes, or null where d <= kDirectDraws), each list of nodes by its kernel.
+  void search(const LevelNode* nodes_d, const std::vector<LevelNode>* nodes, const LaunchOrder& launch,
               const LevelRules& rules, LevelSplit* splits_d, double* left_d, cuda::Resources& res) {
+    const int64_t m = launch.m;
     // The nodes' feature draw orders: drawn here from their seeds (a thread per node), or past
     // kDirectDraws features (the engine itself) on the host and sent.
     Buffer order_d = device(m * d_ * sizeof(int32_t));
@@ -1010,22 +1274,23 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                 regression_ ? nullptr : labels_.as<int32_t>(), regression_ ? units_.as<long long>() : nullptr,
                 {unit_[0], unit_[1]}, rows_[0].as<int32_t>(), weights_[0].as<uint8_t>(),
                 rows_[1].as<int32_t>(), weights_[1].as<uint8_t>(), rules.criterion, k_,
-                rules.max_features, rules.min_samples_leaf, cap, splits_d, left_d, index_d};
-    if (big > 0) {
+                rules.max_features, rules.min_samples_leaf, cap, splits_d, left_d, launch.of(NodeKernel::block)};
+    if (const int64_t big = launch.count(NodeKernel::block); big > 0) {
       auto kernel = regression_ ? split_level_kernel<true> : split_level_kernel<false>;
       if (shared > kSharedBudget)  // one feature of many classes
         GPUML_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
       kernel<<<static_cast<unsigned>(big), kFitBlock, shared, res.stream>>>(a);
       GPUML_CUDA_CHECK_LAUNCH();
     }
-    if (m > big) {
+    for (const NodeKernel by : {NodeKernel::wide, NodeKernel::warp}) {
+      const int64_t count = launch.count(by);
+      if (count == 0) continue;
       SplitArgs small = a;
-      small.node_index = index_d + big;
-      const unsigned blocks = static_cast<unsigned>(ceil_div(m - big, kWarpNodesPerBlock));
-      if (regression_)
-        split_small_nodes_kernel<true><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
-      else
-        split_small_nodes_kernel<false><<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, m - big);
+      small.node_index = launch.of(by);
+      const unsigned blocks = static_cast<unsigned>(ceil_div(count, kWarpNodesPerBlock));
+      auto kernel = !regression_ ? split_small_class_nodes_kernel
+                                 : by == NodeKernel::wide ? split_small_regression_kernel<kWideSlots> : split_small_regression_kernel<1>;
+      kernel<<<blocks, kWarp * kWarpNodesPerBlock, 0, res.stream>>>(small, count);
       GPUML_CUDA_CHECK_LAUNCH();
     }
   }

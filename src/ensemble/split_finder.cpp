@@ -66,6 +66,7 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
   if (!(node_weight > 0.0)) return best;
 
   std::vector<double> left(static_cast<std::size_t>(width)), right(static_cast<std::size_t>(width)), right_target;
+  double best_proxy = 0.0;
   for (int64_t f = 0; f < h.n_features; ++f) {
     const double* stats = h.stats.data() + static_cast<std::size_t>(f) * h.max_bins * width;
     const int64_t* rows = h.rows.data() + static_cast<std::size_t>(f) * h.max_bins;
@@ -96,12 +97,9 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
       if (!(left_weight > 0.0) || !(right_weight > 0.0)) continue;
       // Poisson: both children need Σ w y above EPSILON (scikit-learn refuses the split).
       if (rules.criterion == Criterion::poisson && (left[1] <= kPoissonEpsilon || right_target[b] <= kPoissonEpsilon)) continue;
-      // criteria.hpp's formula itself (node_impurity's, without its check and its call through the PLT).
-      const double left_impurity = stats_impurity(rules.criterion, left.data(), width);
-      const double right_impurity = stats_impurity(rules.criterion, right.data(), width);
-      const double improvement = impurity_improvement(rules.root_weight, node_weight, best.impurity, left_weight,
-                                                      left_impurity, right_weight, right_impurity);
-      if (!best.found || improvement > best.improvement) {
+      // Ranked by scikit-learn's proxy (criteria.hpp); the winner's improvement is scored below.
+      const double proxy = split_proxy(rules.criterion, left.data(), right.data(), width, left_weight, right_weight);
+      if (!best.found || proxy > best_proxy) {
         // The same rows go left for any cut from bin b up to the next occupied bin: the tree
         // cuts halfway between the two bins' values (tree_builder.cpp), as scikit-learn cuts
         // halfway between a node's neighbouring values.
@@ -109,18 +107,22 @@ Split best_split(const NodeHistogram& h, const SplitRules& rules, std::vector<bo
         while (rows[next] == 0) ++next;  // exists: right_rows > 0
         const int* ids = h.bin_ids.empty() ? nullptr : h.bin_ids.data() + static_cast<std::size_t>(f) * h.max_bins;
         best.found = true;
+        best_proxy = proxy;
         best.feature = f;
         best.bin = ids ? ids[b] : b;
         best.next_bin = ids ? ids[next] : next;
-        best.improvement = improvement;
-        best.left_impurity = left_impurity;
-        best.right_impurity = right_impurity;
         best.left_rows = left_rows;
         best.right_rows = right_rows;
         best.left_stats = left;
         best.right_stats = right;
       }
     }
+  }
+  if (best.found) {
+    best.left_impurity = stats_impurity(rules.criterion, best.left_stats.data(), width);
+    best.right_impurity = stats_impurity(rules.criterion, best.right_stats.data(), width);
+    best.improvement = split_improvement(rules.criterion, rules.root_weight, node_weight, best.impurity,
+                                         best.left_stats.data(), best.right_stats.data(), width);
   }
   return best;
 }

@@ -2,8 +2,9 @@
 // The best split of one tree node from its histograms (the host version: the CPU backend's, and
 // the reference for the CUDA kernels; docs/random_forest.md has the plan). Candidates are the bin
 // thresholds of each drawn feature: "bins <= b go left". Scores follow scikit-learn's trees
-// (criteria.hpp): the largest impurity improvement wins, ties go to the first candidate (features
-// in the order given, then thresholds ascending).
+// (criteria.hpp): the largest split_proxy (scikit-learn's ranking of a node's candidates) wins,
+// ties go to the first candidate (features in the order given, then thresholds ascending); the
+// winner's impurity improvement is then computed.
 #include <cstdint>
 #include <vector>
 

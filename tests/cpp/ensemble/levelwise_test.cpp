@@ -322,6 +322,67 @@ TEST(LevelPrimitivesGpu, GatherRowsEqualTheHostBackends) {
   }
 }
 
+// One level of nodes of every size (the warp kernel's up to 32 slots, the wide one's up to 128,
+// the block kernel's beyond): the CUDA search finds the host's split at each node, field for field.
+TEST(LevelwiseTreesGpu, SplitLevelFindsTheHostSplitsAtEveryNodeSize) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  for (const auto criterion : {detail::Criterion::gini, detail::Criterion::entropy, detail::Criterion::squared_error,
+                               detail::Criterion::poisson}) {
+    SCOPED_TRACE("criterion " + std::to_string(static_cast<int>(criterion)));
+    const Problem p = make_problem(rng, criterion, 3, 40);
+    const detail::LevelTargets targets = level_targets(p);
+    const detail::TreeSlots slots = detail::in_bag_slots(p.weights.data(), p.n, static_cast<int64_t>(p.seeds.size()), 2);
+    // Each tree's slots cut into consecutive nodes of 1 to 300 slots.
+    std::vector<detail::LevelNode> nodes;
+    for (std::size_t t = 0; t < p.seeds.size(); ++t)
+      for (int64_t at = slots.offset[t]; at < slots.offset[t + 1];) {
+        const int64_t size = std::min(slots.offset[t + 1] - at, uniform_int(rng, 0, 2) == 0 ? uniform_int(rng, 1, 32)
+                                                                                            : uniform_int(rng, 1, 300));
+        detail::LevelNode node;
+        node.tree = static_cast<int32_t>(t);
+        node.rows = static_cast<int32_t>(size);
+        node.slot_begin = at;
+        node.slot_count = size;
+        node.root_weight = uniform_real(rng, 1.0, 3.0) * static_cast<double>(p.n);
+        node.seed = rng();
+        nodes.push_back(node);
+        at += size;
+      }
+    detail::LevelRules rules;
+    rules.criterion = criterion;
+    rules.width = p.rules.width;
+    rules.max_features = p.rules.max_features;
+    rules.min_samples_leaf = p.rules.min_samples_leaf;
+    std::vector<detail::LevelSplit> want, got;
+    std::vector<double> want_left, got_left;
+    auto host = detail::make_level_cpu_backend();
+    auto device = detail::make_level_cuda_backend(gpu);
+    for (auto* backend : {host.get(), device.get()}) {
+      detail::FeatureBins bins = p.bins;
+      backend->load_codes(p.codes.data(), p.n, p.d, bins, targets);
+      backend->begin_trees(slots);
+      backend->split_level(nodes, rules, backend == host.get() ? want : got, backend == host.get() ? want_left : got_left);
+    }
+    ASSERT_EQ(want.size(), got.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      SCOPED_TRACE("node " + std::to_string(i) + " of " + std::to_string(nodes[i].slot_count) + " slots");
+      ASSERT_EQ(want[i].found, got[i].found);
+      if (want[i].found == 0) continue;
+      EXPECT_EQ(want[i].feature, got[i].feature);
+      EXPECT_EQ(want[i].bin, got[i].bin);
+      EXPECT_EQ(want[i].next_bin, got[i].next_bin);
+      EXPECT_EQ(want[i].improvement, got[i].improvement);
+      EXPECT_EQ(want[i].left_rows, got[i].left_rows);
+      EXPECT_EQ(want[i].right_rows, got[i].right_rows);
+      EXPECT_EQ(want[i].left_slots, got[i].left_slots);
+      const int k = rules.width;
+      EXPECT_EQ(std::vector<double>(want_left.begin() + i * k, want_left.begin() + (i + 1) * k),
+                std::vector<double>(got_left.begin() + i * k, got_left.begin() + (i + 1) * k));
+    }
+  }
+}
+
 TEST(LevelwiseTreesGpu, CudaBackendGrowsTheDepthFirstTrees) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
