@@ -939,10 +939,6 @@ __global__ void __launch_bounds__(kLevelBlock) level_flags_kernel(const LevelSpl
   children[i] = ((f & kLeftSearched) != 0 ? 1 : 0) + ((f & kRightSearched) != 0 ? 1 : 0);
 }
 
-__device__ __forceinline__ int32_t capped_rows(int64_t rows) {
-  return rows < INT32_MAX ? static_cast<int32_t>(rows) : INT32_MAX;
-}
-
 // The next level: node i's searched children at at[i] (left, then right), as
 // grow_levels_by_search makes them.
 __global__ void __launch_bounds__(kLevelBlock) next_level_kernel(const LevelNode* __restrict__ nodes,
@@ -960,21 +956,12 @@ __global__ void __launch_bounds__(kLevelBlock) next_level_kernel(const LevelNode
   const LevelSplit s = splits[i];
   int64_t j = at[i];
   if ((f & kLeftSearched) != 0) {
-    LevelNode c = p;
-    c.rows = capped_rows(s.left_rows);
-    c.slot_count = s.left_slots;
-    c.seed = child_seed(p.seed, 1);
-    next[j] = c;
+    next[j] = child_node(p, s, 1);
     for (int v = 0; v < k; ++v) next_stats[j * k + v] = left[i * k + v];
     ++j;
   }
   if ((f & kRightSearched) != 0) {
-    LevelNode c = p;
-    c.rows = capped_rows(s.right_rows);
-    c.slot_begin = p.slot_begin + s.left_slots;
-    c.slot_count = p.slot_count - s.left_slots;
-    c.seed = child_seed(p.seed, 2);
-    next[j] = c;
+    next[j] = child_node(p, s, 2);
     for (int v = 0; v < k; ++v) next_stats[j * k + v] = sub_rn(stats[i * k + v], left[i * k + v]);
   }
 }

@@ -28,8 +28,6 @@ struct Active {
   uint64_t seed;
 };
 
-int32_t capped_rows(int64_t rows) { return static_cast<int32_t>(std::min<int64_t>(rows, INT32_MAX)); }
-
 // A thread's scratch for renumbering trees one after another: its memory is reused from tree to
 // tree (fresh memory costs a page fault per 4 KiB; a forest at full depth has ~10^7 nodes). The
 // permuted arrays are gathered into these vectors and swapped with the tree's, whose old memory
@@ -230,13 +228,12 @@ void grow_levels_by_search(LevelBackend& backend, std::vector<LevelNode> level, 
       const LevelSplit& s = splits[i];
       int64_t j = at[i];
       if ((flags[i] & kLeftSearched) != 0) {
-        next[j] = LevelNode{p.tree, capped_rows(s.left_rows), p.slot_begin, s.left_slots, p.root_weight, child_seed(p.seed, 1)};
+        next[j] = child_node(p, s, 1);
         std::copy(left_stats.begin() + i * k, left_stats.begin() + (i + 1) * k, next_stats.begin() + j * k);
         ++j;
       }
       if ((flags[i] & kRightSearched) != 0) {
-        next[j] = LevelNode{p.tree, capped_rows(s.right_rows), p.slot_begin + s.left_slots, p.slot_count - s.left_slots,
-                            p.root_weight, child_seed(p.seed, 2)};
+        next[j] = child_node(p, s, 2);
         std::copy(right_stats.begin() + i * k, right_stats.begin() + (i + 1) * k, next_stats.begin() + j * k);
       }
     }
@@ -404,11 +401,12 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     auto make_children = [&](Tree& tree, const Active& a, const LevelSplit& s, const double* left, uint8_t flags,
                              double* right, std::vector<Active>& next) {
       const auto [l, r] = add_children(tree, a.node, s, left, right);
-      if ((flags & kLeftSearched) != 0)
-        next.push_back(Active{a.tree, l, a.slot_begin, s.left_slots, a.depth + 1, capped_rows(s.left_rows), child_seed(a.seed, 1)});
-      if ((flags & kRightSearched) != 0)
-        next.push_back(Active{a.tree, r, a.slot_begin + s.left_slots, a.slot_count - s.left_slots, a.depth + 1,
-                              capped_rows(s.right_rows), child_seed(a.seed, 2)});
+      const LevelNode parent{a.tree, a.rows, a.slot_begin, a.slot_count, 0.0, a.seed};
+      for (const int side : {1, 2}) {
+        if ((flags & (side == 1 ? kLeftSearched : kRightSearched)) == 0) continue;
+        const LevelNode c = child_node(parent, s, side);
+        next.push_back(Active{a.tree, side == 1 ? l : r, c.slot_begin, c.slot_count, a.depth + 1, c.rows, c.seed});
+      }
     };
     if (rules.max_leaf_nodes < 0) {
       // Depth first: the backend grows the levels (every node of a level that may split does; the

@@ -48,6 +48,21 @@ struct LevelSplit {
   int64_t left_slots = 0;
 };
 
+// A row count as LevelNode::rows keeps it.
+GPUML_HOST_DEVICE inline int32_t capped_rows(int64_t rows) { return rows < INT32_MAX ? static_cast<int32_t>(rows) : INT32_MAX; }
+
+// A split node's child (side 1 left, 2 right) as the next level searches it: its rows, its slots
+// (the partition puts the left ones first) and its seed (child_seed); tree and root weight are
+// the parent's. grow_levels_by_search and the CUDA backend's next level both make them so.
+GPUML_HOST_DEVICE inline LevelNode child_node(const LevelNode& parent, const LevelSplit& split, int side) {
+  LevelNode child = parent;
+  child.rows = capped_rows(side == 1 ? split.left_rows : split.right_rows);
+  child.slot_begin = side == 1 ? parent.slot_begin : parent.slot_begin + split.left_slots;
+  child.slot_count = side == 1 ? split.left_slots : parent.slot_count - split.left_slots;
+  child.seed = child_seed(parent.seed, side);
+  return child;
+}
+
 // What the trees fit: class labels in [0, k), or (labels null) quantized regression targets,
 // each row's y and y² as integers times unit[0] and unit[1] (quantize_targets).
 struct LevelTargets {
