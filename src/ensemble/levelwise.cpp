@@ -1,5 +1,6 @@
 // The level-by-level tree builder's host side (levelwise.hpp): the trees' node arrays, which
-// nodes may split and their feature draws, and the depth-first renumbering at the end.
+// nodes may split and their feature draws; depth-first trees are assembled from the levels'
+// records (tree_assembly.hpp).
 #include "ensemble/levelwise.hpp"
 
 #include <algorithm>
@@ -27,72 +28,6 @@ struct Active {
   int32_t rows;  // LevelNode::rows: all ranks' in-bag rows, capped at INT32_MAX
   uint64_t seed;
 };
-
-// A thread's scratch for renumbering trees one after another: its memory is reused from tree to
-// tree (fresh memory costs a page fault per 4 KiB; a forest at full depth has ~10^7 nodes). The
-// permuted arrays are gathered into these vectors and swapped with the tree's, whose old memory
-// becomes the scratch for the next array of its type.
-struct RenumberScratch {
-  std::vector<int32_t> new_id, old_of, stack;
-  std::vector<int32_t> ints;
-  std::vector<double> doubles;
-  std::vector<int64_t> longs;
-};
-
-// values (per_node entries a node) in the order old_of gives (through scratch, swapped in).
-template <typename T>
-void permute(std::vector<T>& values, const std::vector<int32_t>& old_of, int per_node, std::vector<T>& scratch) {
-  scratch.clear();  // keeps its capacity: the appends below fill it without a zero fill first
-  scratch.reserve(values.size());
-  const int64_t count = static_cast<int64_t>(old_of.size());
-  for (int64_t v = 0; v < count; ++v) {
-    const T* from = values.data() + static_cast<int64_t>(old_of[v]) * per_node;
-    for (int c = 0; c < per_node; ++c) scratch.push_back(from[c]);
-  }
-  values.swap(scratch);
-}
-
-// Renumbers the tree's nodes to grow_tree's order: a node's children are numbered when it splits,
-// and the left subtree is grown before the right. An array at a time.
-void renumber_depth_first(Tree& tree, int width, RenumberScratch& scratch) {
-  const int64_t count = tree.node_count();
-  std::vector<int32_t>& new_id = scratch.new_id;
-  std::vector<int32_t>& old_of = scratch.old_of;
-  std::vector<int32_t>& stack = scratch.stack;
-  new_id.assign(static_cast<std::size_t>(count), -1);
-  old_of.assign(static_cast<std::size_t>(count), -1);
-  new_id[0] = 0;
-  old_of[0] = 0;
-  int32_t next = 1;
-  stack.assign(1, 0);
-  while (!stack.empty()) {
-    const int32_t p = stack.back();
-    stack.pop_back();
-    if (tree.feature[p] < 0) continue;
-    new_id[tree.left[p]] = next;
-    old_of[next++] = tree.left[p];
-    new_id[tree.right[p]] = next;
-    old_of[next++] = tree.right[p];
-    stack.push_back(tree.right[p]);
-    stack.push_back(tree.left[p]);
-  }
-  for (std::vector<int32_t>* side : {&tree.left, &tree.right}) {
-    std::vector<int32_t>& out = scratch.ints;
-    out.clear();
-    out.reserve(static_cast<std::size_t>(count));
-    for (int64_t v = 0; v < count; ++v) {
-      const int32_t child = (*side)[old_of[v]];
-      out.push_back(child < 0 ? -1 : new_id[child]);
-    }
-    side->swap(out);
-  }
-  permute(tree.feature, old_of, 1, scratch.ints);
-  permute(tree.threshold, old_of, 1, scratch.doubles);
-  permute(tree.stats, old_of, width, scratch.doubles);
-  permute(tree.impurity, old_of, 1, scratch.doubles);
-  permute(tree.rows, old_of, 1, scratch.longs);
-  permute(tree.improvement, old_of, 1, scratch.doubles);
-}
 
 // With GPUML_TRACE: what one depth (depth-first growth) or one round (best-first) cost, summed
 // over the batches. Times are host clocks around the calls, as the totals' are: split_level hands
@@ -139,9 +74,8 @@ void print_level_costs(const std::vector<LevelCost>& costs, bool rounds) {
   const char* what = rounds ? "round" : "depth";
   std::fprintf(stderr,
                "gpuml trace: levelwise trees by %s (split_level: the time waiting for the backend's level, its search, "
-               "partition, copies and feature draws, and in depth-first growth its next level; the CUDA backend searches "
-               "a level while the host makes the last one's children, so that time is in host only; host: making the "
-               "children):\n"
+               "partition, copies and feature draws, and in depth-first growth its next level; host: making the children "
+               "of best-first rounds (depth-first trees are assembled after the last level: the total's line)):\n"
                "gpuml trace:   %-7s %6s %10s %10s %10s %13s %13s %14s %6s %9s %9s\n",
                what, what, "levels", "nodes", "<256 slots", "split", "slots", "in-bag rows", "split_level ms", "%",
                "us/node", "host ms");
@@ -198,45 +132,53 @@ TreeSlots in_bag_slots(const uint8_t* weights, int64_t n, int64_t trees, int thr
   return slots;
 }
 
+void next_level(const std::vector<LevelNode>& level, const std::vector<double>& stats, const LevelSplit* splits,
+                const double* left, const uint8_t* flags, int width, int threads, std::vector<int32_t>& at,
+                std::vector<LevelNode>& next, std::vector<double>& next_stats) {
+  const int64_t m = static_cast<int64_t>(level.size());
+  const int k = width;
+  at.assign(static_cast<std::size_t>(m + 1), 0);
+  for (int64_t i = 0; i < m; ++i)
+    at[i + 1] = at[i] + ((flags[i] & kLeftSearched) != 0 ? 1 : 0) + ((flags[i] & kRightSearched) != 0 ? 1 : 0);
+  next.resize(static_cast<std::size_t>(at[m]));
+  next_stats.resize(static_cast<std::size_t>(at[m]) * k);
+#pragma omp parallel for num_threads(threads_for(threads, m * 8)) schedule(static)
+  for (int64_t i = 0; i < m; ++i) {
+    const LevelNode& p = level[i];
+    const LevelSplit& s = splits[i];
+    int64_t j = at[i];
+    if ((flags[i] & kLeftSearched) != 0) {
+      next[j] = child_node(p, s, 1);
+      std::copy(left + i * k, left + (i + 1) * k, next_stats.begin() + j * k);
+      ++j;
+    }
+    if ((flags[i] & kRightSearched) != 0) {
+      next[j] = child_node(p, s, 2);
+      for (int c = 0; c < k; ++c) next_stats[j * k + c] = sub_rn(stats[i * k + c], left[i * k + c]);
+    }
+  }
+}
+
 void grow_levels_by_search(LevelBackend& backend, std::vector<LevelNode> level, std::vector<double> stats,
                            const LevelRules& rules, const LevelGrowth& growth, int threads, const LevelSink& sink) {
   const int k = growth.width;
   std::vector<LevelSplit> splits;
-  std::vector<double> left_stats, right_stats, next_stats;
+  std::vector<double> left_stats, next_stats;
   std::vector<uint8_t> flags;
-  std::vector<int64_t> at;  // where each node's children go in the next level
+  std::vector<int32_t> at;
   std::vector<LevelNode> next;
   for (int64_t depth = 0; !level.empty(); ++depth) {
     backend.split_level(level, rules, splits, left_stats);
     const int64_t m = static_cast<int64_t>(level.size());
     flags.resize(static_cast<std::size_t>(m));
-    right_stats.resize(static_cast<std::size_t>(m * k));
 #pragma omp parallel for num_threads(threads_for(threads, m * 8)) schedule(static)
     for (int64_t i = 0; i < m; ++i) {
       const LevelSplit& s = splits[i];
+      double right[kMaxLevelWidth];
       flags[i] = level_flags(growth, depth, s.found != 0, s.improvement, s.left_rows, s.right_rows, stats.data() + i * k,
-                             left_stats.data() + i * k, right_stats.data() + i * k);
+                             left_stats.data() + i * k, right);
     }
-    at.assign(static_cast<std::size_t>(m + 1), 0);
-    for (int64_t i = 0; i < m; ++i)
-      at[i + 1] = at[i] + ((flags[i] & kLeftSearched) != 0 ? 1 : 0) + ((flags[i] & kRightSearched) != 0 ? 1 : 0);
-    next.resize(static_cast<std::size_t>(at[m]));
-    next_stats.resize(static_cast<std::size_t>(at[m] * k));
-#pragma omp parallel for num_threads(threads_for(threads, m * 8)) schedule(static)
-    for (int64_t i = 0; i < m; ++i) {
-      const LevelNode& p = level[i];
-      const LevelSplit& s = splits[i];
-      int64_t j = at[i];
-      if ((flags[i] & kLeftSearched) != 0) {
-        next[j] = child_node(p, s, 1);
-        std::copy(left_stats.begin() + i * k, left_stats.begin() + (i + 1) * k, next_stats.begin() + j * k);
-        ++j;
-      }
-      if ((flags[i] & kRightSearched) != 0) {
-        next[j] = child_node(p, s, 2);
-        std::copy(right_stats.begin() + i * k, right_stats.begin() + (i + 1) * k, next_stats.begin() + j * k);
-      }
-    }
+    next_level(level, stats, splits.data(), left_stats.data(), flags.data(), k, threads, at, next, next_stats);
     sink(LevelRecords{depth, m, splits.data(), left_stats.data(), flags.data()});
     level.swap(next);
     stats.swap(next_stats);
@@ -247,7 +189,7 @@ bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
   // With bootstrap, sample weights only choose the rows (the counts are integers).
   const bool integer_weights = !has_sample_weight || rules.bootstrap;
   // min_weight_fraction_leaf is checked by the host's split search only (grow_tree).
-  return integer_weights && !rules.balanced_subsample && rules.tree.width <= 64 && rules.tree.min_weight_fraction_leaf == 0.0;
+  return integer_weights && !rules.balanced_subsample && rules.tree.width <= kMaxLevelWidth && rules.tree.min_weight_fraction_leaf == 0.0;
 }
 
 std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
@@ -285,7 +227,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
   // no clock is read and nothing is counted (a branch per level).
   const bool tracing = Trace::enabled();
   using Clock = std::chrono::steady_clock;
-  double host_ms = 0.0, device_ms = 0.0;
+  double host_ms = 0.0, device_ms = 0.0, assembly_ms = 0.0;
   auto now = [tracing] { return tracing ? Clock::now() : Clock::time_point(); };
   auto since = [tracing](Clock::time_point t) {
     return tracing ? std::chrono::duration<double, std::milli>(Clock::now() - t).count() : 0.0;
@@ -410,10 +352,8 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     };
     if (rules.max_leaf_nodes < 0) {
       // Depth first: the backend grows the levels (every node of a level that may split does; the
-      // children are the next level) and hands each level's records back; the trees are made
-      // from them here, in the same order. The level's nodes are grouped by tree (children follow
-      // their parents' order): each tree's are made by one thread, and the next level is their
-      // concatenation in tree order. The lists are kept from level to level (their memory reused).
+      // children are the next level) and makes the trees from their records (tree_assembly.hpp),
+      // in grow_tree's order.
       std::vector<LevelNode> roots(level.size());
       std::vector<double> root_stats(level.size() * static_cast<std::size_t>(k));
       for (std::size_t i = 0; i < level.size(); ++i) {
@@ -422,79 +362,34 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         const double* stats = trees[first + a.tree].stats.data();
         std::copy(stats, stats + k, root_stats.begin() + static_cast<int64_t>(i) * k);
       }
-      // The level's nodes as the trees know them (the backend keeps the rest): the next level is
-      // built here from the flags, in the backend's order.
-      struct Placed {
-        int32_t tree, node;
-        int64_t slots;  // its slots (for the trace)
-      };
-      std::vector<Placed> placed(level.size()), next;
-      for (std::size_t i = 0; i < level.size(); ++i) placed[i] = Placed{level[i].tree, level[i].node, level[i].slot_count};
       level.clear();
-      std::vector<std::vector<Placed>> next_of;
-      std::vector<int64_t> tree_begin;
-      host_ms += since(t0);
-      t0 = now();
-      backend.grow_levels(roots, root_stats, level_rules, growth, [&](const LevelRecords& r) {
-        const double device = since(t0);
-        device_ms += device;
-        t0 = now();
-        const int64_t m = static_cast<int64_t>(placed.size());
-        GPUML_EXPECT(r.count == m, "levelwise builder: the backend's level is not the driver's");
-        ++levels;
-        searched += m;
-        tree_begin.assign(1, 0);
-        for (int64_t i = 1; i < m; ++i)
-          if (placed[i].tree != placed[i - 1].tree) tree_begin.push_back(i);
-        tree_begin.push_back(m);
-        const int64_t groups = static_cast<int64_t>(tree_begin.size()) - 1;
-        if (static_cast<int64_t>(next_of.size()) < groups) next_of.resize(static_cast<std::size_t>(groups));
-#pragma omp parallel for num_threads(threads) schedule(dynamic)
-        for (int64_t g = 0; g < groups; ++g) {
-          // The group's tree and list of children are moved to the thread while it appends to them:
-          // in their vectors, side by side, their ends would share cache lines with other threads'.
-          const int32_t t = placed[tree_begin[g]].tree;
-          Tree& shared_tree = trees[first + t];
-          Tree tree = std::move(shared_tree);
-          std::vector<Placed> children = std::move(next_of[g]);
-          children.clear();
-          std::vector<double> right(static_cast<std::size_t>(k));
-          for (int64_t i = tree_begin[g]; i < tree_begin[g + 1]; ++i) {
-            const uint8_t flags = r.flags[i];
-            if ((flags & kSplitMade) == 0) continue;
-            const LevelSplit& s = r.splits[i];
-            const auto [left_id, right_id] = add_children(tree, placed[i].node, s, r.left_stats + i * k, right.data());
-            if ((flags & kLeftSearched) != 0) children.push_back(Placed{t, left_id, s.left_slots});
-            if ((flags & kRightSearched) != 0) children.push_back(Placed{t, right_id, placed[i].slots - s.left_slots});
-          }
-          shared_tree = std::move(tree);
-          next_of[g] = std::move(children);
-        }
-        std::vector<int64_t> at(static_cast<std::size_t>(groups + 1), 0);  // where each group's children go
-        for (int64_t g = 0; g < groups; ++g) at[g + 1] = at[g] + static_cast<int64_t>(next_of[g].size());
-        next.resize(static_cast<std::size_t>(at[groups]));
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t g = 0; g < groups; ++g) std::copy(next_of[g].begin(), next_of[g].end(), next.begin() + at[g]);
-        if (tracing) {
-          LevelCost& c = cost_of(r.depth);
+      LevelTally tally;
+      if (tracing)
+        tally = [&](int64_t depth, const LevelNode* level_nodes, const uint8_t* flags, int64_t m) {
+          const double device = since(t0);
+          device_ms += device;
+          ++levels;
+          searched += m;
+          LevelCost& c = cost_of(depth);
           ++c.levels;
           c.nodes += m;
           c.split_ms += device;
           for (int64_t i = 0; i < m; ++i) {
-            const Placed& a = placed[i];
-            c.small += a.slots < kSmallNode ? 1 : 0;
-            c.slots += a.slots;
-            c.rows += trees[first + a.tree].rows[a.node];
-            c.split += (r.flags[i] & kSplitMade) != 0 ? 1 : 0;
+            c.small += level_nodes[i].slot_count < kSmallNode ? 1 : 0;
+            c.slots += level_nodes[i].slot_count;
+            c.rows += level_nodes[i].rows;
+            c.split += (flags[i] & kSplitMade) != 0 ? 1 : 0;
           }
-        }
-        std::swap(placed, next);
-        const double host = since(t0);
-        host_ms += host;
-        if (tracing) cost_of(r.depth).host_ms += host;
-        t0 = now();
-      });
-      GPUML_EXPECT(placed.empty(), "levelwise builder: the backend stopped before the last level");
+          t0 = now();
+        };
+      host_ms += since(t0);
+      t0 = now();
+      backend.grow_trees(roots, root_stats, level_rules, growth, bins, trees.data() + first, tally, threads);
+      if (tracing) {
+        const double assembly = since(t0);
+        assembly_ms += assembly;
+        host_ms += assembly;
+      }
     } else {
       // Best first (grow_tree's max_leaf_nodes): a node's split is searched when the node is
       // made; each round, every tree splits its waiting node of the largest improvement (ties:
@@ -553,20 +448,12 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     }
     t0 = now();
   }
-  if (rules.max_leaf_nodes < 0) {  // best-first trees are in grow_tree's order already
-#pragma omp parallel num_threads(threads)
-    {
-      RenumberScratch scratch;
-#pragma omp for schedule(dynamic)
-      for (int64_t t = 0; t < n_trees; ++t) renumber_depth_first(trees[t], k, scratch);
-    }
-  }
   host_ms += since(t0);
   if (tracing) {
     std::fprintf(stderr,
                  "gpuml trace: levelwise trees: %lld levels, %lld node searches: split_level %.3f ms, host tree work "
-                 "%.3f ms\n",
-                 static_cast<long long>(levels), static_cast<long long>(searched), device_ms, host_ms);
+                 "%.3f ms (of it, the trees assembled from the levels: %.3f ms)\n",
+                 static_cast<long long>(levels), static_cast<long long>(searched), device_ms, host_ms, assembly_ms);
     print_level_costs(costs, rules.max_leaf_nodes >= 0);
   }
   return trees;

@@ -74,6 +74,9 @@ struct LevelTargets {
   int width() const { return regression() ? 3 : k; }  // statistics per node: k class weights, or W, S, Q
 };
 
+// Statistics per node at most (classes): the builder's scope (levelwise_eligible).
+constexpr int kMaxLevelWidth = 64;
+
 struct LevelRules {
   Criterion criterion = Criterion::gini;
   int width = 2;               // statistics per node (LevelTargets::width)
@@ -107,8 +110,17 @@ struct LevelRecords {
   const uint8_t* flags = nullptr;
 };
 using LevelSink = std::function<void(const LevelRecords&)>;
+// A depth-first level as GPUML_TRACE counts it: its nodes and their flags (host memory).
+using LevelTally = std::function<void(int64_t depth, const LevelNode* nodes, const uint8_t* flags, int64_t count)>;
 
 class LevelPrimitives;
+class LevelBackend;
+// LevelBackend::grow_trees' default: grow_levels' records kept on the host (each level's nodes and
+// statistics made from its parents' as grow_levels_by_search makes them), then the trees
+// assembled there (assemble_trees_on_host, tree_assembly.hpp).
+GPUML_API void grow_trees_by_levels(LevelBackend& backend, const std::vector<LevelNode>& roots,
+                                    const std::vector<double>& root_stats, const LevelRules& rules, const LevelGrowth& growth,
+                                    const FeatureBins& bins, Tree* trees, const LevelTally& tally, int threads);
 
 class LevelBackend {
  public:
@@ -143,7 +155,25 @@ class LevelBackend {
   // levels where its rows are.
   virtual void grow_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats,
                            const LevelRules& rules, const LevelGrowth& growth, const LevelSink& sink) = 0;
+  // Depth-first growth as grow_levels, and the trees made from its levels (tree_assembly.hpp, in
+  // grow_tree's node order): trees are the batch's (LevelNode::tree indexes them); root i's tree
+  // holds it as node 0 (statistics, impurity, rows) and gets the rest of its nodes. tally, when
+  // set, gets each level's nodes and flags. By default grow_levels' records are kept on the host
+  // and the trees assembled there (grow_trees_by_levels); a backend may assemble them where it
+  // keeps its levels. (Inline, as gather_rows: no key function.)
+  virtual void grow_trees(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
+                          const LevelGrowth& growth, const FeatureBins& bins, Tree* trees, const LevelTally& tally,
+                          int threads) {
+    grow_trees_by_levels(*this, roots, root_stats, rules, growth, bins, trees, tally, threads);
+  }
 };
+
+// The next level of depth-first growth, as the CUDA backend's next_level_kernel makes it too: the
+// searched children the flags name, in order (a node's left child, then its right; child_node's),
+// and their statistics (left, or the node's minus left); at (count + 1): where node i's children go.
+void next_level(const std::vector<LevelNode>& level, const std::vector<double>& stats, const LevelSplit* splits,
+                const double* left, const uint8_t* flags, int width, int threads, std::vector<int32_t>& at,
+                std::vector<LevelNode>& next, std::vector<double>& next_stats);
 
 // LevelBackend::grow_levels on backend.split_level, the next level made on the host.
 void grow_levels_by_search(LevelBackend& backend, std::vector<LevelNode> level, std::vector<double> stats,

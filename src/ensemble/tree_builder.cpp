@@ -10,6 +10,7 @@
 
 #include "core/random.hpp"
 #include "ensemble/feature_draws.hpp"
+#include "ensemble/tree_assembly.hpp"
 #include "ensemble/split_finder.hpp"
 #include "gpuml/core/comm.hpp"
 #include "gpuml/core/error.hpp"
@@ -23,13 +24,6 @@ struct Pending {
   int64_t depth;
   uint64_t seed;
 };
-
-// scikit-learn's threshold between neighbouring values a < b: a / 2 + b / 2, or a when that
-// rounds to b (or overflows).
-double cut_between(double a, double b) {
-  const double t = a / 2.0 + b / 2.0;
-  return t == b || !std::isfinite(t) ? a : t;
-}
 
 }  // namespace
 
@@ -71,7 +65,8 @@ void reserve_nodes(Tree& tree, const TreeRules& rules, int64_t rows) {
 void set_split(Tree& tree, const FeatureBins& bins, int32_t node, int64_t feature, int bin, int next_bin, double improvement,
                int32_t left, int32_t right) {
   tree.feature[node] = static_cast<int32_t>(feature);
-  tree.threshold[node] = cut_between(bins.high[bins.bin_index(feature, bin)], bins.low[bins.bin_index(feature, next_bin)]);
+  tree.threshold[node] = split_threshold(BinRanges{bins.offsets.data(), bins.low.data(), bins.high.data()},
+                                         static_cast<int32_t>(feature), bin, next_bin);
   tree.left[node] = left;
   tree.right[node] = right;
   tree.improvement[node] = improvement;

@@ -1,0 +1,151 @@
+#pragma once
+// The trees of depth-first level growth made from the levels' records (levelwise.hpp), in
+// grow_tree's node order: a split node's children take the next two ids when it splits, and the
+// left subtree is grown before the right. With I(v), the split nodes in v's subtree (v included),
+// counted from the last level up, each node's place follows from its parent's: the root is node 0
+// and its children take ids 1 and 2; a node whose children take ids c and c + 1 passes c + 2 on to
+// its left child (whose own children take it) and c + 2 + 2 I(left) to its right child. Each
+// level's nodes then write their fields where their places say, independently of each other.
+// Plain inline functions for the host's loops and the CUDA backend's kernels alike, so both make
+// the same arrays, bit for bit; tree_assembly.cpp has the host's loops, cuda/ensemble/
+// tree_assembly.cu the kernels.
+#include <cmath>
+#include <cstdint>
+
+#include "criteria.hpp"
+#include "level_growth.hpp"
+#include "levelwise.hpp"
+
+namespace gpuml::detail {
+
+// scikit-learn's threshold between neighbouring values a < b: a / 2 + b / 2, or a when that
+// rounds to b (or overflows).
+GPUML_HOST_DEVICE inline double cut_between(double a, double b) {
+  const double t = add_rn(mul_rn(a, 0.5), mul_rn(b, 0.5));  // halving is exact: a / 2 + b / 2
+#if defined(__CUDA_ARCH__)
+  const bool finite = isfinite(t);
+#else
+  const bool finite = std::isfinite(t);
+#endif
+  return t == b || !finite ? a : t;
+}
+
+// FeatureBins' per-bin value ranges, wherever they are kept: the thresholds of the splits.
+struct BinRanges {
+  const int64_t* offsets = nullptr;  // d + 1: feature j's bins start at offsets[j] + j
+  const double* low = nullptr;
+  const double* high = nullptr;
+};
+
+// The threshold of a split between bins `bin` and `next_bin` of `feature` (set_split's).
+GPUML_HOST_DEVICE inline double split_threshold(const BinRanges& r, int32_t feature, int32_t bin, int32_t next_bin) {
+  const int64_t first = r.offsets[feature] + feature;
+  return cut_between(r.high[first + bin], r.low[first + next_bin]);
+}
+
+// One level's records as the assembly reads them, in host or device memory alike.
+struct LevelLog {
+  int64_t count = 0;
+  const LevelNode* nodes = nullptr;    // their trees
+  const double* stats = nullptr;       // count x width: each node's statistics
+  const LevelSplit* splits = nullptr;
+  const double* left = nullptr;        // count x width: the left side's statistics
+  const uint8_t* flags = nullptr;      // level_flags'
+  const int32_t* at = nullptr;         // count + 1: node i's searched children are next level's [at[i], at[i + 1])
+};
+
+// I(v) of a node with these flags, from its searched children's (next: the next level's counts).
+GPUML_HOST_DEVICE inline int32_t subtree_splits(uint8_t flags, int32_t at, const int32_t* next) {
+  if ((flags & kSplitMade) == 0) return 0;
+  int32_t count = 1, j = at;
+  if ((flags & kLeftSearched) != 0) count += next[j++];
+  if ((flags & kRightSearched) != 0) count += next[j];
+  return count;
+}
+
+// Where a node goes in its tree: its id, and the id its first child takes if it splits (grow_tree's
+// counter when the node is taken from the stack).
+struct NodePlace {
+  int32_t id = 0;
+  int32_t first_child = 1;
+};
+
+// The places of a split node's searched children (next level's [at, ...)), from its own and the
+// left child's I (next_splits: the next level's counts).
+GPUML_HOST_DEVICE inline void place_children(const NodePlace& p, uint8_t flags, int32_t at, const int32_t* next_splits,
+                                             NodePlace* next_places) {
+  if ((flags & kSplitMade) == 0) return;
+  int32_t j = at, left_splits = 0;
+  if ((flags & kLeftSearched) != 0) {
+    left_splits = next_splits[j];
+    next_places[j++] = NodePlace{p.first_child, p.first_child + 2};
+  }
+  if ((flags & kRightSearched) != 0) next_places[j] = NodePlace{p.first_child + 1, p.first_child + 2 + 2 * left_splits};
+}
+
+// One tree's node arrays (Tree's, as raw columns; node ids index them).
+struct TreeColumns {
+  int32_t* feature = nullptr;
+  int32_t* left = nullptr;
+  int32_t* right = nullptr;
+  double* threshold = nullptr;
+  double* stats = nullptr;  // nodes x width
+  double* impurity = nullptr;
+  double* improvement = nullptr;
+  int64_t* rows = nullptr;
+
+  // The columns of the tree whose node 0 is at `first` of these.
+  GPUML_HOST_DEVICE TreeColumns from(int64_t first, int width) const {
+    return TreeColumns{feature + first,  left + first,        right + first,       threshold + first,
+                       stats + first * width, impurity + first, improvement + first, rows + first};
+  }
+};
+
+// Node v's own statistics, impurity and rows (new_node's).
+GPUML_HOST_DEVICE inline void write_node(const TreeColumns& c, int32_t v, Criterion criterion, int width, const double* stats,
+                                         int64_t rows) {
+  for (int j = 0; j < width; ++j) c.stats[static_cast<int64_t>(v) * width + j] = stats[j];
+  c.impurity[v] = stats_impurity(criterion, stats, width);
+  c.rows[v] = rows;
+}
+
+// Node v as a leaf (new_node's fields before any split).
+GPUML_HOST_DEVICE inline void write_leaf(const TreeColumns& c, int32_t v) {
+  c.feature[v] = -1;
+  c.left[v] = -1;
+  c.right[v] = -1;
+  c.threshold[v] = 0.0;
+  c.improvement[v] = 0.0;
+}
+
+// A searched node at place p (its own statistics `stats`, written by its parent): its split, or a
+// leaf; when it splits, its children's statistics, impurity and rows (the right side's statistics
+// are stats - left, as the host's trees take them), and those of them not searched as leaves.
+GPUML_HOST_DEVICE inline void assemble_node(const TreeColumns& c, const NodePlace& p, const LevelSplit& s, uint8_t flags,
+                                            const double* stats, const double* left, Criterion criterion, int width,
+                                            const BinRanges& ranges) {
+  if ((flags & kSplitMade) == 0) {
+    write_leaf(c, p.id);
+    return;
+  }
+  const int32_t l = p.first_child, r = p.first_child + 1;
+  c.feature[p.id] = s.feature;
+  c.threshold[p.id] = split_threshold(ranges, s.feature, s.bin, s.next_bin);
+  c.left[p.id] = l;
+  c.right[p.id] = r;
+  c.improvement[p.id] = s.improvement;
+  double right[kMaxLevelWidth];
+  for (int j = 0; j < width; ++j) right[j] = sub_rn(stats[j], left[j]);
+  write_node(c, l, criterion, width, left, s.left_rows);
+  write_node(c, r, criterion, width, right, s.right_rows);
+  if ((flags & kLeftSearched) == 0) write_leaf(c, l);
+  if ((flags & kRightSearched) == 0) write_leaf(c, r);
+}
+
+// The trees of `roots` (in order; trees[roots[i].tree] holds root i as node 0, with its statistics,
+// impurity and rows) from the levels' logs (levels[0]: the roots'), in grow_tree's order: each
+// such tree's arrays are resized to its nodes and filled. The host's loops over `threads`.
+void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion criterion, int width, const FeatureBins& bins,
+                            Tree* trees, int threads);
+
+}  // namespace gpuml::detail
