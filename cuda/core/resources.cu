@@ -89,12 +89,28 @@ void* Resources::pinned(std::size_t bytes) {
 }
 
 void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t bytes, int threads) {
+  copy_to_host(std::vector<HostPiece>{HostPiece{host, bytes}}, device_ptr, threads);
+}
+
+void Resources::copy_to_host(const std::vector<HostPiece>& pieces, const void* device_ptr, int threads) {
+  std::size_t bytes = 0;
+  for (const HostPiece& p : pieces) bytes += p.bytes;
   if (bytes == 0) return;
+  // Bytes [begin, begin + size) of the whole, from `from`, into the pieces they belong to.
+  std::size_t piece = 0, piece_begin = 0;  // the first piece not wholly before `begin` (they come in order)
+  auto scatter = [&](std::size_t begin, const char* from, std::size_t size) {
+    const std::size_t end = begin + size;
+    while (piece_begin + pieces[piece].bytes <= begin) piece_begin += pieces[piece++].bytes;
+    for (std::size_t p = piece, at = piece_begin; p < pieces.size() && at < end; at += pieces[p++].bytes) {
+      const std::size_t lo = std::max(begin, at), hi = std::min(end, at + pieces[p].bytes);
+      if (hi > lo) detail::parallel_copy(static_cast<char*>(pieces[p].host) + (lo - at), from + (lo - begin), hi - lo, threads);
+    }
+  };
   if (bytes <= kHostCopyChunk) {
     void* staging = pinned(bytes);
     GPUML_CUDA_CHECK(cudaMemcpyAsync(staging, device_ptr, bytes, cudaMemcpyDeviceToHost, stream));
     GPUML_CUDA_CHECK(cudaStreamSynchronize(stream));
-    detail::parallel_copy(host, staging, bytes, threads);
+    scatter(0, static_cast<const char*>(staging), bytes);
     return;
   }
   char* staging = static_cast<char*>(pinned(2 * kHostCopyChunk));
@@ -110,7 +126,7 @@ void Resources::copy_to_host(void* host, const void* device_ptr, std::size_t byt
   for (std::size_t c = 0; c < chunks; ++c) {
     if (c + 1 < chunks) start(c + 1);  // the other half: the host finished copying it out (chunk c - 1) above
     GPUML_CUDA_CHECK(cudaEventSynchronize(copy_done_[c % 2]));
-    detail::parallel_copy(static_cast<char*>(host) + c * kHostCopyChunk, staging + (c % 2) * kHostCopyChunk, size_of(c), threads);
+    scatter(c * kHostCopyChunk, staging + (c % 2) * kHostCopyChunk, size_of(c));
   }
 }
 

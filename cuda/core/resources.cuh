@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/context.hpp"
@@ -74,6 +75,14 @@ struct Resources {
   // (parallel_copy): one thread's memcpy, not the link, set the rate of large copies.
   static constexpr std::size_t kHostCopyChunk = std::size_t(8) << 20;
   void copy_to_host(void* host, const void* device, std::size_t bytes, int threads = 1);
+  // copy_to_host into several host arrays: device's consecutive bytes, pieces[0].bytes of them
+  // into pieces[0].host, the next pieces[1].bytes into pieces[1].host, and so on (a forest's trees
+  // of one column, each into its own vector).
+  struct HostPiece {
+    void* host;
+    std::size_t bytes;
+  };
+  void copy_to_host(const std::vector<HostPiece>& pieces, const void* device, int threads = 1);
   // device[0, bytes) = host[0, bytes) through the pinned area (queued on the stream; the pinned
   // area is reused only after the stream reaches this copy, which later copies wait for). Past
   // kHostCopyChunk, in chunks through its two halves, as copy_to_host.

@@ -35,6 +35,7 @@
 #include "cuda/core/kernel_util.cuh"
 #include "cuda/core/resources.cuh"
 #include "ensemble/feature_draws.hpp"
+#include "cuda/ensemble/tree_assembly.cuh"
 #include "ensemble/levelwise.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/comm.hpp"
@@ -1058,17 +1059,87 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
 
   void grow_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
                    const LevelGrowth& growth, const LevelSink& sink) override {
-    // On the host: over ranks (each level's histograms are summed through the communicator), past
-    // kDirectDraws features (the draws come from the host), or when asked (GPUML_FOREST_HOST_LEVELS=1,
-    // to compare).
-    static const bool host_levels = [] {
-      const char* v = std::getenv("GPUML_FOREST_HOST_LEVELS");
-      return v != nullptr && std::strcmp(v, "1") == 0;
-    }();
-    if (comm_ != nullptr || d_ > kDirectDraws || host_levels) {
+    if (levels_on_host()) {
       grow_levels_by_search(*this, roots, root_stats, rules, growth, ctx_.n_threads(), sink);
       return;
     }
+    cuda::Resources& res = cuda::activate(ctx_);
+    // Two sets of host records: the sink takes one level while the device searches the next.
+    std::vector<LevelSplit> splits[2];
+    std::vector<double> left[2];
+    std::vector<uint8_t> flags[2];
+    LevelRecords pending;  // count 0: none
+    device_levels(roots, root_stats, rules, growth, [&](int64_t depth, const DeviceLevel& level) {
+      if (pending.count > 0) sink(pending);  // the last level, while this one is searched
+      const int h = static_cast<int>(depth % 2);
+      const int64_t m = level.count;
+      splits[h].resize(static_cast<std::size_t>(m));
+      left[h].resize(static_cast<std::size_t>(m * k_));
+      flags[h].resize(static_cast<std::size_t>(m));
+      res.copy_to_host(splits[h].data(), level.splits.data(), m * sizeof(LevelSplit), ctx_.n_threads());
+      res.copy_to_host(left[h].data(), level.left.data(), m * k_ * sizeof(double), ctx_.n_threads());
+      res.copy_to_host(flags[h].data(), level.flags.data(), static_cast<std::size_t>(m), ctx_.n_threads());
+      pending = LevelRecords{depth, m, splits[h].data(), left[h].data(), flags[h].data()};
+    });
+    if (pending.count > 0) sink(pending);
+  }
+
+  // The levels kept on the device and the trees assembled there (tree_assembly.cu): only the
+  // finished trees' arrays come back to the host.
+  void grow_trees(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
+                  const LevelGrowth& growth, const FeatureBins& bins, Tree* trees, const LevelTally& tally,
+                  int threads) override {
+    if (levels_on_host()) {
+      grow_trees_by_levels(*this, roots, root_stats, rules, growth, bins, trees, tally, threads);
+      return;
+    }
+    cuda::Resources& res = cuda::activate(ctx_);
+    std::vector<DeviceLevel> levels;
+    std::vector<LevelNode> nodes;  // tally's copies
+    std::vector<uint8_t> flags;
+    device_levels(roots, root_stats, rules, growth, [&](int64_t depth, DeviceLevel& level) {
+      if (tally) {
+        nodes.resize(static_cast<std::size_t>(level.count));
+        flags.resize(static_cast<std::size_t>(level.count));
+        res.copy_to_host(nodes.data(), level.nodes.data(), level.count * sizeof(LevelNode), threads);
+        res.copy_to_host(flags.data(), level.flags.data(), static_cast<std::size_t>(level.count), threads);
+        tally(depth, nodes.data(), flags.data(), level.count);
+      }
+      levels.push_back(std::move(level));
+    });
+    std::vector<LevelLog> logs;
+    for (const DeviceLevel& level : levels) logs.push_back(level.log());
+    assemble_trees_on_device(ctx_, res, logs, roots, growth.criterion, k_, bins, trees, threads);
+  }
+
+  // One depth-first level kept on the device: its nodes and their statistics, splits, left
+  // statistics, flags, and where their children are in the next level (tree_assembly.hpp's log).
+  struct DeviceLevel {
+    int64_t count = 0;
+    Buffer nodes, stats, splits, left, flags, at;
+    LevelLog log() const {
+      return LevelLog{count, nodes.as<LevelNode>(), stats.as<double>(), splits.as<LevelSplit>(),
+                      left.as<double>(), flags.as<uint8_t>(), at.as<int32_t>()};
+    }
+  };
+
+  // Over ranks (each level's histograms are summed through the communicator), past kDirectDraws
+  // features (the draws come from the host), or when asked (GPUML_FOREST_HOST_LEVELS=1, to
+  // compare), the levels are made on the host from split_level's searches.
+  bool levels_on_host() const {
+    static const bool asked = [] {
+      const char* v = std::getenv("GPUML_FOREST_HOST_LEVELS");
+      return v != nullptr && std::strcmp(v, "1") == 0;
+    }();
+    return comm_ != nullptr || d_ > kDirectDraws || asked;
+  }
+
+  // Depth-first growth on the device from the roots, a level at a time: its launch order, search,
+  // flags, and next level queued, then on_level(depth, level) gets the level while the device
+  // works on it (it may keep the level's buffers), then the next level's size is read.
+  template <typename OnLevel>
+  void device_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
+                     const LevelGrowth& growth, OnLevel&& on_level) {
     cuda::Resources& res = cuda::activate(ctx_);
     int64_t m = static_cast<int64_t>(roots.size());
     const int k = k_;
@@ -1078,14 +1149,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       res.copy_to_device(nodes_d.data(), roots.data(), m * sizeof(LevelNode), ctx_.n_threads());
       res.copy_to_device(stats_d.data(), root_stats.data(), m * k * sizeof(double), ctx_.n_threads());
     }
-    // Two sets of host records: the driver makes the trees of one level while the device searches
-    // the next.
-    std::vector<LevelSplit> splits[2];
-    std::vector<double> left[2];
-    std::vector<uint8_t> flags[2];
-    LevelRecords pending;  // count 0: none
     for (int64_t depth = 0; m > 0; ++depth) {
-      const int h = static_cast<int>(depth % 2);
       // The level's launch order: the nodes of each kernel (a three-way partition).
       Buffer index_d = device(3 * m * static_cast<int64_t>(sizeof(int32_t))), counts_d = device(2 * sizeof(int32_t));
       {
@@ -1129,22 +1193,17 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                                                                 flags_d.as<uint8_t>(), at_d.as<int32_t>(), m, k,
                                                                 next_d.as<LevelNode>(), next_stats_d.as<double>());
       GPUML_CUDA_CHECK_LAUNCH();
-      if (pending.count > 0) sink(pending);  // the last level's trees, while this one is searched
-      // The level's records to the host, and the next level's size.
-      splits[h].resize(static_cast<std::size_t>(m));
-      left[h].resize(static_cast<std::size_t>(m * k));
-      flags[h].resize(static_cast<std::size_t>(m));
+      // The level to on_level while the device searches it, then the next level's size.
+      const int32_t* next_count = at_d.as<int32_t>() + m;
+      DeviceLevel level{m, std::move(nodes_d), std::move(stats_d), std::move(splits_d), std::move(left_d), std::move(flags_d),
+                        std::move(at_d)};
+      on_level(depth, level);
       int32_t next_m = 0;
-      res.copy_to_host(splits[h].data(), splits_d.data(), m * sizeof(LevelSplit), ctx_.n_threads());
-      res.copy_to_host(left[h].data(), left_d.data(), m * k * sizeof(double), ctx_.n_threads());
-      res.copy_to_host(flags[h].data(), flags_d.data(), static_cast<std::size_t>(m), ctx_.n_threads());
-      res.copy_to_host(&next_m, at_d.as<int32_t>() + m, sizeof(int32_t));
-      pending = LevelRecords{depth, m, splits[h].data(), left[h].data(), flags[h].data()};
+      res.copy_to_host(&next_m, next_count, sizeof(int32_t));
       nodes_d = std::move(next_d);
       stats_d = std::move(next_stats_d);
       m = next_m;
     }
-    if (pending.count > 0) sink(pending);
   }
 
   void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {

@@ -10,6 +10,22 @@
 
 namespace gpuml::detail {
 
+void size_trees(Tree* trees, const LevelNode* roots, int64_t count, const int64_t* sizes, int width, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+  for (int64_t i = 0; i < count; ++i) {
+    Tree& tree = trees[roots[i].tree];
+    const std::size_t nodes = static_cast<std::size_t>(sizes[i]);
+    tree.feature.resize(nodes);
+    tree.left.resize(nodes);
+    tree.right.resize(nodes);
+    tree.threshold.resize(nodes);
+    tree.stats.resize(nodes * static_cast<std::size_t>(width));
+    tree.impurity.resize(nodes);
+    tree.improvement.resize(nodes);
+    tree.rows.resize(nodes);
+  }
+}
+
 void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion criterion, int width, const FeatureBins& bins,
                             Tree* trees, int threads) {
   const int64_t depths = static_cast<int64_t>(levels.size());
@@ -24,21 +40,14 @@ void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion crite
 #pragma omp parallel for num_threads(threads_for(threads, level.count * 8)) schedule(static)
     for (int64_t i = 0; i < level.count; ++i) own[i] = subtree_splits(level.flags[i], level.at[i], next);
   }
-  // Each root's tree at its size (2 I + 1 nodes; node 0, its root, kept), and its columns.
+  // Each root's tree at its size (2 I + 1 nodes), and its columns.
   const LevelLog& roots = levels[0];
+  std::vector<int64_t> sizes(static_cast<std::size_t>(roots.count));
+  for (int64_t i = 0; i < roots.count; ++i) sizes[i] = 1 + 2 * static_cast<int64_t>(splits[0][i]);
+  size_trees(trees, roots.nodes, roots.count, sizes.data(), width, threads);
   std::vector<TreeColumns> columns(static_cast<std::size_t>(roots.nodes[roots.count - 1].tree) + 1);
-#pragma omp parallel for num_threads(threads) schedule(dynamic)
   for (int64_t i = 0; i < roots.count; ++i) {
     Tree& tree = trees[roots.nodes[i].tree];
-    const std::size_t count = 1 + 2 * static_cast<std::size_t>(splits[0][i]);
-    tree.feature.resize(count);
-    tree.left.resize(count);
-    tree.right.resize(count);
-    tree.threshold.resize(count);
-    tree.stats.resize(count * static_cast<std::size_t>(width));
-    tree.impurity.resize(count);
-    tree.improvement.resize(count);
-    tree.rows.resize(count);
     columns[roots.nodes[i].tree] = TreeColumns{tree.feature.data(),   tree.left.data(),     tree.right.data(),
                                                tree.threshold.data(), tree.stats.data(),    tree.impurity.data(),
                                                tree.improvement.data(), tree.rows.data()};

@@ -142,6 +142,10 @@ GPUML_HOST_DEVICE inline void assemble_node(const TreeColumns& c, const NodePlac
   if ((flags & kRightSearched) == 0) write_leaf(c, r);
 }
 
+// Root i's tree (trees[roots[i].tree]) resized to sizes[i] nodes, node 0 kept (the new ones zero
+// until assembled), the trees over `threads`: their fresh pages are touched side by side.
+void size_trees(Tree* trees, const LevelNode* roots, int64_t count, const int64_t* sizes, int width, int threads);
+
 // The trees of `roots` (in order; trees[roots[i].tree] holds root i as node 0, with its statistics,
 // impurity and rows) from the levels' logs (levels[0]: the roots'), in grow_tree's order: each
 // such tree's arrays are resized to its nodes and filled. The host's loops over `threads`.
