@@ -1,11 +1,11 @@
 // The host's share of the level-by-level forest builder (src/ensemble/levelwise.cpp): the roots and
-// slot lists, building the trees from each level's records and renumbering them, with the
-// backend's search left out. A backend stand-in hands over the levels of regression trees with
-// every target distinct (at full depth every node of two or more rows splits: 2 rows - 1 nodes a
-// tree, as the default RandomForestRegressor grows), splitting each node's rows at a
-// pseudo-random 30-70% point. The levels are recorded once, before the timing: a run is the
-// driver's host work alone, what the CUDA fit pays on the host beside the device
-// (docs/random_forest.md: about half of it in the kernel's page faults on fresh tree arrays).
+// slot lists, and the trees made from each level's records on the host (LevelBackend::grow_trees'
+// default, grow_trees_by_levels: the records kept, then assembled in grow_tree's order; the host
+// backend's path, while the CUDA backend assembles its trees on the device), with the backend's
+// search left out. A backend stand-in hands over the levels of regression trees with every target
+// distinct (at full depth every node of two or more rows splits: 2 rows - 1 nodes a tree, as the
+// default RandomForestRegressor grows), splitting each node's rows at a pseudo-random 30-70% point.
+// The levels are recorded once, before the timing: a run is the driver's host work alone.
 // Arguments: rows per tree, trees, max_depth (0: none); the threads are OpenMP's.
 #include <benchmark/benchmark.h>
 #include <omp.h>

@@ -923,21 +923,29 @@ __global__ void __launch_bounds__(kOrderBlock) feature_orders_kernel(const Level
 // ---- Levels kept on the device (grow_levels): the next level made where the splits are -------
 constexpr int kLevelBlock = 256;
 
-// Each node's flags (level_flags) and how many of its children are searched next.
-__global__ void __launch_bounds__(kLevelBlock) level_flags_kernel(const LevelSplit* __restrict__ splits,
+// Each node's flags (level_flags), how many of its children are searched next, and its tree's
+// count of splits made (tree_splits, by one atomic per tree and warp: a level's nodes come
+// grouped by tree).
+__global__ void __launch_bounds__(kLevelBlock) level_flags_kernel(const LevelNode* __restrict__ nodes,
+                                                                  const LevelSplit* __restrict__ splits,
                                                                   const double* __restrict__ stats,
                                                                   const double* __restrict__ left, int64_t m, int64_t depth,
                                                                   LevelGrowth growth, uint8_t* __restrict__ flags,
-                                                                  int32_t* __restrict__ children) {
+                                                                  int32_t* __restrict__ children, int32_t* __restrict__ tree_splits) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kLevelBlock + threadIdx.x;
-  if (i >= m) return;
-  const LevelSplit s = splits[i];
-  const int k = growth.width;
-  double right[kMaxClasses];
-  const uint8_t f = level_flags(growth, depth, s.found != 0, s.improvement, s.left_rows, s.right_rows, stats + i * k,
-                                left + i * k, right);
-  flags[i] = f;
-  children[i] = ((f & kLeftSearched) != 0 ? 1 : 0) + ((f & kRightSearched) != 0 ? 1 : 0);
+  int32_t counted = -1;  // the node's tree when its split is made (every lane reaches the match below)
+  if (i < m) {
+    const LevelSplit s = splits[i];
+    const int k = growth.width;
+    double right[kMaxClasses];
+    const uint8_t f = level_flags(growth, depth, s.found != 0, s.improvement, s.left_rows, s.right_rows, stats + i * k,
+                                  left + i * k, right);
+    flags[i] = f;
+    children[i] = ((f & kLeftSearched) != 0 ? 1 : 0) + ((f & kRightSearched) != 0 ? 1 : 0);
+    if ((f & kSplitMade) != 0) counted = nodes[i].tree;
+  }
+  const unsigned peers = __match_any_sync(0xffffffffu, counted);
+  if (counted >= 0 && (threadIdx.x % kWarp) == static_cast<unsigned>(__ffs(peers) - 1)) atomicAdd(tree_splits + counted, __popc(peers));
 }
 
 // The next level: node i's searched children at at[i] (left, then right), as
@@ -1069,7 +1077,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     std::vector<double> left[2];
     std::vector<uint8_t> flags[2];
     LevelRecords pending;  // count 0: none
-    device_levels(roots, root_stats, rules, growth, [&](int64_t depth, const DeviceLevel& level) {
+    device_levels(roots, root_stats, rules, growth, [&](int64_t depth, const DeviceLevel& level, const int32_t*) {
       if (pending.count > 0) sink(pending);  // the last level, while this one is searched
       const int h = static_cast<int>(depth % 2);
       const int64_t m = level.count;
@@ -1097,7 +1105,12 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     std::vector<DeviceLevel> levels;
     std::vector<LevelNode> nodes;  // tally's copies
     std::vector<uint8_t> flags;
-    device_levels(roots, root_stats, rules, growth, [&](int64_t depth, DeviceLevel& level) {
+    std::vector<int64_t> sizes(roots.size());
+    device_levels(roots, root_stats, rules, growth, [&](int64_t depth, DeviceLevel& level, const int32_t* tree_splits) {
+      // The trees' vectors grown to the nodes their splits so far have made, while the device
+      // searches: most of their fresh pages are touched here, not after the last level.
+      for (std::size_t i = 0; i < roots.size(); ++i) sizes[i] = 1 + 2 * static_cast<int64_t>(tree_splits[roots[i].tree]);
+      size_trees(trees, roots.data(), static_cast<int64_t>(roots.size()), sizes.data(), k_, threads);
       if (tally) {
         nodes.resize(static_cast<std::size_t>(level.count));
         flags.resize(static_cast<std::size_t>(level.count));
@@ -1135,8 +1148,9 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
   }
 
   // Depth-first growth on the device from the roots, a level at a time: its launch order, search,
-  // flags, and next level queued, then on_level(depth, level) gets the level while the device
-  // works on it (it may keep the level's buffers), then the next level's size is read.
+  // flags, and next level queued, then on_level(depth, level, tree_splits) gets the level while
+  // the device works on it (it may keep the level's buffers) and each tree's splits made in the
+  // levels before it (host memory, indexed by LevelNode::tree), then the next level's size is read.
   template <typename OnLevel>
   void device_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
                      const LevelGrowth& growth, OnLevel&& on_level) {
@@ -1149,6 +1163,11 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       res.copy_to_device(nodes_d.data(), roots.data(), m * sizeof(LevelNode), ctx_.n_threads());
       res.copy_to_device(stats_d.data(), root_stats.data(), m * k * sizeof(double), ctx_.n_threads());
     }
+    // The next level's size and each tree's splits so far (progress[1 + tree]), read after each level.
+    const int64_t tree_count = m > 0 ? static_cast<int64_t>(roots.back().tree) + 1 : 0;
+    Buffer progress_d = device((1 + tree_count) * static_cast<int64_t>(sizeof(int32_t)));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(progress_d.data(), 0, (1 + tree_count) * sizeof(int32_t), res.stream));
+    std::vector<int32_t> progress(static_cast<std::size_t>(1 + tree_count), 0);
     for (int64_t depth = 0; m > 0; ++depth) {
       // The level's launch order: the nodes of each kernel (a three-way partition).
       Buffer index_d = device(3 * m * static_cast<int64_t>(sizeof(int32_t))), counts_d = device(2 * sizeof(int32_t));
@@ -1173,9 +1192,10 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       Buffer flags_d = device(m), children_d = device(m * static_cast<int64_t>(sizeof(int32_t))),
              at_d = device((m + 1) * static_cast<int64_t>(sizeof(int32_t)));
       const unsigned blocks = static_cast<unsigned>(ceil_div(m, kLevelBlock));
-      level_flags_kernel<<<blocks, kLevelBlock, 0, res.stream>>>(splits_d.as<LevelSplit>(), stats_d.as<double>(),
-                                                                 left_d.as<double>(), m, depth, growth, flags_d.as<uint8_t>(),
-                                                                 children_d.as<int32_t>());
+      level_flags_kernel<<<blocks, kLevelBlock, 0, res.stream>>>(nodes_d.as<LevelNode>(), splits_d.as<LevelSplit>(),
+                                                                 stats_d.as<double>(), left_d.as<double>(), m, depth, growth,
+                                                                 flags_d.as<uint8_t>(), children_d.as<int32_t>(),
+                                                                 progress_d.as<int32_t>() + 1);
       GPUML_CUDA_CHECK_LAUNCH();
       GPUML_CUDA_CHECK(cudaMemsetAsync(at_d.data(), 0, sizeof(int32_t), res.stream));
       {
@@ -1193,16 +1213,17 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                                                                 flags_d.as<uint8_t>(), at_d.as<int32_t>(), m, k,
                                                                 next_d.as<LevelNode>(), next_stats_d.as<double>());
       GPUML_CUDA_CHECK_LAUNCH();
-      // The level to on_level while the device searches it, then the next level's size.
-      const int32_t* next_count = at_d.as<int32_t>() + m;
+      GPUML_CUDA_CHECK(cudaMemcpyAsync(progress_d.data(), at_d.as<int32_t>() + m, sizeof(int32_t), cudaMemcpyDeviceToDevice,
+                                       res.stream));
+      // The level to on_level while the device searches it (with the trees' splits of the levels
+      // before it), then the next level's size and the splits so far.
       DeviceLevel level{m, std::move(nodes_d), std::move(stats_d), std::move(splits_d), std::move(left_d), std::move(flags_d),
                         std::move(at_d)};
-      on_level(depth, level);
-      int32_t next_m = 0;
-      res.copy_to_host(&next_m, next_count, sizeof(int32_t));
+      on_level(depth, level, progress.data() + 1);
+      res.copy_to_host(progress.data(), progress_d.data(), progress.size() * sizeof(int32_t));
       nodes_d = std::move(next_d);
       stats_d = std::move(next_stats_d);
-      m = next_m;
+      m = progress[0];
     }
   }
 

@@ -7,6 +7,7 @@
 // 16 bytes with neighbouring children: one load per step, served by L1/L2 for the forest's top
 // levels. The packed forest is copied to a device once (stage) and kept by the estimator.
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "cuda/core/kernel_util.cuh"
@@ -21,13 +22,29 @@ namespace {
 constexpr int kRegisterValues = 8;
 constexpr int kPredictBlock = 128;
 
-// The leaves x falls in, in kWays trees walked side by side (packed_leaf's steps, interleaved):
+// A row of X as the walk reads it: x[f] straight from X, or (Staged) from the block's copy of
+// its rows in shared memory, feature f of thread t's row at f * kPredictBlock + t (every thread
+// reads its own row only, in its own bank: no barrier and no conflicts). X's rows are read from
+// L2 at every step otherwise, as often as the nodes (d = 32: a 128-byte row per thread, more
+// than L1 holds at full occupancy).
+template <typename T>
+struct GlobalRow {
+  const T* x;
+  __device__ double operator[](int32_t f) const { return static_cast<double>(x[f]); }
+};
+template <typename T>
+struct StagedRow {
+  const T* x;  // this thread's element of feature 0
+  __device__ double operator[](int32_t f) const { return static_cast<double>(x[f * kPredictBlock]); }
+};
+
+// The leaves x falls in, in kWays trees walked side by side (packed_step's steps, interleaved):
 // each step's loads of the ways are independent, so kWays of them are in flight at once (a
 // deep tree's walk is a chain of dependent loads, mostly from L2 or memory).
 constexpr int kWays = 4;
-template <typename T>
+template <typename Row>
 __device__ __forceinline__ void leaves_side_by_side(const PackedNode* __restrict__ nodes, const int32_t* __restrict__ roots,
-                                                    const T* x, int32_t* leaf) {
+                                                    const Row& x, int32_t* leaf) {
   PackedNode node[kWays];
 #pragma unroll
   for (int w = 0; w < kWays; ++w) node[w] = nodes[roots[w]];
@@ -36,7 +53,7 @@ __device__ __forceinline__ void leaves_side_by_side(const PackedNode* __restrict
 #pragma unroll
     for (int w = 0; w < kWays; ++w) {
       if (node[w].feature >= 0) {
-        node[w] = nodes[packed_next(node[w], x)];
+        node[w] = nodes[packed_step(node[w], x[node[w].feature])];
         stepped = true;
       }
     }
@@ -46,9 +63,9 @@ __device__ __forceinline__ void leaves_side_by_side(const PackedNode* __restrict
 }
 
 // Every tree's leaf value row for x, in tree order: add(v) for each (kWays trees walked at once).
-template <typename T, typename Add>
+template <typename Row, typename Add>
 __device__ __forceinline__ void for_each_leaf(const PackedNode* __restrict__ nodes, const int32_t* __restrict__ roots,
-                                              int64_t n_trees, const double* __restrict__ values, int k, const T* x,
+                                              int64_t n_trees, const double* __restrict__ values, int k, const Row& x,
                                               Add&& add) {
   int64_t t = 0;
   for (; t + kWays <= n_trees; t += kWays) {
@@ -57,7 +74,37 @@ __device__ __forceinline__ void for_each_leaf(const PackedNode* __restrict__ nod
 #pragma unroll
     for (int w = 0; w < kWays; ++w) add(values + static_cast<int64_t>(leaf[w]) * k);
   }
-  for (; t < n_trees; ++t) add(values + static_cast<int64_t>(packed_leaf(nodes, roots[t], x)) * k);
+  for (; t < n_trees; ++t) {
+    PackedNode node = nodes[roots[t]];
+    while (node.feature >= 0) node = nodes[packed_step(node, x[node.feature])];
+    add(values + static_cast<int64_t>(node.child) * k);
+  }
+}
+
+// out's row for x: the mean of the trees' leaf values, summed in tree order.
+template <typename Row>
+__device__ __forceinline__ void predict_row(const PackedNode* __restrict__ nodes, const int32_t* __restrict__ roots,
+                                            int64_t n_trees, const double* __restrict__ values, int k, const Row& x,
+                                            double* __restrict__ o) {
+  const double share = 1.0 / static_cast<double>(n_trees);
+  if (k <= kRegisterValues) {
+    double acc[kRegisterValues];
+#pragma unroll
+    for (int c = 0; c < kRegisterValues; ++c) acc[c] = 0.0;
+    for_each_leaf(nodes, roots, n_trees, values, k, x, [&](const double* v) {
+#pragma unroll
+      for (int c = 0; c < kRegisterValues; ++c)
+        if (c < k) acc[c] = add_share(acc[c], share, v[c]);
+    });
+#pragma unroll
+    for (int c = 0; c < kRegisterValues; ++c)
+      if (c < k) o[c] = acc[c];
+  } else {
+    for (int c = 0; c < k; ++c) o[c] = 0.0;
+    for_each_leaf(nodes, roots, n_trees, values, k, x, [&](const double* v) {
+      for (int c = 0; c < k; ++c) o[c] = add_share(o[c], share, v[c]);
+    });
+  }
 }
 
 template <typename T>
@@ -66,30 +113,27 @@ __global__ void __launch_bounds__(kPredictBlock) predict_kernel(const PackedNode
                                                                 const double* __restrict__ values, int k,
                                                                 const T* __restrict__ X, int64_t n, int64_t d,
                                                                 double* __restrict__ out) {
-  const double share = 1.0 / static_cast<double>(n_trees);
+  for (int64_t i = global_thread(); i < n; i += grid_threads())
+    predict_row(nodes, roots, n_trees, values, k, GlobalRow<T>{X + i * d}, out + i * k);
+}
+
+// predict_kernel with each thread's row copied to shared memory first (d x kPredictBlock values).
+template <typename T>
+__global__ void __launch_bounds__(kPredictBlock) predict_staged_kernel(const PackedNode* __restrict__ nodes,
+                                                                       const int32_t* __restrict__ roots, int64_t n_trees,
+                                                                       const double* __restrict__ values, int k,
+                                                                       const T* __restrict__ X, int64_t n, int64_t d,
+                                                                       double* __restrict__ out) {
+  extern __shared__ unsigned char staged_rows[];
+  T* own = reinterpret_cast<T*>(staged_rows) + threadIdx.x;
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
     const T* x = X + i * d;
-    double* o = out + i * k;
-    if (k <= kRegisterValues) {
-      double acc[kRegisterValues];
-#pragma unroll
-      for (int c = 0; c < kRegisterValues; ++c) acc[c] = 0.0;
-      for_each_leaf(nodes, roots, n_trees, values, k, x, [&](const double* v) {
-#pragma unroll
-        for (int c = 0; c < kRegisterValues; ++c)
-          if (c < k) acc[c] = add_share(acc[c], share, v[c]);
-      });
-#pragma unroll
-      for (int c = 0; c < kRegisterValues; ++c)
-        if (c < k) o[c] = acc[c];
-    } else {
-      for (int c = 0; c < k; ++c) o[c] = 0.0;
-      for_each_leaf(nodes, roots, n_trees, values, k, x, [&](const double* v) {
-        for (int c = 0; c < k; ++c) o[c] = add_share(o[c], share, v[c]);
-      });
-    }
+    for (int64_t f = 0; f < d; ++f) own[f * kPredictBlock] = x[f];
+    predict_row(nodes, roots, n_trees, values, k, StagedRow<T>{own}, out + i * k);
   }
 }
+// Shared memory a block may stage without opting in to more.
+constexpr int64_t kStagedBytes = 48 * 1024;
 
 template <typename T>
 class CudaForestBackend final : public ForestBackend<T> {
@@ -110,9 +154,20 @@ class CudaForestBackend final : public ForestBackend<T> {
                double* out) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (n == 0) return;
-    predict_kernel<T><<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, 0, res.stream>>>(
-        staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(), staged.values.as<double>(), forest.k,
-        X, n, d, out);
+    static const bool staged_rows = [] {  // A/B switch (temporary)
+      const char* v = std::getenv("GPUML_PREDICT_STAGED");
+      return v == nullptr || v[0] != '0';
+    }();
+    const int64_t stage_bytes = d * kPredictBlock * static_cast<int64_t>(sizeof(T));
+    if (staged_rows && stage_bytes <= kStagedBytes) {
+      predict_staged_kernel<T><<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, static_cast<std::size_t>(stage_bytes),
+                                 res.stream>>>(staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(),
+                                               staged.values.as<double>(), forest.k, X, n, d, out);
+    } else {
+      predict_kernel<T><<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, 0, res.stream>>>(
+          staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(), staged.values.as<double>(), forest.k,
+          X, n, d, out);
+    }
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
