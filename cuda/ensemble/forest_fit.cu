@@ -16,8 +16,9 @@
 //   3. the node's slots partitioned through the scratch list and back: left ones first in
 //      order, right ones after them in reverse order.
 // In depth-first growth the next level is made here too (grow_levels: each node's flags by
-// level_growth.hpp's rules, a scan, the children written in order), and the host reads each
-// level's records back once and builds the trees from them while the next level is searched.
+// level_growth.hpp's rules, a scan, the children written in order); grow_trees keeps every level
+// on the device and assembles the trees there (tree_assembly.cu), grow_levels hands each level's
+// records to the host.
 // Best-first rounds and searches over ranks go through split_level, the host making the children.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>

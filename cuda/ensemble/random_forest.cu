@@ -1,13 +1,15 @@
 // The CUDA backend of the random forests (src/ensemble/forest_backend.hpp).
 //
-// predict: a thread per row walks the trees (packed_leaf's steps, shared with the CPU backend;
+// predict: a thread per row walks the trees (packed_step's steps, shared with the CPU backend;
 // four trees side by side) and sums the leaves' values in tree order in registers (up to
 // kRegisterValues per leaf; more go through the output in global memory), so a row's sum has the
-// CPU's order and bits. The nodes are
-// 16 bytes with neighbouring children: one load per step, served by L1/L2 for the forest's top
-// levels. The packed forest is copied to a device once (stage) and kept by the estimator.
+// CPU's order and bits. The nodes are 16 bytes with neighbouring children: one load per step,
+// served by L1/L2 for the forest's top levels. Each thread's row is first copied to shared memory
+// (rows of up to 48 kB a block): read from there at every step, X no longer competes with the
+// nodes for L2 (H200, 1M rows, 100 full-depth trees: 29 -> 16.6 ms for the classifier, 36 -> 24.2
+// ms for the regressor). The packed forest is copied to a device once (stage) and kept by the
+// estimator.
 #include <algorithm>
-#include <cstdlib>
 #include <vector>
 
 #include "cuda/core/kernel_util.cuh"
@@ -154,12 +156,8 @@ class CudaForestBackend final : public ForestBackend<T> {
                double* out) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (n == 0) return;
-    static const bool staged_rows = [] {  // A/B switch (temporary)
-      const char* v = std::getenv("GPUML_PREDICT_STAGED");
-      return v == nullptr || v[0] != '0';
-    }();
     const int64_t stage_bytes = d * kPredictBlock * static_cast<int64_t>(sizeof(T));
-    if (staged_rows && stage_bytes <= kStagedBytes) {
+    if (stage_bytes <= kStagedBytes) {
       predict_staged_kernel<T><<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, static_cast<std::size_t>(stage_bytes),
                                  res.stream>>>(staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(),
                                                staged.values.as<double>(), forest.k, X, n, d, out);

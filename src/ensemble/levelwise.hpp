@@ -3,7 +3,8 @@
 // one split search and one partition per level for all of the level's nodes. The host keeps the
 // tree arrays and the rules (which nodes may split, their feature draws from the host random
 // stream); the backend keeps the rows and finds and applies the splits. The trees are the
-// depth-first builder's (tree_builder.cpp) node for node, renumbered to its order at the end.
+// depth-first builder's (tree_builder.cpp) node for node, in its order (depth-first growth: made
+// from the levels' records at the end, tree_assembly.hpp).
 //
 // Scope: integer row weights (bootstrap counts up to 255, or ones; with bootstrap, sample
 // weights only choose the rows, so they are in scope too), every criterion, depth-first or

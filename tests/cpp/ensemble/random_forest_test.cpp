@@ -351,15 +351,19 @@ TEST(RandomForest, BadInputGetsNamedErrors) {
 // same unfused sums in tree order): classifiers of few classes (register sums) and of more than 8
 // (sums in the output), a regressor, float32 and float64 X. A fit on the CUDA context grows the
 // same forest as on the CPU.
+// wide > 0: X gets noise columns up to that many features (the CUDA predict reads wide rows from
+// global memory, narrow ones from a copy in shared memory).
 template <typename T>
-void check_gpu_predictions(Context& gpu, std::mt19937_64& rng, int k) {
-  SCOPED_TRACE("k=" + std::to_string(k) + (sizeof(T) == 4 ? " float32" : " float64"));
+void check_gpu_predictions(Context& gpu, std::mt19937_64& rng, int k, int64_t wide = 0) {
+  SCOPED_TRACE("k=" + std::to_string(k) + (sizeof(T) == 4 ? " float32" : " float64") + " wide=" + std::to_string(wide));
   Context cpu = Context::cpu(2);
   std::vector<double> labels;
   for (int c = 0; c < std::max(k, 2); ++c) labels.push_back(2.0 * c - 5.0);
   const Blobs b = make_blobs(rng, uniform_int(rng, 2000, 5000), uniform_int(rng, 2, 7), labels);
-  std::vector<T> X(b.X.begin(), b.X.end()), y(b.y.begin(), b.y.end());
-  const int64_t n = b.n, d = b.d;
+  const int64_t n = b.n, d = std::max(b.d, wide);
+  std::vector<T> X(static_cast<std::size_t>(n * d)), y(b.y.begin(), b.y.end());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < d; ++j) X[i * d + j] = static_cast<T>(j < b.d ? b.X[i * b.d + j] : uniform_real(rng, -1.0, 1.0));
   const std::string params = R"({"n_estimators": 15, "random_state": )" + std::to_string(rng() >> 12) + "}";
   const bool classify = k >= 2;
   const char* kind = classify ? "random_forest_classifier" : "random_forest_regressor";
@@ -718,6 +722,8 @@ TEST(RandomForest, GpuPredictionsEqualTheCpuBackend) {
   check_gpu_predictions<double>(gpu, rng, 2);
   check_gpu_predictions<float>(gpu, rng, 11);  // more classes than register sums
   check_gpu_predictions<double>(gpu, rng, 0);  // regression
+  check_gpu_predictions<float>(gpu, rng, 3, 100);  // rows too wide to stage in shared memory
+  check_gpu_predictions<double>(gpu, rng, 0, 50);
 }
 
 // A row of very large sample_weight is drawn more than 255 times in a tree's bootstrap: past the
