@@ -1107,11 +1107,13 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     std::vector<LevelNode> nodes;  // tally's copies
     std::vector<uint8_t> flags;
     std::vector<int64_t> sizes(roots.size());
+    std::vector<int32_t> root_trees(roots.size());
+    for (std::size_t i = 0; i < roots.size(); ++i) root_trees[i] = roots[i].tree;
     device_levels(roots, root_stats, rules, growth, [&](int64_t depth, DeviceLevel& level, const int32_t* tree_splits) {
       // The trees' vectors grown to the nodes their splits so far have made, while the device
       // searches: most of their fresh pages are touched here, not after the last level.
-      for (std::size_t i = 0; i < roots.size(); ++i) sizes[i] = 1 + 2 * static_cast<int64_t>(tree_splits[roots[i].tree]);
-      size_trees(trees, roots.data(), static_cast<int64_t>(roots.size()), sizes.data(), k_, threads);
+      for (std::size_t i = 0; i < roots.size(); ++i) sizes[i] = 1 + 2 * static_cast<int64_t>(tree_splits[root_trees[i]]);
+      size_trees(trees, root_trees.data(), static_cast<int64_t>(roots.size()), sizes.data(), k_, threads);
       if (tally) {
         nodes.resize(static_cast<std::size_t>(level.count));
         flags.resize(static_cast<std::size_t>(level.count));
@@ -1132,7 +1134,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     int64_t count = 0;
     Buffer nodes, stats, splits, left, flags, at;
     LevelLog log() const {
-      return LevelLog{count, nodes.as<LevelNode>(), stats.as<double>(), splits.as<LevelSplit>(),
+      return LevelLog{count, &nodes.as<LevelNode>()->tree, kLevelNodeInts, stats.as<double>(), splits.as<LevelSplit>(),
                       left.as<double>(), flags.as<uint8_t>(), at.as<int32_t>()};
     }
   };

@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kAssemblyBlock) subtree_splits_kernel(LevelLog
 __global__ void __launch_bounds__(kAssemblyBlock) tree_sizes_kernel(LevelLog roots, const int32_t* __restrict__ splits,
                                                                     int64_t* __restrict__ sizes) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kAssemblyBlock + threadIdx.x;
-  if (i < roots.count) sizes[roots.nodes[i].tree] = 1 + 2 * static_cast<int64_t>(splits[i]);
+  if (i < roots.count) sizes[roots.tree_of(i)] = 1 + 2 * static_cast<int64_t>(splits[i]);
 }
 
 // The roots' own statistics, impurity and rows (node 0 of each tree, as the driver made it).
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kAssemblyBlock) write_roots_kernel(LevelLog ro
                                                                      Criterion criterion, int width) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kAssemblyBlock + threadIdx.x;
   if (i >= roots.count) return;
-  write_node(columns.from(first[roots.nodes[i].tree], width), 0, criterion, width, roots.stats + i * width, root_rows[i]);
+  write_node(columns.from(first[roots.tree_of(i)], width), 0, criterion, width, roots.stats + i * width, root_rows[i]);
 }
 
 // A level's nodes (places: theirs; null for the roots) written, and their searched children's
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kAssemblyBlock) assemble_level_kernel(LevelLog
   const NodePlace p = places != nullptr ? places[i] : NodePlace{};
   const LevelSplit s = level.splits[i];
   const uint8_t flags = level.flags[i];
-  assemble_node(columns.from(first[level.nodes[i].tree], width), p, s, flags, level.stats + i * width, level.left + i * width,
+  assemble_node(columns.from(first[level.tree_of(i)], width), p, s, flags, level.stats + i * width, level.left + i * width,
                 criterion, width, ranges);
   if (next_places != nullptr) place_children(p, flags, level.at[i], next_splits, next_places);
 }
@@ -139,8 +139,12 @@ void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vec
   // The trees' vectors at their sizes (node 0 kept), their fresh pages touched by the host's
   // threads while the device assembles, then each column copied into them.
   std::vector<int64_t> root_sizes(roots.size());
-  for (std::size_t i = 0; i < roots.size(); ++i) root_sizes[i] = sizes[roots[i].tree];
-  size_trees(trees, roots.data(), static_cast<int64_t>(roots.size()), root_sizes.data(), width, threads);
+  std::vector<int32_t> root_trees(roots.size());
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    root_trees[i] = roots[i].tree;
+    root_sizes[i] = sizes[roots[i].tree];
+  }
+  size_trees(trees, root_trees.data(), static_cast<int64_t>(roots.size()), root_sizes.data(), width, threads);
   auto copy_column = [&](const Buffer& column, auto member) {
     std::vector<cuda::Resources::HostPiece> pieces;
     pieces.reserve(roots.size());

@@ -1,7 +1,9 @@
 #pragma once
 // The fitted forest as both backends predict with it: one array of 16-byte nodes for all trees,
-// numbered breadth-first within each tree so that a node's children are neighbours (one load
-// per step down the tree), and one row of leaf values per leaf, already normalized (class
+// numbered level by level within each tree so that a node's children are neighbours (one load
+// per step down the tree; each depth's nodes in id order when the ids number a split's children
+// together, as the fitted trees' do, else in breadth-first walk order), and one row of leaf
+// values per leaf, already normalized (class
 // fractions, or the mean). The walk and the sum are inline functions shared by the CPU loop and
 // the CUDA kernel, so the two backends compute the same bits.
 #include <cstdint>

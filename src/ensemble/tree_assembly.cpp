@@ -10,10 +10,10 @@
 
 namespace gpuml::detail {
 
-void size_trees(Tree* trees, const LevelNode* roots, int64_t count, const int64_t* sizes, int width, int threads) {
+void size_trees(Tree* trees, const int32_t* root_trees, int64_t count, const int64_t* sizes, int width, int threads) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic)
   for (int64_t i = 0; i < count; ++i) {
-    Tree& tree = trees[roots[i].tree];
+    Tree& tree = trees[root_trees[i]];
     const std::size_t nodes = static_cast<std::size_t>(sizes[i]);
     tree.feature.resize(nodes);
     tree.left.resize(nodes);
@@ -43,12 +43,16 @@ void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion crite
   // Each root's tree at its size (2 I + 1 nodes), and its columns.
   const LevelLog& roots = levels[0];
   std::vector<int64_t> sizes(static_cast<std::size_t>(roots.count));
-  for (int64_t i = 0; i < roots.count; ++i) sizes[i] = 1 + 2 * static_cast<int64_t>(splits[0][i]);
-  size_trees(trees, roots.nodes, roots.count, sizes.data(), width, threads);
-  std::vector<TreeColumns> columns(static_cast<std::size_t>(roots.nodes[roots.count - 1].tree) + 1);
+  std::vector<int32_t> root_trees(static_cast<std::size_t>(roots.count));
   for (int64_t i = 0; i < roots.count; ++i) {
-    Tree& tree = trees[roots.nodes[i].tree];
-    columns[roots.nodes[i].tree] = TreeColumns{tree.feature.data(),   tree.left.data(),     tree.right.data(),
+    sizes[i] = 1 + 2 * static_cast<int64_t>(splits[0][i]);
+    root_trees[i] = roots.tree_of(i);
+  }
+  size_trees(trees, root_trees.data(), roots.count, sizes.data(), width, threads);
+  std::vector<TreeColumns> columns(static_cast<std::size_t>(root_trees.back()) + 1);
+  for (int64_t i = 0; i < roots.count; ++i) {
+    Tree& tree = trees[root_trees[i]];
+    columns[root_trees[i]] = TreeColumns{tree.feature.data(),   tree.left.data(),     tree.right.data(),
                                                tree.threshold.data(), tree.stats.data(),    tree.impurity.data(),
                                                tree.improvement.data(), tree.rows.data()};
   }
@@ -63,7 +67,7 @@ void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion crite
 #pragma omp parallel for num_threads(threads_for(threads, level.count * 8)) schedule(static)
     for (int64_t i = 0; i < level.count; ++i) {
       const NodePlace& p = places[i];
-      assemble_node(columns[level.nodes[i].tree], p, level.splits[i], level.flags[i], level.stats + i * width,
+      assemble_node(columns[level.tree_of(i)], p, level.splits[i], level.flags[i], level.stats + i * width,
                     level.left + i * width, criterion, width, ranges);
       if (!last) place_children(p, level.flags[i], level.at[i], next_splits, next.data());
     }
@@ -75,8 +79,10 @@ void grow_trees_by_levels(LevelBackend& backend, const std::vector<LevelNode>& r
                           const LevelRules& rules, const LevelGrowth& growth, const FeatureBins& bins, Tree* trees,
                           const LevelTally& tally, int threads) {
   const int k = growth.width;
+  // What the assembly reads of each level, kept until the last one (the nodes themselves only
+  // until the next level is made from them: two lists, reused).
   struct HostLevel {
-    std::vector<LevelNode> nodes;
+    std::vector<int32_t> tree;
     std::vector<double> stats;
     std::vector<LevelSplit> splits;
     std::vector<double> left;
@@ -84,29 +90,30 @@ void grow_trees_by_levels(LevelBackend& backend, const std::vector<LevelNode>& r
     std::vector<int32_t> at;
   };
   std::vector<HostLevel> levels;
-  std::vector<LevelNode> nodes = roots;  // the level the next records are of
+  std::vector<LevelNode> nodes = roots, next;  // the level the next records are of, and the one after
   std::vector<double> stats = root_stats;
   backend.grow_levels(roots, root_stats, rules, growth, [&](const LevelRecords& r) {
     const int64_t m = static_cast<int64_t>(nodes.size());
     GPUML_EXPECT(r.count == m, "levelwise builder: the backend's level is not the driver's");
     HostLevel& level = levels.emplace_back();
-    level.nodes = std::move(nodes);
+    level.tree.resize(static_cast<std::size_t>(m));
+    for (int64_t i = 0; i < m; ++i) level.tree[i] = nodes[i].tree;
     level.stats = std::move(stats);
     level.splits.assign(r.splits, r.splits + m);
     level.left.assign(r.left_stats, r.left_stats + m * k);
     level.flags.assign(r.flags, r.flags + m);
-    if (tally) tally(r.depth, level.nodes.data(), level.flags.data(), m);
-    nodes = {};
+    if (tally) tally(r.depth, nodes.data(), level.flags.data(), m);
     stats = {};
-    next_level(level.nodes, level.stats, level.splits.data(), level.left.data(), level.flags.data(), k, threads, level.at,
-               nodes, stats);
+    next_level(nodes, level.stats, level.splits.data(), level.left.data(), level.flags.data(), k, threads, level.at, next,
+               stats);
+    nodes.swap(next);
   });
   GPUML_EXPECT(nodes.empty(), "levelwise builder: the backend stopped before the last level");
   std::vector<LevelLog> logs(levels.size());
   for (std::size_t d = 0; d < levels.size(); ++d) {
     const HostLevel& h = levels[d];
-    logs[d] = LevelLog{static_cast<int64_t>(h.nodes.size()), h.nodes.data(), h.stats.data(), h.splits.data(),
-                       h.left.data(),                       h.flags.data(), h.at.data()};
+    logs[d] = LevelLog{static_cast<int64_t>(h.tree.size()), h.tree.data(), 1, h.stats.data(), h.splits.data(),
+                       h.left.data(), h.flags.data(), h.at.data()};
   }
   assemble_trees_on_host(logs, rules.criterion, k, bins, trees, threads);
 }

@@ -10,6 +10,7 @@
 // the same arrays, bit for bit; tree_assembly.cpp has the host's loops, cuda/ensemble/
 // tree_assembly.cu the kernels.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "criteria.hpp"
@@ -46,13 +47,19 @@ GPUML_HOST_DEVICE inline double split_threshold(const BinRanges& r, int32_t feat
 // One level's records as the assembly reads them, in host or device memory alike.
 struct LevelLog {
   int64_t count = 0;
-  const LevelNode* nodes = nullptr;    // their trees
+  const int32_t* tree = nullptr;       // node i's tree in the batch: tree[i * tree_stride]
+  int64_t tree_stride = 1;             // (a LevelNode array's .tree fields: kLevelNodeInts)
   const double* stats = nullptr;       // count x width: each node's statistics
   const LevelSplit* splits = nullptr;
   const double* left = nullptr;        // count x width: the left side's statistics
   const uint8_t* flags = nullptr;      // level_flags'
   const int32_t* at = nullptr;         // count + 1: node i's searched children are next level's [at[i], at[i + 1])
+
+  GPUML_HOST_DEVICE int32_t tree_of(int64_t i) const { return tree[i * tree_stride]; }
 };
+// A LevelNode's size in int32s: the stride of an array of them read as their trees.
+constexpr int64_t kLevelNodeInts = sizeof(LevelNode) / sizeof(int32_t);
+static_assert(sizeof(LevelNode) % sizeof(int32_t) == 0 && offsetof(LevelNode, tree) == 0, "LevelNode::tree is read by stride");
 
 // I(v) of a node with these flags, from its searched children's (next: the next level's counts).
 GPUML_HOST_DEVICE inline int32_t subtree_splits(uint8_t flags, int32_t at, const int32_t* next) {
@@ -142,11 +149,11 @@ GPUML_HOST_DEVICE inline void assemble_node(const TreeColumns& c, const NodePlac
   if ((flags & kRightSearched) == 0) write_leaf(c, r);
 }
 
-// Root i's tree (trees[roots[i].tree]) resized to sizes[i] nodes, node 0 kept (the new ones zero
+// Root i's tree (trees[root_trees[i]]) resized to sizes[i] nodes, node 0 kept (the new ones zero
 // until assembled), the trees over `threads`: their fresh pages are touched side by side.
-void size_trees(Tree* trees, const LevelNode* roots, int64_t count, const int64_t* sizes, int width, int threads);
+void size_trees(Tree* trees, const int32_t* root_trees, int64_t count, const int64_t* sizes, int width, int threads);
 
-// The trees of `roots` (in order; trees[roots[i].tree] holds root i as node 0, with its statistics,
+// The trees of the roots (levels[0], in tree order; root i's tree holds it as node 0, with its statistics,
 // impurity and rows) from the levels' logs (levels[0]: the roots'), in grow_tree's order: each
 // such tree's arrays are resized to its nodes and filled. The host's loops over `threads`.
 void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion criterion, int width, const FeatureBins& bins,
