@@ -109,31 +109,27 @@ __device__ __forceinline__ void predict_row(const PackedNode* __restrict__ nodes
   }
 }
 
-template <typename T>
+// Each thread's rows of X, read from X (Staged false) or from the thread's copy of it in shared
+// memory (d x kPredictBlock values a block).
+template <typename T, bool Staged>
 __global__ void __launch_bounds__(kPredictBlock) predict_kernel(const PackedNode* __restrict__ nodes,
                                                                 const int32_t* __restrict__ roots, int64_t n_trees,
                                                                 const double* __restrict__ values, int k,
                                                                 const T* __restrict__ X, int64_t n, int64_t d,
                                                                 double* __restrict__ out) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads())
-    predict_row(nodes, roots, n_trees, values, k, GlobalRow<T>{X + i * d}, out + i * k);
-}
-
-// predict_kernel with each thread's row copied to shared memory first (d x kPredictBlock values).
-template <typename T>
-__global__ void __launch_bounds__(kPredictBlock) predict_staged_kernel(const PackedNode* __restrict__ nodes,
-                                                                       const int32_t* __restrict__ roots, int64_t n_trees,
-                                                                       const double* __restrict__ values, int k,
-                                                                       const T* __restrict__ X, int64_t n, int64_t d,
-                                                                       double* __restrict__ out) {
   extern __shared__ unsigned char staged_rows[];
   T* own = reinterpret_cast<T*>(staged_rows) + threadIdx.x;
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
     const T* x = X + i * d;
-    for (int64_t f = 0; f < d; ++f) own[f * kPredictBlock] = x[f];
-    predict_row(nodes, roots, n_trees, values, k, StagedRow<T>{own}, out + i * k);
+    if constexpr (Staged) {
+      for (int64_t f = 0; f < d; ++f) own[f * kPredictBlock] = x[f];
+      predict_row(nodes, roots, n_trees, values, k, StagedRow<T>{own}, out + i * k);
+    } else {
+      predict_row(nodes, roots, n_trees, values, k, GlobalRow<T>{x}, out + i * k);
+    }
   }
 }
+
 // Shared memory a block may stage without opting in to more.
 constexpr int64_t kStagedBytes = 48 * 1024;
 
@@ -157,15 +153,11 @@ class CudaForestBackend final : public ForestBackend<T> {
     cuda::Resources& res = cuda::activate(ctx_);
     if (n == 0) return;
     const int64_t stage_bytes = d * kPredictBlock * static_cast<int64_t>(sizeof(T));
-    if (stage_bytes <= kStagedBytes) {
-      predict_staged_kernel<T><<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, static_cast<std::size_t>(stage_bytes),
-                                 res.stream>>>(staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(),
-                                               staged.values.as<double>(), forest.k, X, n, d, out);
-    } else {
-      predict_kernel<T><<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, 0, res.stream>>>(
-          staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(), staged.values.as<double>(), forest.k,
-          X, n, d, out);
-    }
+    const bool staged_rows = stage_bytes <= kStagedBytes;
+    const auto kernel = staged_rows ? predict_kernel<T, true> : predict_kernel<T, false>;
+    kernel<<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, staged_rows ? static_cast<std::size_t>(stage_bytes) : 0,
+             res.stream>>>(staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(),
+                           staged.values.as<double>(), forest.k, X, n, d, out);
     GPUML_CUDA_CHECK_LAUNCH();
   }
 
