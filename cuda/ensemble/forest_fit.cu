@@ -1128,6 +1128,47 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     assemble_trees_on_device(ctx_, res, logs, roots, growth.criterion, k_, bins, trees, threads);
   }
 
+  bool writes_forests() const override { return !levels_on_host(); }
+
+  // The levels kept on the device, and the forest written there in its final forms
+  // (tree_assembly.cu): only the node arrays and the packed forest come back to the host.
+  void grow_forest(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
+                   const LevelGrowth& growth, const FeatureBins& bins, const Tree* trees, int64_t n_trees, bool classification,
+                   const LevelTally& tally, int threads, WrittenForest& out) override {
+    GPUML_EXPECT(writes_forests(), "levelwise CUDA builder: this fit's levels are made on the host");
+    cuda::Resources& res = cuda::activate(ctx_);
+    std::vector<DeviceLevel> levels;
+    std::vector<LevelNode> nodes;  // tally's copies
+    std::vector<uint8_t> flags;
+    // Each tree's splits per level: the differences of the splits made before each level.
+    std::vector<int32_t> before(static_cast<std::size_t>(n_trees), 0), level_splits;
+    auto splits_since = [&](const int32_t* tree_splits, int64_t tree_count) {
+      for (int64_t t = 0; t < n_trees; ++t) {
+        const int32_t now = t < tree_count ? tree_splits[t] : 0;
+        level_splits.push_back(now - before[t]);
+        before[t] = now;
+      }
+    };
+    const int64_t tree_count = roots.empty() ? 0 : static_cast<int64_t>(roots.back().tree) + 1;
+    const std::vector<int32_t> made = device_levels(roots, root_stats, rules, growth,
+                                                    [&](int64_t depth, DeviceLevel& level, const int32_t* tree_splits) {
+      if (depth > 0) splits_since(tree_splits, tree_count);
+      if (tally) {
+        nodes.resize(static_cast<std::size_t>(level.count));
+        flags.resize(static_cast<std::size_t>(level.count));
+        res.copy_to_host(nodes.data(), level.nodes.data(), level.count * sizeof(LevelNode), threads);
+        res.copy_to_host(flags.data(), level.flags.data(), static_cast<std::size_t>(level.count), threads);
+        tally(depth, nodes.data(), flags.data(), level.count);
+      }
+      levels.push_back(std::move(level));
+    });
+    if (!levels.empty()) splits_since(made.data(), tree_count);
+    std::vector<LevelLog> logs;
+    for (const DeviceLevel& level : levels) logs.push_back(level.log());
+    write_forest_on_device(ctx_, res, logs, roots, level_splits, trees, n_trees, growth.criterion, k_, classification, bins,
+                           threads, out);
+  }
+
   // One depth-first level kept on the device: its nodes and their statistics, splits, left
   // statistics, flags, and where their children are in the next level (tree_assembly.hpp's log).
   struct DeviceLevel {
@@ -1154,8 +1195,9 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
   // flags, and next level queued, then on_level(depth, level, tree_splits) gets the level while
   // the device works on it (it may keep the level's buffers) and each tree's splits made in the
   // levels before it (host memory, indexed by LevelNode::tree), then the next level's size is read.
+  // Returns each tree's splits over all levels.
   template <typename OnLevel>
-  void device_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
+  std::vector<int32_t> device_levels(const std::vector<LevelNode>& roots, const std::vector<double>& root_stats, const LevelRules& rules,
                      const LevelGrowth& growth, OnLevel&& on_level) {
     cuda::Resources& res = cuda::activate(ctx_);
     int64_t m = static_cast<int64_t>(roots.size());
@@ -1228,6 +1270,7 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       stats_d = std::move(next_stats_d);
       m = progress[0];
     }
+    return std::vector<int32_t>(progress.begin() + 1, progress.end());
   }
 
   void count_bins(const std::vector<LevelNode>& nodes, const LevelPairs& pairs, std::vector<int32_t>& counts) override {

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "cuda/core/kernel_util.cuh"
+#include "ensemble/forest_backend.hpp"
+#include "ensemble/forest_nodes.hpp"
 #include "gpuml/core/array.hpp"
 #include "gpuml/core/error.hpp"
 
@@ -61,6 +63,218 @@ __global__ void __launch_bounds__(kAssemblyBlock) assemble_level_kernel(LevelLog
 
 unsigned blocks_for(int64_t count) { return static_cast<unsigned>(std::max<int64_t>(1, ceil_div(count, kAssemblyBlock))); }
 
+// The written forest (write_forest_on_device) -----------------------------------------------------
+
+// Every tree's root (node 0) as the driver made it, a leaf until its level is assembled.
+__global__ void __launch_bounds__(kAssemblyBlock) write_every_root_kernel(int64_t n_trees, const double* __restrict__ root_stats,
+                                                                          const double* __restrict__ root_impurity,
+                                                                          const int64_t* __restrict__ root_rows,
+                                                                          const int64_t* __restrict__ first, TreeColumns columns,
+                                                                          int width) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kAssemblyBlock + threadIdx.x;
+  if (t >= n_trees) return;
+  const TreeColumns c = columns.from(first[t], width);
+  for (int j = 0; j < width; ++j) c.stats[j] = root_stats[t * width + j];
+  c.impurity[0] = root_impurity[t];
+  c.rows[0] = root_rows[t];
+  write_leaf(c, 0);
+}
+
+// The trees' columns as the estimator's node arrays (forest_nodes' fields, in place where they
+// share the column): leaves' feature and threshold, and every node's value row and weight.
+__global__ void __launch_bounds__(kAssemblyBlock) node_arrays_kernel(int64_t total, TreeColumns c, int width, bool classification,
+                                                                     double* __restrict__ value, double* __restrict__ weighted) {
+  const int64_t v = static_cast<int64_t>(blockIdx.x) * kAssemblyBlock + threadIdx.x;
+  if (v >= total) return;
+  if (c.feature[v] < 0) {
+    c.feature[v] = kLeafFeature;
+    c.threshold[v] = static_cast<double>(kLeafFeature);
+  }
+  const int k = classification ? width : 1;
+  weighted[v] = node_value(c.stats + v * width, width, classification, value + v * k);
+}
+
+// Each tree's improvements summed per feature in node order (compute_importances' order): a warp
+// per tree, lane l keeping the features l, l + 32, ... of one pass, 32 nodes read at a time.
+constexpr int kImportanceWarps = 4;
+__global__ void __launch_bounds__(32 * kImportanceWarps) importance_sums_kernel(int64_t n_trees, const int64_t* __restrict__ first,
+                                                                                const int32_t* __restrict__ feature,
+                                                                                const double* __restrict__ improvement, int64_t d,
+                                                                                double* __restrict__ sums) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kImportanceWarps + threadIdx.x / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (t >= n_trees) return;
+  const int64_t begin = first[t], end = first[t + 1];
+  for (int64_t f0 = 0; f0 < d; f0 += 32) {
+    const int64_t own = f0 + lane;
+    double acc = 0.0;
+    for (int64_t base = begin; base < end; base += 32) {
+      const int64_t v = base + lane;
+      const int32_t f = v < end ? feature[v] : -1;
+      const double g = v < end ? improvement[v] : 0.0;
+      for (int j = 0; j < 32; ++j) {
+        const int32_t fj = __shfl_sync(0xffffffffu, f, j);
+        const double gj = __shfl_sync(0xffffffffu, g, j);
+        if (fj >= 0 && fj == own) acc = __dadd_rn(acc, gj);
+      }
+    }
+    if (own < d) sums[t * d + own] = acc;
+  }
+}
+
+// Per tree and depth (depth-major, (depths + 1) x trees): where the tree's nodes of that depth
+// start in the packed forest, where its leaves of that depth start in the value rows, and how
+// many splits the level has before the tree's (each tree's nodes of a depth, in breadth-first
+// order, are its nodes of that level, in order).
+struct PackTables {
+  const int64_t* node_base = nullptr;
+  const int64_t* leaf_base = nullptr;
+  const int32_t* split_first = nullptr;
+  int64_t n_trees = 0;
+};
+
+// A packed leaf and its value row from its statistics.
+__device__ void pack_leaf(PackedNode* __restrict__ packed, int64_t at, int64_t leaf, const double* stats, int width,
+                          bool classification, double* __restrict__ values) {
+  packed[at] = PackedNode{0.0, -1, static_cast<int32_t>(leaf)};
+  node_value(stats, width, classification, values + leaf * (classification ? width : 1));
+}
+
+// Level `depth` packed (pack_forest's layout): node i, at breadth-first rank rank[i] among its
+// tree's nodes of that depth (roots: 0) with split_before[i] splits before it in the level, and,
+// when it splits, its children that are not searched (leaves); its searched children's ranks go
+// to next_rank. next_split_before: the next level's split_before (null after the last level).
+__global__ void __launch_bounds__(kAssemblyBlock) pack_level_kernel(LevelLog level, int64_t depth, const int32_t* __restrict__ rank,
+                                                                    const int32_t* __restrict__ split_before,
+                                                                    const int32_t* __restrict__ next_split_before,
+                                                                    int32_t* __restrict__ next_rank, PackTables tables,
+                                                                    BinRanges ranges, int width, bool classification,
+                                                                    PackedNode* __restrict__ packed, double* __restrict__ values) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kAssemblyBlock + threadIdx.x;
+  if (i >= level.count) return;
+  const int32_t t = level.tree_of(i);
+  const int64_t here = depth * tables.n_trees + t, below = here + tables.n_trees;
+  const int64_t q = rank != nullptr ? rank[i] : 0;
+  const int64_t r = split_before[i] - tables.split_first[here];  // the tree's splits of this depth before node i
+  const int64_t at = tables.node_base[here] + q;
+  const uint8_t flags = level.flags[i];
+  const double* stats = level.stats + i * width;
+  if ((flags & kSplitMade) == 0) {
+    pack_leaf(packed, at, tables.leaf_base[here] + q - r, stats, width, classification, values);
+    return;
+  }
+  const LevelSplit s = level.splits[i];
+  const int64_t child = tables.node_base[below] + 2 * r;
+  packed[at] = PackedNode{split_threshold(ranges, s.feature, s.bin, s.next_bin), s.feature, static_cast<int32_t>(child)};
+  const double* left = level.left + i * width;
+  double right[kMaxLevelWidth];
+  for (int j = 0; j < width; ++j) right[j] = sub_rn(stats[j], left[j]);
+  int32_t j = level.at[i];  // the next searched child's place in the next level
+  for (int side = 0; side < 2; ++side) {
+    const int64_t qc = 2 * r + side;
+    if ((flags & (side == 0 ? kLeftSearched : kRightSearched)) != 0) {
+      next_rank[j++] = static_cast<int32_t>(qc);
+      continue;
+    }
+    const int64_t splits_before = next_split_before != nullptr ? next_split_before[j] - tables.split_first[below] : 0;
+    pack_leaf(packed, child + side, tables.leaf_base[below] + qc - splits_before, side == 0 ? left : right, width,
+              classification, values);
+  }
+}
+
+// The roots that were not searched: single-leaf trees.
+__global__ void __launch_bounds__(kAssemblyBlock) pack_leaf_roots_kernel(int64_t n_trees, const uint8_t* __restrict__ searched,
+                                                                         const double* __restrict__ root_stats, PackTables tables,
+                                                                         int width, bool classification,
+                                                                         PackedNode* __restrict__ packed, double* __restrict__ values) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kAssemblyBlock + threadIdx.x;
+  if (t >= n_trees || searched[t] != 0) return;
+  pack_leaf(packed, tables.node_base[t], tables.leaf_base[t], root_stats + t * width, width, classification, values);
+}
+
+__global__ void __launch_bounds__(kAssemblyBlock) split_made_kernel(LevelLog level, int32_t* __restrict__ made) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kAssemblyBlock + threadIdx.x;
+  if (i < level.count) made[i] = (level.flags[i] & kSplitMade) != 0 ? 1 : 0;
+}
+
+// The steps both assemblies share -----------------------------------------------------------------
+
+struct Assembly {
+  Context& ctx;
+  cuda::Resources& res;
+  int threads;
+
+  Buffer device(int64_t bytes) const { return Buffer(ctx, static_cast<std::size_t>(std::max<int64_t>(bytes, 1))); }
+  template <typename V>
+  Buffer upload(const V& host) const {
+    Buffer b = device(static_cast<int64_t>(host.size() * sizeof(host[0])));
+    res.copy_to_device(b.data(), host.data(), host.size() * sizeof(host[0]), threads);
+    return b;
+  }
+
+  // I(v) of every level's nodes, the last level first.
+  std::vector<Buffer> subtree_splits(const std::vector<LevelLog>& levels) const {
+    const int64_t depths = static_cast<int64_t>(levels.size());
+    std::vector<Buffer> splits(static_cast<std::size_t>(depths));
+    for (int64_t d = depths - 1; d >= 0; --d) {
+      splits[d] = device(levels[d].count * static_cast<int64_t>(sizeof(int32_t)));
+      if (levels[d].count == 0) continue;
+      subtree_splits_kernel<<<blocks_for(levels[d].count), kAssemblyBlock, 0, res.stream>>>(
+          levels[d], d + 1 < depths ? splits[d + 1].as<int32_t>() : nullptr, splits[d].as<int32_t>());
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    return splits;
+  }
+
+  // Every level's nodes written where their places say (the roots' own fields are written).
+  void assemble_levels(const std::vector<LevelLog>& levels, const std::vector<Buffer>& splits, const int64_t* first,
+                       const TreeColumns& columns, Criterion criterion, int width, const BinRanges& ranges) const {
+    const int64_t depths = static_cast<int64_t>(levels.size());
+    Buffer places;  // the level's (none for the roots)
+    for (int64_t d = 0; d < depths; ++d) {
+      const bool last = d + 1 == depths;
+      Buffer next_places = last ? Buffer() : device(levels[d + 1].count * static_cast<int64_t>(sizeof(NodePlace)));
+      if (levels[d].count > 0) {
+        assemble_level_kernel<<<blocks_for(levels[d].count), kAssemblyBlock, 0, res.stream>>>(
+            levels[d], d == 0 ? nullptr : places.as<NodePlace>(), last ? nullptr : splits[d + 1].as<int32_t>(),
+            last ? nullptr : next_places.as<NodePlace>(), first, columns, criterion, width, ranges);
+        GPUML_CUDA_CHECK_LAUNCH();
+      }
+      places = std::move(next_places);
+    }
+  }
+
+  // The trees' columns for `total` nodes.
+  struct Columns {
+    Buffer feature, left, right, threshold, stats, impurity, improvement, rows;
+    TreeColumns view() const {
+      return TreeColumns{feature.as<int32_t>(),   left.as<int32_t>(),     right.as<int32_t>(),      threshold.as<double>(),
+                         stats.as<double>(),      impurity.as<double>(),  improvement.as<double>(), rows.as<int64_t>()};
+    }
+  };
+  Columns columns(int64_t total, int width) const {
+    return Columns{device(total * 4), device(total * 4),         device(total * 4), device(total * 8),
+                   device(total * width * 8), device(total * 8), device(total * 8), device(total * 8)};
+  }
+
+  // level's split_before: a scan of its splits (count + 1, from 0).
+  Buffer split_before(const LevelLog& level) const {
+    Buffer out = device((level.count + 1) * static_cast<int64_t>(sizeof(int32_t)));
+    GPUML_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, sizeof(int32_t), res.stream));
+    if (level.count == 0) return out;
+    Buffer made = device(level.count * static_cast<int64_t>(sizeof(int32_t)));
+    split_made_kernel<<<blocks_for(level.count), kAssemblyBlock, 0, res.stream>>>(level, made.as<int32_t>());
+    GPUML_CUDA_CHECK_LAUNCH();
+    std::size_t bytes = 0;
+    GPUML_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, made.as<int32_t>(), out.as<int32_t>() + 1,
+                                                   static_cast<int>(level.count), res.stream));
+    Buffer temp = device(static_cast<int64_t>(bytes));
+    GPUML_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), bytes, made.as<int32_t>(), out.as<int32_t>() + 1,
+                                                   static_cast<int>(level.count), res.stream));
+    return out;
+  }
+};
+
 }  // namespace
 
 void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vector<LevelLog>& levels,
@@ -69,28 +283,14 @@ void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vec
   const int64_t depths = static_cast<int64_t>(levels.size());
   if (depths == 0 || roots.empty()) return;
   GPUML_EXPECT(levels[0].count == static_cast<int64_t>(roots.size()), "tree assembly: the first level is not the roots");
-  auto device = [&ctx](int64_t bytes) { return Buffer(ctx, static_cast<std::size_t>(std::max<int64_t>(bytes, 1))); };
-  auto upload = [&](const auto& host) {
-    Buffer b = device(static_cast<int64_t>(host.size() * sizeof(host[0])));
-    res.copy_to_device(b.data(), host.data(), host.size() * sizeof(host[0]), threads);
-    return b;
-  };
-
-  // I(v), the last level first.
-  std::vector<Buffer> splits(static_cast<std::size_t>(depths));
-  for (int64_t d = depths - 1; d >= 0; --d) {
-    splits[d] = device(levels[d].count * static_cast<int64_t>(sizeof(int32_t)));
-    if (levels[d].count == 0) continue;
-    subtree_splits_kernel<<<blocks_for(levels[d].count), kAssemblyBlock, 0, res.stream>>>(
-        levels[d], d + 1 < depths ? splits[d + 1].as<int32_t>() : nullptr, splits[d].as<int32_t>());
-    GPUML_CUDA_CHECK_LAUNCH();
-  }
+  const Assembly a{ctx, res, threads};
+  const std::vector<Buffer> splits = a.subtree_splits(levels);
 
   // The trees' sizes (per tree of the batch) and first nodes in the columns (an exclusive scan;
   // first[trees] is the total).
   const int64_t tree_count = static_cast<int64_t>(roots.back().tree) + 1;
-  Buffer sizes_d = device((tree_count + 1) * static_cast<int64_t>(sizeof(int64_t)));
-  Buffer first_d = device((tree_count + 1) * static_cast<int64_t>(sizeof(int64_t)));
+  Buffer sizes_d = a.device((tree_count + 1) * static_cast<int64_t>(sizeof(int64_t)));
+  Buffer first_d = a.device((tree_count + 1) * static_cast<int64_t>(sizeof(int64_t)));
   GPUML_CUDA_CHECK(cudaMemsetAsync(sizes_d.data(), 0, (tree_count + 1) * sizeof(int64_t), res.stream));
   tree_sizes_kernel<<<blocks_for(levels[0].count), kAssemblyBlock, 0, res.stream>>>(levels[0], splits[0].as<int32_t>(),
                                                                                    sizes_d.as<int64_t>());
@@ -99,7 +299,7 @@ void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vec
     std::size_t bytes = 0;
     GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, sizes_d.as<int64_t>(), first_d.as<int64_t>(),
                                                    static_cast<int>(tree_count + 1), res.stream));
-    Buffer temp = device(static_cast<int64_t>(bytes));
+    Buffer temp = a.device(static_cast<int64_t>(bytes));
     GPUML_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, sizes_d.as<int64_t>(), first_d.as<int64_t>(),
                                                    static_cast<int>(tree_count + 1), res.stream));
   }
@@ -109,32 +309,16 @@ void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vec
   for (int64_t t = 0; t < tree_count; ++t) total += sizes[t];
 
   // The batch's columns, every tree's nodes from its first.
-  Buffer feature = device(total * 4), left = device(total * 4), right = device(total * 4);
-  Buffer threshold = device(total * 8), stats = device(total * width * 8), impurity = device(total * 8),
-         improvement = device(total * 8), rows = device(total * 8);
-  const TreeColumns columns{feature.as<int32_t>(), left.as<int32_t>(),     right.as<int32_t>(),
-                            threshold.as<double>(), stats.as<double>(),     impurity.as<double>(),
-                            improvement.as<double>(), rows.as<int64_t>()};
+  const Assembly::Columns columns = a.columns(total, width);
   std::vector<int64_t> root_rows(roots.size());
   for (std::size_t i = 0; i < roots.size(); ++i) root_rows[i] = trees[roots[i].tree].rows[0];
-  const Buffer root_rows_d = upload(root_rows);
-  const Buffer offsets_d = upload(bins.offsets), low_d = upload(bins.low), high_d = upload(bins.high);
+  const Buffer root_rows_d = a.upload(root_rows);
+  const Buffer offsets_d = a.upload(bins.offsets), low_d = a.upload(bins.low), high_d = a.upload(bins.high);
   const BinRanges ranges{offsets_d.as<int64_t>(), low_d.as<double>(), high_d.as<double>()};
   write_roots_kernel<<<blocks_for(levels[0].count), kAssemblyBlock, 0, res.stream>>>(
-      levels[0], root_rows_d.as<int64_t>(), first_d.as<int64_t>(), columns, criterion, width);
+      levels[0], root_rows_d.as<int64_t>(), first_d.as<int64_t>(), columns.view(), criterion, width);
   GPUML_CUDA_CHECK_LAUNCH();
-  Buffer places;  // the level's (none for the roots)
-  for (int64_t d = 0; d < depths; ++d) {
-    const bool last = d + 1 == depths;
-    Buffer next_places = last ? Buffer() : device(levels[d + 1].count * static_cast<int64_t>(sizeof(NodePlace)));
-    if (levels[d].count > 0) {
-      assemble_level_kernel<<<blocks_for(levels[d].count), kAssemblyBlock, 0, res.stream>>>(
-          levels[d], d == 0 ? nullptr : places.as<NodePlace>(), last ? nullptr : splits[d + 1].as<int32_t>(),
-          last ? nullptr : next_places.as<NodePlace>(), first_d.as<int64_t>(), columns, criterion, width, ranges);
-      GPUML_CUDA_CHECK_LAUNCH();
-    }
-    places = std::move(next_places);
-  }
+  a.assemble_levels(levels, splits, first_d.as<int64_t>(), columns.view(), criterion, width, ranges);
 
   // The trees' vectors at their sizes (node 0 kept), their fresh pages touched by the host's
   // threads while the device assembles, then each column copied into them.
@@ -154,14 +338,146 @@ void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vec
     }
     res.copy_to_host(pieces, column.data(), threads);
   };
-  copy_column(feature, &Tree::feature);
-  copy_column(left, &Tree::left);
-  copy_column(right, &Tree::right);
-  copy_column(threshold, &Tree::threshold);
-  copy_column(stats, &Tree::stats);
-  copy_column(impurity, &Tree::impurity);
-  copy_column(improvement, &Tree::improvement);
-  copy_column(rows, &Tree::rows);
+  copy_column(columns.feature, &Tree::feature);
+  copy_column(columns.left, &Tree::left);
+  copy_column(columns.right, &Tree::right);
+  copy_column(columns.threshold, &Tree::threshold);
+  copy_column(columns.stats, &Tree::stats);
+  copy_column(columns.impurity, &Tree::impurity);
+  copy_column(columns.improvement, &Tree::improvement);
+  copy_column(columns.rows, &Tree::rows);
+}
+
+void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vector<LevelLog>& levels,
+                            const std::vector<LevelNode>& roots, const std::vector<int32_t>& level_splits, const Tree* trees, int64_t n_trees, Criterion criterion,
+                            int width, bool classification, const FeatureBins& bins, int threads, WrittenForest& out) {
+  const int64_t depths = static_cast<int64_t>(levels.size());
+  GPUML_EXPECT(static_cast<int64_t>(level_splits.size()) == depths * n_trees,
+               "written forest: the split counts are not per level and tree");
+  GPUML_EXPECT(depths == 0 || levels[0].count == static_cast<int64_t>(roots.size()), "written forest: the first level is not the roots");
+  const Assembly a{ctx, res, threads};
+  const int k = classification ? width : 1;
+  const int64_t d = bins.n_features();
+
+  // Per tree and depth (depth-major, depths + 1 of them): nodes, splits, and from them the tables.
+  // A tree's nodes of depth 0 are its root; of depth e + 1, the children of its splits of depth e.
+  const int64_t rows_of_tables = (depths + 1) * n_trees;
+  std::vector<int64_t> node_base(static_cast<std::size_t>(rows_of_tables)), leaf_base(static_cast<std::size_t>(rows_of_tables));
+  std::vector<int32_t> split_first(static_cast<std::size_t>(rows_of_tables), 0);
+  std::vector<int64_t> first(static_cast<std::size_t>(n_trees + 1), 0);
+  std::vector<int32_t> roots_at(static_cast<std::size_t>(n_trees));
+  int64_t next_node = 0, next_leaf = 0;
+  for (int64_t t = 0; t < n_trees; ++t) {
+    first[t] = next_node;
+    roots_at[t] = static_cast<int32_t>(next_node);
+    int64_t nodes = 1;  // of this depth
+    for (int64_t e = 0; e <= depths; ++e) {
+      const int64_t splits = e < depths ? level_splits[e * n_trees + t] : 0;
+      node_base[e * n_trees + t] = next_node;
+      leaf_base[e * n_trees + t] = next_leaf;
+      next_node += nodes;
+      next_leaf += nodes - splits;
+      nodes = 2 * splits;
+    }
+  }
+  first[n_trees] = next_node;
+  const int64_t total = next_node, leaves = next_leaf;
+  GPUML_EXPECT(total < INT32_MAX, "the forest has too many nodes to pack (2^31)");
+  for (int64_t e = 0; e < depths; ++e)
+    for (int64_t t = 1; t < n_trees; ++t)
+      split_first[e * n_trees + t] = split_first[e * n_trees + t - 1] + level_splits[e * n_trees + t - 1];
+
+  // The trees' columns: every root, then the levels, then the node arrays' fields.
+  std::vector<double> root_stats(static_cast<std::size_t>(n_trees * width)), root_impurity(static_cast<std::size_t>(n_trees));
+  std::vector<int64_t> root_rows(static_cast<std::size_t>(n_trees));
+  std::vector<uint8_t> searched(static_cast<std::size_t>(n_trees), 0);
+  for (int64_t t = 0; t < n_trees; ++t) {
+    std::copy(trees[t].stats.begin(), trees[t].stats.begin() + width, root_stats.begin() + t * width);
+    root_impurity[t] = trees[t].impurity[0];
+    root_rows[t] = trees[t].rows[0];
+  }
+  for (const LevelNode& root : roots) searched[root.tree] = 1;
+  const Buffer first_d = a.upload(first), root_stats_d = a.upload(root_stats), root_impurity_d = a.upload(root_impurity),
+               root_rows_d = a.upload(root_rows);
+  const Assembly::Columns columns = a.columns(total, width);
+  write_every_root_kernel<<<blocks_for(n_trees), kAssemblyBlock, 0, res.stream>>>(
+      n_trees, root_stats_d.as<double>(), root_impurity_d.as<double>(), root_rows_d.as<int64_t>(), first_d.as<int64_t>(),
+      columns.view(), width);
+  GPUML_CUDA_CHECK_LAUNCH();
+  const Buffer offsets_d = a.upload(bins.offsets), low_d = a.upload(bins.low), high_d = a.upload(bins.high);
+  const BinRanges ranges{offsets_d.as<int64_t>(), low_d.as<double>(), high_d.as<double>()};
+  if (depths > 0) a.assemble_levels(levels, a.subtree_splits(levels), first_d.as<int64_t>(), columns.view(), criterion, width, ranges);
+  Buffer value = a.device(total * k * 8), weighted = a.device(total * 8);
+  node_arrays_kernel<<<blocks_for(total), kAssemblyBlock, 0, res.stream>>>(total, columns.view(), width, classification,
+                                                                           value.as<double>(), weighted.as<double>());
+  GPUML_CUDA_CHECK_LAUNCH();
+  Buffer sums = a.device(n_trees * d * 8);
+  importance_sums_kernel<<<static_cast<unsigned>(ceil_div(n_trees, kImportanceWarps)), 32 * kImportanceWarps, 0, res.stream>>>(
+      n_trees, first_d.as<int64_t>(), columns.feature.as<int32_t>(), columns.improvement.as<double>(), d, sums.as<double>());
+  GPUML_CUDA_CHECK_LAUNCH();
+
+  // The packed forest, level by level.
+  const Buffer node_base_d = a.upload(node_base), leaf_base_d = a.upload(leaf_base), split_first_d = a.upload(split_first);
+  const PackTables tables{node_base_d.as<int64_t>(), leaf_base_d.as<int64_t>(), split_first_d.as<int32_t>(), n_trees};
+  auto staged = std::make_shared<StagedForest>();
+  staged->nodes = a.device(total * static_cast<int64_t>(sizeof(PackedNode)));
+  staged->values = a.device(leaves * k * 8);
+  PackedNode* packed_d = staged->nodes.as<PackedNode>();
+  double* values_d = staged->values.as<double>();
+  Buffer rank, split_before = depths > 0 ? a.split_before(levels[0]) : Buffer();
+  for (int64_t e = 0; e < depths; ++e) {
+    const bool last = e + 1 == depths;
+    Buffer next_split_before = last ? Buffer() : a.split_before(levels[e + 1]);
+    Buffer next_rank = last ? Buffer() : a.device(levels[e + 1].count * static_cast<int64_t>(sizeof(int32_t)));
+    if (levels[e].count > 0) {
+      pack_level_kernel<<<blocks_for(levels[e].count), kAssemblyBlock, 0, res.stream>>>(
+          levels[e], e, e == 0 ? nullptr : rank.as<int32_t>(), split_before.as<int32_t>(),
+          last ? nullptr : next_split_before.as<int32_t>(), last ? nullptr : next_rank.as<int32_t>(), tables, ranges, width,
+          classification, packed_d, values_d);
+      GPUML_CUDA_CHECK_LAUNCH();
+    }
+    rank = std::move(next_rank);
+    split_before = std::move(next_split_before);
+  }
+  const Buffer searched_d = a.upload(searched);
+  pack_leaf_roots_kernel<<<blocks_for(n_trees), kAssemblyBlock, 0, res.stream>>>(
+      n_trees, searched_d.as<uint8_t>(), root_stats_d.as<double>(), tables, width, classification, packed_d, values_d);
+  GPUML_CUDA_CHECK_LAUNCH();
+  staged->roots = a.upload(roots_at);
+
+  // Everything back to the host: the node arrays, the packed forest, the importance sums.
+  ForestNodes& nodes = out.nodes;
+  nodes.offsets = HostArray(DType::int64, n_trees + 1);
+  std::copy(first.begin(), first.end(), nodes.offsets.as<int64_t>());
+  auto back = [&](HostArray& host, const Buffer& column) { res.copy_to_host(host.as<void>(), column.data(), host.bytes(), threads); };
+  nodes.feature = HostArray(DType::int32, total);
+  back(nodes.feature, columns.feature);
+  nodes.left = HostArray(DType::int32, total);
+  back(nodes.left, columns.left);
+  nodes.right = HostArray(DType::int32, total);
+  back(nodes.right, columns.right);
+  nodes.threshold = HostArray(DType::float64, total);
+  back(nodes.threshold, columns.threshold);
+  nodes.impurity = HostArray(DType::float64, total);
+  back(nodes.impurity, columns.impurity);
+  nodes.n_samples = HostArray(DType::int64, total);
+  back(nodes.n_samples, columns.rows);
+  nodes.weighted = HostArray(DType::float64, total);
+  back(nodes.weighted, weighted);
+  nodes.value = HostArray(DType::float64, total, k);
+  back(nodes.value, value);
+  auto packed = std::make_shared<PackedForest>();
+  packed->k = k;
+  packed->n_features = d;
+  packed->roots = roots_at;
+  packed->nodes.resize(static_cast<std::size_t>(total));
+  res.copy_to_host(packed->nodes.data(), packed_d, total * sizeof(PackedNode), threads);
+  packed->values.resize(static_cast<std::size_t>(leaves * k));
+  res.copy_to_host(packed->values.data(), values_d, leaves * k * sizeof(double), threads);
+  out.importance_sums.resize(static_cast<std::size_t>(n_trees * d));
+  res.copy_to_host(out.importance_sums.data(), sums.data(), out.importance_sums.size() * sizeof(double), threads);
+  out.packed = std::move(packed);
+  out.staged = std::move(staged);
 }
 
 }  // namespace gpuml::detail

@@ -16,4 +16,15 @@ void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vec
                               const std::vector<LevelNode>& roots, Criterion criterion, int width, const FeatureBins& bins,
                               Tree* trees, int threads);
 
+// LevelBackend::grow_forest's forest (n_trees trees, each holding its root as node 0; roots: those
+// searched, levels[0]'s nodes) from its levels in the device's memory, level_splits (depth-major,
+// levels x trees) each tree's splits per level: the trees assembled as above, their node arrays
+// made from the columns (forest_nodes' fields), the packed forest written level by level (each
+// tree's nodes of a depth in breadth-first order, as pack_forest packs grow_tree's trees), the
+// importance sums; then all copied to the host, the packed forest kept on the device too.
+void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vector<LevelLog>& levels,
+                            const std::vector<LevelNode>& roots, const std::vector<int32_t>& level_splits, const Tree* trees,
+                            int64_t n_trees, Criterion criterion, int width, bool classification, const FeatureBins& bins,
+                            int threads, WrittenForest& out);
+
 }  // namespace gpuml::detail

@@ -12,6 +12,7 @@
 #include "core/default_init.hpp"
 #include "core/random.hpp"
 #include "core/trace.hpp"
+#include "ensemble/forest_nodes.hpp"
 #include "ensemble/levelwise.hpp"
 #include "ensemble/tree_builder.hpp"
 #include "gpuml/core/comm.hpp"
@@ -135,9 +136,27 @@ void add_leaf(const Forest& forest, const Tree& tree, int32_t leaf, double scale
   }
 }
 
+// Adds a tree's normalized sums (its splits' improvements per feature) to the importances; used:
+// the trees with a split.
+void add_tree_importances(const double* sums, int64_t d, bool has_split, std::vector<double>& importances, int64_t& used) {
+  if (!has_split) return;
+  double total = 0.0;
+  for (int64_t f = 0; f < d; ++f) total += sums[f];
+  if (total > 0.0)
+    for (int64_t f = 0; f < d; ++f) importances[f] += sums[f] / total;
+  ++used;  // scikit-learn averages over every tree with a split, even one of zero improvement
+}
+
 void compute_importances(Forest& forest, int64_t d, int threads) {
   forest.feature_importances.assign(static_cast<std::size_t>(d), 0.0);
   int64_t used = 0;
+  if (forest.written) {  // the backend's sums per tree, in node order as below
+    const int64_t* offsets = forest.written->nodes.offsets.as<const int64_t>();
+    const int64_t n_trees = forest.written->nodes.offsets.spec().shape[0] - 1;
+    for (int64_t t = 0; t < n_trees; ++t)
+      add_tree_importances(forest.written->importance_sums.data() + t * d, d, offsets[t + 1] - offsets[t] > 1,
+                           forest.feature_importances, used);
+  }
   // Each tree's sums per feature on the threads (a forest at full depth has ~10^7 nodes), a chunk
   // of trees at a time; then added up in tree order, as one thread would.
   const int64_t n_trees = static_cast<int64_t>(forest.trees.size());
@@ -153,15 +172,9 @@ void compute_importances(Forest& forest, int64_t d, int threads) {
       for (int64_t node = 0; node < tree.node_count(); ++node)
         if (tree.feature[node] >= 0) sums[tree.feature[node]] += tree.improvement[node];
     }
-    for (int64_t t = begin; t < end; ++t) {
-      if (forest.trees[t].node_count() <= 1) continue;
-      const double* sums = per_tree.data() + (t - begin) * d;
-      double total = 0.0;
-      for (int64_t f = 0; f < d; ++f) total += sums[f];
-      if (total > 0.0)
-        for (int64_t f = 0; f < d; ++f) forest.feature_importances[f] += sums[f] / total;
-      ++used;  // scikit-learn averages over every tree with a split, even one of zero improvement
-    }
+    for (int64_t t = begin; t < end; ++t)
+      add_tree_importances(per_tree.data() + (t - begin) * d, d, forest.trees[t].node_count() > 1, forest.feature_importances,
+                           used);
   }
   double total = 0.0;
   for (double& v : forest.feature_importances) total += (v /= std::max<int64_t>(used, 1));
@@ -404,9 +417,19 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
       }
       X.load(*backend, forest.bins, targets, rules.threads);  // ranges of all ranks
       trace.mark("load (X binned)");
+      // The trees in their final forms straight from the backend, when it writes them and nothing
+      // after the growth needs the trees themselves (out-of-bag rows, pruning) or keeps some.
+      auto written = first == 0 && !distributed && !rules.oob_score && !(rules.tree.ccp_alpha > 0.0)
+                         ? std::make_shared<WrittenForest>()
+                         : nullptr;
       std::vector<Tree> trees = grown > 0 ? grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights.data(), seeds, rules.tree,
-                                                                 rules.threads, distributed ? &comm : nullptr)
+                                                                 rules.threads, distributed ? &comm : nullptr, written.get())
                                          : std::vector<Tree>();
+      if (written && written->packed) {
+        forest.trees.clear();
+        forest.written = std::move(written);
+        return finish("trees (levelwise, written by the backend)");
+      }
       std::move(trees.begin(), trees.end(), forest.trees.begin() + first);
       return finish("trees (levelwise)");
     }

@@ -195,7 +195,7 @@ bool levelwise_eligible(const ForestRules& rules, bool has_sample_weight) {
 std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
                                        const LevelTargets& targets, const uint8_t* weights,
                                        const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads,
-                                       Comm* comm) {
+                                       Comm* comm, WrittenForest* written) {
   const int k = rules.width;  // statistics per node
   GPUML_EXPECT(k == targets.width(), "grow_trees_levelwise: the rules' width does not match the targets");
   GPUML_EXPECT(bins.n_features() == d, "grow_trees_levelwise: the bins are of another number of features");
@@ -220,6 +220,8 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
     const std::vector<int64_t> all = comm->allgather(batch);
     batch = *std::min_element(all.begin(), all.end());
   }
+  const bool writes = written != nullptr && comm == nullptr && backend.writes_forests() && batch >= n_trees &&
+                      rules.max_leaf_nodes < 0;
   std::vector<LevelNode> nodes;
   std::vector<LevelSplit> splits;
   std::vector<double> left_stats;
@@ -277,7 +279,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
       const int64_t rows = static_cast<int64_t>(root[k]);
       Tree& tree = trees[first + t];
       const double impurity = node_impurity(rules.criterion, root, k);
-      reserve_nodes(tree, rules, rows);  // no array moves while the tree grows (they were 10% of the host's work)
+      if (!writes) reserve_nodes(tree, rules, rows);  // no array moves while the tree grows (they were 10% of the host's work)
       new_node(tree, k, root, impurity, rows);
       root_weight[t] = targets.regression() ? root[0] : std::accumulate(root, root + k, 0.0);
       root_splits[t] = !stays_leaf(rules, 0, rows, impurity);
@@ -384,7 +386,11 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
         };
       host_ms += since(t0);
       t0 = now();
-      backend.grow_trees(roots, root_stats, level_rules, growth, bins, trees.data() + first, tally, threads);
+      if (writes)
+        backend.grow_forest(roots, root_stats, level_rules, growth, bins, trees.data(), n_trees, !targets.regression(), tally,
+                            threads, *written);
+      else
+        backend.grow_trees(roots, root_stats, level_rules, growth, bins, trees.data() + first, tally, threads);
       if (tracing) {
         const double assembly = since(t0);
         assembly_ms += assembly;
@@ -456,6 +462,7 @@ std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t
                  static_cast<long long>(levels), static_cast<long long>(searched), device_ms, host_ms, assembly_ms);
     print_level_costs(costs, rules.max_leaf_nodes >= 0);
   }
+  if (writes) trees.clear();
   return trees;
 }
 

@@ -116,6 +116,7 @@ using LevelTally = std::function<void(int64_t depth, const LevelNode* nodes, con
 
 class LevelPrimitives;
 class LevelBackend;
+struct WrittenForest;
 // LevelBackend::grow_trees' default: grow_levels' records kept on the host (each level's nodes and
 // statistics made from its parents' as grow_levels_by_search makes them), then the trees
 // assembled there (assemble_trees_on_host, tree_assembly.hpp).
@@ -166,6 +167,19 @@ class LevelBackend {
                           const LevelGrowth& growth, const FeatureBins& bins, Tree* trees, const LevelTally& tally,
                           int threads) {
     grow_trees_by_levels(*this, roots, root_stats, rules, growth, bins, trees, tally, threads);
+  }
+  // Whether grow_forest is there: the backend writes a whole forest's final forms itself.
+  virtual bool writes_forests() const { return false; }
+  // grow_trees for the whole forest in one batch, written in its final forms (forest_nodes.hpp):
+  // trees are all n_trees of it, each holding its root as node 0 (roots lists those searched);
+  // out gets every tree's node arrays as forest_nodes makes them from grow_trees' trees (values
+  // of class fractions when classification, else means), the packed forest as pack_forest packs
+  // them, that forest in the device's memory, and the importance sums. (Inline: no key function.)
+  virtual void grow_forest(const std::vector<LevelNode>& /*roots*/, const std::vector<double>& /*root_stats*/,
+                           const LevelRules& /*rules*/, const LevelGrowth& /*growth*/, const FeatureBins& /*bins*/,
+                           const Tree* /*trees*/, int64_t /*n_trees*/, bool /*classification*/, const LevelTally& /*tally*/,
+                           int /*threads*/, WrittenForest& /*out*/) {
+    throw_error(ErrorCode::internal, "levelwise builder: this backend does not write forests");
   }
 };
 
@@ -256,9 +270,12 @@ GPUML_API bool levelwise_eligible(const ForestRules& rules, bool has_sample_weig
 // `backend`, loaded with the data and these targets (load) and the bins it filled. With a
 // communicator (collective; backend: make_level_cpu_backend over the same one), n rows are this
 // rank's and the trees those of all ranks' rows, the same on every rank.
+// With `written` (no communicator), when the backend writes forests, the trees grow depth first
+// and fit one batch, the backend writes them there in their final forms (grow_forest) and the
+// trees returned are empty; else `written` is left as it is.
 GPUML_API std::vector<Tree> grow_trees_levelwise(LevelBackend& backend, int64_t n, int64_t d, const FeatureBins& bins,
                                                  const LevelTargets& targets, const uint8_t* weights,
                                                  const std::vector<uint64_t>& seeds, const TreeRules& rules, int threads,
-                                                 Comm* comm = nullptr);
+                                                 Comm* comm = nullptr, WrittenForest* written = nullptr);
 
 }  // namespace gpuml::detail

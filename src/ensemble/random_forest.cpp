@@ -27,6 +27,7 @@
 #include "core/staging.hpp"
 #include "core/trace.hpp"
 #include "ensemble/forest_backend.hpp"
+#include "ensemble/forest_nodes.hpp"
 #include "ensemble/sparse_lines.hpp"
 #include "ensemble/tree_builder.hpp"
 #include "linear_model/logistic_backend.hpp"
@@ -47,8 +48,8 @@ struct WarmStart {
 
 namespace {
 
-constexpr int32_t kLeafFeature = -2;  // scikit-learn's TREE_UNDEFINED
-constexpr int32_t kLeafChild = -1;    // scikit-learn's TREE_LEAF
+using detail::kLeafChild;
+using detail::kLeafFeature;
 
 const char* estimator_name(bool classification) {
   return classification ? "RandomForestClassifier" : "RandomForestRegressor";
@@ -258,64 +259,29 @@ std::shared_ptr<void> free_on_a_thread(T doomed) {
   });
 }
 
-// The fitted trees as the attribute arrays (see random_forest.hpp); a warm start's kept trees
-// (the first ones) keep their node values and weights to the bit. One pass over each tree's
-// nodes, the trees over the threads, each into its own range of the arrays (a forest at full
-// depth has ~10^7 nodes).
-void tree_attributes(const detail::Forest& forest, const detail::WarmStart* kept, int threads,
+// The fitted trees as the attribute arrays (see random_forest.hpp): the node arrays the backend
+// wrote, or made from the grown trees; a warm start's kept trees (the first ones) keep their node
+// values and weights to the bit.
+void tree_attributes(detail::Forest& forest, const detail::WarmStart* kept, int threads,
                      std::map<std::string, HostArray>& out) {
   HostArray seeds(DType::int64, static_cast<int64_t>(forest.tree_seeds.size()));
   for (std::size_t t = 0; t < forest.tree_seeds.size(); ++t) seeds.as<int64_t>()[t] = static_cast<int64_t>(forest.tree_seeds[t]);
   out["estimator_seeds_"] = std::move(seeds);
-  const int64_t n_trees = static_cast<int64_t>(forest.trees.size());
-  std::vector<int64_t> offsets(static_cast<std::size_t>(n_trees + 1), 0);
-  for (int64_t t = 0; t < n_trees; ++t) offsets[t + 1] = offsets[t] + forest.trees[t].node_count();
-  const int64_t total = offsets[n_trees];
-  const int width = forest.width;
-  const int64_t k = forest.classification ? width : 1;
-  HostArray feature(DType::int32, total), left(DType::int32, total), right(DType::int32, total);
-  HostArray threshold(DType::float64, total), impurity(DType::float64, total), weighted(DType::float64, total);
-  HostArray samples(DType::int64, total), value(DType::float64, total, k);
-  int32_t *feature_at = feature.as<int32_t>(), *left_at = left.as<int32_t>(), *right_at = right.as<int32_t>();
-  double *threshold_at = threshold.as<double>(), *impurity_at = impurity.as<double>(), *weighted_at = weighted.as<double>();
-  double* value_at = value.as<double>();
-  int64_t* samples_at = samples.as<int64_t>();
-#pragma omp parallel for num_threads(threads) schedule(dynamic)
-  for (int64_t t = 0; t < n_trees; ++t) {
-    const detail::Tree& tree = forest.trees[t];
-    for (int64_t node = 0, at = offsets[t]; node < tree.node_count(); ++node, ++at) {
-      const bool leaf = tree.feature[node] < 0;
-      feature_at[at] = leaf ? kLeafFeature : tree.feature[node];
-      threshold_at[at] = leaf ? double(kLeafFeature) : tree.threshold[node];
-      left_at[at] = leaf ? kLeafChild : tree.left[node];
-      right_at[at] = leaf ? kLeafChild : tree.right[node];
-      impurity_at[at] = tree.impurity[node];
-      samples_at[at] = tree.rows[node];
-      const double* s = tree.stats.data() + node * width;
-      double w = 0.0;
-      if (forest.classification) {
-        for (int c = 0; c < width; ++c) w += s[c];
-        for (int c = 0; c < width; ++c) value_at[at * k + c] = s[c] / w;
-      } else {
-        w = s[0];
-        value_at[at] = s[1] / s[0];
-      }
-      weighted_at[at] = w;
-    }
-  }
+  detail::ForestNodes nodes = forest.written ? std::move(forest.written->nodes)
+                                             : detail::forest_nodes(forest.trees, forest.width, forest.classification, threads);
   if (kept) {
-    std::copy(kept->value.begin(), kept->value.end(), value.as<double>());
-    std::copy(kept->weighted.begin(), kept->weighted.end(), weighted.as<double>());
+    std::copy(kept->value.begin(), kept->value.end(), nodes.value.as<double>());
+    std::copy(kept->weighted.begin(), kept->weighted.end(), nodes.weighted.as<double>());
   }
-  out["estimator_node_offsets_"] = array_of(DType::int64, offsets);
-  out["nodes_feature_"] = std::move(feature);
-  out["nodes_threshold_"] = std::move(threshold);
-  out["nodes_children_left_"] = std::move(left);
-  out["nodes_children_right_"] = std::move(right);
-  out["nodes_value_"] = std::move(value);
-  out["nodes_impurity_"] = std::move(impurity);
-  out["nodes_n_samples_"] = std::move(samples);
-  out["nodes_weighted_n_samples_"] = std::move(weighted);
+  out["estimator_node_offsets_"] = std::move(nodes.offsets);
+  out["nodes_feature_"] = std::move(nodes.feature);
+  out["nodes_threshold_"] = std::move(nodes.threshold);
+  out["nodes_children_left_"] = std::move(nodes.left);
+  out["nodes_children_right_"] = std::move(nodes.right);
+  out["nodes_value_"] = std::move(nodes.value);
+  out["nodes_impurity_"] = std::move(nodes.impurity);
+  out["nodes_n_samples_"] = std::move(nodes.n_samples);
+  out["nodes_weighted_n_samples_"] = std::move(nodes.weighted);
 }
 
 const std::vector<std::string> kTreeAttributes = {
@@ -590,7 +556,14 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
   attributes_ = std::move(attributes);
   n_features_in_ = scalar_of<int64_t>(DType::int64, d);
   warm_start_source_.reset();
-  rebuild_forest(ctx.n_threads());
+  if (forest.written) {  // packed by the backend, and already on the fitting device
+    forest_ = std::move(forest.written->packed);
+    const std::lock_guard<std::mutex> lock(staged_mutex_);
+    staged_.clear();
+    staged_[device_name(ctx.device())] = std::move(forest.written->staged);
+  } else {
+    rebuild_forest(ctx.n_threads());
+  }
   trace.mark("rebuild_forest (pack_forest)");
   // The grown trees (copied into the attributes) and the last fit's model, freed on a thread of
   // their own once the packing is done: freeing (munmap) beside it slowed its page faults down

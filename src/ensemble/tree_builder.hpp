@@ -3,6 +3,7 @@
 // forests (docs/random_forest.md), in scikit-learn's semantics. It is the CPU backend's core and
 // the reference the CUDA primitives will be checked against; the public estimators come next.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "binning.hpp"
@@ -151,10 +152,16 @@ struct ForestRules {
   const Forest* kept = nullptr;
 };
 
+struct WrittenForest;
+
 struct Forest {
   FeatureBins bins;
   int64_t n_features = 0;
   std::vector<Tree> trees;
+  // Set when the backend wrote the trees in their final forms itself (the CUDA level builder, for
+  // a fit of one batch without out-of-bag scores, pruning, kept trees or ranks): trees is then
+  // empty (forest_nodes.hpp).
+  std::shared_ptr<WrittenForest> written;
   std::vector<uint64_t> tree_seeds;  // per tree: the seed of its bootstrap draws (tree_seed(forest seed, t))
   int width = 0;
   bool classification = true;

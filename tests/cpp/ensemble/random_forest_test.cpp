@@ -387,6 +387,16 @@ void check_gpu_predictions(Context& gpu, std::mt19937_64& rng, int k, int64_t wi
   if (classify) on_cpu->predict_proba(gpu, Xdv, out_view);
   else on_cpu->predict(gpu, Xdv, out_view);
   EXPECT_EQ(test::to_host<double>(gpu, out, n * width), want) << method;
+  // The GPU fit's own packed forest (written by the device, kept there and copied to the host)
+  // predicts the same bits on either backend.
+  if (classify) on_gpu->predict_proba(gpu, Xdv, out_view);
+  else on_gpu->predict(gpu, Xdv, out_view);
+  EXPECT_EQ(test::to_host<double>(gpu, out, n * width), want) << method << " by the GPU fit's forest, on the GPU";
+  std::vector<double> on_host(n * width);
+  const ArrayView host_out = classify ? host_view(on_host.data(), n, width) : host_view(on_host.data(), n);
+  if (classify) on_gpu->predict_proba(cpu, Xh, host_out);
+  else on_gpu->predict(cpu, Xh, host_out);
+  EXPECT_EQ(on_host, want) << method << " by the GPU fit's forest, on the CPU";
   if (classify) {  // labels on the device: the first most probable class
     Buffer predicted(gpu, n * sizeof(double));
     on_cpu->predict(gpu, Xdv, make_view(predicted.data(), DType::float64, gpu.device(), n));
