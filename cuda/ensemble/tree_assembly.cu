@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "cuda/core/kernel_util.cuh"
 #include "ensemble/forest_backend.hpp"
 #include "ensemble/forest_nodes.hpp"
@@ -277,6 +278,46 @@ struct Assembly {
 
 }  // namespace
 
+WrittenForestMemory::WrittenForestMemory(int64_t nodes, int64_t leaves, int k_values)
+    : feature(Buffer::host(static_cast<std::size_t>(nodes) * 4)),
+      left(Buffer::host(static_cast<std::size_t>(nodes) * 4)),
+      right(Buffer::host(static_cast<std::size_t>(nodes) * 4)),
+      threshold(Buffer::host(static_cast<std::size_t>(nodes) * 8)),
+      impurity(Buffer::host(static_cast<std::size_t>(nodes) * 8)),
+      n_samples(Buffer::host(static_cast<std::size_t>(nodes) * 8)),
+      weighted(Buffer::host(static_cast<std::size_t>(nodes) * 8)),
+      value(Buffer::host(static_cast<std::size_t>(nodes * k_values) * 8)),
+      k(k_values) {
+  packed.resize(static_cast<std::size_t>(nodes));
+  leaf_values.resize(static_cast<std::size_t>(leaves * k_values));
+}
+
+void WrittenForestMemory::touch(int64_t from_node, int64_t to_node, int64_t from_leaf, int64_t to_leaf, int threads) {
+  to_node = std::min(to_node, static_cast<int64_t>(packed.size()));
+  to_leaf = std::min(to_leaf, static_cast<int64_t>(leaf_values.size()) / k);
+  auto pages = [&](void* base, int64_t bytes_per_item, int64_t from, int64_t to) {
+    touch_pages(base, static_cast<std::size_t>(from * bytes_per_item), static_cast<std::size_t>(to * bytes_per_item), threads);
+  };
+  for (Buffer* column : {&feature, &left, &right}) pages(column->data(), 4, from_node, to_node);
+  for (Buffer* column : {&threshold, &impurity, &n_samples, &weighted}) pages(column->data(), 8, from_node, to_node);
+  pages(value.data(), 8 * k, from_node, to_node);
+  pages(packed.data(), static_cast<int64_t>(sizeof(PackedNode)), from_node, to_node);
+  pages(leaf_values.data(), 8 * k, from_leaf, to_leaf);
+}
+
+void WrittenForestMemory::touch_up_to(int64_t nodes, int64_t leaves, int threads) {
+  wait();
+  touching_ = std::async(std::launch::async, [this, from_node = touched_nodes_, nodes, from_leaf = touched_leaves_, leaves, threads] {
+    touch(from_node, nodes, from_leaf, leaves, threads);
+  });
+  touched_nodes_ = std::max(touched_nodes_, nodes);
+  touched_leaves_ = std::max(touched_leaves_, leaves);
+}
+
+void WrittenForestMemory::wait() {
+  if (touching_.valid()) touching_.get();
+}
+
 void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vector<LevelLog>& levels,
                               const std::vector<LevelNode>& roots, Criterion criterion, int width, const FeatureBins& bins,
                               Tree* trees, int threads) {
@@ -349,8 +390,9 @@ void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vec
 }
 
 void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vector<LevelLog>& levels,
-                            const std::vector<LevelNode>& roots, const std::vector<int32_t>& level_splits, const Tree* trees, int64_t n_trees, Criterion criterion,
-                            int width, bool classification, const FeatureBins& bins, int threads, WrittenForest& out) {
+                            const std::vector<LevelNode>& roots, const std::vector<int32_t>& level_splits, const Tree* trees,
+                            int64_t n_trees, Criterion criterion, int width, bool classification, const FeatureBins& bins,
+                            int threads, WrittenForestMemory& memory, WrittenForest& out) {
   const int64_t depths = static_cast<int64_t>(levels.size());
   GPUML_EXPECT(static_cast<int64_t>(level_splits.size()) == depths * n_trees,
                "written forest: the split counts are not per level and tree");
@@ -445,33 +487,37 @@ void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vecto
   GPUML_CUDA_CHECK_LAUNCH();
   staged->roots = a.upload(roots_at);
 
-  // Everything back to the host: the node arrays, the packed forest, the importance sums.
+  // Everything back to the host (into `memory`): the node arrays, the packed forest, the
+  // importance sums.
+  memory.wait();
+  GPUML_EXPECT(memory.k == k && static_cast<int64_t>(memory.packed.size()) >= total &&
+                   static_cast<int64_t>(memory.leaf_values.size()) >= leaves * k,
+               "written forest: more nodes than the host memory was sized for");
   ForestNodes& nodes = out.nodes;
   nodes.offsets = HostArray(DType::int64, n_trees + 1);
   std::copy(first.begin(), first.end(), nodes.offsets.as<int64_t>());
-  auto back = [&](HostArray& host, const Buffer& column) { res.copy_to_host(host.as<void>(), column.data(), host.bytes(), threads); };
-  nodes.feature = HostArray(DType::int32, total);
-  back(nodes.feature, columns.feature);
-  nodes.left = HostArray(DType::int32, total);
-  back(nodes.left, columns.left);
-  nodes.right = HostArray(DType::int32, total);
-  back(nodes.right, columns.right);
-  nodes.threshold = HostArray(DType::float64, total);
-  back(nodes.threshold, columns.threshold);
-  nodes.impurity = HostArray(DType::float64, total);
-  back(nodes.impurity, columns.impurity);
-  nodes.n_samples = HostArray(DType::int64, total);
-  back(nodes.n_samples, columns.rows);
-  nodes.weighted = HostArray(DType::float64, total);
-  back(nodes.weighted, weighted);
-  nodes.value = HostArray(DType::float64, total, k);
-  back(nodes.value, value);
+  auto back = [&](Buffer& host, const Buffer& column, DType dtype, int64_t columns_of_it) {
+    const ArraySpec spec = columns_of_it == 0 ? ArraySpec{dtype, 1, {total, 0}} : ArraySpec{dtype, 2, {total, columns_of_it}};
+    const std::size_t bytes = static_cast<std::size_t>(total * std::max<int64_t>(columns_of_it, 1)) * dtype_size(dtype);
+    res.copy_to_host(host.data(), column.data(), bytes, threads);
+    return HostArray(spec, std::move(host));
+  };
+  nodes.feature = back(memory.feature, columns.feature, DType::int32, 0);
+  nodes.left = back(memory.left, columns.left, DType::int32, 0);
+  nodes.right = back(memory.right, columns.right, DType::int32, 0);
+  nodes.threshold = back(memory.threshold, columns.threshold, DType::float64, 0);
+  nodes.impurity = back(memory.impurity, columns.impurity, DType::float64, 0);
+  nodes.n_samples = back(memory.n_samples, columns.rows, DType::int64, 0);
+  nodes.weighted = back(memory.weighted, weighted, DType::float64, 0);
+  nodes.value = back(memory.value, value, DType::float64, k);
   auto packed = std::make_shared<PackedForest>();
   packed->k = k;
   packed->n_features = d;
   packed->roots = roots_at;
-  packed->nodes.resize(static_cast<std::size_t>(total));
+  packed->nodes = std::move(memory.packed);
+  packed->nodes.resize(static_cast<std::size_t>(total));  // smaller: the touched pages kept
   res.copy_to_host(packed->nodes.data(), packed_d, total * sizeof(PackedNode), threads);
+  packed->values = std::move(memory.leaf_values);
   packed->values.resize(static_cast<std::size_t>(leaves * k));
   res.copy_to_host(packed->values.data(), values_d, leaves * k * sizeof(double), threads);
   out.importance_sums.resize(static_cast<std::size_t>(n_trees * d));

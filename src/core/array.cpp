@@ -134,6 +134,20 @@ HostArray::HostArray(DType dtype, int64_t length) {
   buffer_ = Buffer::host(static_cast<std::size_t>(length) * dtype_size(dtype));
 }
 
+HostArray::HostArray(const ArraySpec& spec, Buffer memory) {
+  GPUML_EXPECT(spec.ndim >= 0 && spec.ndim <= 2 && spec.shape[0] >= 0 && spec.shape[1] >= 0, "array shape must be non-negative");
+  spec_ = spec;
+  defined_ = true;
+  GPUML_EXPECT(!memory.device().is_cuda() && memory.bytes() >= bytes(), "HostArray: the memory is not host memory of the array's size");
+  buffer_ = std::move(memory);
+}
+
+std::size_t HostArray::bytes() const {
+  if (!defined_) return 0;
+  const int64_t elements = spec_.ndim == 0 ? 1 : spec_.ndim == 1 ? spec_.shape[0] : spec_.shape[0] * spec_.shape[1];
+  return static_cast<std::size_t>(elements) * dtype_size(spec_.dtype);
+}
+
 HostArray HostArray::scalar(DType dtype) {
   HostArray a;
   a.spec_ = ArraySpec{dtype, 0, {0, 0}};

@@ -23,4 +23,14 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes, int threads) {
   }
 }
 
+void touch_pages(void* base, std::size_t from, std::size_t to, int threads) {
+  constexpr std::size_t kPage = 4096;
+  if (to <= from) return;
+  char* bytes = static_cast<char*>(base);
+  const std::size_t first = (from + kPage - 1) / kPage, last = (to + kPage - 1) / kPage;  // pages starting in [from, to)
+  const int64_t pages = static_cast<int64_t>(last - first);
+#pragma omp parallel for num_threads(threads_for(threads, pages * 64)) schedule(static)
+  for (int64_t p = 0; p < pages; ++p) bytes[(first + static_cast<std::size_t>(p)) * kPage] = 0;
+}
+
 }  // namespace gpuml::detail

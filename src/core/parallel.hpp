@@ -32,6 +32,11 @@ class RowBlocks {
 // the GPU near 4.4 GB/s, under the link's rate. (GPUML_API: for the tests.)
 GPUML_API void parallel_copy(void* dst, const void* src, std::size_t bytes, int threads);
 
+// A write to each 4 KiB page that starts in base[from, to), over `threads` threads: a fresh
+// allocation's pages faulted in (and zeroed by the kernel) ahead of a copy into them, beside other
+// work, range after contiguous range. The bytes written are zeros.
+GPUML_API void touch_pages(void* base, std::size_t from, std::size_t to, int threads);
+
 // Small problems run on one thread: waking a team (and its spinning) costs more than the work,
 // and on a busy machine spinning threads starve everything else.
 inline int threads_for(int threads, int64_t work) { return work < (int64_t{1} << 17) ? 1 : threads; }

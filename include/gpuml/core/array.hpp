@@ -94,12 +94,14 @@ class GPUML_API HostArray {
   HostArray(DType dtype, int64_t rows, int64_t cols);  // 2-d
   HostArray(DType dtype, int64_t length);              // 1-d
   static HostArray scalar(DType dtype);                // 0-d
+  // An array of `spec` over `memory`: host memory of at least its bytes (the rest is kept, unused).
+  HostArray(const ArraySpec& spec, Buffer memory);
   ArrayView view() const;
   bool empty() const { return !defined_; }  // default-constructed: holds nothing, not even 0 elements
   DType dtype() const { return spec_.dtype; }
   const ArraySpec& spec() const { return spec_; }
   template <typename T> T* as() const { return buffer_.as<T>(); }
-  std::size_t bytes() const { return buffer_.bytes(); }
+  std::size_t bytes() const;
 
  private:
   ArraySpec spec_{};

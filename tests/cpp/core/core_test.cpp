@@ -129,6 +129,14 @@ TEST(CoreArrays, ViewsAndHostArrays) {
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(a.view().shape[1], 3);
   EXPECT_TRUE(a.view().is_contiguous());
+  // Over memory of more bytes than its own (a written forest's arrays, sized for the most nodes).
+  Buffer memory = Buffer::host(100);
+  void* at = memory.data();
+  HostArray over(ArraySpec{DType::int32, 2, {4, 3}}, std::move(memory));
+  EXPECT_EQ(over.bytes(), 48u);
+  EXPECT_EQ(over.as<void>(), at);
+  EXPECT_EQ(over.view().shape[0], 4);
+  EXPECT_THROW(HostArray(ArraySpec{DType::float64, 1, {20, 0}}, Buffer::host(100)), Error);  // 160 bytes > 100
 }
 
 // ---- staging caller arrays, through KMeans ----------------------------------------------------

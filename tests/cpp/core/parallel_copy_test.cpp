@@ -1,5 +1,5 @@
 // parallel_copy (src/core/parallel.hpp): the bytes of a plain memcpy for any size and thread
-// count, slices of at least 1 MiB, and nothing written past the end.
+// count, slices of at least 1 MiB, and nothing written past the end; touch_pages' writes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +23,26 @@ TEST(ParallelCopy, CopiesEveryByteOnAnyThreadCount) {
       detail::parallel_copy(dst.data(), src.data(), bytes, threads);
       EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << bytes << " bytes, " << threads << " threads";
       for (std::size_t i = bytes; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xA5) << "written past the end, " << bytes << " bytes";
+    }
+  }
+}
+
+// touch_pages writes a zero at the start of each page that starts in [from, to), and nothing else;
+// contiguous ranges one after the other reach every page of the whole.
+TEST(TouchPages, WritesOnceIntoEachPageThatStartsInTheRange) {
+  GPUML_FRESH_RNG(rng);
+  constexpr std::size_t kPage = 4096;
+  for (const int threads : {1, 3}) {
+    const std::size_t bytes = static_cast<std::size_t>(uniform_int(rng, 3, 300)) * kPage + static_cast<std::size_t>(uniform_int(rng, 0, 4095));
+    alignas(4096) static uint8_t area[301 * 4096];
+    std::fill(area, area + bytes, uint8_t{0xA5});
+    std::size_t from = 0;
+    while (from < bytes) {
+      const std::size_t to = std::min(bytes, from + static_cast<std::size_t>(uniform_int(rng, 1, 20 * kPage)));
+      detail::touch_pages(area, from, to, threads);
+      for (std::size_t i = from; i < to; ++i)
+        ASSERT_EQ(area[i], i % kPage == 0 ? 0 : 0xA5) << "byte " << i << " of [" << from << ", " << to << ")";
+      from = to;
     }
   }
 }
