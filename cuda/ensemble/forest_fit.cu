@@ -1154,21 +1154,17 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     // each, fewer with max_depth; a root not searched is a leaf), its pages touched as the levels
     // make nodes, on a thread of its own (each level's range after the last's).
     const int k = classification ? k_ : 1;
-    int64_t most_nodes = n_trees - static_cast<int64_t>(roots.size()), most_leaves = most_nodes;
+    int64_t most_nodes = n_trees - static_cast<int64_t>(roots.size());
     const int64_t depth_bound = growth.max_depth >= 0 && growth.max_depth < 40 ? (int64_t(2) << growth.max_depth) - 1 : INT64_MAX;
     for (const LevelNode& root : roots) {
       const int64_t most = std::min(2 * std::max<int64_t>(root.slot_count, 1) - 1, depth_bound);
       most_nodes += most;
-      most_leaves += (most + 1) / 2;
     }
-    WrittenForestMemory memory(most_nodes, most_leaves, k);
+    WrittenForestMemory memory(most_nodes, k);
     auto touch_up_to = [&](const int32_t* tree_splits) {
-      int64_t nodes_made = n_trees, leaves_made = n_trees;
-      for (int64_t t = 0; t < tree_count; ++t) {
-        nodes_made += 2 * static_cast<int64_t>(tree_splits[t]);
-        leaves_made += tree_splits[t];
-      }
-      memory.touch_up_to(nodes_made, leaves_made, threads);
+      int64_t nodes_made = n_trees;
+      for (int64_t t = 0; t < tree_count; ++t) nodes_made += 2 * static_cast<int64_t>(tree_splits[t]);
+      memory.touch_up_to(nodes_made, threads);
     };
     const std::vector<int32_t> made = device_levels(roots, root_stats, rules, growth,
                                                     [&](int64_t depth, DeviceLevel& level, const int32_t* tree_splits) {

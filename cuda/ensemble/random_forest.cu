@@ -138,26 +138,27 @@ class CudaForestBackend final : public ForestBackend<T> {
  public:
   explicit CudaForestBackend(const Context& ctx) : ctx_(ctx) {}
 
-  std::shared_ptr<const StagedForest> stage(const PackedForest& forest) override {
+  std::shared_ptr<const StagedForest> stage(std::shared_ptr<const PackedForest> forest) override {
     cuda::Resources& res = cuda::activate(ctx_);
     auto staged = std::make_shared<StagedForest>();
-    staged->nodes = upload(res, forest.nodes);
-    staged->roots = upload(res, forest.roots);
-    staged->values = upload(res, forest.values);
+    staged->nodes = upload(res, forest->nodes);
+    staged->roots = upload(res, forest->roots);
+    staged->values = upload(res, forest->values);
+    staged->n_trees = forest->n_trees();
+    staged->k = forest->k;
     GPUML_CUDA_CHECK(cudaStreamSynchronize(res.stream));  // usable from any stream from now on
     return staged;
   }
 
-  void predict(const PackedForest& forest, const StagedForest& staged, const T* X, int64_t n, int64_t d,
-               double* out) override {
+  void predict(const StagedForest& staged, const T* X, int64_t n, int64_t d, double* out) override {
     cuda::Resources& res = cuda::activate(ctx_);
     if (n == 0) return;
     const int64_t stage_bytes = d * kPredictBlock * static_cast<int64_t>(sizeof(T));
     const bool staged_rows = stage_bytes <= kStagedBytes;
     const auto kernel = staged_rows ? predict_kernel<T, true> : predict_kernel<T, false>;
     kernel<<<cuda::grid_for(n, kPredictBlock, kMaxBlocks), kPredictBlock, staged_rows ? static_cast<std::size_t>(stage_bytes) : 0,
-             res.stream>>>(staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), forest.n_trees(),
-                           staged.values.as<double>(), forest.k, X, n, d, out);
+             res.stream>>>(staged.nodes.as<PackedNode>(), staged.roots.as<int32_t>(), staged.n_trees,
+                           staged.values.as<double>(), staged.k, X, n, d, out);
     GPUML_CUDA_CHECK_LAUNCH();
   }
 

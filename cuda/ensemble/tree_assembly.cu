@@ -278,40 +278,32 @@ struct Assembly {
 
 }  // namespace
 
-WrittenForestMemory::WrittenForestMemory(int64_t nodes, int64_t leaves, int k_values)
-    : feature(Buffer::host(static_cast<std::size_t>(nodes) * 4)),
-      left(Buffer::host(static_cast<std::size_t>(nodes) * 4)),
-      right(Buffer::host(static_cast<std::size_t>(nodes) * 4)),
-      threshold(Buffer::host(static_cast<std::size_t>(nodes) * 8)),
-      impurity(Buffer::host(static_cast<std::size_t>(nodes) * 8)),
-      n_samples(Buffer::host(static_cast<std::size_t>(nodes) * 8)),
-      weighted(Buffer::host(static_cast<std::size_t>(nodes) * 8)),
-      value(Buffer::host(static_cast<std::size_t>(nodes * k_values) * 8)),
-      k(k_values) {
-  packed.resize(static_cast<std::size_t>(nodes));
-  leaf_values.resize(static_cast<std::size_t>(leaves * k_values));
-}
+WrittenForestMemory::WrittenForestMemory(int64_t most_nodes, int k_values)
+    : feature(Buffer::host(static_cast<std::size_t>(most_nodes) * 4)),
+      left(Buffer::host(static_cast<std::size_t>(most_nodes) * 4)),
+      right(Buffer::host(static_cast<std::size_t>(most_nodes) * 4)),
+      threshold(Buffer::host(static_cast<std::size_t>(most_nodes) * 8)),
+      impurity(Buffer::host(static_cast<std::size_t>(most_nodes) * 8)),
+      n_samples(Buffer::host(static_cast<std::size_t>(most_nodes) * 8)),
+      weighted(Buffer::host(static_cast<std::size_t>(most_nodes) * 8)),
+      value(Buffer::host(static_cast<std::size_t>(most_nodes * k_values) * 8)),
+      nodes(most_nodes),
+      k(k_values) {}
 
-void WrittenForestMemory::touch(int64_t from_node, int64_t to_node, int64_t from_leaf, int64_t to_leaf, int threads) {
-  to_node = std::min(to_node, static_cast<int64_t>(packed.size()));
-  to_leaf = std::min(to_leaf, static_cast<int64_t>(leaf_values.size()) / k);
-  auto pages = [&](void* base, int64_t bytes_per_item, int64_t from, int64_t to) {
-    touch_pages(base, static_cast<std::size_t>(from * bytes_per_item), static_cast<std::size_t>(to * bytes_per_item), threads);
+void WrittenForestMemory::touch(int64_t from, int64_t to, int threads) {
+  to = std::min(to, nodes);
+  auto pages = [&](void* base, int64_t bytes_per_node) {
+    touch_pages(base, static_cast<std::size_t>(from * bytes_per_node), static_cast<std::size_t>(to * bytes_per_node), threads);
   };
-  for (Buffer* column : {&feature, &left, &right}) pages(column->data(), 4, from_node, to_node);
-  for (Buffer* column : {&threshold, &impurity, &n_samples, &weighted}) pages(column->data(), 8, from_node, to_node);
-  pages(value.data(), 8 * k, from_node, to_node);
-  pages(packed.data(), static_cast<int64_t>(sizeof(PackedNode)), from_node, to_node);
-  pages(leaf_values.data(), 8 * k, from_leaf, to_leaf);
+  for (Buffer* column : {&feature, &left, &right}) pages(column->data(), 4);
+  for (Buffer* column : {&threshold, &impurity, &n_samples, &weighted}) pages(column->data(), 8);
+  pages(value.data(), 8 * k);
 }
 
-void WrittenForestMemory::touch_up_to(int64_t nodes, int64_t leaves, int threads) {
+void WrittenForestMemory::touch_up_to(int64_t to, int threads) {
   wait();
-  touching_ = std::async(std::launch::async, [this, from_node = touched_nodes_, nodes, from_leaf = touched_leaves_, leaves, threads] {
-    touch(from_node, nodes, from_leaf, leaves, threads);
-  });
-  touched_nodes_ = std::max(touched_nodes_, nodes);
-  touched_leaves_ = std::max(touched_leaves_, leaves);
+  touching_ = std::async(std::launch::async, [this, from = touched_, to, threads] { touch(from, to, threads); });
+  touched_ = std::max(touched_, to);
 }
 
 void WrittenForestMemory::wait() {
@@ -486,13 +478,13 @@ void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vecto
       n_trees, searched_d.as<uint8_t>(), root_stats_d.as<double>(), tables, width, classification, packed_d, values_d);
   GPUML_CUDA_CHECK_LAUNCH();
   staged->roots = a.upload(roots_at);
+  staged->n_trees = n_trees;
+  staged->k = k;
 
   // Everything back to the host (into `memory`): the node arrays, the packed forest, the
   // importance sums.
   memory.wait();
-  GPUML_EXPECT(memory.k == k && static_cast<int64_t>(memory.packed.size()) >= total &&
-                   static_cast<int64_t>(memory.leaf_values.size()) >= leaves * k,
-               "written forest: more nodes than the host memory was sized for");
+  GPUML_EXPECT(memory.k == k && memory.nodes >= total, "written forest: more nodes than the host memory was sized for");
   ForestNodes& nodes = out.nodes;
   nodes.offsets = HostArray(DType::int64, n_trees + 1);
   std::copy(first.begin(), first.end(), nodes.offsets.as<int64_t>());
@@ -510,19 +502,8 @@ void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vecto
   nodes.n_samples = back(memory.n_samples, columns.rows, DType::int64, 0);
   nodes.weighted = back(memory.weighted, weighted, DType::float64, 0);
   nodes.value = back(memory.value, value, DType::float64, k);
-  auto packed = std::make_shared<PackedForest>();
-  packed->k = k;
-  packed->n_features = d;
-  packed->roots = roots_at;
-  packed->nodes = std::move(memory.packed);
-  packed->nodes.resize(static_cast<std::size_t>(total));  // smaller: the touched pages kept
-  res.copy_to_host(packed->nodes.data(), packed_d, total * sizeof(PackedNode), threads);
-  packed->values = std::move(memory.leaf_values);
-  packed->values.resize(static_cast<std::size_t>(leaves * k));
-  res.copy_to_host(packed->values.data(), values_d, leaves * k * sizeof(double), threads);
   out.importance_sums.resize(static_cast<std::size_t>(n_trees * d));
   res.copy_to_host(out.importance_sums.data(), sums.data(), out.importance_sums.size() * sizeof(double), threads);
-  out.packed = std::move(packed);
   out.staged = std::move(staged);
 }
 

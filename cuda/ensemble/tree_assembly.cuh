@@ -4,9 +4,7 @@
 #include <future>
 #include <vector>
 
-#include "core/default_init.hpp"
 #include "cuda/core/resources.cuh"
-#include "ensemble/forest_layout.hpp"
 #include "ensemble/tree_assembly.hpp"
 
 namespace gpuml::detail {
@@ -19,25 +17,23 @@ void assemble_trees_on_device(Context& ctx, cuda::Resources& res, const std::vec
                               const std::vector<LevelNode>& roots, Criterion criterion, int width, const FeatureBins& bins,
                               Tree* trees, int threads);
 
-// Host memory for a written forest of at most `nodes` nodes and `leaves` leaves, k values each:
-// the node arrays' columns and the packed forest, allocated before the levels grow (no page
-// touched), touched range after range as the levels make nodes (touch), and copied into at the
-// end. A fit's tree arrays are gigabytes at full depth: faulting their pages in beside the
-// device's levels keeps that work off the copy back.
+// Host memory for the node arrays of a written forest of at most `nodes` nodes (k values each),
+// allocated before the levels grow (no page touched), touched range after range as the levels make
+// nodes (touch_up_to), and copied into at the end. A fit's node arrays are gigabytes at full
+// depth: faulting their pages in beside the device's levels keeps that work off the copy back.
 struct WrittenForestMemory {
   Buffer feature, left, right, threshold, impurity, n_samples, weighted, value;
-  DefaultInitVector<PackedNode> packed;
-  DefaultInitVector<double> leaf_values;
+  int64_t nodes = 0;
   int k = 1;
-  WrittenForestMemory(int64_t nodes, int64_t leaves, int k);
-  // The pages of the first `nodes` nodes and `leaves` leaves touched on a thread of its own, after
-  // the ranges asked for before (their error, if any, is thrown here or by wait).
-  void touch_up_to(int64_t nodes, int64_t leaves, int threads);
+  WrittenForestMemory(int64_t most_nodes, int k);
+  // The pages of the first `nodes` nodes touched on a thread of its own, after the ranges asked
+  // for before (their error, if any, is thrown here or by wait).
+  void touch_up_to(int64_t nodes, int threads);
   void wait();
 
  private:
-  void touch(int64_t from_node, int64_t to_node, int64_t from_leaf, int64_t to_leaf, int threads);
-  int64_t touched_nodes_ = 0, touched_leaves_ = 0;
+  void touch(int64_t from, int64_t to, int threads);
+  int64_t touched_ = 0;
   std::future<void> touching_;  // last: waited for before the memory goes
 };
 
@@ -46,8 +42,8 @@ struct WrittenForestMemory {
 // levels x trees) each tree's splits per level: the trees assembled as above, their node arrays
 // made from the columns (forest_nodes' fields), the packed forest written level by level (each
 // tree's nodes of a depth in breadth-first order, as pack_forest packs grow_tree's trees), the
-// importance sums; then all copied to the host (into `memory`, large enough), the packed forest kept
-// on the device too.
+// importance sums; the node arrays and the sums copied to the host (into `memory`, large enough),
+// the packed forest staged on the device (out.staged), not copied.
 void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vector<LevelLog>& levels,
                             const std::vector<LevelNode>& roots, const std::vector<int32_t>& level_splits, const Tree* trees,
                             int64_t n_trees, Criterion criterion, int width, bool classification, const FeatureBins& bins,

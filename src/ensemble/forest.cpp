@@ -425,7 +425,7 @@ Forest grow_forest(const Input& X, const int32_t* labels, const T* y, const doub
       std::vector<Tree> trees = grown > 0 ? grow_trees_levelwise(*backend, n, d, forest.bins, targets, weights.data(), seeds, rules.tree,
                                                                  rules.threads, distributed ? &comm : nullptr, written.get())
                                          : std::vector<Tree>();
-      if (written && written->packed) {
+      if (written && written->staged) {
         forest.trees.clear();
         forest.written = std::move(written);
         return finish("trees (levelwise, written by the backend)");

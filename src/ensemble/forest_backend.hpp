@@ -12,10 +12,14 @@
 
 namespace gpuml::detail {
 
-// A packed forest copied into a device's memory once, for every later predict there (the
-// estimator keeps one per device). Empty on the CPU, which walks the packed forest itself.
+// A packed forest where a backend predicts with it, made once for every later predict there (the
+// estimator keeps one per device): copied into a device's memory (or written there by the fit:
+// forest_nodes.hpp), or on the CPU the packed forest itself.
 struct StagedForest {
   Buffer nodes, roots, values;
+  std::shared_ptr<const PackedForest> host;  // the CPU backend's
+  int64_t n_trees = 0;
+  int k = 1;
 };
 
 template <typename T>
@@ -23,12 +27,11 @@ class ForestBackend {
  public:
   virtual ~ForestBackend() = default;
   // The forest in this backend's memory (complete when this returns).
-  virtual std::shared_ptr<const StagedForest> stage(const PackedForest& forest) = 0;
-  // out (n x forest.k doubles, the context's memory) = the mean over the trees, in tree order, of
-  // the value rows of the leaves the rows of X (n x d, the context's memory) fall in; `staged`
-  // is this backend's stage(forest).
-  virtual void predict(const PackedForest& forest, const StagedForest& staged, const T* X, int64_t n, int64_t d,
-                       double* out) = 0;
+  virtual std::shared_ptr<const StagedForest> stage(std::shared_ptr<const PackedForest> forest) = 0;
+  // out (n x k doubles, the context's memory) = the mean over the trees, in tree order, of the
+  // value rows of the leaves the rows of X (n x d, the context's memory) fall in; `staged` is this
+  // backend's.
+  virtual void predict(const StagedForest& staged, const T* X, int64_t n, int64_t d, double* out) = 0;
 };
 
 // predict on sparse X (canonical CSR, host memory; CPU contexts only): out (n x forest.k, host)

@@ -51,10 +51,16 @@ class CpuForestBackend final : public ForestBackend<T> {
  public:
   explicit CpuForestBackend(const Context& ctx) : threads_(ctx.n_threads()) {}
 
-  std::shared_ptr<const StagedForest> stage(const PackedForest&) override { return std::make_shared<StagedForest>(); }
+  std::shared_ptr<const StagedForest> stage(std::shared_ptr<const PackedForest> forest) override {
+    auto staged = std::make_shared<StagedForest>();
+    staged->n_trees = forest->n_trees();
+    staged->k = forest->k;
+    staged->host = std::move(forest);
+    return staged;
+  }
 
-  void predict(const PackedForest& forest, const StagedForest&, const T* X, int64_t n, int64_t d, double* out) override {
-    predict_rows(forest, n, [X, d](int64_t i, int32_t f) { return static_cast<double>(X[i * d + f]); }, out, threads_);
+  void predict(const StagedForest& staged, const T* X, int64_t n, int64_t d, double* out) override {
+    predict_rows(*staged.host, n, [X, d](int64_t i, int32_t f) { return static_cast<double>(X[i * d + f]); }, out, threads_);
   }
 
  private:

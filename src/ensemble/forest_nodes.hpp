@@ -1,8 +1,8 @@
 #pragma once
 // The fitted trees in their final forms: the estimator's node arrays (random_forest.hpp's
 // estimator_node_offsets_ and nodes_*), made from the grown trees on the host (forest_nodes) or
-// written by the CUDA level builder itself, with its packed forest (forest_layout.hpp) and that
-// forest already in the device's memory (WrittenForest). The per-node values come from one inline
+// written by the CUDA level builder itself, with its packed forest (forest_layout.hpp) already in
+// the device's memory (WrittenForest). The per-node values come from one inline
 // function on the host and the device alike, so both make the same bits.
 #include <cstdint>
 #include <memory>
@@ -13,7 +13,6 @@
 
 namespace gpuml::detail {
 
-struct PackedForest;
 struct StagedForest;
 struct Tree;
 
@@ -46,11 +45,11 @@ GPUML_HOST_DEVICE inline double node_value(const double* stats, int width, bool 
 ForestNodes forest_nodes(const std::vector<Tree>& trees, int width, bool classification, int threads);
 
 // What a backend that writes the forest itself hands back (LevelBackend::grow_forest): every tree's
-// node arrays, its packed forest, that forest staged in the fitting device's memory, and each
-// tree's sums of its splits' impurity improvements per feature (trees x d), in node order.
+// node arrays, its packed forest staged in the fitting device's memory (the host's packed copy is
+// made from the node arrays when a CPU predict or another device needs it), and each tree's sums
+// of its splits' impurity improvements per feature (trees x d), in node order.
 struct WrittenForest {
   ForestNodes nodes;
-  std::shared_ptr<const PackedForest> packed;
   std::shared_ptr<const StagedForest> staged;
   std::vector<double> importance_sums;
 };

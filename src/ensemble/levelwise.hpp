@@ -173,8 +173,8 @@ class LevelBackend {
   // grow_trees for the whole forest in one batch, written in its final forms (forest_nodes.hpp):
   // trees are all n_trees of it, each holding its root as node 0 (roots lists those searched);
   // out gets every tree's node arrays as forest_nodes makes them from grow_trees' trees (values
-  // of class fractions when classification, else means), the packed forest as pack_forest packs
-  // them, that forest in the device's memory, and the importance sums. (Inline: no key function.)
+  // of class fractions when classification, else means), the forest pack_forest packs from them
+  // staged in the device's memory, and the importance sums. (Inline: no key function.)
   virtual void grow_forest(const std::vector<LevelNode>& /*roots*/, const std::vector<double>& /*root_stats*/,
                            const LevelRules& /*rules*/, const LevelGrowth& /*growth*/, const FeatureBins& /*bins*/,
                            const Tree* /*trees*/, int64_t /*n_trees*/, bool /*classification*/, const LevelTally& /*tally*/,

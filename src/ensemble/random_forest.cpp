@@ -556,9 +556,9 @@ void RandomForestBase::fit_any(Context& ctx, const ArrayView* X_dense, const Spa
   attributes_ = std::move(attributes);
   n_features_in_ = scalar_of<int64_t>(DType::int64, d);
   warm_start_source_.reset();
-  if (forest.written) {  // packed by the backend, and already on the fitting device
-    forest_ = std::move(forest.written->packed);
+  if (forest.written) {  // packed by the backend on the fitting device; the host's copy on first use
     const std::lock_guard<std::mutex> lock(staged_mutex_);
+    forest_.reset();
     staged_.clear();
     staged_[device_name(ctx.device())] = std::move(forest.written->staged);
   } else {
@@ -582,6 +582,14 @@ void RandomForestBase::warm_start_from(const Estimator& previous) {
 
 // The prediction trees from the attribute arrays: the one path for a fitted and a restored model.
 void RandomForestBase::rebuild_forest(int threads) {
+  const std::lock_guard<std::mutex> lock(staged_mutex_);
+  forest_.reset();
+  staged_.clear();
+  pack_unlocked(threads);
+}
+
+// forest_ packed from the attribute arrays (staged_mutex_ held).
+void RandomForestBase::pack_unlocked(int threads) const {
   const HostArray& offsets = attributes_.at("estimator_node_offsets_");
   const detail::ForestArrays arrays{offsets.as<const int64_t>(),
                                     offsets.spec().shape[0] - 1,
@@ -593,9 +601,15 @@ void RandomForestBase::rebuild_forest(int threads) {
                                     static_cast<int>(attributes_.at("nodes_value_").spec().shape[1]),
                                     *n_features_in_.as<const int64_t>()};
   forest_ = std::make_shared<const detail::PackedForest>(detail::pack_forest(arrays, threads));
-  const std::lock_guard<std::mutex> lock(staged_mutex_);
-  staged_.clear();
 }
+
+std::shared_ptr<const detail::PackedForest> RandomForestBase::packed_forest(int threads) const {
+  const std::lock_guard<std::mutex> lock(staged_mutex_);
+  if (!forest_) pack_unlocked(threads);
+  return forest_;
+}
+
+int RandomForestBase::forest_k() const { return static_cast<int>(attributes_.at("nodes_value_").spec().shape[1]); }
 
 int64_t RandomForestBase::n_features_in() const {
   require_fitted();
@@ -604,7 +618,7 @@ int64_t RandomForestBase::n_features_in() const {
 
 int64_t RandomForestBase::n_estimators_fitted() const {
   require_fitted();
-  return forest_->n_trees();
+  return attributes_.at("estimator_node_offsets_").spec().shape[0] - 1;
 }
 
 const HostArray& RandomForestBase::feature_importances() const { return attribute("feature_importances_"); }
@@ -614,20 +628,20 @@ ArraySpec RandomForestBase::output_spec(const std::string& method, int64_t n_row
   if (method != "predict" && !proba) return Estimator::output_spec(method, n_rows);
   require_fitted();
   GPUML_EXPECT(n_rows >= 0, "n_rows must be >= 0, got " + std::to_string(n_rows));
-  if (proba) return ArraySpec{DType::float64, 2, {n_rows, forest_->k}};
+  if (proba) return ArraySpec{DType::float64, 2, {n_rows, forest_k()}};
   return ArraySpec{DType::float64, 1, {n_rows, 0}};
 }
 
 Buffer RandomForestBase::predict_values(Context& ctx, const ArrayView& X) const {
   require_fitted();
   detail::check_matrix_shape(X);
-  const int64_t n = X.shape[0], d = forest_->n_features;
+  const int64_t n = X.shape[0], d = n_features_in();
   GPUML_EXPECT(X.shape[1] == d, "X has " + std::to_string(X.shape[1]) + " features, but " +
                                     estimator_name(classification_) + " was fitted with " + std::to_string(d) + " features");
   const DType dtype = detail::float_dtype_for(X.dtype);
   const detail::Staged staged = detail::stage(ctx, X, dtype, "X");
   detail::require_finite(ctx, staged.view, "X");
-  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * forest_->k, 1)) * sizeof(double));
+  Buffer out(ctx, static_cast<std::size_t>(std::max<int64_t>(n * forest_k(), 1)) * sizeof(double));
   detail::with_float_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     auto backend = ctx.is_cuda() ? detail::make_forest_cuda_backend<T>(ctx) : detail::make_forest_cpu_backend<T>(ctx);
@@ -635,10 +649,13 @@ Buffer RandomForestBase::predict_values(Context& ctx, const ArrayView& X) const 
     {
       const std::lock_guard<std::mutex> lock(staged_mutex_);
       std::shared_ptr<const detail::StagedForest>& slot = staged_[device_name(ctx.device())];
-      if (!slot) slot = backend->stage(*forest_);
+      if (!slot) {
+        if (!forest_) pack_unlocked(ctx.n_threads());
+        slot = backend->stage(forest_);
+      }
       trees = slot;
     }
-    backend->predict(*forest_, *trees, staged.view.as<const T>(), n, d, out.as<double>());
+    backend->predict(*trees, staged.view.as<const T>(), n, d, out.as<double>());
   });
   return out;
 }
@@ -646,14 +663,15 @@ Buffer RandomForestBase::predict_values(Context& ctx, const ArrayView& X) const 
 Buffer RandomForestBase::predict_values_sparse(Context& ctx, const SparseView& X) const {
   require_fitted();
   const detail::SparseLines rows = detail::sparse_lines(ctx, X, SparseFormat::csr, "X");  // in host memory
-  const int64_t n = rows.rows, d = forest_->n_features;
+  const int64_t n = rows.rows, d = n_features_in();
   GPUML_EXPECT(rows.cols == d, "X has " + std::to_string(rows.cols) + " features, but " + estimator_name(classification_) +
                                    " was fitted with " + std::to_string(d) + " features");
   // Sparse predictions run on the host threads, on a CUDA context too; the values then go to the
   // context's memory (the device there), where the writers read them.
-  std::vector<double> values(static_cast<std::size_t>(n * forest_->k));
-  detail::forest_predict_sparse(*forest_, rows, values.data(), ctx.n_threads());
-  return detail::upload(ctx, values.data(), n * forest_->k);
+  const int k = forest_k();
+  std::vector<double> values(static_cast<std::size_t>(n * k));
+  detail::forest_predict_sparse(*packed_forest(ctx.n_threads()), rows, values.data(), ctx.n_threads());
+  return detail::upload(ctx, values.data(), n * k);
 }
 
 void RandomForestBase::write_predictions(Context& ctx, const Buffer& values, int64_t n, const ArrayView& out) const {
@@ -825,7 +843,7 @@ void RandomForestClassifier::predict_proba_sparse(Context& ctx, const SparseView
 }
 
 void RandomForestClassifier::write_probabilities(Context& ctx, const Buffer& proba, int64_t n, const ArrayView& out) const {
-  detail::write_output(ctx, make_view(proba.data(), DType::float64, ctx.device(), n, forest_->k), out, "probabilities");
+  detail::write_output(ctx, make_view(proba.data(), DType::float64, ctx.device(), n, forest_k()), out, "probabilities");
 }
 
 void RandomForestClassifier::write_predictions(Context& ctx, const Buffer& proba, int64_t n, const ArrayView& out) const {
@@ -833,7 +851,7 @@ void RandomForestClassifier::write_predictions(Context& ctx, const Buffer& proba
   // The first most probable class (numpy's argmax): the logistic backends' label primitive, on
   // the probabilities as scores.
   auto backend = ctx.is_cuda() ? detail::make_logistic_cuda_backend<double>(ctx) : detail::make_logistic_cpu_backend<double>(ctx);
-  backend->predict_labels(proba.as<const double>(), n, forest_->k, classes().as<const double>(), labels.as<double>());
+  backend->predict_labels(proba.as<const double>(), n, forest_k(), classes().as<const double>(), labels.as<double>());
   detail::write_labels(ctx, make_view(labels.data(), DType::float64, ctx.device(), n), classes(), out);
 }
 

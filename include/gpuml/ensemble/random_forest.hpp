@@ -114,13 +114,16 @@ class GPUML_API RandomForestBase : public Estimator {
   Buffer predict_values_sparse(Context& ctx, const SparseView& X) const;
   // predict's output from predict_values's (n rows): the means (regressor), the labels (classifier).
   virtual void write_predictions(Context& ctx, const Buffer& values, int64_t n, const ArrayView& out) const;
+  int forest_k() const;  // values per leaf: classes, or 1
 
   RandomForestParams params_;
   bool classification_;
   std::map<std::string, HostArray> attributes_;
   HostArray n_features_in_;                 // empty until fitted
-  std::shared_ptr<const detail::PackedForest> forest_;  // the trees for prediction, built from the attributes
-  // The packed trees staged on each device that predicted (made on first use, dropped on refit).
+  // The trees for prediction on the host, packed from the attributes (after a fit or restore; after
+  // a CUDA fit that staged its own packed forest, on first use), and the packed trees staged on
+  // each device that predicted (made on first use, dropped on refit); both under staged_mutex_.
+  mutable std::shared_ptr<const detail::PackedForest> forest_;
   mutable std::mutex staged_mutex_;
   mutable std::map<std::string, std::shared_ptr<const detail::StagedForest>> staged_;
   // warm_start_from's trees (and classes), kept by the next fit only.
@@ -131,6 +134,8 @@ class GPUML_API RandomForestBase : public Estimator {
 
  private:
   void rebuild_forest(int threads);
+  void pack_unlocked(int threads) const;
+  std::shared_ptr<const detail::PackedForest> packed_forest(int threads) const;
   void fit_any(Context& ctx, const ArrayView* X_dense, const SparseView* X_sparse, const ArrayView* y,
                const ArrayView* sample_weight);
 };
