@@ -730,6 +730,18 @@ __global__ void update_closest_kernel(const T* __restrict__ X, int64_t n, int64_
   }
 }
 
+// dist2_i = |X_i - centers[labels_i]|^2 as WarpRow sums it (a warp per row).
+template <typename T>
+__global__ void labeled_distances_kernel(const T* __restrict__ X, int64_t n, int64_t d, const T* __restrict__ centers,
+                                         const int32_t* __restrict__ labels, T* __restrict__ dist2) {
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t i = global_warp(); i < n; i += grid_warps()) {
+    const WarpRow<T> row(X + i * d, d, lane);
+    const T dist = row.sqdist(centers + static_cast<int64_t>(labels[i]) * d);
+    if (lane == 0) dist2[i] = dist;
+  }
+}
+
 // ---- k-means++ in the device's memory (one process, dense X) -------------------------------
 //
 // Each step is a few launches and no host round trip. apply (closest and nearest take the
@@ -1685,6 +1697,15 @@ class CudaKMeansBackend final : public KMeansBackend<T> {
     unsigned long long host_changes = 0;
     copy_to_host(res, &host_changes, changes.data(), sizeof(host_changes));
     return static_cast<int64_t>(host_changes);
+  }
+
+  void refine_distances(const T* X, int64_t n, int64_t d, const T* centers_host, int64_t k, const int32_t* labels,
+                        T* dist2) override {
+    if (n == 0) return;
+    cuda::Resources& res = cuda::activate(ctx_);
+    Buffer centers = to_device(res, centers_host, k * d);
+    labeled_distances_kernel<T><<<blocks_for_warps(n), kBlock, 0, res.stream>>>(X, n, d, centers.as<T>(), labels, dist2);
+    GPUML_CUDA_CHECK_LAUNCH();
   }
 
   void lloyd_sums(const T* X, const T* weights, int64_t n, int64_t d, const T* centers, int64_t k, int32_t* labels, T* dist2,

@@ -229,6 +229,8 @@ class Rows {
  public:
   virtual ~Rows() = default;
   virtual int64_t assign(const T* centers_host, int64_t k, int32_t* labels, T* dist2, bool count_changes) = 0;
+  // KMeansBackend::refine_distances on these rows (sparse rows keep the distances of their products).
+  virtual void refine_distances(const T* /*centers_host*/, int64_t /*k*/, const int32_t* /*labels*/, T* /*dist2*/) {}
   virtual void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) = 0;
   // KMeansBackend::lloyd_sums on these rows: centers and sums in the backend's memory.
   virtual void lloyd_sums(const T* weights, const T* centers, int64_t k, int32_t* labels, T* dist2, bool count_changes,
@@ -262,6 +264,9 @@ class DenseRows final : public Rows<T> {
       : backend_(backend), X_(X), n_(n), d_(d), unit_weights_(unit_weights) {}
   int64_t assign(const T* centers_host, int64_t k, int32_t* labels, T* dist2, bool count_changes) override {
     return backend_.assign(X_, n_, d_, centers_host, k, labels, dist2, count_changes);
+  }
+  void refine_distances(const T* centers_host, int64_t k, const int32_t* labels, T* dist2) override {
+    backend_.refine_distances(X_, n_, d_, centers_host, k, labels, dist2);
   }
   void gather_rows(const int64_t* idx_host, int64_t m, T* out_host) override {
     backend_.gather_rows(X_, n_, d_, idx_host, m, out_host);
@@ -723,6 +728,7 @@ class Fitter {
     // Labels and dist2 must belong to the final centers: the queued step's are; after a strict
     // convergence they are too, unless a relocation moved a center in that last iteration.
     if (!queued && (!strict_convergence || shift != 0.0)) rows_->assign(run.centers.data(), k_, labels, dist2, false);
+    rows_->refine_distances(run.centers.data(), k_, labels, dist2);
     run.inertia = backend_->weighted_sum(weights_.device(), dist2, n_);
     comm_.allreduce_sum(&run.inertia, 1);
     trace.mark("final assign, inertia");
@@ -1286,6 +1292,7 @@ double KMeans::score(Context& ctx, const ArrayView& X, const ArrayView* sample_w
     Buffer dist2(ctx, static_cast<std::size_t>(n) * sizeof(T));
     auto backend = make_backend<T>(ctx);
     backend->assign(staged.view.as<const T>(), n, d, centers.data(), k, labels.as<int32_t>(), dist2.as<T>(), false);
+    backend->refine_distances(staged.view.as<const T>(), n, d, centers.data(), k, labels.as<const int32_t>(), dist2.as<T>());
     return -backend->weighted_sum(weights.device(), dist2.as<const T>(), n);
   });
 }
