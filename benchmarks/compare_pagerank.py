@@ -3,7 +3,8 @@
 
 Graph: R-MAT (datasets/rmat.py; a, b, c, d = 0.57, 0.19, 0.19, 0.05), scale --scale (default 22
 with a GPU, 16 without), edge factor 16, unweighted; src and dst as int64 torch tensors on the GPU
-when there is one (NumPy arrays otherwise).
+when there is one (NumPy arrays otherwise). Above scale 22 the graph is drawn on the GPU (rmat_torch),
+and SciPy's rows and L1 check are left out above scale 23 (--scipy).
 
 First, the user's path: whole calls, the graph build included.
   gpuml default   gpuml.graph.pagerank((src, dst), n_vertices=n) with every other parameter at
@@ -66,28 +67,38 @@ def main():
     parser.add_argument("--timed-iters", type=int, default=200, help="iterations timed (gpuml and torch)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scipy", choices=("auto", "yes", "no"), default="auto",
+                        help="SciPy's iterations and the L1 check (auto: up to scale 23; its CSR build takes minutes above)")
     args = parser.parse_args()
 
-    from rmat import rmat
+    from rmat import rmat, rmat_torch
 
-    t0 = time.perf_counter()
-    src, dst = rmat(args.scale, args.edge_factor, seed=args.seed)
-    n = 1 << args.scale
-    print(f"R-MAT scale {args.scale}: n={n} m={len(src)} (generated in {time.perf_counter() - t0:.1f} s)")
-    iters = args.iters
-    rows = []
-
-    # ---- gpuml ------------------------------------------------------------------------------
     context = get_context(args.device)
     try:
         import torch
     except ImportError:
         torch = None
     use_torch_cuda = torch is not None and torch.cuda.is_available() and context.is_cuda
-    if use_torch_cuda:
-        g_src, g_dst = torch.from_numpy(src).cuda(), torch.from_numpy(dst).cuda()
+    with_scipy = args.scipy == "yes" or (args.scipy == "auto" and args.scale <= 23)
+
+    # Above scale 22 the graph is drawn on the GPU (NumPy took 86 s at scale 24): the same
+    # distribution from another generator, so another graph.
+    t0 = time.perf_counter()
+    if use_torch_cuda and args.scale > 22:
+        g_src, g_dst = rmat_torch(args.scale, args.edge_factor, seed=args.seed)
+        torch.cuda.synchronize()
+        src = dst = None  # NumPy copies only where SciPy needs them
+        if with_scipy:
+            src, dst = g_src.cpu().numpy(), g_dst.cpu().numpy()
+        generator = "torch, on the GPU"
     else:
-        g_src, g_dst = src, dst
+        src, dst = rmat(args.scale, args.edge_factor, seed=args.seed)
+        g_src, g_dst = (torch.from_numpy(src).cuda(), torch.from_numpy(dst).cuda()) if use_torch_cuda else (src, dst)
+        generator = "NumPy"
+    n, m = 1 << args.scale, len(g_src)
+    print(f"R-MAT scale {args.scale}: n={n} m={m} (generated with {generator} in {time.perf_counter() - t0:.1f} s)")
+    iters = args.iters
+    rows = []
     out = None  # the last one-shot call's ranks
 
     device = args.device if args.device != "auto" else ("cuda" if context.is_cuda else "cpu")
@@ -121,9 +132,9 @@ def main():
     whole.append(("gpuml pagerank((src, dst)), defaults", best_of(lambda: graph.pagerank((g_src, g_dst), n_vertices=n,
                                                                                         device=device)), "float64"))
     if use_torch_cuda:
-        ones32 = torch.ones(len(src), dtype=torch.float32, device="cuda")
+        ones32 = torch.ones(m, dtype=torch.float32, device="cuda")
     else:
-        ones32 = np.ones(len(src), dtype=np.float32)
+        ones32 = np.ones(m, dtype=np.float32)
     whole.append(("gpuml pagerank((src, dst, ones)), float32", best_of(lambda: graph.pagerank((g_src, g_dst, ones32),
                                                                                              n_vertices=n, device=device)),
                   "float32"))
@@ -149,7 +160,7 @@ def main():
     prebuilt = graph.Graph(g_src, g_dst, n_vertices=n, device=device, dtype=np.float32)
     context.synchronize()
     build_seconds = time.perf_counter() - start
-    print(f"gpuml Graph build: {build_seconds * 1e3:.2f} ms, {prebuilt.nbytes / len(src):.1f} bytes per edge")
+    print(f"gpuml Graph build: {build_seconds * 1e3:.2f} ms, {prebuilt.nbytes / m:.1f} bytes per edge")
     prebuilt._rank(params_of(1), (None, None, None))  # warm-up
 
     def graph_call():
@@ -163,60 +174,57 @@ def main():
     rows.append((f"gpuml prebuilt Graph, {1 + iters} iterations", seconds / (1 + iters), ranks_graph))
 
     # ---- SciPy: networkx's algorithm --------------------------------------------------------
-    import scipy.sparse as sp
+    reference = None  # SciPy's ranks after 1 + iters iterations, what gpuml computed, in float64
+    if with_scipy:
+        import scipy.sparse as sp
 
-    A = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))  # duplicates summed, as networkx
-    S = np.asarray(A.sum(axis=1)).ravel()
-    inv = np.divide(1.0, S, out=np.zeros_like(S), where=S != 0)
-    A = sp.diags(inv) @ A
-    AT = A.T.tocsr()
-    dangling = S == 0
+        A = sp.csr_matrix((np.ones(m), (src, dst)), shape=(n, n))  # duplicates summed, as networkx
+        S = np.asarray(A.sum(axis=1)).ravel()
+        inv = np.divide(1.0, S, out=np.zeros_like(S), where=S != 0)
+        AT = (sp.diags(inv) @ A).T.tocsr()
+        dangling = S == 0
 
-    def scipy_iterations(k):
-        x = np.full(n, 1.0 / n)
-        for _ in range(k):
-            x = ALPHA * (AT @ x + x[dangling].sum() / n) + (1 - ALPHA) / n
-        return x
+        def scipy_iterations(k):
+            x = np.full(n, 1.0 / n)
+            for _ in range(k):
+                x = ALPHA * (AT @ x + x[dangling].sum() / n) + (1 - ALPHA) / n
+            return x
 
-    k_scipy = max(1, min(iters, 3 if args.scale >= 20 else iters))
-    start = time.perf_counter()
-    scipy_iterations(k_scipy)
-    rows.append(("scipy (networkx's iteration, float64)", (time.perf_counter() - start) / k_scipy, None))
-    reference = scipy_iterations(1 + iters)  # what gpuml computed, in float64
+        k_scipy = max(1, min(iters, 3 if args.scale >= 20 else iters))
+        start = time.perf_counter()
+        scipy_iterations(k_scipy)
+        rows.append(("scipy (networkx's iteration, float64)", (time.perf_counter() - start) / k_scipy, None))
+        reference = scipy_iterations(1 + iters)
+    else:
+        print(f"(SciPy skipped at scale {args.scale}: its CSR build takes minutes; no L1 check)")
 
     # ---- PyTorch sparse CSR -----------------------------------------------------------------
     if torch is not None:
         dev = "cuda" if torch.cuda.is_available() else "cpu"
-        coo = AT.tocoo()
-        T = torch.sparse_coo_tensor(np.vstack([coo.row, coo.col]), coo.data.astype(np.float32), (n, n)).to_sparse_csr().to(dev)
-        dmask = torch.from_numpy(dangling).to(dev)
         sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+        t_src = g_src.to(dev) if use_torch_cuda else torch.from_numpy(src).to(dev)
+        t_dst = g_dst.to(dev) if use_torch_cuda else torch.from_numpy(dst).to(dev)
 
-        def torch_iterations(k):
-            x = torch.full((n, 1), 1.0 / n, dtype=torch.float32, device=dev)
-            for _ in range(k):
-                x = ALPHA * (torch.sparse.mm(T, x) + x[dmask].sum() / n) + (1 - ALPHA) / n
-            return x
-
-        # The user's whole call: the CSR matrix from the edges on the device, then iterations.
-        t_src = torch.from_numpy(src).to(dev)
-        t_dst = torch.from_numpy(dst).to(dev)
-
-        def torch_whole_call(max_iter, tol):
-            coo = torch.sparse_coo_tensor(torch.stack([t_dst.long(), t_src.long()]), torch.ones(len(src), device=dev),
-                                          (n, n)).coalesce()  # A^T, duplicates summed
+        def torch_matrix():  # what a user writes: A^T as CSR, duplicates summed, rows of A normalized
+            coo = torch.sparse_coo_tensor(torch.stack([t_dst.long(), t_src.long()]), torch.ones(m, device=dev),
+                                          (n, n)).coalesce()
             out_degree = torch.zeros(n, device=dev).index_add_(0, coo.indices()[1], coo.values())
             inv = torch.where(out_degree > 0, 1.0 / out_degree, torch.zeros_like(out_degree))
             values = coo.values() * inv[coo.indices()[1]]
-            A_T = torch.sparse_coo_tensor(coo.indices(), values, (n, n)).to_sparse_csr()
-            dangling_mask = out_degree == 0
+            return torch.sparse_coo_tensor(coo.indices(), values, (n, n)).to_sparse_csr(), out_degree == 0
+
+        def torch_iterations(A_T, dangling_mask, max_iter, tol=0.0):
             x = torch.full((n, 1), 1.0 / n, device=dev)
             for it in range(max_iter):
                 last = x
                 x = ALPHA * (torch.sparse.mm(A_T, x) + x[dangling_mask].sum() / n) + (1 - ALPHA) / n
                 if tol > 0 and float((x - last).abs().sum()) < n * tol:
-                    return it + 1
-            return max_iter
+                    return x, it + 1
+            return x, max_iter
+
+        # The user's whole call: the CSR matrix from the edges on the device, then iterations.
+        def torch_whole_call(max_iter, tol):
+            return torch_iterations(*torch_matrix(), max_iter, tol)[1]
 
         for label, max_iter, tol in (("tol = 1e-6", 100, 1e-6), (f"{iters} iterations", iters, 0.0)):
             torch_whole_call(max_iter, tol)
@@ -226,14 +234,16 @@ def main():
             sync()
             whole.append((f"torch whole call, {label}", time.perf_counter() - start, f"float32, {done} iterations"))
 
-        torch_iterations(2)
+        A_T, dangling_mask = torch_matrix()
+        torch_iterations(A_T, dangling_mask, 2)
         sync()
         start = time.perf_counter()
-        torch_iterations(1 + timed)
+        torch_iterations(A_T, dangling_mask, 1 + timed)
         sync()
         seconds = (time.perf_counter() - start) / (1 + timed)
-        x = torch_iterations(1 + iters)
+        x, _ = torch_iterations(A_T, dangling_mask, 1 + iters)
         rows.append((f"torch sparse CSR ({dev}, float32)", seconds, x.cpu().numpy().ravel().astype(np.float64)))
+        del A_T, dangling_mask
     else:
         print("(torch not installed: its row is skipped)")
 
@@ -263,7 +273,7 @@ def main():
     base = rows[0][1]
     print(f"{'implementation':<40}{'ms / iteration':>16}{'x gpuml':>10}{'L1 to scipy':>14}")
     for name, seconds, ranks in rows:
-        dist = f"{np.abs(ranks - reference).sum():.2e}" if ranks is not None else "-"
+        dist = f"{np.abs(ranks - reference).sum():.2e}" if ranks is not None and reference is not None else "-"
         print(f"{name:<40}{seconds * 1e3:>16.4f}{seconds / base:>10.2f}{dist:>14}")
     if args.scale == 22 and context.is_cuda:
         print(f"target: <= {TARGET_MS} ms per iteration -> {'met' if base * 1e3 <= TARGET_MS else 'NOT met'}")

@@ -1104,8 +1104,6 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     }
     cuda::Resources& res = cuda::activate(ctx_);
     std::vector<DeviceLevel> levels;
-    std::vector<LevelNode> nodes;  // tally's copies
-    std::vector<uint8_t> flags;
     std::vector<int64_t> sizes(roots.size());
     std::vector<int32_t> root_trees(roots.size());
     for (std::size_t i = 0; i < roots.size(); ++i) root_trees[i] = roots[i].tree;
@@ -1114,18 +1112,9 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
       // searches: most of their fresh pages are touched here, not after the last level.
       for (std::size_t i = 0; i < roots.size(); ++i) sizes[i] = 1 + 2 * static_cast<int64_t>(tree_splits[root_trees[i]]);
       size_trees(trees, root_trees.data(), static_cast<int64_t>(roots.size()), sizes.data(), k_, threads);
-      if (tally) {
-        nodes.resize(static_cast<std::size_t>(level.count));
-        flags.resize(static_cast<std::size_t>(level.count));
-        res.copy_to_host(nodes.data(), level.nodes.data(), level.count * sizeof(LevelNode), threads);
-        res.copy_to_host(flags.data(), level.flags.data(), static_cast<std::size_t>(level.count), threads);
-        tally(depth, nodes.data(), flags.data(), level.count);
-      }
-      levels.push_back(std::move(level));
+      keep_level(depth, level, tally, levels, res, threads);
     });
-    std::vector<LevelLog> logs;
-    for (const DeviceLevel& level : levels) logs.push_back(level.log());
-    assemble_trees_on_device(ctx_, res, logs, roots, growth.criterion, k_, bins, trees, threads);
+    assemble_trees_on_device(ctx_, res, logs_of(levels), roots, growth.criterion, k_, bins, trees, threads);
   }
 
   bool writes_forests() const override { return !levels_on_host(); }
@@ -1138,8 +1127,6 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
     GPUML_EXPECT(writes_forests(), "levelwise CUDA builder: this fit's levels are made on the host");
     cuda::Resources& res = cuda::activate(ctx_);
     std::vector<DeviceLevel> levels;
-    std::vector<LevelNode> nodes;  // tally's copies
-    std::vector<uint8_t> flags;
     // Each tree's splits per level: the differences of the splits made before each level.
     std::vector<int32_t> before(static_cast<std::size_t>(n_trees), 0), level_splits;
     auto splits_since = [&](const int32_t* tree_splits, int64_t tree_count) {
@@ -1170,20 +1157,11 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                                                     [&](int64_t depth, DeviceLevel& level, const int32_t* tree_splits) {
       if (depth > 0) splits_since(tree_splits, tree_count);
       touch_up_to(tree_splits);
-      if (tally) {
-        nodes.resize(static_cast<std::size_t>(level.count));
-        flags.resize(static_cast<std::size_t>(level.count));
-        res.copy_to_host(nodes.data(), level.nodes.data(), level.count * sizeof(LevelNode), threads);
-        res.copy_to_host(flags.data(), level.flags.data(), static_cast<std::size_t>(level.count), threads);
-        tally(depth, nodes.data(), flags.data(), level.count);
-      }
-      levels.push_back(std::move(level));
+      keep_level(depth, level, tally, levels, res, threads);
     });
     if (!levels.empty()) splits_since(made.data(), tree_count);
     touch_up_to(made.data());  // the last level's children, beside the assembly's kernels
-    std::vector<LevelLog> logs;
-    for (const DeviceLevel& level : levels) logs.push_back(level.log());
-    write_forest_on_device(ctx_, res, logs, roots, level_splits, trees, n_trees, growth.criterion, k_, classification, bins,
+    write_forest_on_device(ctx_, res, logs_of(levels), roots, level_splits, trees, n_trees, growth.criterion, k_, classification, bins,
                            threads, memory, out);
   }
 
@@ -1197,6 +1175,25 @@ class CudaLevelBackend final : public LevelBackend, public LevelPrimitives {
                       left.as<double>(), flags.as<uint8_t>(), at.as<int32_t>()};
     }
   };
+
+  // Keeps a level made on the device, after handing the tally (if any) copies of its nodes and flags.
+  void keep_level(int64_t depth, DeviceLevel& level, const LevelTally& tally, std::vector<DeviceLevel>& levels,
+                  cuda::Resources& res, int threads) {
+    if (tally) {
+      std::vector<LevelNode> nodes(static_cast<std::size_t>(level.count));
+      std::vector<uint8_t> flags(static_cast<std::size_t>(level.count));
+      res.copy_to_host(nodes.data(), level.nodes.data(), level.count * sizeof(LevelNode), threads);
+      res.copy_to_host(flags.data(), level.flags.data(), static_cast<std::size_t>(level.count), threads);
+      tally(depth, nodes.data(), flags.data(), level.count);
+    }
+    levels.push_back(std::move(level));
+  }
+
+  static std::vector<LevelLog> logs_of(const std::vector<DeviceLevel>& levels) {
+    std::vector<LevelLog> logs;
+    for (const DeviceLevel& level : levels) logs.push_back(level.log());
+    return logs;
+  }
 
   // Over ranks (each level's histograms are summed through the communicator), past kDirectDraws
   // features (the draws come from the host), or when asked (GPUML_FOREST_HOST_LEVELS=1, to

@@ -632,6 +632,34 @@ TEST(PageRankGpu, MoreHubCandidatesThanRoom) {
   EXPECT_LE(l1(d32.x, c32.x), 1e-5);  // float32: as in MatchesCpu
 }
 
+// The CUDA backend sums each vertex's out-weights as integers in units of its largest weight's
+// exponent - 63 (fixed_sum_kernel). Weights over 60 decades, zeros among them, and sources whose
+// one large weight sits among thousands of tiny ones must still give the CPU's ranks.
+TEST(PageRankGpu, WeightsOfManyMagnitudes) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
+  GPUML_FRESH_RNG(rng);
+  Context cpu = Context::cpu();
+  Edges g;
+  g.n = 5000;
+  for (int64_t v = 0; v < g.n; ++v) {
+    const int64_t degree = v < 20 ? uniform_int(rng, 1000, 5000) : uniform_int(rng, 0, 12);
+    for (int64_t e = 0; e < degree; ++e) {
+      g.src.push_back(v);
+      g.dst.push_back(uniform_int(rng, 0, g.n - 1));
+      const double decade = v < 20 ? (e == 0 ? 10.0 : uniform_real(rng, -30, -10)) : uniform_real(rng, -30, 30);
+      g.w.push_back(uniform_real(rng, 0, 1) < 0.05 ? 0.0 : std::pow(10.0, decade) * uniform_real(rng, 1.0, 9.0));
+    }
+  }
+  PageRankParams params;
+  params.tol = 1e-12;
+  params.max_iter = 1000;
+  const Outcome c = run_pagerank<double>(cpu, g, true, nullptr, nullptr, nullptr, params);
+  const Outcome d = run_pagerank<double>(gpu, g, true, nullptr, nullptr, nullptr, params);
+  EXPECT_TRUE(d.result.converged);
+  EXPECT_LE(l1(d.x, c.x), 1e-12);  // float64: as in MatchesCpu
+  EXPECT_LE(std::llabs(d.result.n_iter - c.result.n_iter), 1);
+}
+
 // The CUDA backend's sums are exact fixed-point integers, so the order in which the blocks' lanes
 // add them cannot matter: two runs, on fresh contexts, give the same bits. A skewed graph (hubs,
 // many ranges, destinations shared by many warps at once) makes the orders differ between runs.
