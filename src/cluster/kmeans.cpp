@@ -989,17 +989,25 @@ class Fitter {
     comm_.allgatherv(records.data(), local_m * width, all.data(), counts.data(), DType::float64);
     std::vector<int64_t> order(static_cast<std::size_t>(n_records));
     for (int64_t i = 0; i < n_records; ++i) order[i] = i;
-    // As scikit-learn: no relocation when every row sits exactly on its center (more clusters
-    // than distinct rows). Moving a center onto a duplicate row would only pull that row's
-    // copies out of another cluster, emptying it, and so on every iteration until max_iter.
-    // The farthest rows decide. dist2 is exact on the CPU, but on CUDA (|x|^2 + |c|^2 - 2 x.c)
-    // rounding leaves rows on their centers with tiny dist2: test the rows' exact distances.
+    // As scikit-learn: no relocation when every row sits on its center (more clusters than
+    // distinct rows). Moving a center onto a duplicate row would only pull that row's copies out
+    // of another cluster, emptying it, and so on every iteration until max_iter. The farthest
+    // rows decide, by their coordinates (on CUDA, dist2 = |x|^2 + |c|^2 - 2 x.c leaves rows on
+    // their centers with tiny values). "On" allows the rounding of a mean of equal rows: the sums
+    // are in double over at most n rows (n eps / 2 relative at worst), then rounded to T. Exact
+    // equality failed there with float64 data: a mean of 39 equal rows came back an ulp off, the
+    // row was moved to an empty cluster, its copies followed it, and its mean was an ulp off
+    // again, every step (123 of 300 small problems ran to max_iter; scikit-learn's 4).
+    const double on_center = 4.0 * static_cast<double>(layout_.total) * std::numeric_limits<double>::epsilon() +
+                             static_cast<double>(std::numeric_limits<T>::epsilon());
     bool any_off_center = false;
     for (int64_t e = 0; e < n_records && !any_off_center; ++e) {
       const double* record = all.data() + e * width;
       const T* center = centers.data() + static_cast<int64_t>(record[2]) * d_;
-      for (int64_t j = 0; j < d_; ++j)
-        if (record[4 + j] != static_cast<double>(center[j])) any_off_center = true;
+      for (int64_t j = 0; j < d_; ++j) {
+        const double x = record[4 + j], c = static_cast<double>(center[j]);
+        if (std::abs(x - c) > on_center * std::max(std::abs(x), std::abs(c))) any_off_center = true;
+      }
     }
     if (!any_off_center) return;
     std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
