@@ -31,6 +31,22 @@ def _check(scale, edge_factor, a, b, c, d):
         raise ValueError(f"a, b, c, d must be non-negative and sum to 1, got {a}, {b}, {c}, {d}")
 
 
+def _descend(src, dst, scale, a, b, c, draw, chunk):
+    """Sets each edge's bits level by level: src and dst (NumPy arrays or torch tensors of zeros)
+    in chunks, draw(count) giving uniforms in [0, 1)."""
+    ab, abc = a + b, a + b + c
+    m = len(src)
+    for start in range(0, m, chunk):
+        stop = min(m, start + chunk)
+        s = src[start:stop]
+        t = dst[start:stop]
+        for level in range(scale):
+            r = draw(stop - start)
+            bit = 1 << (scale - 1 - level)
+            s |= (r >= ab) * bit  # bottom half: c or d
+            t |= (((r >= a) & (r < ab)) | (r >= abc)) * bit  # right half: b or d
+
+
 def rmat(scale, edge_factor=16, a=0.57, b=0.19, c=0.19, d=0.05, seed=0, chunk=1 << 22):
     """Returns (src, dst): two int64 arrays of edge_factor * 2**scale vertex ids in [0, 2**scale)."""
     _check(scale, edge_factor, a, b, c, d)
@@ -38,18 +54,8 @@ def rmat(scale, edge_factor=16, a=0.57, b=0.19, c=0.19, d=0.05, seed=0, chunk=1 
     src = np.zeros(m, dtype=np.int64)
     dst = np.zeros(m, dtype=np.int64)
     rng = np.random.default_rng(seed)
-    ab, abc = a + b, a + b + c
-    for start in range(0, m, chunk):
-        stop = min(m, start + chunk)
-        s = src[start:stop]
-        t = dst[start:stop]
-        for level in range(scale):
-            r = rng.random(stop - start, dtype=np.float32)  # 24-bit draws: ample for 4 quadrants
-            bit = np.int64(1) << (scale - 1 - level)
-            down = r >= ab                       # bottom half: c or d
-            right = ((r >= a) & (r < ab)) | (r >= abc)  # right half: b or d
-            s |= down * bit
-            t |= right * bit
+    # 24-bit draws: ample for 4 quadrants
+    _descend(src, dst, int(scale), a, b, c, lambda count: rng.random(count, dtype=np.float32), chunk)
     return src, dst
 
 
@@ -63,14 +69,5 @@ def rmat_torch(scale, edge_factor=16, a=0.57, b=0.19, c=0.19, d=0.05, seed=0, de
     dst = torch.zeros(m, dtype=torch.int64, device=device)
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
-    ab, abc = a + b, a + b + c
-    for start in range(0, m, chunk):
-        stop = min(m, start + chunk)
-        s = src[start:stop]
-        t = dst[start:stop]
-        for level in range(scale):
-            r = torch.rand(stop - start, generator=generator, device=device)
-            bit = 1 << (scale - 1 - level)
-            s |= (r >= ab).long() * bit
-            t |= (((r >= a) & (r < ab)) | (r >= abc)).long() * bit
+    _descend(src, dst, int(scale), a, b, c, lambda count: torch.rand(count, generator=generator, device=device), chunk)
     return src, dst

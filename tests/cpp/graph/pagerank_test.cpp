@@ -603,6 +603,19 @@ TEST(PageRankGpu, MatchesCpu) {
   }
 }
 
+// The weighted float64 ranks of g on the GPU and the CPU, to convergence: as in MatchesCpu.
+void expect_weighted_float64_matches_cpu(Context& gpu, const Edges& g) {
+  Context cpu = Context::cpu();
+  PageRankParams params;
+  params.tol = 1e-12;
+  params.max_iter = 1000;
+  const Outcome c = run_pagerank<double>(cpu, g, true, nullptr, nullptr, nullptr, params);
+  const Outcome d = run_pagerank<double>(gpu, g, true, nullptr, nullptr, nullptr, params);
+  EXPECT_TRUE(d.result.converged);
+  EXPECT_LE(l1(d.x, c.x), 1e-12);  // float64: only the order of each row's sum differs
+  EXPECT_LE(std::llabs(d.result.n_iter - c.result.n_iter), 1);
+}
+
 // More sources of out-degree >= 64 than the CUDA backend keeps as hubs (16384 for float32, 8192
 // for float64): the rest go through the regions, and both kinds of edge meet at every destination.
 TEST(PageRankGpu, MoreHubCandidatesThanRoom) {
@@ -619,13 +632,7 @@ TEST(PageRankGpu, MoreHubCandidatesThanRoom) {
       g.w.push_back(uniform_real(rng, 0.0, 2.0));
     }
   }
-  PageRankParams params;
-  params.tol = 1e-12;
-  params.max_iter = 1000;
-  const Outcome c = run_pagerank<double>(cpu, g, true, nullptr, nullptr, nullptr, params);
-  const Outcome d = run_pagerank<double>(gpu, g, true, nullptr, nullptr, nullptr, params);
-  EXPECT_TRUE(d.result.converged);
-  EXPECT_LE(l1(d.x, c.x), 1e-12);  // float64: as in MatchesCpu
+  expect_weighted_float64_matches_cpu(gpu, g);
   const Outcome c32 = run_pagerank<float>(cpu, g, false, nullptr, nullptr, nullptr, PageRankParams{});
   const Outcome d32 = run_pagerank<float>(gpu, g, false, nullptr, nullptr, nullptr, PageRankParams{});
   EXPECT_LE(std::llabs(d32.result.n_iter - c32.result.n_iter), 1);
@@ -638,7 +645,6 @@ TEST(PageRankGpu, MoreHubCandidatesThanRoom) {
 TEST(PageRankGpu, WeightsOfManyMagnitudes) {
   GPUML_CUDA_CONTEXT_OR_SKIP(gpu);
   GPUML_FRESH_RNG(rng);
-  Context cpu = Context::cpu();
   Edges g;
   g.n = 5000;
   for (int64_t v = 0; v < g.n; ++v) {
@@ -650,14 +656,7 @@ TEST(PageRankGpu, WeightsOfManyMagnitudes) {
       g.w.push_back(uniform_real(rng, 0, 1) < 0.05 ? 0.0 : std::pow(10.0, decade) * uniform_real(rng, 1.0, 9.0));
     }
   }
-  PageRankParams params;
-  params.tol = 1e-12;
-  params.max_iter = 1000;
-  const Outcome c = run_pagerank<double>(cpu, g, true, nullptr, nullptr, nullptr, params);
-  const Outcome d = run_pagerank<double>(gpu, g, true, nullptr, nullptr, nullptr, params);
-  EXPECT_TRUE(d.result.converged);
-  EXPECT_LE(l1(d.x, c.x), 1e-12);  // float64: as in MatchesCpu
-  EXPECT_LE(std::llabs(d.result.n_iter - c.result.n_iter), 1);
+  expect_weighted_float64_matches_cpu(gpu, g);
 }
 
 // The CUDA backend's sums are exact fixed-point integers, so the order in which the blocks' lanes
