@@ -123,28 +123,7 @@ __global__ void __launch_bounds__(32 * kImportanceWarps) importance_sums_kernel(
   }
 }
 
-// Per tree and depth (depth-major, (depths + 1) x trees): where the tree's nodes of that depth
-// start in the packed forest, where its leaves of that depth start in the value rows, and how
-// many splits the level has before the tree's (each tree's nodes of a depth, in breadth-first
-// order, are its nodes of that level, in order).
-struct PackTables {
-  const int64_t* node_base = nullptr;
-  const int64_t* leaf_base = nullptr;
-  const int32_t* split_first = nullptr;
-  int64_t n_trees = 0;
-};
-
-// A packed leaf and its value row from its statistics.
-__device__ void pack_leaf(PackedNode* __restrict__ packed, int64_t at, int64_t leaf, const double* stats, int width,
-                          bool classification, double* __restrict__ values) {
-  packed[at] = PackedNode{0.0, -1, static_cast<int32_t>(leaf)};
-  node_value(stats, width, classification, values + leaf * (classification ? width : 1));
-}
-
-// Level `depth` packed (pack_forest's layout): node i, at breadth-first rank rank[i] among its
-// tree's nodes of that depth (roots: 0) with split_before[i] splits before it in the level, and,
-// when it splits, its children that are not searched (leaves); its searched children's ranks go
-// to next_rank. next_split_before: the next level's split_before (null after the last level).
+// Level `depth` packed (pack_level_node, tree_assembly.hpp: the host's packer calls it too).
 __global__ void __launch_bounds__(kAssemblyBlock) pack_level_kernel(LevelLog level, int64_t depth, const int32_t* __restrict__ rank,
                                                                     const int32_t* __restrict__ split_before,
                                                                     const int32_t* __restrict__ next_split_before,
@@ -152,35 +131,9 @@ __global__ void __launch_bounds__(kAssemblyBlock) pack_level_kernel(LevelLog lev
                                                                     BinRanges ranges, int width, bool classification,
                                                                     PackedNode* __restrict__ packed, double* __restrict__ values) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kAssemblyBlock + threadIdx.x;
-  if (i >= level.count) return;
-  const int32_t t = level.tree_of(i);
-  const int64_t here = depth * tables.n_trees + t, below = here + tables.n_trees;
-  const int64_t q = rank != nullptr ? rank[i] : 0;
-  const int64_t r = split_before[i] - tables.split_first[here];  // the tree's splits of this depth before node i
-  const int64_t at = tables.node_base[here] + q;
-  const uint8_t flags = level.flags[i];
-  const double* stats = level.stats + i * width;
-  if ((flags & kSplitMade) == 0) {
-    pack_leaf(packed, at, tables.leaf_base[here] + q - r, stats, width, classification, values);
-    return;
-  }
-  const LevelSplit s = level.splits[i];
-  const int64_t child = tables.node_base[below] + 2 * r;
-  packed[at] = PackedNode{split_threshold(ranges, s.feature, s.bin, s.next_bin), s.feature, static_cast<int32_t>(child)};
-  const double* left = level.left + i * width;
-  double right[kMaxLevelWidth];
-  for (int j = 0; j < width; ++j) right[j] = sub_rn(stats[j], left[j]);
-  int32_t j = level.at[i];  // the next searched child's place in the next level
-  for (int side = 0; side < 2; ++side) {
-    const int64_t qc = 2 * r + side;
-    if ((flags & (side == 0 ? kLeftSearched : kRightSearched)) != 0) {
-      next_rank[j++] = static_cast<int32_t>(qc);
-      continue;
-    }
-    const int64_t splits_before = next_split_before != nullptr ? next_split_before[j] - tables.split_first[below] : 0;
-    pack_leaf(packed, child + side, tables.leaf_base[below] + qc - splits_before, side == 0 ? left : right, width,
-              classification, values);
-  }
+  if (i < level.count)
+    pack_level_node(level, i, depth, rank, split_before, next_split_before, next_rank, tables, ranges, width, classification,
+                    packed, values);
 }
 
 // The roots that were not searched: single-leaf trees.
@@ -386,40 +339,17 @@ void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vecto
                             int64_t n_trees, Criterion criterion, int width, bool classification, const FeatureBins& bins,
                             int threads, WrittenForestMemory& memory, WrittenForest& out) {
   const int64_t depths = static_cast<int64_t>(levels.size());
-  GPUML_EXPECT(static_cast<int64_t>(level_splits.size()) == depths * n_trees,
-               "written forest: the split counts are not per level and tree");
   GPUML_EXPECT(depths == 0 || levels[0].count == static_cast<int64_t>(roots.size()), "written forest: the first level is not the roots");
   const Assembly a{ctx, res, threads};
   const int k = classification ? width : 1;
   const int64_t d = bins.n_features();
 
-  // Per tree and depth (depth-major, depths + 1 of them): nodes, splits, and from them the tables.
-  // A tree's nodes of depth 0 are its root; of depth e + 1, the children of its splits of depth e.
-  const int64_t rows_of_tables = (depths + 1) * n_trees;
-  std::vector<int64_t> node_base(static_cast<std::size_t>(rows_of_tables)), leaf_base(static_cast<std::size_t>(rows_of_tables));
-  std::vector<int32_t> split_first(static_cast<std::size_t>(rows_of_tables), 0);
-  std::vector<int64_t> first(static_cast<std::size_t>(n_trees + 1), 0);
+  // Per tree and depth: where its nodes and leaves go (forest_tables; first: each tree's first node).
+  const ForestTables layout = forest_tables(level_splits, n_trees, depths);
+  const std::vector<int64_t>& first = layout.first;
+  const int64_t total = layout.total, leaves = layout.leaves;
   std::vector<int32_t> roots_at(static_cast<std::size_t>(n_trees));
-  int64_t next_node = 0, next_leaf = 0;
-  for (int64_t t = 0; t < n_trees; ++t) {
-    first[t] = next_node;
-    roots_at[t] = static_cast<int32_t>(next_node);
-    int64_t nodes = 1;  // of this depth
-    for (int64_t e = 0; e <= depths; ++e) {
-      const int64_t splits = e < depths ? level_splits[e * n_trees + t] : 0;
-      node_base[e * n_trees + t] = next_node;
-      leaf_base[e * n_trees + t] = next_leaf;
-      next_node += nodes;
-      next_leaf += nodes - splits;
-      nodes = 2 * splits;
-    }
-  }
-  first[n_trees] = next_node;
-  const int64_t total = next_node, leaves = next_leaf;
-  GPUML_EXPECT(total < INT32_MAX, "the forest has too many nodes to pack (2^31)");
-  for (int64_t e = 0; e < depths; ++e)
-    for (int64_t t = 1; t < n_trees; ++t)
-      split_first[e * n_trees + t] = split_first[e * n_trees + t - 1] + level_splits[e * n_trees + t - 1];
+  for (int64_t tree = 0; tree < n_trees; ++tree) roots_at[tree] = static_cast<int32_t>(first[tree]);
 
   // The trees' columns: every root, then the levels, then the node arrays' fields.
   std::vector<double> root_stats(static_cast<std::size_t>(n_trees * width)), root_impurity(static_cast<std::size_t>(n_trees));
@@ -451,7 +381,8 @@ void write_forest_on_device(Context& ctx, cuda::Resources& res, const std::vecto
   GPUML_CUDA_CHECK_LAUNCH();
 
   // The packed forest, level by level.
-  const Buffer node_base_d = a.upload(node_base), leaf_base_d = a.upload(leaf_base), split_first_d = a.upload(split_first);
+  const Buffer node_base_d = a.upload(layout.node_base), leaf_base_d = a.upload(layout.leaf_base),
+               split_first_d = a.upload(layout.split_first);
   const PackTables tables{node_base_d.as<int64_t>(), leaf_base_d.as<int64_t>(), split_first_d.as<int32_t>(), n_trees};
   auto staged = std::make_shared<StagedForest>();
   staged->nodes = a.device(total * static_cast<int64_t>(sizeof(PackedNode)));

@@ -9,8 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/default_init.hpp"
-#include "ensemble/criteria.hpp"  // GPUML_HOST_DEVICE
+#include "../core/default_init.hpp"
+#include "criteria.hpp"  // GPUML_HOST_DEVICE
+#include "gpuml/core/export.hpp"
 
 namespace gpuml::detail {
 
@@ -46,8 +47,8 @@ struct ForestArrays {
 };
 
 // The trees pack in parallel over `threads` (each into its own range: the same layout on any
-// thread count).
-PackedForest pack_forest(const ForestArrays& arrays, int threads);
+// thread count). (GPUML_API: for the tests.)
+GPUML_API PackedForest pack_forest(const ForestArrays& arrays, int threads);
 
 // One step down from a split node for a row whose value of node.feature is x: the index of the
 // child it goes to.

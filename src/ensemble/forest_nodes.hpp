@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "ensemble/criteria.hpp"  // GPUML_HOST_DEVICE
+#include "criteria.hpp"  // GPUML_HOST_DEVICE
 #include "gpuml/core/array.hpp"
 
 namespace gpuml::detail {
@@ -42,7 +42,8 @@ GPUML_HOST_DEVICE inline double node_value(const double* stats, int width, bool 
 }
 
 // The node arrays of grown trees (each tree's nodes in its own order), the trees over `threads`.
-ForestNodes forest_nodes(const std::vector<Tree>& trees, int width, bool classification, int threads);
+// (GPUML_API: for the tests.)
+GPUML_API ForestNodes forest_nodes(const std::vector<Tree>& trees, int width, bool classification, int threads);
 
 // What a backend that writes the forest itself hands back (LevelBackend::grow_forest): every tree's
 // node arrays, its packed forest staged in the fitting device's memory (the host's packed copy is

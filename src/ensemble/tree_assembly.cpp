@@ -3,6 +3,7 @@
 #include "ensemble/tree_assembly.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <vector>
 
 #include "core/parallel.hpp"
@@ -75,27 +76,104 @@ void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion crite
   }
 }
 
-void grow_trees_by_levels(LevelBackend& backend, const std::vector<LevelNode>& roots, const std::vector<double>& root_stats,
-                          const LevelRules& rules, const LevelGrowth& growth, const FeatureBins& bins, Tree* trees,
-                          const LevelTally& tally, int threads) {
+ForestTables forest_tables(const std::vector<int32_t>& level_splits, int64_t n_trees, int64_t depths) {
+  GPUML_EXPECT(static_cast<int64_t>(level_splits.size()) == depths * n_trees,
+               "written forest: the split counts are not per level and tree");
+  ForestTables t;
+  t.n_trees = n_trees;
+  const std::size_t cells = static_cast<std::size_t>((depths + 1) * n_trees);
+  t.node_base.resize(cells);
+  t.leaf_base.resize(cells);
+  t.split_first.assign(cells, 0);
+  t.first.resize(static_cast<std::size_t>(n_trees + 1));
+  int64_t next_node = 0, next_leaf = 0;
+  for (int64_t tree = 0; tree < n_trees; ++tree) {
+    t.first[tree] = next_node;
+    int64_t nodes = 1;  // of this depth: the root, then two a split of the depth above
+    for (int64_t e = 0; e <= depths; ++e) {
+      const int64_t splits = e < depths ? level_splits[e * n_trees + tree] : 0;
+      t.node_base[e * n_trees + tree] = next_node;
+      t.leaf_base[e * n_trees + tree] = next_leaf;
+      next_node += nodes;
+      next_leaf += nodes - splits;
+      nodes = 2 * splits;
+    }
+  }
+  t.first[n_trees] = next_node;
+  t.total = next_node;
+  t.leaves = next_leaf;
+  GPUML_EXPECT(t.total < INT32_MAX, "the forest has too many nodes to pack (2^31)");
+  for (int64_t e = 0; e < depths; ++e)
+    for (int64_t tree = 1; tree < n_trees; ++tree)
+      t.split_first[e * n_trees + tree] = t.split_first[e * n_trees + tree - 1] + level_splits[e * n_trees + tree - 1];
+  return t;
+}
+
+std::vector<int32_t> splits_per_level(const std::vector<LevelLog>& levels, int64_t n_trees) {
+  std::vector<int32_t> splits(levels.size() * static_cast<std::size_t>(n_trees), 0);
+  for (std::size_t e = 0; e < levels.size(); ++e)
+    for (int64_t i = 0; i < levels[e].count; ++i)
+      if ((levels[e].flags[i] & kSplitMade) != 0) ++splits[e * n_trees + levels[e].tree_of(i)];
+  return splits;
+}
+
+namespace {
+// The level's splits before each node (count + 1: the exclusive scan of its split flags, then the total).
+std::vector<int32_t> splits_before(const LevelLog& level) {
+  std::vector<int32_t> out(static_cast<std::size_t>(level.count + 1), 0);
+  for (int64_t i = 0; i < level.count; ++i) out[i + 1] = out[i] + ((level.flags[i] & kSplitMade) != 0 ? 1 : 0);
+  return out;
+}
+}  // namespace
+
+PackedForest pack_levels_on_host(const std::vector<LevelLog>& levels, const ForestTables& tables, const uint8_t* searched,
+                                 const double* root_stats, const FeatureBins& bins, int width, bool classification,
+                                 int threads) {
+  const int k = classification ? width : 1;
+  const int64_t n_trees = tables.n_trees, depths = static_cast<int64_t>(levels.size());
+  PackedForest out;
+  out.k = k;
+  out.n_features = bins.n_features();
+  out.nodes.resize(static_cast<std::size_t>(tables.total));
+  out.values.resize(static_cast<std::size_t>(tables.leaves * k));
+  out.roots.resize(static_cast<std::size_t>(n_trees));
+  for (int64_t t = 0; t < n_trees; ++t) out.roots[t] = static_cast<int32_t>(tables.first[t]);
+  const BinRanges ranges{bins.offsets.data(), bins.low.data(), bins.high.data()};
+  const PackTables view = tables.view();
+  std::vector<int32_t> rank, next_rank, before = depths > 0 ? splits_before(levels[0]) : std::vector<int32_t>(), next_before;
+  for (int64_t e = 0; e < depths; ++e) {
+    const LevelLog& level = levels[e];
+    const bool last = e + 1 == depths;
+    if (!last) {
+      next_before = splits_before(levels[e + 1]);
+      next_rank.assign(static_cast<std::size_t>(levels[e + 1].count), 0);
+    }
+#pragma omp parallel for num_threads(threads_for(threads, level.count * 8)) schedule(static)
+    for (int64_t i = 0; i < level.count; ++i)
+      pack_level_node(level, i, e, e == 0 ? nullptr : rank.data(), before.data(), last ? nullptr : next_before.data(),
+                      last ? nullptr : next_rank.data(), view, ranges, width, classification, out.nodes.data(),
+                      out.values.data());
+    rank.swap(next_rank);
+    before.swap(next_before);
+  }
+  for (int64_t t = 0; t < n_trees; ++t)
+    if (searched[t] == 0)
+      pack_leaf(out.nodes.data(), view.node_base[t], view.leaf_base[t], root_stats + t * width, width, classification,
+                out.values.data());
+  return out;
+}
+
+HostLevels record_levels(LevelBackend& backend, const std::vector<LevelNode>& roots, const std::vector<double>& root_stats,
+                         const LevelRules& rules, const LevelGrowth& growth, const LevelTally& tally, int threads) {
   const int k = growth.width;
-  // What the assembly reads of each level, kept until the last one (the nodes themselves only
-  // until the next level is made from them: two lists, reused).
-  struct HostLevel {
-    std::vector<int32_t> tree;
-    std::vector<double> stats;
-    std::vector<LevelSplit> splits;
-    std::vector<double> left;
-    std::vector<uint8_t> flags;
-    std::vector<int32_t> at;
-  };
-  std::vector<HostLevel> levels;
+  HostLevels recorded;
+  // The nodes themselves are kept only until the next level is made from them: two lists, reused.
   std::vector<LevelNode> nodes = roots, next;  // the level the next records are of, and the one after
   std::vector<double> stats = root_stats;
   backend.grow_levels(roots, root_stats, rules, growth, [&](const LevelRecords& r) {
     const int64_t m = static_cast<int64_t>(nodes.size());
     GPUML_EXPECT(r.count == m, "levelwise builder: the backend's level is not the driver's");
-    HostLevel& level = levels.emplace_back();
+    HostLevels::Level& level = recorded.levels.emplace_back();
     level.tree.resize(static_cast<std::size_t>(m));
     for (int64_t i = 0; i < m; ++i) level.tree[i] = nodes[i].tree;
     level.stats = std::move(stats);
@@ -109,13 +187,24 @@ void grow_trees_by_levels(LevelBackend& backend, const std::vector<LevelNode>& r
     nodes.swap(next);
   });
   GPUML_EXPECT(nodes.empty(), "levelwise builder: the backend stopped before the last level");
-  std::vector<LevelLog> logs(levels.size());
+  return recorded;
+}
+
+std::vector<LevelLog> HostLevels::logs() const {
+  std::vector<LevelLog> out(levels.size());
   for (std::size_t d = 0; d < levels.size(); ++d) {
-    const HostLevel& h = levels[d];
-    logs[d] = LevelLog{static_cast<int64_t>(h.tree.size()), h.tree.data(), 1, h.stats.data(), h.splits.data(),
-                       h.left.data(), h.flags.data(), h.at.data()};
+    const Level& h = levels[d];
+    out[d] = LevelLog{static_cast<int64_t>(h.tree.size()), h.tree.data(), 1, h.stats.data(), h.splits.data(),
+                      h.left.data(), h.flags.data(), h.at.data()};
   }
-  assemble_trees_on_host(logs, rules.criterion, k, bins, trees, threads);
+  return out;
+}
+
+void grow_trees_by_levels(LevelBackend& backend, const std::vector<LevelNode>& roots, const std::vector<double>& root_stats,
+                          const LevelRules& rules, const LevelGrowth& growth, const FeatureBins& bins, Tree* trees,
+                          const LevelTally& tally, int threads) {
+  const HostLevels recorded = record_levels(backend, roots, root_stats, rules, growth, tally, threads);
+  assemble_trees_on_host(recorded.logs(), rules.criterion, growth.width, bins, trees, threads);
 }
 
 }  // namespace gpuml::detail

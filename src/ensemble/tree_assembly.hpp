@@ -13,7 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <vector>
+
 #include "criteria.hpp"
+#include "forest_layout.hpp"
+#include "forest_nodes.hpp"
 #include "level_growth.hpp"
 #include "levelwise.hpp"
 
@@ -156,7 +160,112 @@ void size_trees(Tree* trees, const int32_t* root_trees, int64_t count, const int
 // The trees of the roots (levels[0], in tree order; root i's tree holds it as node 0, with its statistics,
 // impurity and rows) from the levels' logs (levels[0]: the roots'), in grow_tree's order: each
 // such tree's arrays are resized to its nodes and filled. The host's loops over `threads`.
-void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion criterion, int width, const FeatureBins& bins,
-                            Tree* trees, int threads);
+// (GPUML_API: for the tests.)
+GPUML_API void assemble_trees_on_host(const std::vector<LevelLog>& levels, Criterion criterion, int width,
+                                      const FeatureBins& bins, Tree* trees, int threads);
+
+// grow_levels' records kept on the host (grow_trees_by_levels'): per level, each node's tree,
+// statistics, split, left statistics, flags and where its searched children are in the next level.
+struct HostLevels {
+  struct Level {
+    std::vector<int32_t> tree;
+    std::vector<double> stats;
+    std::vector<LevelSplit> splits;
+    std::vector<double> left;
+    std::vector<uint8_t> flags;
+    std::vector<int32_t> at;
+  };
+  std::vector<Level> levels;
+  GPUML_API std::vector<LevelLog> logs() const;  // (GPUML_API: for the tests)
+};
+// backend.grow_levels from roots (their statistics: root_stats), each level's records kept as
+// above (their nodes and statistics made from their parents' as grow_levels_by_search makes them);
+// tally, when set, gets each level's nodes and flags.
+GPUML_API HostLevels record_levels(LevelBackend& backend, const std::vector<LevelNode>& roots,
+                                   const std::vector<double>& root_stats, const LevelRules& rules, const LevelGrowth& growth,
+                                   const LevelTally& tally, int threads);
+
+// ---- The packed forest written level by level (pack_forest's layout, from the levels) --------
+// Each tree's nodes of depth e + 1 are the children of its splits of depth e, 2 a split, in the
+// level's order; a tree's nodes of a depth are packed together, in that order (breadth first, as
+// pack_forest packs grow_tree's trees), trees one after another. With each tree's splits per level
+// known, every node's packed index follows from its rank among its tree's nodes of its depth, and
+// every leaf's value row from its rank less the splits before it.
+
+// Per tree and depth (depth-major, (depths + 1) x n_trees): where the tree's nodes of that depth
+// start in the packed nodes, where its leaves of that depth start in the value rows, and the
+// level's splits before the tree's. Pointers into host or device memory alike.
+struct PackTables {
+  const int64_t* node_base = nullptr;
+  const int64_t* leaf_base = nullptr;
+  const int32_t* split_first = nullptr;
+  int64_t n_trees = 0;
+};
+
+// The tables on the host, from level_splits (depth-major, depths x n_trees: each tree's splits per
+// level); first: each tree's first node (n_trees + 1), also the node arrays' offsets.
+struct ForestTables {
+  std::vector<int64_t> node_base, leaf_base, first;
+  std::vector<int32_t> split_first;
+  int64_t n_trees = 0, total = 0, leaves = 0;  // nodes and leaves of the forest
+  PackTables view() const { return PackTables{node_base.data(), leaf_base.data(), split_first.data(), n_trees}; }
+};
+GPUML_API ForestTables forest_tables(const std::vector<int32_t>& level_splits, int64_t n_trees, int64_t depths);
+
+// A packed leaf (value row `leaf`) at `at`, its values from its statistics.
+GPUML_HOST_DEVICE inline void pack_leaf(PackedNode* packed, int64_t at, int64_t leaf, const double* stats, int width,
+                                        bool classification, double* values) {
+  packed[at] = PackedNode{0.0, -1, static_cast<int32_t>(leaf)};
+  node_value(stats, width, classification, values + leaf * (classification ? width : 1));
+}
+
+// Node i of level `depth` packed: at breadth-first rank rank[i] among its tree's nodes of that depth
+// (rank null: the roots, rank 0) with split_before[i] splits before it in the level; when it
+// splits, its children that are not searched (leaves) too, and its searched children's ranks go to
+// next_rank. next_split_before: the next level's split_before (null after the last level).
+GPUML_HOST_DEVICE inline void pack_level_node(const LevelLog& level, int64_t i, int64_t depth, const int32_t* rank,
+                                              const int32_t* split_before, const int32_t* next_split_before,
+                                              int32_t* next_rank, const PackTables& tables, const BinRanges& ranges, int width,
+                                              bool classification, PackedNode* packed, double* values) {
+  const int32_t t = level.tree_of(i);
+  const int64_t here = depth * tables.n_trees + t, below = here + tables.n_trees;
+  const int64_t q = rank != nullptr ? rank[i] : 0;
+  const int64_t r = split_before[i] - tables.split_first[here];  // the tree's splits of this depth before node i
+  const int64_t at = tables.node_base[here] + q;
+  const uint8_t flags = level.flags[i];
+  const double* stats = level.stats + i * width;
+  if ((flags & kSplitMade) == 0) {
+    pack_leaf(packed, at, tables.leaf_base[here] + q - r, stats, width, classification, values);
+    return;
+  }
+  const LevelSplit s = level.splits[i];
+  const int64_t child = tables.node_base[below] + 2 * r;
+  packed[at] = PackedNode{split_threshold(ranges, s.feature, s.bin, s.next_bin), s.feature, static_cast<int32_t>(child)};
+  const double* left = level.left + i * width;
+  double right[kMaxLevelWidth];
+  for (int j = 0; j < width; ++j) right[j] = sub_rn(stats[j], left[j]);
+  int32_t j = level.at[i];  // the next searched child's place in the next level
+  for (int side = 0; side < 2; ++side) {
+    const int64_t qc = 2 * r + side;
+    if ((flags & (side == 0 ? kLeftSearched : kRightSearched)) != 0) {
+      next_rank[j++] = static_cast<int32_t>(qc);
+      continue;
+    }
+    const int64_t splits_before = next_split_before != nullptr ? next_split_before[j] - tables.split_first[below] : 0;
+    pack_leaf(packed, child + side, tables.leaf_base[below] + qc - splits_before, side == 0 ? left : right, width,
+              classification, values);
+  }
+}
+
+// The packed forest of n_trees trees from their levels (levels[0]: the searched roots) on the
+// host's threads, as write_forest_on_device writes it: a tree whose root was not searched
+// (searched[t] == 0) is one leaf of root_stats' row t (n_trees x width). The CPU's reference for
+// the device's packing (the packing formulas run in CI through it).
+GPUML_API PackedForest pack_levels_on_host(const std::vector<LevelLog>& levels, const ForestTables& tables,
+                                           const uint8_t* searched, const double* root_stats, const FeatureBins& bins,
+                                           int width, bool classification, int threads);
+
+// Each tree's splits per level (depth-major, levels x n_trees) from the levels' flags.
+GPUML_API std::vector<int32_t> splits_per_level(const std::vector<LevelLog>& levels, int64_t n_trees);
 
 }  // namespace gpuml::detail

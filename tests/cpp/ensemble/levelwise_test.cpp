@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "../../../src/core/random.hpp"
 #include "../../../src/ensemble/feature_draws.hpp"
 #include "../../../src/ensemble/levelwise.hpp"
+#include "../../../src/ensemble/tree_assembly.hpp"
 #include "test_util.hpp"
 
 namespace gpuml {
@@ -175,6 +177,105 @@ TEST(LevelwiseTrees, HostBackendGrowsTheDepthFirstTrees) {
   check(*backend, rng, detail::Criterion::squared_error, 10);
   check(*backend, rng, detail::Criterion::poisson, 6);
   check(*backend, rng, detail::Criterion::gini, 1, 150, 170);  // wide X (draws past the engine's first twist)
+}
+
+// The host backend with grow_trees keeping the levels it assembles (record_levels), so that what
+// the levels write can be checked against what the trees make.
+class RecordingBackend : public detail::LevelBackend {
+ public:
+  explicit RecordingBackend(detail::LevelBackend& inner) : inner_(inner) {}
+  detail::LevelPrimitives& primitives() override { return inner_.primitives(); }
+  void load(const float* X, int64_t n, int64_t d, detail::FeatureBins& bins, const detail::LevelTargets& targets) override {
+    inner_.load(X, n, d, bins, targets);
+  }
+  void load(const double* X, int64_t n, int64_t d, detail::FeatureBins& bins, const detail::LevelTargets& targets) override {
+    inner_.load(X, n, d, bins, targets);
+  }
+  void load_codes(const uint8_t* codes, int64_t n, int64_t d, const detail::FeatureBins& bins,
+                  const detail::LevelTargets& targets) override {
+    inner_.load_codes(codes, n, d, bins, targets);
+  }
+  void begin_trees(const detail::TreeSlots& slots) override { inner_.begin_trees(slots); }
+  void split_level(const std::vector<detail::LevelNode>& nodes, const detail::LevelRules& rules,
+                   std::vector<detail::LevelSplit>& splits, std::vector<double>& left_stats) override {
+    inner_.split_level(nodes, rules, splits, left_stats);
+  }
+  void grow_levels(const std::vector<detail::LevelNode>& roots, const std::vector<double>& root_stats,
+                   const detail::LevelRules& rules, const detail::LevelGrowth& growth, const detail::LevelSink& sink) override {
+    inner_.grow_levels(roots, root_stats, rules, growth, sink);
+  }
+  void grow_trees(const std::vector<detail::LevelNode>& roots, const std::vector<double>& root_stats,
+                  const detail::LevelRules& rules, const detail::LevelGrowth& growth, const detail::FeatureBins& bins,
+                  detail::Tree* trees, const detail::LevelTally& tally, int threads) override {
+    recorded = detail::record_levels(inner_, roots, root_stats, rules, growth, tally, threads);
+    detail::assemble_trees_on_host(recorded.logs(), rules.criterion, growth.width, bins, trees, threads);
+    searched.clear();
+    for (const detail::LevelNode& root : roots) searched.push_back(root.tree);
+    ++batches;
+  }
+
+  detail::HostLevels recorded;
+  std::vector<int32_t> searched;  // the trees whose roots were searched
+  int batches = 0;
+
+ private:
+  detail::LevelBackend& inner_;
+};
+
+// The packed forest written level by level (pack_level_node: the CUDA backend's kernel runs it on
+// its levels) is the one pack_forest packs from the trees' node arrays, byte for byte, and the
+// tables' first nodes are the node arrays' offsets.
+TEST(LevelwiseTrees, LevelsPackAsTheTreesPack) {
+  GPUML_FRESH_RNG(rng);
+  auto cpu = detail::make_level_cpu_backend();
+  RecordingBackend backend(*cpu);
+  for (detail::Criterion criterion : {detail::Criterion::gini, detail::Criterion::squared_error, detail::Criterion::entropy,
+                                      detail::Criterion::poisson}) {
+    for (int trial = 0; trial < 3; ++trial) {
+      SCOPED_TRACE("criterion " + std::to_string(static_cast<int>(criterion)) + " problem " + std::to_string(trial));
+      Problem p = make_problem(rng, criterion, 3, 24);
+      p.rules.max_leaf_nodes = -1;  // depth first (best first grows no levels)
+      if (trial == 1) std::fill(p.weights.begin() + 1, p.weights.begin() + p.n, uint8_t{0});  // tree 0: one row, a leaf root
+      if (trial == 2) p.rules.max_depth = uniform_int(rng, 1, 4);  // shallow: most leaves at the last level
+      detail::FeatureBins bins = p.bins;
+      const detail::LevelTargets targets = level_targets(p);
+      backend.load(p.X.data(), p.n, p.d, bins, targets);
+      const int threads = 1 + trial % 3;
+      backend.batches = 0;
+      const std::vector<detail::Tree> trees =
+          detail::grow_trees_levelwise(backend, p.n, p.d, bins, targets, p.weights.data(), p.seeds, p.rules, threads);
+      ASSERT_EQ(backend.batches, 1);
+      const int64_t n_trees = static_cast<int64_t>(trees.size());
+      const bool classification = targets.labels != nullptr;
+      const int width = targets.width(), k = classification ? width : 1;
+
+      const detail::ForestNodes nodes = detail::forest_nodes(trees, width, classification, threads);
+      const detail::ForestArrays arrays{nodes.offsets.as<const int64_t>(), n_trees, nodes.feature.as<const int32_t>(),
+                                        nodes.threshold.as<const double>(), nodes.left.as<const int32_t>(),
+                                        nodes.right.as<const int32_t>(), nodes.value.as<const double>(), k, p.d};
+      const detail::PackedForest want = detail::pack_forest(arrays, threads);
+
+      const std::vector<detail::LevelLog> logs = backend.recorded.logs();
+      const detail::ForestTables tables =
+          detail::forest_tables(detail::splits_per_level(logs, n_trees), n_trees, static_cast<int64_t>(logs.size()));
+      std::vector<uint8_t> searched(static_cast<std::size_t>(n_trees), 0);
+      for (int32_t t : backend.searched) searched[t] = 1;
+      std::vector<double> root_stats;
+      for (const detail::Tree& tree : trees) root_stats.insert(root_stats.end(), tree.stats.begin(), tree.stats.begin() + width);
+      const detail::PackedForest got =
+          detail::pack_levels_on_host(logs, tables, searched.data(), root_stats.data(), bins, width, classification, threads);
+
+      EXPECT_EQ(std::vector<int64_t>(tables.first.begin(), tables.first.end()),
+                std::vector<int64_t>(arrays.offsets, arrays.offsets + n_trees + 1));
+      EXPECT_EQ(got.roots, want.roots);
+      EXPECT_EQ(got.k, want.k);
+      EXPECT_EQ(got.n_features, want.n_features);
+      ASSERT_EQ(got.nodes.size(), want.nodes.size());
+      EXPECT_EQ(std::memcmp(got.nodes.data(), want.nodes.data(), got.nodes.size() * sizeof(detail::PackedNode)), 0);
+      ASSERT_EQ(got.values.size(), want.values.size());
+      EXPECT_EQ(std::memcmp(got.values.data(), want.values.data(), got.values.size() * sizeof(double)), 0);
+    }
+  }
 }
 
 // Each tree's slots are its rows of nonzero weight, ascending, with their weights, one tree after
