@@ -238,6 +238,30 @@ def test_predict_does_not_change_cluster_centers_readonly(device, rng):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fitted_attributes_are_listed_as_scikit_learns(case, device, rng):
+    """dir() lists the model's attributes, so that inspect.getmembers and scikit-learn's HTML repr
+    of the fitted attributes (BaseEstimator._get_fitted_attr_html) show every one scikit-learn's
+    estimator shows, with the same values where the model holds them."""
+    ours, theirs, _ = fit_both(case, device, rng)
+    mine, sk = ours._get_fitted_attr_html(), theirs._get_fitted_attr_html()
+    assert set(sk) <= set(mine), f"missing: {sorted(set(sk) - set(mine))}"
+    for name in CASES[case][3]:  # the settable ones: scikit-learn's estimator was given gpuml's values
+        assert_allclose(np.asarray(mine[name]["value"]), np.asarray(sk[name]["value"]), rtol=0, atol=0)
+
+
+def test_forest_node_arrays_are_not_listed(rng):
+    """The forests' node arrays (gigabytes at full depth) stay out of dir() and so out of the HTML
+    repr, and are still readable."""
+    X, _, labels = make_data(rng)
+    forest = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, labels)
+    assert "feature_importances_" in dir(forest)
+    assert not any(name.startswith("nodes_") for name in dir(forest))
+    assert "nodes_feature_" not in forest._get_fitted_attr_html()
+    assert forest.nodes_feature_.shape == (forest.estimator_node_offsets_[-1],)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("Estimator", [Lasso, ElasticNet])
 def test_warm_start_convergence_with_bad_coef(Estimator, device):
     # sklearn/linear_model/tests/test_coordinate_descent.py::test_warm_start_convergence (the

@@ -237,6 +237,7 @@ class GpumlEstimator(BaseEstimator):
 
     _gpuml_kind = None
     _gpuml_attributes = ()
+    _gpuml_unlisted = ()  # of those, the ones dir() leaves out
     _gpuml_settable = ()
     _gpuml_accepts_sparse = False
     # Estimators whose parameters come from their C++ table (_params.py) name their scikit-learn
@@ -472,6 +473,16 @@ class GpumlEstimator(BaseEstimator):
         # For each settable attribute handed out or assigned: the value the C model holds (a
         # private copy), what _push_changed_attributes compares the Python attribute with.
         self.__dict__["_gpuml_held"] = {}
+
+    def __dir__(self):
+        # The model's attributes come through __getattr__: listed here, dir(), inspect.getmembers
+        # and so scikit-learn's HTML repr of the fitted attributes find them, as on its estimators.
+        # (Not _gpuml_unlisted: the forests' node arrays, gigabytes at full depth, which an HTML repr
+        # of the estimator would copy out.)
+        names = set(super().__dir__())
+        if self.__dict__.get("_gpuml_read") is not None:
+            names.update(name for name in self._gpuml_attributes if name not in self._gpuml_unlisted)
+        return sorted(names)
 
     def __getattr__(self, name):
         # Only called when normal lookup fails: the model's attributes, read on first use.

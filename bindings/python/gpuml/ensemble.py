@@ -62,6 +62,7 @@ class _Forest:
     """The parameters, fitted attributes and tree methods both forests share (mixed into the estimators)."""
 
     _gpuml_attributes = ("feature_importances_",) + _TREE_ATTRIBUTES
+    _gpuml_unlisted = _TREE_ATTRIBUTES  # gigabytes at full depth: not in dir(), nor in the HTML repr
     _gpuml_accepts_sparse = True  # CSR / CSC, binned on the host (see _SHARED_DOC)
 
     # Values Python handles: a Criterion object (refused below), a callable oob_score (the C++
