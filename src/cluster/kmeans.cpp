@@ -679,7 +679,7 @@ class Fitter {
     const int64_t kd = k_ * d_, sums_size = detail::lloyd_sums_size(k_, d_);
     Buffer centers(ctx_, static_cast<std::size_t>(kd) * sizeof(T)), next(ctx_, static_cast<std::size_t>(kd) * sizeof(T));
     Buffer sums(ctx_, static_cast<std::size_t>(sums_size) * sizeof(double));
-    const bool queue_ahead = comm_.size() == 1 && params_.verbose <= 0 && queue_ahead_pays(ctx_);  // (ranks add the sums first; verbose reads dist2)
+    const bool queue_ahead = comm_.size() == 1 && params_.verbose <= 0 && queue_ahead_asked();  // (ranks add the sums first; verbose reads dist2)
     Buffer queued_sums = queue_ahead ? Buffer(ctx_, sums.bytes()) : Buffer();
     detail::copy_bytes(ctx_, centers.data(), ctx_.device(), start.data(), Device{}, centers.bytes());
     bool strict_convergence = false, queued = false;  // queued: this step's first half ran with the last step
@@ -742,7 +742,7 @@ class Fitter {
   // either: the host's wait between steps already left the device no measurable gap, and a step
   // that empties a cluster throws the queued step away and assigns again (two assigns more):
   // 10M x 64, k = 1024: 15.5 -> 14.2 ms a step without it; 1M x 64, k = 256: 19.4 -> 18.3 ms a fit.
-  static bool queue_ahead_pays(const Context&) {
+  static bool queue_ahead_asked() {
     const char* v = std::getenv("GPUML_KMEANS_QUEUE_AHEAD");
     return v != nullptr && v[0] == '1' && v[1] == '\0';
   }
