@@ -309,15 +309,18 @@ def test_pca_fit_transform_is_u_times_s(device, rng):
 
 def test_truncated_svd_randomized_accuracy(device, rng):
     # Against the exact SVD on matrices with a decaying spectrum (singular values 0.9^i or
-    # 0.95^i), with scikit-learn's defaults (n_iter=5, n_oversamples=10): the geometric mean over
-    # 6 draws of gpuml's largest relative error on the 10 leading singular values stays within
-    # 2x scikit-learn's own randomized_svd's (single draws scatter over 1000x; measured over 20
-    # seeds: gpuml's geometric mean 5-30x below scikit-learn's since the feature-side ending).
+    # 0.95^i), with scikit-learn's defaults (n_iter=5, n_oversamples=10): the geometric mean of
+    # gpuml's largest relative error on the 10 leading singular values over all 18 draws (3 shapes
+    # x 6) stays within 2x scikit-learn's own randomized_svd's, and each shape's within 10x. Single
+    # draws scatter over 1000x, so one shape's 6 draws are noisy: over 120 seeds the ratio of
+    # geometric means was 0.15 at the median, 0.66 at worst pooled, 2.65 at worst for one shape
+    # (a 2x bound on each shape failed ~1 run in 60).
     from sklearn.utils.extmath import randomized_svd
 
     def geometric_mean(errors):
         return float(np.exp(np.mean(np.log(np.maximum(errors, 1e-16)))))
 
+    all_ours, all_ref = [], []
     for n, d, decay in ((600, 200, 0.9), (200, 600, 0.9), (800, 300, 0.95)):
         ours_err, ref_err = [], []
         for _ in range(6):
@@ -330,7 +333,10 @@ def test_truncated_svd_randomized_accuracy(device, rng):
             ref = randomized_svd(X, 10, n_iter=5, n_oversamples=10, random_state=seed)[1]
             ours_err.append(np.max(np.abs(ours - s[:10]) / s[:10]))
             ref_err.append(np.max(np.abs(ref - s[:10]) / s[:10]))
-        assert geometric_mean(ours_err) <= 2 * geometric_mean(ref_err), (n, d, decay, ours_err, ref_err)
+        assert geometric_mean(ours_err) <= 10 * geometric_mean(ref_err), (n, d, decay, ours_err, ref_err)
+        all_ours += ours_err
+        all_ref += ref_err
+    assert geometric_mean(all_ours) <= 2 * geometric_mean(all_ref), (all_ours, all_ref)
 
 
 def test_truncated_svd_arpack_matches_scikit_learn(device, rng):
