@@ -288,6 +288,8 @@ def main():
     lloyd_seconds = max(results["gpuml"]["seconds"] - results["gpuml"]["seconds_1"], 0.0) / max(
         1, results["gpuml"]["n_iter"] - 1)
     user = {"gpuml": time_gpuml_default(X_for_gpuml, k, device, lloyd_seconds)}
+    if X_for_gpuml is not X:  # the same call on the NumPy array: the copy to the device inside the timing
+        user["gpuml, NumPy X"] = time_gpuml_default(X, k, device, lloyd_seconds)
     if args.parallel_init:
         user['gpuml k-means||'] = time_gpuml_default(X_for_gpuml, k, device, lloyd_seconds, {"init": "k-means||"})
     if run_sklearn:

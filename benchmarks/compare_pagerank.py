@@ -8,7 +8,8 @@ and SciPy's rows and L1 check are left out above scale 23 (--scipy).
 
 First, the user's path: whole calls, the graph build included.
   gpuml default   gpuml.graph.pagerank((src, dst), n_vertices=n) with every other parameter at
-                  its default: float64 ranks (NetworkX's), tol = 1e-6, max_iter = 100
+                  its default: float64 ranks (NetworkX's), tol = 1e-6, max_iter = 100; with a GPU
+                  also on NumPy copies of src and dst (the copies to the device timed)
   gpuml float32   the same call with float32 weights of 1: float32 ranks
   gpuml k iters   the one-shot call with exactly --iters iterations (tol = 0, the partial result
                   allowed), float64 and float32: what issue 27's 30 ms target times
@@ -131,6 +132,12 @@ def main():
 
     whole.append(("gpuml pagerank((src, dst)), defaults", best_of(lambda: graph.pagerank((g_src, g_dst), n_vertices=n,
                                                                                         device=device)), "float64"))
+    if use_torch_cuda:  # the same call on NumPy arrays: the copies to the device inside the timing
+        src_host = src if src is not None else g_src.cpu().numpy()
+        dst_host = dst if dst is not None else g_dst.cpu().numpy()
+        whole.append(("gpuml pagerank((src, dst)), NumPy arrays", best_of(
+            lambda: graph.pagerank((src_host, dst_host), n_vertices=n, device=device)), "float64"))
+        del src_host, dst_host
     if use_torch_cuda:
         ones32 = torch.ones(m, dtype=torch.float32, device="cuda")
     else:
