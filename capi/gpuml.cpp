@@ -380,6 +380,7 @@ std::string make_build_info() {
   info["cuda_architectures"] = std::string(GPUML_CUDA_ARCHITECTURES);
   info["nccl"] = static_cast<bool>(GPUML_WITH_NCCL);
   info["mpi"] = static_cast<bool>(GPUML_WITH_MPI);
+  info["gloo"] = static_cast<bool>(GPUML_WITH_GLOO);
   info["cuda_devices"] = gpuml::cuda_device_count();
   return info.dump();
 }
@@ -485,6 +486,26 @@ gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx) {
     });
     gpuml::detail::agree_on_every_rank(*world, function, 0, {{"the context's device (0 CPU, 1 CUDA)", context.is_cuda() ? 1 : 0}});
     context.attach_comm(context.is_cuda() ? gpuml::Comm::nccl_over_mpi(context) : world);
+  });
+}
+
+gpuml_status_t gpuml_context_attach_gloo(gpuml_context_t ctx, int32_t n_ranks, int32_t rank, const char* params_json) {
+  const char* function = "gpuml_context_attach_gloo";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    require_arg(params_json, function, "params_json");
+    const nlohmann::json json = gpuml::detail::parse_params(params_json, "gloo");
+    gpuml::detail::ParamReader reader(json, "gloo");
+    gpuml::GlooOptions options;
+    options.rendezvous_dir = reader.get_string("rendezvous_dir", "");
+    options.prefix = reader.get_string("prefix", options.prefix);
+    options.hostname = reader.get_string("hostname", "");
+    options.interface = reader.get_string("interface", "");
+    options.timeout_seconds = reader.get_double("timeout_seconds", options.timeout_seconds);
+    reader.finish();
+    if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
+    // A host communicator: a CUDA context's memory goes through the host (as under MPI in C++).
+    context.attach_comm(gpuml::Comm::gloo(n_ranks, rank, options));
   });
 }
 

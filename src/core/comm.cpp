@@ -1,5 +1,6 @@
 // gpuml::Comm's local (1-rank) implementation and the checks every implementation shares.
-// The MPI implementation is src/core/comm_mpi.cpp (comm_no_mpi.cpp in builds without MPI).
+// The MPI implementation is src/core/comm_mpi.cpp (comm_no_mpi.cpp in builds without MPI), the
+// Gloo one src/core/comm_gloo.cpp (comm_no_gloo.cpp without Gloo).
 #include "gpuml/core/comm.hpp"
 
 #include <cstring>
@@ -47,6 +48,7 @@ void Comm::allgatherv_on(const Context& ctx, const void* send, int64_t count, vo
 }
 
 bool built_with_mpi() noexcept { return GPUML_WITH_MPI != 0; }
+bool built_with_gloo() noexcept { return GPUML_WITH_GLOO != 0; }
 
 namespace detail {
 

@@ -9,7 +9,9 @@
 // for RandomForestClassifier / RandomForestRegressor (random parameters; the forest must be the
 // 1-process forest bit for bit). A second argument `cuda` runs any of the estimators' tests on
 // CUDA contexts (the communicator stays MPI: ranks may share a GPU); `nccl` runs them on CUDA
-// contexts with NCCL bootstrapped over MPI (one GPU per rank; skipped where a node has fewer).
+// contexts with NCCL bootstrapped over MPI (one GPU per rank; skipped where a node has fewer);
+// `gloo` runs them (and `comm`) with Gloo as the communicator on CPU contexts, MPI only starting
+// the ranks and carrying the rendezvous directory that rank 0 makes (skipped without Gloo).
 // A failed check prints the rank and the line and makes the program exit non-zero.
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
@@ -22,6 +24,7 @@
 #include <functional>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -41,13 +44,32 @@ int g_failures = 0;
 // NCCL (one rank per GPU) cannot.
 std::string g_device = "cpu";
 bool g_nccl = false;  // the estimators' communicator: MPI, or NCCL over MPI (second argument `nccl`)
+std::string g_gloo_dir;  // with the second argument `gloo`: Gloo, meeting in this directory
 
 gpuml::Context test_context() { return gpuml::Context::from_string(g_device); }
+
+// A Gloo communicator of MPI_COMM_WORLD's ranks; each call a fresh prefix (the same sequence on
+// every rank, since every rank makes the same calls).
+std::shared_ptr<gpuml::Comm> gloo_world(int size) {
+  static int made = 0;
+  gpuml::GlooOptions options;
+  options.rendezvous_dir = g_gloo_dir;
+  options.prefix = "comm-" + std::to_string(made++);
+  options.hostname = "127.0.0.1";  // the ranks of a ctest run share the host
+  options.timeout_seconds = 60;  // below ctest's 120 s: ranks that diverge fail by name
+  return gpuml::Comm::gloo(size, g_rank, options);
+}
 
 // A context of this rank's device with the tests' communicator attached.
 gpuml::Context distributed_context() {
   gpuml::Context ctx = test_context();
-  ctx.attach_comm(g_nccl ? gpuml::Comm::nccl_over_mpi(ctx) : gpuml::Comm::mpi_world());
+  if (!g_gloo_dir.empty()) {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ctx.attach_comm(gloo_world(size));
+  } else {
+    ctx.attach_comm(g_nccl ? gpuml::Comm::nccl_over_mpi(ctx) : gpuml::Comm::mpi_world());
+  }
   return ctx;
 }
 
@@ -244,6 +266,8 @@ void test_kmeans_case(gpuml::Context& dist, gpuml::Comm& comm, uint64_t data_see
   CHECK(differ == 0, "%s: %lld of this rank's labels differ from the 1-process fit's", what, static_cast<long long>(differ));
 }
 
+void check_c_abi_fit(gpuml_context_t ctx, gpuml::Comm& comm, uint64_t data_seed);
+
 // The C ABI: attach, rank, attaching twice, a fit through the generic estimator handle.
 void test_c_abi(gpuml::Comm& comm, uint64_t data_seed) {
   gpuml_context_t ctx = nullptr;
@@ -274,7 +298,36 @@ void test_c_abi(gpuml::Comm& comm, uint64_t data_seed) {
     gpuml_context_free(fresh);
     gpuml_context_free(again);
   }
+  check_c_abi_fit(ctx, comm, data_seed);
+  gpuml_context_free(ctx);
+}
 
+// The C ABI over Gloo: attach (JSON parameters), rank, attaching twice, bad parameters, a fit.
+void test_c_abi_gloo(gpuml::Comm& comm, uint64_t data_seed) {
+  gpuml_context_t ctx = nullptr;
+  CHECK(gpuml_context_create("cpu", &ctx) == GPUML_OK, "context_create: %s", gpuml_last_error());
+  const std::string params = "{\"rendezvous_dir\": \"" + g_gloo_dir + "\", \"prefix\": \"capi\", \"hostname\": \"127.0.0.1\"}";
+  CHECK(gpuml_context_attach_gloo(ctx, comm.size(), comm.rank(), "{\"rendezvous_dir\": \"/tmp\", \"port\": 1}") ==
+                GPUML_ERROR_INVALID_ARGUMENT &&
+            std::strstr(gpuml_last_error(), "port") != nullptr,
+        "an unknown parameter: %s", gpuml_last_error());
+  CHECK(gpuml_context_attach_gloo(ctx, comm.size(), comm.size(), params.c_str()) == GPUML_ERROR_INVALID_ARGUMENT &&
+            std::strstr(gpuml_last_error(), "rank") != nullptr,
+        "a rank out of range: %s", gpuml_last_error());
+  CHECK(gpuml_context_attach_gloo(ctx, comm.size(), comm.rank(), params.c_str()) == GPUML_OK, "attach_gloo: %s",
+        gpuml_last_error());
+  int32_t rank = -1, n_ranks = -1;
+  CHECK(gpuml_context_rank(ctx, &rank, &n_ranks) == GPUML_OK && rank == comm.rank() && n_ranks == comm.size(),
+        "after attaching: rank %d of %d", rank, n_ranks);
+  CHECK(gpuml_context_attach_gloo(ctx, comm.size(), comm.rank(), params.c_str()) == GPUML_ERROR_INVALID_ARGUMENT &&
+            std::strstr(gpuml_last_error(), "already has a communicator") != nullptr,
+        "attaching twice: %s", gpuml_last_error());
+  check_c_abi_fit(ctx, comm, data_seed);
+  gpuml_context_free(ctx);
+}
+
+// A KMeans fit through the generic estimator handle on `ctx` (attached) equals the 1-process fit.
+void check_c_abi_fit(gpuml_context_t ctx, gpuml::Comm& comm, uint64_t data_seed) {
   const int64_t n = 1501, d = 3, k = 4;
   const std::vector<double> all = make_rows(data_seed + 2, n, d, k);
   const std::vector<int64_t> begin = split(n, comm.size());
@@ -298,7 +351,6 @@ void test_c_abi(gpuml::Comm& comm, uint64_t data_seed) {
   gpuml::Context single = gpuml::Context::cpu();
   expect_same_model(got, fit_kmeans<double>(single, params, all, n, d, nullptr), 1e-9, "C ABI fit");
   gpuml_estimator_free(est);
-  gpuml_context_free(ctx);
 }
 
 void test_kmeans(gpuml::Comm& comm, uint64_t data_seed) {
@@ -1447,8 +1499,9 @@ int main(int argc, char** argv) {
   }
   g_nccl = argc > 2 && std::string(argv[2]) == "nccl";
   const bool on_cuda = g_nccl || (argc > 2 && std::string(argv[2]) == "cuda");
-  if (argc > 2 && !on_cuda) {
-    std::fprintf(stderr, "the second argument, if any, must be cuda or nccl; got %s\n", argv[2]);
+  const bool over_gloo = argc > 2 && std::string(argv[2]) == "gloo";
+  if (argc > 2 && !on_cuda && !over_gloo) {
+    std::fprintf(stderr, "the second argument, if any, must be cuda, nccl or gloo; got %s\n", argv[2]);
     return 2;
   }
   try {
@@ -1482,7 +1535,31 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
-    if (what == "comm") {
+    if (over_gloo) {
+      if (!gpuml::built_with_gloo()) {
+        std::printf("rank %d: skipped: gpuml was built without Gloo\n", g_rank);
+        return 77;
+      }
+      if (what == "cuda") {
+        std::fprintf(stderr, "`cuda gloo`: the second argument is for the estimators' tests and comm\n");
+        return 2;
+      }
+      // Rank 0 makes the rendezvous directory; MPI carries its name (as int32 words) to the others.
+      int32_t words[64] = {};
+      if (g_rank == 0) {
+        std::string pattern = (std::filesystem::temp_directory_path() / "gpuml-gloo-XXXXXX").string();
+        if (pattern.size() < sizeof(words) && mkdtemp(pattern.data()) != nullptr) std::memcpy(words, pattern.c_str(), pattern.size());
+      }
+      world->broadcast(words, 64, 0);
+      g_gloo_dir.assign(reinterpret_cast<const char*>(words), strnlen(reinterpret_cast<const char*>(words), sizeof(words)));
+      if (g_gloo_dir.empty()) {
+        std::fprintf(stderr, "rank %d: rank 0 could not make a rendezvous directory\n", g_rank);
+        return 1;
+      }
+    }
+    if (what == "comm" && over_gloo) {
+      test_comm(*gloo_world(world->size()));
+    } else if (what == "comm") {
       test_comm(*world);
       // Any communicator, by its Fortran handle: here a split of the world into even and odd ranks.
       MPI_Comm half;
@@ -1505,7 +1582,8 @@ int main(int argc, char** argv) {
       if (what == "cuda") {
         if (test_cuda_nccl(*world, static_cast<uint64_t>(seed)) == 77) return 77;
       } else if (what == "kmeans") {
-        test_c_abi(*world, static_cast<uint64_t>(seed));
+        if (over_gloo) test_c_abi_gloo(*world, static_cast<uint64_t>(seed));
+        else test_c_abi(*world, static_cast<uint64_t>(seed));
         test_kmeans(*world, static_cast<uint64_t>(seed));
       } else if (what == "linear") {
         test_linear(*world, static_cast<uint64_t>(seed));
@@ -1520,11 +1598,13 @@ int main(int argc, char** argv) {
       }
     }
     world->barrier();
+    if (!g_gloo_dir.empty() && g_rank == 0) std::filesystem::remove_all(g_gloo_dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: unexpected exception: %s\n", g_rank, e.what());
     ++g_failures;
   }
-  std::printf("rank %d: %s on %s%s: %s (%d failed checks)\n", g_rank, what.c_str(), g_device.c_str(), g_nccl ? " over NCCL" : "",
+  std::printf("rank %d: %s on %s%s: %s (%d failed checks)\n", g_rank, what.c_str(), g_device.c_str(),
+              g_nccl ? " over NCCL" : !g_gloo_dir.empty() ? " over Gloo" : "",
               g_failures ? "FAILED" : "passed", g_failures);
   std::fflush(stdout);
   return g_failures ? 1 : 0;

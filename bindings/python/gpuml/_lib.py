@@ -13,7 +13,7 @@ import os
 
 from sklearn.exceptions import NotFittedError
 
-EXPECTED_ABI_VERSION = 4
+EXPECTED_ABI_VERSION = 5
 
 # gpuml_status_t
 OK = 0
@@ -92,6 +92,7 @@ _SIGNATURES = {
     "gpuml_nccl_unique_id": (_status_t, [ctypes.POINTER(ctypes.c_uint8)]),
     "gpuml_context_attach_nccl": (_status_t, [_context_t, ctypes.POINTER(ctypes.c_uint8), ctypes.c_int32, ctypes.c_int32]),
     "gpuml_context_attach_mpi": (_status_t, [_context_t]),
+    "gpuml_context_attach_gloo": (_status_t, [_context_t, ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p]),
     "gpuml_context_rank": (_status_t, [_context_t, _i32_p, _i32_p]),
     "gpuml_estimator_create": (_status_t, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_estimator_t)]),
     "gpuml_estimator_free": (_status_t, [_estimator_t]),

@@ -35,9 +35,13 @@ NCCL communicator to the package's default CUDA context (``nccl_unique_id()`` on
 the id), when gpuml was built with NCCL (on this rank's GPU, as above, from the launcher's
 LOCAL_RANK and the like); otherwise NotImplementedError. Tested over NCCL on two GPUs
 (``tests/mpi``'s ``nccl`` parts and ``benchmarks/scaling.py``).
+
+``init_gloo(n_ranks, rank, rendezvous_dir)`` needs no MPI: Gloo (TCP) on the CPU context, the
+ranks meeting in a shared directory, for processes started by Dask, Spark or any launcher.
 """
 
 import ctypes
+import json
 import os
 import threading
 
@@ -149,6 +153,44 @@ def _init_nccl(unique_id, n_ranks, rank):
         _context.set_distributed_context(context)
 
 
+def init_gloo(n_ranks, rank, rendezvous_dir, *, prefix="gpuml", hostname=None, interface=None, timeout=1800.0):
+    """Attaches Gloo (TCP) to the package's CPU context (collective: every rank calls it).
+
+    For ranks started by an engine other than mpirun (Dask, Spark, a plain launcher): rank `rank`
+    of `n_ranks` meets the others in `rendezvous_dir`, a directory every rank can read and write
+    (on a file system all hosts share when the ranks span hosts), under `prefix` (one directory
+    serves many jobs; give each job a fresh prefix, e.g. a UUID, since a used one holds stale
+    addresses). `hostname` or `interface` is the address this rank listens on (default: the
+    host name's). A rank that waits longer than `timeout` seconds (the rendezvous, a collective)
+    raises OSError instead of hanging. Afterwards every estimator with ``device="cpu"`` or
+    ``"auto"`` fits over the ranks, as after init(). NotImplementedError when gpuml was built
+    without Gloo; RuntimeError when init() or init_gloo() already ran.
+    """
+    if not isinstance(n_ranks, int) or isinstance(n_ranks, bool) or n_ranks < 1:
+        raise ValueError(f"gpuml.distributed.init_gloo: n_ranks must be an integer >= 1, got {n_ranks!r}")
+    if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < n_ranks:
+        raise ValueError(f"gpuml.distributed.init_gloo: rank must be an integer in [0, {n_ranks}), got {rank!r}")
+    rendezvous_dir = os.fspath(rendezvous_dir)
+    if not os.path.isdir(rendezvous_dir):
+        raise ValueError(f"gpuml.distributed.init_gloo: rendezvous_dir {rendezvous_dir!r} is not a directory")
+    if not _lib.build_info().get("gloo"):
+        raise NotImplementedError(
+            "gpuml.distributed.init_gloo: this gpuml was built without Gloo (Debian: libgloo-dev at build time); "
+            "launch with mpirun and call gpuml.distributed.init() instead"
+        )
+    params = {"rendezvous_dir": rendezvous_dir, "prefix": str(prefix), "timeout_seconds": float(timeout)}
+    if hostname is not None:
+        params["hostname"] = str(hostname)
+    if interface is not None:
+        params["interface"] = str(interface)
+    with _lock:
+        if _context.distributed_context() is not None:
+            raise RuntimeError("gpuml.distributed.init() or init_gloo() was already called in this process")
+        context = _context.Context("cpu")
+        _lib.check(_lib.lib.gpuml_context_attach_gloo(context.handle, n_ranks, rank, json.dumps(params).encode()))
+        _context.set_distributed_context(context)
+
+
 def nccl_unique_id():
     """A new NCCL unique id (128 bytes) for init(unique_id, n_ranks, rank); NotImplementedError until NCCL is built."""
     out = (ctypes.c_uint8 * 128)()
@@ -180,4 +222,4 @@ def size():
     return _rank_and_size()[1]
 
 
-__all__ = ["init", "is_initialized", "local_rank", "local_size", "nccl_unique_id", "rank", "size"]
+__all__ = ["init", "init_gloo", "is_initialized", "local_rank", "local_size", "nccl_unique_id", "rank", "size"]

@@ -45,8 +45,9 @@ typedef struct { int32_t format; int32_t dtype; int32_t index_dtype; int32_t dev
 
 /* Version history. 1: the first stable ABI. 2: adds gpuml_sparse_t and the *_sparse entry points
  * (additions only: every version-1 symbol and struct is unchanged). 3: adds gpuml_graph_t and the
- * gpuml_graph_* entry points (additions only). 4: adds gpuml_estimator_set_param_array (an addition). */
-#define GPUML_ABI_VERSION 4
+ * gpuml_graph_* entry points (additions only). 4: adds gpuml_estimator_set_param_array (an addition).
+ * 5: adds gpuml_context_attach_gloo (an addition). */
+#define GPUML_ABI_VERSION 5
 
 GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-local, never NULL */
 GPUML_C_API void           gpuml_version(int* major, int* minor, int* patch);
@@ -81,10 +82,17 @@ GPUML_C_API gpuml_status_t gpuml_context_memory_in_use(gpuml_context_t ctx, int6
  * is left waiting).
  * gpuml_nccl_unique_id / gpuml_context_attach_nccl: NCCL communicators on CUDA contexts, for
  * engines other than MPI (rank 0 makes the id and shares it); UNSUPPORTED without NCCL.
+ * gpuml_context_attach_gloo: Gloo (TCP) for ranks started by any engine (Dask, Spark, a plain
+ * launcher), on CPU or CUDA contexts (a CUDA context's memory is staged through the host). The
+ * ranks meet in a directory every rank can reach; params_json: {"rendezvous_dir" (required),
+ * "prefix" (default "gpuml"; a fresh one per job), "hostname" or "interface" (the address this
+ * rank listens on; default: the host name's), "timeout_seconds" (default 1800: any wait longer
+ * fails with GPUML_ERROR_IO)}. UNSUPPORTED when gpuml was built without Gloo.
  * gpuml_context_rank: this rank and the number of ranks (0 and 1 when nothing is attached). */
 GPUML_C_API gpuml_status_t gpuml_nccl_unique_id(uint8_t out[128]);
 GPUML_C_API gpuml_status_t gpuml_context_attach_nccl(gpuml_context_t ctx, const uint8_t unique_id[128], int32_t n_ranks, int32_t rank);
 GPUML_C_API gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx);   /* MPI_COMM_WORLD: NCCL bootstrapped over MPI for CUDA contexts, MPI itself for CPU */
+GPUML_C_API gpuml_status_t gpuml_context_attach_gloo(gpuml_context_t ctx, int32_t n_ranks, int32_t rank, const char* params_json);
 GPUML_C_API gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n_ranks);
 GPUML_C_API gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est);

@@ -4,8 +4,9 @@
 // the fit's collectives make every rank end with the same model.
 //
 // Implementations: local (1 rank; every collective is the identity, so a fit without a
-// communicator is the 1-rank case of the same code) and MPI (host memory, over a duplicate of
-// MPI_COMM_WORLD or of a caller's communicator) and NCCL (CUDA contexts).
+// communicator is the 1-rank case of the same code), MPI (host memory, over a duplicate of
+// MPI_COMM_WORLD or of a caller's communicator), Gloo (host memory, TCP; ranks started by any
+// engine meet through a shared directory) and NCCL (CUDA contexts).
 //
 // Rules: every rank calls the same collectives in the same order with matching dtypes and
 // counts (the estimators check that their inputs agree across ranks before their first
@@ -13,6 +14,7 @@
 // Counts are elements, not bytes.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gpuml/core/dtype.hpp"
@@ -22,13 +24,30 @@ namespace gpuml {
 
 class Context;
 
+// Where and how the ranks of a Gloo communicator meet (Comm::gloo).
+struct GlooOptions {
+  // A directory every rank can read and write (on a file system all hosts share when the ranks
+  // span hosts): each rank leaves its addresses there under `prefix`.
+  std::string rendezvous_dir;
+  // The keys' prefix: one directory serves many jobs, each with a prefix of its own (a prefix
+  // used before holds stale addresses; make a fresh one per job, e.g. a UUID).
+  std::string prefix = "gpuml";
+  // The address this rank listens on: a host name or IP address, or the address of a network
+  // interface ("eth0"). Both empty: the address the host's name resolves to.
+  std::string hostname;
+  std::string interface;
+  // Any wait (the rendezvous, a collective) past this fails with ErrorCode::io: a rank that died
+  // or never came makes the others fail instead of hang.
+  double timeout_seconds = 1800;
+};
+
 class GPUML_API Comm {
  public:
   virtual ~Comm();
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual const char* kind() const = 0;  // "local", "mpi" or "nccl"
+  virtual const char* kind() const = 0;  // "local", "mpi", "gloo" or "nccl"
 
   // In place: data[i] = the sum over ranks of data[i]. Every rank ends with the same bits
   // (floating-point sums are reduced once and broadcast, not summed on every rank).
@@ -74,6 +93,11 @@ class GPUML_API Comm {
   // MPI over (a duplicate of) any communicator, given by its Fortran handle, which is an
   // integer in every MPI: MPI_Comm_c2f(comm) in C, comm.py2f() in mpi4py. Collective.
   static std::shared_ptr<Comm> mpi_from_fortran(int64_t fortran_handle);
+  // Gloo over TCP for n_ranks ranks, this one `rank`, meeting through options.rendezvous_dir.
+  // Collective: every rank calls it with the same n_ranks, directory and prefix. Host memory,
+  // like MPI (a CUDA context's memory is staged through the host). ErrorCode::unsupported when
+  // gpuml was built without Gloo; ErrorCode::io when the ranks do not all meet in time.
+  static std::shared_ptr<Comm> gloo(int n_ranks, int rank, const GlooOptions& options);
   // NCCL over the GPUs of a CUDA context on every rank, from a unique id that one rank made
   // (nccl_unique_id) and shared with the others by any means (MPI, a file, Dask, torchrun).
   // Collective. The buffers stay host memory: each collective goes through a device scratch
@@ -89,6 +113,8 @@ class GPUML_API Comm {
 
 // Whether this library was built with MPI (GPUML_MPI).
 GPUML_API bool built_with_mpi() noexcept;
+// Whether this library was built with Gloo (GPUML_GLOO).
+GPUML_API bool built_with_gloo() noexcept;
 // Whether this library was built with NCCL (GPUML_NCCL).
 GPUML_API bool built_with_nccl() noexcept;
 

@@ -138,6 +138,27 @@ TEST(CapiComm, RankAndTheAttachChecks) {
     EXPECT_EQ(gpuml_context_attach_mpi(ctx), GPUML_ERROR_UNSUPPORTED);
     EXPECT_NE(std::string(gpuml_last_error()).find("without MPI"), std::string::npos) << gpuml_last_error();
   }
+
+  // Gloo: the parameters are checked before any rendezvous (the ranks of a job over Gloo:
+  // comm_gloo_test.cpp and mpi.gloo.*).
+  EXPECT_EQ(gpuml_context_attach_gloo(nullptr, 1, 0, "{\"rendezvous_dir\": \"/tmp\"}"), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, nullptr), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("params_json"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, "{not json"), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, "{\"rendezvous_dir\": 3}"), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("rendezvous_dir"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, "{\"rendezvous_dir\": \"/tmp\", \"timeout\": 5}"),
+            GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("timeout"), std::string::npos) << gpuml_last_error();
+  if (built_with_gloo()) {
+    EXPECT_EQ(gpuml_context_attach_gloo(ctx, 2, 5, "{\"rendezvous_dir\": \"/tmp\"}"), GPUML_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(gpuml_last_error()).find("rank"), std::string::npos) << gpuml_last_error();
+  } else {
+    EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, "{\"rendezvous_dir\": \"/tmp\"}"), GPUML_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(gpuml_last_error()).find("without Gloo"), std::string::npos) << gpuml_last_error();
+  }
+  EXPECT_EQ(gpuml_context_rank(ctx, &rank, &n_ranks), GPUML_OK);
+  EXPECT_EQ(n_ranks, 1);  // nothing was attached
   EXPECT_EQ(gpuml_context_free(ctx), GPUML_OK);
 }
 

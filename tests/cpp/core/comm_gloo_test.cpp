@@ -1,0 +1,249 @@
+// The Gloo communicator in one process, its ranks as threads: every collective against sums
+// computed here, fits over the ranks against a 1-process fit, and the failures (bad arguments, a
+// rank that never comes, a rank that leaves) as named errors rather than hangs. Under mpirun,
+// tests/mpi/mpi_test.cpp runs every estimator's distributed test over Gloo too (mpi.gloo.*).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpuml/core/comm.hpp"
+#include "gpuml/gpuml.hpp"
+#include "test_util.hpp"
+
+namespace gpuml {
+namespace {
+
+// A fresh rendezvous directory, removed with its files at the end of the test.
+class RendezvousDir {
+ public:
+  RendezvousDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpuml-gloo-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~RendezvousDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  GlooOptions options(double timeout_seconds = 60) const {
+    GlooOptions o;
+    o.rendezvous_dir = path_;
+    o.hostname = "127.0.0.1";  // the ranks are this process's threads
+    o.timeout_seconds = timeout_seconds;
+    return o;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Runs body(rank, comm) on n_ranks threads, each with its own Gloo communicator; an exception in
+// a thread becomes a test failure naming the rank.
+void on_ranks(int n_ranks, const GlooOptions& options, const std::function<void(int, Comm&)>& body) {
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(static_cast<std::size_t>(n_ranks));
+  for (int r = 0; r < n_ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        std::shared_ptr<Comm> comm = Comm::gloo(n_ranks, r, options);
+        body(r, *comm);
+      } catch (const std::exception& e) {
+        failures[r] = e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < n_ranks; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
+}
+
+class GlooComm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!built_with_gloo()) GTEST_SKIP() << "gpuml was built without Gloo";
+  }
+};
+
+TEST_F(GlooComm, EveryCollectiveMatchesTheSumsOfItsRanks) {
+  GPUML_FRESH_RNG(rng);
+  RendezvousDir dir;
+  const int n_ranks = 3;
+  const int64_t count = test::uniform_int(rng, 1, 5000);
+  // Each rank's values, drawn here; the expected sums are made in rank order.
+  std::vector<std::vector<double>> d(n_ranks, std::vector<double>(count));
+  std::vector<std::vector<int64_t>> l(n_ranks, std::vector<int64_t>(count));
+  std::normal_distribution<double> normal;
+  for (int r = 0; r < n_ranks; ++r)
+    for (int64_t i = 0; i < count; ++i) {
+      d[r][i] = normal(rng);
+      l[r][i] = static_cast<int64_t>(rng() >> 4) - (int64_t{1} << 58);  // beyond int32, no overflow in 3
+    }
+  std::vector<std::vector<double>> d_sum(n_ranks);
+  std::vector<std::vector<float>> f_sum(n_ranks);
+  std::vector<std::vector<int64_t>> l_sum(n_ranks);
+  std::vector<std::vector<int32_t>> gathered(n_ranks);
+  std::vector<std::vector<double>> broadcast(n_ranks);
+  on_ranks(n_ranks, dir.options(), [&](int r, Comm& comm) {
+    ASSERT_EQ(comm.rank(), r);
+    ASSERT_EQ(comm.size(), n_ranks);
+    EXPECT_STREQ(comm.kind(), "gloo");
+    d_sum[r] = d[r];
+    comm.allreduce_sum(d_sum[r].data(), count);
+    f_sum[r].assign(d[r].begin(), d[r].end());
+    comm.allreduce_sum(f_sum[r].data(), count);
+    l_sum[r] = l[r];
+    comm.allreduce_sum(l_sum[r].data(), count);
+    // allgatherv: rank r sends r * 7 values r, 100 + r, ...; rank 0 sends none.
+    std::vector<int64_t> counts = {0, 7, 14};
+    std::vector<int32_t> send(static_cast<std::size_t>(counts[r]));
+    for (std::size_t i = 0; i < send.size(); ++i) send[i] = 100 * static_cast<int32_t>(i) + r;
+    gathered[r].assign(21, -1);
+    comm.allgatherv(send.data(), counts[r], gathered[r].data(), counts.data(), DType::int32);
+    broadcast[r].assign(static_cast<std::size_t>(count), r == 2 ? 0.0 : -1.0);
+    if (r == 2) broadcast[r] = d[2];
+    comm.broadcast(broadcast[r].data(), count, 2);
+    comm.barrier();
+    EXPECT_THROW(comm.broadcast(broadcast[r].data(), count, n_ranks), Error);  // root out of range: before any message
+  });
+  for (int r = 0; r < n_ranks; ++r) {
+    for (int64_t i = 0; i < count; ++i) {
+      const double want = d[0][i] + d[1][i] + d[2][i];
+      // Gloo adds in its own order: within a few ulps of the rank-order sum (3 terms).
+      ASSERT_NEAR(d_sum[r][i], want, 4e-16 * (std::abs(d[0][i]) + std::abs(d[1][i]) + std::abs(d[2][i]))) << i;
+      ASSERT_EQ(std::memcmp(&d_sum[r][i], &d_sum[0][i], sizeof(double)), 0) << "rank " << r << " holds other bits at " << i;
+      ASSERT_EQ(std::memcmp(&f_sum[r][i], &f_sum[0][i], sizeof(float)), 0) << "rank " << r << " holds other bits at " << i;
+      ASSERT_NEAR(f_sum[r][i], want, 1e-6 * (std::abs(d[0][i]) + std::abs(d[1][i]) + std::abs(d[2][i]))) << i;
+      ASSERT_EQ(l_sum[r][i], l[0][i] + l[1][i] + l[2][i]) << i;
+      ASSERT_EQ(broadcast[r][i], d[2][i]) << i;
+    }
+    for (int s = 1, at = 0; s < n_ranks; ++s)
+      for (int i = 0; i < 7 * s; ++i, ++at) ASSERT_EQ(gathered[r][at], 100 * i + s) << "rank " << r << " entry " << at;
+  }
+}
+
+TEST_F(GlooComm, FitsOverRanksEqualTheOneProcessFit) {
+  GPUML_FRESH_RNG(rng);
+  RendezvousDir dir;
+  const int n_ranks = 2;
+  const int64_t n = test::uniform_int(rng, 400, 1500), d = test::uniform_int(rng, 2, 6);
+  const test::Blobs blobs = test::make_blobs(rng, n, d, 4, 1.0, 10.0);
+  std::vector<double> y(static_cast<std::size_t>(n));
+  std::normal_distribution<double> normal;
+  for (int64_t i = 0; i < n; ++i) y[i] = blobs.X[i * d] - 2 * blobs.X[i * d + d - 1] + 0.1 * normal(rng);
+  const int64_t first_share = test::uniform_int(rng, 1, n - 1);
+
+  KMeansParams kmeans_params;
+  kmeans_params.n_clusters = 4;
+  kmeans_params.random_state = 5;
+  Context single = Context::cpu();
+  KMeans kmeans_all(kmeans_params);
+  kmeans_all.fit(single, host_view(blobs.X.data(), n, d));
+  LinearRegression ols_all;
+  ols_all.fit(single, host_view(blobs.X.data(), n, d), host_view(y.data(), n));
+
+  std::vector<std::vector<double>> centers(n_ranks), coef(n_ranks);
+  std::vector<double> inertia(n_ranks), intercept(n_ranks);
+  on_ranks(n_ranks, dir.options(), [&](int r, Comm& comm) {
+    Context ctx = Context::cpu();
+    ctx.attach_comm(std::shared_ptr<Comm>(&comm, [](Comm*) {}));  // the thread owns it
+    const int64_t begin = r == 0 ? 0 : first_share, rows = r == 0 ? first_share : n - first_share;
+    KMeans kmeans(kmeans_params);
+    kmeans.fit(ctx, host_view(blobs.X.data() + begin * d, rows, d));
+    centers[r].assign(kmeans.cluster_centers().as<double>(), kmeans.cluster_centers().as<double>() + 4 * d);
+    inertia[r] = kmeans.inertia();
+    LinearRegression ols;
+    ols.fit(ctx, host_view(blobs.X.data() + begin * d, rows, d), host_view(y.data() + begin, rows));
+    coef[r].assign(ols.coef().as<double>(), ols.coef().as<double>() + d);
+    intercept[r] = ols.intercept().as<double>()[0];
+  });
+  const double* want_centers = kmeans_all.cluster_centers().as<double>();
+  for (int r = 0; r < n_ranks; ++r) {
+    // The same algorithm and seed; only the sums' grouping differs (rtol 1e-9 of the largest coordinate).
+    for (int64_t i = 0; i < 4 * d; ++i) EXPECT_NEAR(centers[r][i], want_centers[i], 1e-9 * 10) << "rank " << r << " " << i;
+    EXPECT_NEAR(inertia[r], kmeans_all.inertia(), 1e-9 * kmeans_all.inertia()) << "rank " << r;
+    for (int64_t j = 0; j < d; ++j) EXPECT_NEAR(coef[r][j], ols_all.coef().as<double>()[j], 1e-9) << "rank " << r << " " << j;
+    EXPECT_NEAR(intercept[r], ols_all.intercept().as<double>()[0], 1e-9) << "rank " << r;
+    EXPECT_EQ(centers[r], centers[0]) << "rank " << r << "'s centers differ from rank 0's";
+    EXPECT_EQ(coef[r], coef[0]) << "rank " << r << "'s coefficients differ from rank 0's";
+  }
+}
+
+TEST_F(GlooComm, BadArgumentsAreNamedErrors) {
+  RendezvousDir dir;
+  const GlooOptions good = dir.options();
+  auto expect_invalid = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one naming " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_invalid([&] { Comm::gloo(0, 0, good); }, "n_ranks");
+  expect_invalid([&] { Comm::gloo(2, 2, good); }, "rank");
+  expect_invalid([&] { Comm::gloo(2, -1, good); }, "rank");
+  GlooOptions no_dir = good;
+  no_dir.rendezvous_dir = "";
+  expect_invalid([&] { Comm::gloo(1, 0, no_dir); }, "rendezvous_dir");
+  no_dir.rendezvous_dir = dir.path() + "/absent";
+  expect_invalid([&] { Comm::gloo(1, 0, no_dir); }, "not a directory");
+  for (double timeout : {0.0, -1.0, std::nan(""), 1e300}) {
+    GlooOptions bad = good;
+    bad.timeout_seconds = timeout;
+    expect_invalid([&] { Comm::gloo(1, 0, bad); }, "timeout_seconds");
+  }
+  // One rank is a communicator of its own.
+  std::shared_ptr<Comm> one = Comm::gloo(1, 0, good);
+  double v = 2.5;
+  one->allreduce_sum(&v, 1);
+  EXPECT_EQ(v, 2.5);
+}
+
+TEST_F(GlooComm, ARankThatNeverComesIsAnIoErrorAfterTheTimeout) {
+  RendezvousDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Comm::gloo(2, 0, dir.options(1.0));
+    ADD_FAILURE() << "the rendezvous of 2 ranks succeeded with one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::io) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rendezvous"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST_F(GlooComm, ARankThatLeavesIsAnIoErrorOnTheOthers) {
+  RendezvousDir dir;
+  std::string error;
+  ErrorCode code = ErrorCode::internal;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      std::shared_ptr<Comm> comm = Comm::gloo(2, r, dir.options(20.0));
+      comm->barrier();
+      if (r == 1) return;  // leaves: its communicator closes its connections
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::vector<double> data(1000, 1.0);
+      try {
+        comm->allreduce_sum(data.data(), 1000);
+      } catch (const Error& e) {
+        error = e.what();
+        code = e.code();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(code, ErrorCode::io) << error;
+  EXPECT_NE(error.find("allreduce_sum"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace gpuml
