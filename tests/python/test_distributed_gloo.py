@@ -45,7 +45,7 @@ ols = LinearRegression(device="cpu").fit(X[rows], y[rows])
 out["ols"] = [*ols.coef_.tolist(), float(ols.intercept_)]
 km = KMeans(n_clusters=4, random_state=3, device="cpu").fit(X[rows])
 out["kmeans"] = [*km.cluster_centers_.ravel().tolist(), float(km.inertia_), int(km.n_iter_)]
-logistic = LogisticRegression(device="cpu").fit(X[rows], labels[rows])
+logistic = LogisticRegression(tol=1e-10, max_iter=1000, device="cpu").fit(X[rows], labels[rows])
 out["logistic"] = [*logistic.coef_.ravel().tolist(), *logistic.intercept_.tolist()]
 pca = PCA(n_components=2, device="cpu").fit(X[rows])
 out["pca"] = np.abs(pca.components_).ravel().tolist() + pca.explained_variance_.tolist()
@@ -101,7 +101,7 @@ def test_ranks_started_without_mpi_fit_the_model_of_all_rows(tmp_path, rng):
     X, y, labels = make_data(seed)
     ols = LinearRegression(device="cpu").fit(X, y)
     km = KMeans(n_clusters=4, random_state=3, device="cpu").fit(X)
-    logistic = LogisticRegression(device="cpu").fit(X, labels)
+    logistic = LogisticRegression(tol=1e-10, max_iter=1000, device="cpu").fit(X, labels)
     pca = PCA(n_components=2, device="cpu").fit(X)
     forest = RandomForestClassifier(n_estimators=5, max_depth=6, random_state=7, device="cpu").fit(X, labels)
     expected = {
@@ -118,11 +118,13 @@ def test_ranks_started_without_mpi_fit_the_model_of_all_rows(tmp_path, rng):
         assert "already" in result["second_init"]
     got = results[0]
     # The forest of all rows, bit for bit; the others agree with the 1-process fit up to the
-    # grouping of their sums (rtol 1e-8; L-BFGS's path, rtol 1e-6).
+    # grouping of their sums (rtol 1e-8). L-BFGS, whose path that rounding changes, stops on the
+    # objective's relative decrease within ~1e-6 of the optimum: 1e-5 of the largest coefficient.
     assert got["forest"] == expected["forest"]
     np.testing.assert_allclose(got["ols"], expected["ols"], rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(got["kmeans"], expected["kmeans"], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(got["logistic"], expected["logistic"], rtol=1e-6, atol=1e-8)
+    logistic, logistic_local = np.array(got["logistic"]), np.array(expected["logistic"])
+    assert np.abs(logistic - logistic_local).max() <= 1e-5 * np.abs(logistic_local).max()
     np.testing.assert_allclose(got["pca"], expected["pca"], rtol=1e-8, atol=1e-10)
     # And the distributed least squares is scikit-learn's (rtol 1e-8, well-conditioned X).
     sk = SkLinearRegression().fit(X, y)

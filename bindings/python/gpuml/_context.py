@@ -4,7 +4,8 @@ A gpuml context (a CPU thread pool, or one CUDA device with its stream and libra
 costly to create and may be used by one thread at a time, so contexts are cached per thread and
 per device string. After gpuml.distributed.init(), "cpu" (and "auto") is the one CPU context that
 holds the communicator, and "cuda" the one CUDA context of this rank's GPU that holds NCCL, in
-every thread (see gpuml/distributed.py).
+every thread (see gpuml/distributed.py); inside `with gpuml.distributed.gloo_group(...)`, "cpu"
+and "auto" are that group's context in the calling thread.
 """
 
 import ctypes
@@ -75,6 +76,9 @@ def get_context(device):
     be device 0), and "auto" is that one when only a CUDA context was attached (the NCCL form).
     """
     check_device(device)
+    scoped = getattr(_per_thread, "group", None)
+    if scoped is not None and device in ("cpu", "auto"):
+        return scoped
     if device in ("cpu", "auto") and _distributed_cpu is not None:
         return _distributed_cpu
     if _distributed_cuda is not None and device in ("auto", "cuda", f"cuda:{_distributed_cuda.device_id}"):
@@ -86,6 +90,18 @@ def get_context(device):
     if context is None:
         context = cache[device] = Context(device)
     return context
+
+
+def set_thread_group(context):
+    """Makes `context` (a CPU context holding a communicator) the calling thread's "cpu" and
+    "auto" until set_thread_group(None); returns the one it replaces."""
+    previous = getattr(_per_thread, "group", None)
+    _per_thread.group = context
+    return previous
+
+
+def has_thread_group():
+    return getattr(_per_thread, "group", None) is not None
 
 
 def cuda_device_count():

@@ -40,6 +40,7 @@ LOCAL_RANK and the like); otherwise NotImplementedError. Tested over NCCL on two
 ranks meeting in a shared directory, for processes started by Dask, Spark or any launcher.
 """
 
+import contextlib
 import ctypes
 import json
 import os
@@ -153,6 +154,50 @@ def _init_nccl(unique_id, n_ranks, rank):
         _context.set_distributed_context(context)
 
 
+def _gloo_context(function, n_ranks, rank, rendezvous_dir, prefix, hostname, interface, timeout):
+    """A new CPU context with Gloo attached (collective), after checking the arguments."""
+    if not isinstance(n_ranks, int) or isinstance(n_ranks, bool) or n_ranks < 1:
+        raise ValueError(f"gpuml.distributed.{function}: n_ranks must be an integer >= 1, got {n_ranks!r}")
+    if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < n_ranks:
+        raise ValueError(f"gpuml.distributed.{function}: rank must be an integer in [0, {n_ranks}), got {rank!r}")
+    rendezvous_dir = os.fspath(rendezvous_dir)
+    if not os.path.isdir(rendezvous_dir):
+        raise ValueError(f"gpuml.distributed.{function}: rendezvous_dir {rendezvous_dir!r} is not a directory")
+    if not _lib.build_info().get("gloo"):
+        raise NotImplementedError(
+            f"gpuml.distributed.{function}: this gpuml was built without Gloo (Debian: libgloo-dev at build time); "
+            "launch with mpirun and call gpuml.distributed.init() instead"
+        )
+    params = {"rendezvous_dir": rendezvous_dir, "prefix": str(prefix), "timeout_seconds": float(timeout)}
+    if hostname is not None:
+        params["hostname"] = str(hostname)
+    if interface is not None:
+        params["interface"] = str(interface)
+    context = _context.Context("cpu")
+    _lib.check(_lib.lib.gpuml_context_attach_gloo(context.handle, n_ranks, rank, json.dumps(params).encode()))
+    return context
+
+
+@contextlib.contextmanager
+def gloo_group(n_ranks, rank, rendezvous_dir, *, prefix="gpuml", hostname=None, interface=None, timeout=1800.0):
+    """A Gloo group for one job, in the calling thread only (collective: every rank enters it).
+
+    The arguments are init_gloo's. Inside the ``with`` block, estimators with ``device="cpu"`` or
+    ``"auto"`` fit over the group's ranks in this thread; other threads, and this one afterwards,
+    are unaffected. For engines whose workers run many jobs (Dask, Spark barrier tasks), where
+    init_gloo's process-wide attachment would outlive the job::
+
+        with gpuml.distributed.gloo_group(n_ranks, rank, shared_dir, prefix=job_id):
+            model = KMeans(n_clusters=8).fit(X_local)
+    """
+    context = _gloo_context("gloo_group", n_ranks, rank, rendezvous_dir, prefix, hostname, interface, timeout)
+    previous = _context.set_thread_group(context)
+    try:
+        yield
+    finally:
+        _context.set_thread_group(previous)
+
+
 def init_gloo(n_ranks, rank, rendezvous_dir, *, prefix="gpuml", hostname=None, interface=None, timeout=1800.0):
     """Attaches Gloo (TCP) to the package's CPU context (collective: every rank calls it).
 
@@ -166,28 +211,10 @@ def init_gloo(n_ranks, rank, rendezvous_dir, *, prefix="gpuml", hostname=None, i
     ``"auto"`` fits over the ranks, as after init(). NotImplementedError when gpuml was built
     without Gloo; RuntimeError when init() or init_gloo() already ran.
     """
-    if not isinstance(n_ranks, int) or isinstance(n_ranks, bool) or n_ranks < 1:
-        raise ValueError(f"gpuml.distributed.init_gloo: n_ranks must be an integer >= 1, got {n_ranks!r}")
-    if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < n_ranks:
-        raise ValueError(f"gpuml.distributed.init_gloo: rank must be an integer in [0, {n_ranks}), got {rank!r}")
-    rendezvous_dir = os.fspath(rendezvous_dir)
-    if not os.path.isdir(rendezvous_dir):
-        raise ValueError(f"gpuml.distributed.init_gloo: rendezvous_dir {rendezvous_dir!r} is not a directory")
-    if not _lib.build_info().get("gloo"):
-        raise NotImplementedError(
-            "gpuml.distributed.init_gloo: this gpuml was built without Gloo (Debian: libgloo-dev at build time); "
-            "launch with mpirun and call gpuml.distributed.init() instead"
-        )
-    params = {"rendezvous_dir": rendezvous_dir, "prefix": str(prefix), "timeout_seconds": float(timeout)}
-    if hostname is not None:
-        params["hostname"] = str(hostname)
-    if interface is not None:
-        params["interface"] = str(interface)
     with _lock:
         if _context.distributed_context() is not None:
             raise RuntimeError("gpuml.distributed.init() or init_gloo() was already called in this process")
-        context = _context.Context("cpu")
-        _lib.check(_lib.lib.gpuml_context_attach_gloo(context.handle, n_ranks, rank, json.dumps(params).encode()))
+        context = _gloo_context("init_gloo", n_ranks, rank, rendezvous_dir, prefix, hostname, interface, timeout)
         _context.set_distributed_context(context)
 
 
@@ -204,7 +231,7 @@ def is_initialized():
 
 
 def _rank_and_size():
-    context = _context.distributed_context()
+    context = _context.get_context("cpu") if _context.has_thread_group() else _context.distributed_context()
     if context is None:
         return 0, 1
     rank, n_ranks = ctypes.c_int32(), ctypes.c_int32()
@@ -213,13 +240,13 @@ def _rank_and_size():
 
 
 def rank():
-    """This process's rank (0 before init())."""
+    """This process's rank (0 before init()); inside a gloo_group, its rank in the group."""
     return _rank_and_size()[0]
 
 
 def size():
-    """The number of ranks (1 before init())."""
+    """The number of ranks (1 before init()); inside a gloo_group, the group's."""
     return _rank_and_size()[1]
 
 
-__all__ = ["init", "init_gloo", "is_initialized", "local_rank", "local_size", "nccl_unique_id", "rank", "size"]
+__all__ = ["gloo_group", "init", "init_gloo", "is_initialized", "local_rank", "local_size", "nccl_unique_id", "rank", "size"]
