@@ -489,23 +489,69 @@ gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx) {
   });
 }
 
+// The Gloo attach functions' params_json: {"rendezvous_dir" (with_dir only), "prefix", "hostname",
+// "interface", "timeout_seconds"}.
+gpuml::GlooOptions gloo_options(const char* params_json, const char* function, bool with_dir) {
+  require_arg(params_json, function, "params_json");
+  const nlohmann::json json = gpuml::detail::parse_params(params_json, "gloo");
+  gpuml::detail::ParamReader reader(json, "gloo");
+  gpuml::GlooOptions options;
+  if (with_dir) options.rendezvous_dir = reader.get_string("rendezvous_dir", "");
+  options.prefix = reader.get_string("prefix", options.prefix);
+  options.hostname = reader.get_string("hostname", "");
+  options.interface = reader.get_string("interface", "");
+  options.timeout_seconds = reader.get_double("timeout_seconds", options.timeout_seconds);
+  reader.finish();
+  return options;
+}
+
+// A caller's gpuml_gloo_store_t as a GlooStore; its failures become io errors naming the key.
+class CallerGlooStore final : public gpuml::GlooStore {
+ public:
+  explicit CallerGlooStore(const gpuml_gloo_store_t& store) : store_(store) {}
+  void set(const std::string& key, const std::vector<char>& value) override {
+    if (store_.set(store_.user, key.c_str(), value.data(), static_cast<int64_t>(value.size())) != 0)
+      gpuml::throw_error(ErrorCode::io, "the caller's Gloo store failed to set " + key);
+  }
+  std::vector<char> get(const std::string& key, double timeout_seconds) override {
+    std::vector<char> value(64);  // most values are longer: the second call is the usual path
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const int64_t size = store_.get(store_.user, key.c_str(), value.data(), static_cast<int64_t>(value.size()), timeout_seconds);
+      if (size < 0) gpuml::throw_error(ErrorCode::io, "the caller's Gloo store has no " + key + " after " +
+                                                          std::to_string(timeout_seconds) + " s");
+      const bool fits = size <= static_cast<int64_t>(value.size());
+      value.resize(static_cast<std::size_t>(size));
+      if (fits) return value;  // else: again, with room for all of it
+    }
+    gpuml::throw_error(ErrorCode::io, "the caller's Gloo store returned a longer value of " + key + " the second time");
+  }
+
+ private:
+  gpuml_gloo_store_t store_;
+};
+
 gpuml_status_t gpuml_context_attach_gloo(gpuml_context_t ctx, int32_t n_ranks, int32_t rank, const char* params_json) {
   const char* function = "gpuml_context_attach_gloo";
   return guarded(function, [&] {
     gpuml::Context& context = context_of(ctx, function);
-    require_arg(params_json, function, "params_json");
-    const nlohmann::json json = gpuml::detail::parse_params(params_json, "gloo");
-    gpuml::detail::ParamReader reader(json, "gloo");
-    gpuml::GlooOptions options;
-    options.rendezvous_dir = reader.get_string("rendezvous_dir", "");
-    options.prefix = reader.get_string("prefix", options.prefix);
-    options.hostname = reader.get_string("hostname", "");
-    options.interface = reader.get_string("interface", "");
-    options.timeout_seconds = reader.get_double("timeout_seconds", options.timeout_seconds);
-    reader.finish();
+    const gpuml::GlooOptions options = gloo_options(params_json, function, true);
     if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
     // A host communicator: a CUDA context's memory goes through the host (as under MPI in C++).
     context.attach_comm(gpuml::Comm::gloo(n_ranks, rank, options));
+  });
+}
+
+gpuml_status_t gpuml_context_attach_gloo_store(gpuml_context_t ctx, int32_t n_ranks, int32_t rank, const char* params_json,
+                                               const gpuml_gloo_store_t* store) {
+  const char* function = "gpuml_context_attach_gloo_store";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    require_arg(store, function, "store");
+    if (store->set == nullptr || store->get == nullptr) invalid(std::string(function) + ": store->set and store->get must be set");
+    const gpuml::GlooOptions options = gloo_options(params_json, function, false);
+    if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
+    CallerGlooStore adapter(*store);
+    context.attach_comm(gpuml::Comm::gloo(n_ranks, rank, adapter, options));
   });
 }
 

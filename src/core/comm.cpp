@@ -15,6 +15,7 @@
 namespace gpuml {
 
 Comm::~Comm() = default;
+GlooStore::~GlooStore() = default;
 
 void Comm::allgather(const void* send, int64_t count, void* recv, DType dtype) {
   detail::check_collective(*this, "allgather", send, count, dtype);

@@ -2,8 +2,8 @@
 // without MPI (Dask, Spark, a plain launcher). Compiled only when the build found Gloo
 // (GPUML_GLOO); comm_no_gloo.cpp takes its place otherwise.
 //
-// - The ranks meet through a Gloo file store: a directory every rank can read and write (a shared
-//   file system across hosts), each job's keys under its own prefix.
+// - The ranks meet through a Gloo file store, a directory every rank can read and write (a shared
+//   file system across hosts), or through a caller's GlooStore; each job's keys under its prefix.
 // - Sums, whatever the dtype, are a reduce to rank 0 then a broadcast, as over MPI: every rank
 //   holds the same bits, so every rank takes the same decisions.
 // - Gloo reports a failed peer or a wait past the timeout by an exception; it becomes
@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -54,19 +55,42 @@ void reduce_sum_to_root(const std::shared_ptr<gloo::Context>& context, void* dat
   gloo::reduce(options);
 }
 
+// Gloo's store interface over a caller's GlooStore: wait fetches the keys (then kept for get).
+class CallerStore final : public gloo::rendezvous::Store {
+ public:
+  CallerStore(GlooStore& store, double timeout_seconds) : store_(store), timeout_seconds_(timeout_seconds) {}
+  void set(const std::string& key, const std::vector<char>& data) override { store_.set(key, data); }
+  std::vector<char> get(const std::string& key) override {
+    auto found = fetched_.find(key);
+    return found != fetched_.end() ? found->second : store_.get(key, timeout_seconds_);
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, std::chrono::milliseconds(0)); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    const double seconds = timeout.count() > 0 ? timeout.count() / 1000.0 : timeout_seconds_;
+    for (const std::string& key : keys)
+      if (fetched_.find(key) == fetched_.end()) fetched_[key] = store_.get(key, seconds);
+  }
+
+ private:
+  GlooStore& store_;
+  double timeout_seconds_;
+  std::map<std::string, std::vector<char>> fetched_;
+};
+
 class GlooComm final : public Comm {
  public:
-  GlooComm(int n_ranks, int rank, const GlooOptions& options) : rank_(rank), size_(n_ranks) {
+  // Meets the other ranks through `store` (its keys under options.prefix).
+  GlooComm(int n_ranks, int rank, gloo::rendezvous::Store& store, const std::string& where, const GlooOptions& options)
+      : rank_(rank), size_(n_ranks) {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
     attr.iface = options.interface;
-    gloo_call("Comm::gloo: the rendezvous in " + options.rendezvous_dir, [&] {
+    gloo_call("Comm::gloo: the rendezvous " + where, [&] {
       std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
-      gloo::rendezvous::FileStore files(options.rendezvous_dir);
-      gloo::rendezvous::PrefixStore store(options.prefix, files);
+      gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
       auto context = std::make_shared<gloo::rendezvous::Context>(rank, n_ranks);
       context->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000.0)));
-      context->connectFullMesh(store, device);
+      context->connectFullMesh(prefixed, device);
       context_ = context;
     });
   }
@@ -135,18 +159,33 @@ class GlooComm final : public Comm {
 
 }  // namespace
 
-std::shared_ptr<Comm> Comm::gloo(int n_ranks, int rank, const GlooOptions& options) {
+namespace {
+
+void check_gloo_arguments(int n_ranks, int rank, const GlooOptions& options) {
   GPUML_EXPECT(n_ranks >= 1, "Comm::gloo: n_ranks must be >= 1, got " + std::to_string(n_ranks));
   GPUML_EXPECT(rank >= 0 && rank < n_ranks, "Comm::gloo: rank must be in [0, n_ranks) = [0, " + std::to_string(n_ranks) +
                                                 "), got " + std::to_string(rank));
   GPUML_EXPECT(std::isfinite(options.timeout_seconds) && options.timeout_seconds > 0 && options.timeout_seconds <= 1e9,
                "Comm::gloo: timeout_seconds must be a positive number of seconds, got " +
                    std::to_string(options.timeout_seconds));
+}
+
+}  // namespace
+
+std::shared_ptr<Comm> Comm::gloo(int n_ranks, int rank, const GlooOptions& options) {
+  check_gloo_arguments(n_ranks, rank, options);
   GPUML_EXPECT(!options.rendezvous_dir.empty(), "Comm::gloo: rendezvous_dir is empty; give a directory every rank can reach");
   struct stat info {};
   GPUML_EXPECT(::stat(options.rendezvous_dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode),
                "Comm::gloo: rendezvous_dir " + options.rendezvous_dir + " is not a directory");
-  return std::make_shared<GlooComm>(n_ranks, rank, options);
+  gloo::rendezvous::FileStore files(options.rendezvous_dir);
+  return std::make_shared<GlooComm>(n_ranks, rank, files, "in " + options.rendezvous_dir, options);
+}
+
+std::shared_ptr<Comm> Comm::gloo(int n_ranks, int rank, GlooStore& store, const GlooOptions& options) {
+  check_gloo_arguments(n_ranks, rank, options);
+  CallerStore adapter(store, options.timeout_seconds);
+  return std::make_shared<GlooComm>(n_ranks, rank, adapter, "through the caller's store", options);
 }
 
 }  // namespace gpuml

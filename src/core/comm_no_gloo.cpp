@@ -5,10 +5,15 @@
 
 namespace gpuml {
 
-std::shared_ptr<Comm> Comm::gloo(int, int, const GlooOptions&) {
+namespace {
+[[noreturn]] void no_gloo() {
   throw_error(ErrorCode::unsupported,
               "gpuml was built without Gloo (GPUML_GLOO=OFF, or Gloo was not found at build time): Gloo communicators "
               "are unavailable");
 }
+}  // namespace
+
+std::shared_ptr<Comm> Comm::gloo(int, int, const GlooOptions&) { no_gloo(); }
+std::shared_ptr<Comm> Comm::gloo(int, int, GlooStore&, const GlooOptions&) { no_gloo(); }
 
 }  // namespace gpuml

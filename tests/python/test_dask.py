@@ -107,6 +107,25 @@ def test_fits_over_workers_equal_the_one_process_fit(client, rng):
     assert np.array_equal(regressor.predict(X), RandomForestRegressor(**params).fit(X, y).predict(X))
 
 
+def test_a_shared_directory_serves_the_rendezvous_too(client, rng, tmp_path):
+    X, y, _, chunks = problem(rng)
+    Xd, yd = da.from_array(X, chunks=(chunks, X.shape[1])), da.from_array(y, chunks=(chunks,))
+    ols = gpuml.dask.fit(LinearRegression(device="cpu"), Xd, yd, rendezvous_dir=tmp_path)
+    np.testing.assert_allclose(ols.coef_, SkLinearRegression().fit(X, y).coef_, rtol=1e-8)
+    assert any(tmp_path.iterdir())  # the ranks met there, not through the scheduler
+
+
+def test_the_scheduler_keeps_no_rendezvous_keys(client, rng):
+    X, y, _, chunks = problem(rng)
+    Xd, yd = da.from_array(X, chunks=(chunks, X.shape[1])), da.from_array(y, chunks=(chunks,))
+    gpuml.dask.fit(LinearRegression(device="cpu"), Xd, yd)
+
+    def variables(dask_scheduler):
+        return [name for name in dask_scheduler.extensions["variables"].variables if "gpuml-dask" in name]
+
+    assert client.run_on_scheduler(variables) == []
+
+
 def test_predict_maps_over_the_blocks(client, rng):
     X, y, labels, chunks = problem(rng)
     Xd = da.from_array(X, chunks=(chunks, X.shape[1]))

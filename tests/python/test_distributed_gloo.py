@@ -172,3 +172,64 @@ def test_init_gloo_without_gloo_is_not_implemented(tmp_path):
     with pytest.raises(NotImplementedError, match="Gloo"):
         distributed.init_gloo(1, 0, tmp_path)
     assert not distributed.is_initialized()
+
+
+class DictStore:
+    """A key-value store shared by threads: a dict and a condition."""
+
+    def __init__(self, fail_on_set=False):
+        self.values, self.changed, self.fail_on_set = {}, __import__("threading").Condition(), fail_on_set
+
+    def set(self, key, value):
+        if self.fail_on_set:
+            raise KeyError("this store refuses " + key)
+        with self.changed:
+            self.values[key] = value
+            self.changed.notify_all()
+
+    def get(self, key, timeout):
+        with self.changed:
+            return self.values[key] if self.changed.wait_for(lambda: key in self.values, timeout) else None
+
+
+@needs_gloo
+def test_gloo_groups_in_threads_meet_through_a_store(rng):
+    import threading
+
+    n_ranks = int(rng.integers(2, 5))
+    X = rng.normal(size=(int(rng.integers(50, 200)), 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=len(X))
+    rows = np.array_split(np.arange(len(X)), n_ranks)
+    store, results, errors = DictStore(), [None] * n_ranks, []
+
+    def rank(r):
+        try:
+            with distributed.gloo_group(n_ranks, r, store=store, prefix="threads", hostname="127.0.0.1", timeout=60):
+                assert distributed.rank() == r and distributed.size() == n_ranks
+                results[r] = LinearRegression(device="cpu").fit(X[rows[r]], y[rows[r]]).coef_
+            assert distributed.size() == 1  # the group ended with the block
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(n_ranks)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors, errors
+    for r in range(n_ranks):
+        assert np.array_equal(results[r], results[0])  # every rank the same bits
+    np.testing.assert_allclose(results[0], SkLinearRegression().fit(X, y).coef_, rtol=1e-9)  # sums regrouped
+
+
+@needs_gloo
+def test_a_failing_store_is_the_cause_of_the_error():
+    with pytest.raises(OSError) as caught:
+        with distributed.gloo_group(2, 0, store=DictStore(fail_on_set=True), timeout=5):
+            pass
+    assert isinstance(caught.value.__cause__, KeyError)
+    with pytest.raises(ValueError, match="one of rendezvous_dir"):
+        with distributed.gloo_group(2, 0):
+            pass
+    with pytest.raises(ValueError, match="set"):
+        with distributed.gloo_group(2, 0, store=object()):
+            pass
+    assert distributed.size() == 1

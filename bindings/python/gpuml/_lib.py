@@ -70,6 +70,15 @@ class gpuml_sparse_t(ctypes.Structure):
     ]
 
 
+GLOO_STORE_SET = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64)
+GLOO_STORE_GET = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64,
+                                  ctypes.c_double)
+
+
+class gpuml_gloo_store_t(ctypes.Structure):
+    _fields_ = [("user", ctypes.c_void_p), ("set", GLOO_STORE_SET), ("get", GLOO_STORE_GET)]
+
+
 _context_t = ctypes.c_void_p
 _estimator_t = ctypes.c_void_p
 _graph_t = ctypes.c_void_p
@@ -93,6 +102,8 @@ _SIGNATURES = {
     "gpuml_context_attach_nccl": (_status_t, [_context_t, ctypes.POINTER(ctypes.c_uint8), ctypes.c_int32, ctypes.c_int32]),
     "gpuml_context_attach_mpi": (_status_t, [_context_t]),
     "gpuml_context_attach_gloo": (_status_t, [_context_t, ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p]),
+    "gpuml_context_attach_gloo_store": (_status_t, [_context_t, ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p,
+                                                    ctypes.POINTER(gpuml_gloo_store_t)]),
     "gpuml_context_rank": (_status_t, [_context_t, _i32_p, _i32_p]),
     "gpuml_estimator_create": (_status_t, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_estimator_t)]),
     "gpuml_estimator_free": (_status_t, [_estimator_t]),

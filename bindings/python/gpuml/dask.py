@@ -13,15 +13,13 @@ rows, so every rank ends with the model of all rows, in X's row order: the fores
 1-process forest bit for bit, the other estimators agree with the 1-process fit up to the
 grouping of sums. It returns rank 0's fitted estimator, an ordinary gpuml estimator.
 
-The ranks meet in a directory every worker can reach (``rendezvous_dir``): by default a new
-temporary directory on the client's machine, which serves workers on that machine (a
-LocalCluster); workers on other hosts need a directory on a file system they share. The fits run
-on the workers' CPU backend (``device="cpu"`` or ``"auto"``) and need gpuml built with Gloo.
+The ranks meet through the Dask scheduler (each rank's addresses a distributed.Variable,
+deleted after the fit), so no shared file system is needed; ``rendezvous_dir`` (a directory every
+worker can reach) is the alternative. The fits run on the workers' CPU backend (``device="cpu"``
+or ``"auto"``) and need gpuml built with Gloo.
 """
 
 import os
-import shutil
-import tempfile
 import uuid
 
 import numpy as np
@@ -87,6 +85,34 @@ def _assign(ranges, holders, rows_per_block, workers):
     return [chosen[i] for i in range(len(ranges))]
 
 
+class _SchedulerStore:
+    """The Gloo rendezvous through the Dask scheduler: each key a distributed.Variable (deleted
+    by the rank that set it, once the job's first collective has passed every rank)."""
+
+    def __init__(self):
+        self.names = []
+
+    def set(self, key, value):
+        from distributed import Variable
+
+        Variable(key).set(value)
+        self.names.append(key)
+
+    def get(self, key, timeout):
+        from distributed import Variable
+
+        try:
+            return Variable(key).get(timeout=timeout)
+        except TimeoutError:
+            return None
+
+    def delete(self):
+        from distributed import Variable
+
+        for name in self.names:
+            Variable(name).delete()
+
+
 def _fit_rank(estimator, n_ranks, rank, rendezvous_dir, prefix, timeout, xs, ys, ws, params):
     """One rank's task on its worker: its rows, the Gloo group, the fit; rank 0 returns the model."""
     from distributed import get_worker
@@ -99,8 +125,14 @@ def _fit_rank(estimator, n_ranks, rank, rendezvous_dir, prefix, timeout, xs, ys,
     if ws is not None:
         kwargs["sample_weight"] = np.concatenate(ws)
     model = clone(estimator)
-    with _distributed.gloo_group(n_ranks, rank, rendezvous_dir, prefix=prefix, hostname=host, timeout=timeout):
-        model.fit(X, y, **kwargs) if y is not None else model.fit(X, **kwargs)
+    store = _SchedulerStore() if rendezvous_dir is None else None
+    try:
+        with _distributed.gloo_group(n_ranks, rank, rendezvous_dir, store=store, prefix=prefix, hostname=host,
+                                     timeout=timeout):
+            model.fit(X, y, **kwargs) if y is not None else model.fit(X, **kwargs)
+    finally:
+        if store is not None:
+            store.delete()
     return model if rank == 0 else None
 
 
@@ -109,7 +141,7 @@ def fit(estimator, X, y=None, *, sample_weight=None, client=None, rendezvous_dir
     sample_weight, row-aligned) over the Dask workers; returns the fitted copy (rank 0's).
 
     client: the Dask client (default: the current one). rendezvous_dir: a directory every worker
-    can read and write (default: a new temporary one on this machine, removed afterwards).
+    can read and write, for the ranks to meet in (default: they meet through the scheduler).
     timeout: seconds any rank waits for the others before raising OSError. fit_params go to
     each rank's fit (e.g. nothing, or a forest's own).
     """
@@ -144,22 +176,17 @@ def fit(estimator, X, y=None, *, sample_weight=None, client=None, rendezvous_dir
     ranges = _ranges(rows_per_block, min(len(workers), sum(1 for c in rows_per_block if c > 0)))
     assigned = _assign(ranges, holders, rows_per_block, workers)
 
-    made_dir = rendezvous_dir is None
-    directory = tempfile.mkdtemp(prefix="gpuml-dask-") if made_dir else os.fspath(rendezvous_dir)
+    directory = None if rendezvous_dir is None else os.fspath(rendezvous_dir)
     prefix = f"gpuml-dask-{uuid.uuid4().hex}"
-    try:
-        tasks = []
-        for rank, ((start, end), worker) in enumerate(zip(ranges, assigned)):
-            blocks = slice(start, end)
-            tasks.append(client.submit(
-                _fit_rank, estimator, len(ranges), rank, directory, prefix, float(timeout), x_futures[blocks],
-                y_futures[blocks] if y_futures is not None else None,
-                w_futures[blocks] if w_futures is not None else None, fit_params,
-                workers=[worker], allow_other_workers=False, pure=False, key=f"gpuml-fit-{prefix}-rank-{rank}"))
-        return tasks[0].result()  # raises a rank's error; every rank holds the same model
-    finally:
-        if made_dir:
-            shutil.rmtree(directory, ignore_errors=True)
+    tasks = []
+    for rank, ((start, end), worker) in enumerate(zip(ranges, assigned)):
+        blocks = slice(start, end)
+        tasks.append(client.submit(
+            _fit_rank, estimator, len(ranges), rank, directory, prefix, float(timeout), x_futures[blocks],
+            y_futures[blocks] if y_futures is not None else None,
+            w_futures[blocks] if w_futures is not None else None, fit_params,
+            workers=[worker], allow_other_workers=False, pure=False, key=f"gpuml-fit-{prefix}-rank-{rank}"))
+    return tasks[0].result()  # raises a rank's error; every rank holds the same model
 
 
 def predict(estimator, X, method="predict"):

@@ -154,32 +154,81 @@ def _init_nccl(unique_id, n_ranks, rank):
         _context.set_distributed_context(context)
 
 
-def _gloo_context(function, n_ranks, rank, rendezvous_dir, prefix, hostname, interface, timeout):
+def _gloo_context(function, n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout):
     """A new CPU context with Gloo attached (collective), after checking the arguments."""
     if not isinstance(n_ranks, int) or isinstance(n_ranks, bool) or n_ranks < 1:
         raise ValueError(f"gpuml.distributed.{function}: n_ranks must be an integer >= 1, got {n_ranks!r}")
     if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < n_ranks:
         raise ValueError(f"gpuml.distributed.{function}: rank must be an integer in [0, {n_ranks}), got {rank!r}")
-    rendezvous_dir = os.fspath(rendezvous_dir)
-    if not os.path.isdir(rendezvous_dir):
-        raise ValueError(f"gpuml.distributed.{function}: rendezvous_dir {rendezvous_dir!r} is not a directory")
+    if (rendezvous_dir is None) == (store is None):
+        raise ValueError(f"gpuml.distributed.{function}: give one of rendezvous_dir (a shared directory) and store")
+    if rendezvous_dir is not None:
+        rendezvous_dir = os.fspath(rendezvous_dir)
+        if not os.path.isdir(rendezvous_dir):
+            raise ValueError(f"gpuml.distributed.{function}: rendezvous_dir {rendezvous_dir!r} is not a directory")
+    elif not (callable(getattr(store, "set", None)) and callable(getattr(store, "get", None))):
+        raise ValueError(f"gpuml.distributed.{function}: store must have set(key, value) and get(key, timeout) methods")
     if not _lib.build_info().get("gloo"):
         raise NotImplementedError(
             f"gpuml.distributed.{function}: this gpuml was built without Gloo (Debian: libgloo-dev at build time); "
             "launch with mpirun and call gpuml.distributed.init() instead"
         )
-    params = {"rendezvous_dir": rendezvous_dir, "prefix": str(prefix), "timeout_seconds": float(timeout)}
+    params = {"prefix": str(prefix), "timeout_seconds": float(timeout)}
     if hostname is not None:
         params["hostname"] = str(hostname)
     if interface is not None:
         params["interface"] = str(interface)
     context = _context.Context("cpu")
-    _lib.check(_lib.lib.gpuml_context_attach_gloo(context.handle, n_ranks, rank, json.dumps(params).encode()))
+    if rendezvous_dir is not None:
+        params["rendezvous_dir"] = rendezvous_dir
+        _lib.check(_lib.lib.gpuml_context_attach_gloo(context.handle, n_ranks, rank, json.dumps(params).encode()))
+    else:
+        _attach_through_store(context, n_ranks, rank, params, store)
     return context
 
 
+def _attach_through_store(context, n_ranks, rank, params, store):
+    """gpuml_context_attach_gloo_store with `store`'s methods as the C callbacks; an exception in
+    one of them is raised (as the cause of the attach's error) rather than lost."""
+    failures = []
+
+    def set_value(_, key, value, size):
+        try:
+            store.set(key.decode(), ctypes.string_at(value, size))
+            return 0
+        except BaseException as e:  # noqa: BLE001 - reported after the C call returns
+            failures.append(e)
+            return 1
+
+    def get_value(_, key, out, capacity, timeout):
+        try:
+            value = store.get(key.decode(), timeout)
+        except TimeoutError:
+            return -1
+        except BaseException as e:  # noqa: BLE001
+            failures.append(e)
+            return -1
+        if value is None:
+            return -1
+        value = bytes(value)
+        if len(value) <= capacity:
+            ctypes.memmove(out, value, len(value))
+        return len(value)
+
+    callbacks = _lib.gpuml_gloo_store_t(None, _lib.GLOO_STORE_SET(set_value), _lib.GLOO_STORE_GET(get_value))
+    status = _lib.lib.gpuml_context_attach_gloo_store(context.handle, n_ranks, rank, json.dumps(params).encode(),
+                                                      ctypes.byref(callbacks))
+    if status != _lib.OK and failures:
+        try:
+            _lib.check(status)
+        except Exception as e:
+            raise e from failures[0]
+    _lib.check(status)
+
+
 @contextlib.contextmanager
-def gloo_group(n_ranks, rank, rendezvous_dir, *, prefix="gpuml", hostname=None, interface=None, timeout=1800.0):
+def gloo_group(n_ranks, rank, rendezvous_dir=None, *, store=None, prefix="gpuml", hostname=None, interface=None,
+               timeout=1800.0):
     """A Gloo group for one job, in the calling thread only (collective: every rank enters it).
 
     The arguments are init_gloo's. Inside the ``with`` block, estimators with ``device="cpu"`` or
@@ -190,7 +239,7 @@ def gloo_group(n_ranks, rank, rendezvous_dir, *, prefix="gpuml", hostname=None, 
         with gpuml.distributed.gloo_group(n_ranks, rank, shared_dir, prefix=job_id):
             model = KMeans(n_clusters=8).fit(X_local)
     """
-    context = _gloo_context("gloo_group", n_ranks, rank, rendezvous_dir, prefix, hostname, interface, timeout)
+    context = _gloo_context("gloo_group", n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout)
     previous = _context.set_thread_group(context)
     try:
         yield
@@ -198,23 +247,27 @@ def gloo_group(n_ranks, rank, rendezvous_dir, *, prefix="gpuml", hostname=None, 
         _context.set_thread_group(previous)
 
 
-def init_gloo(n_ranks, rank, rendezvous_dir, *, prefix="gpuml", hostname=None, interface=None, timeout=1800.0):
+def init_gloo(n_ranks, rank, rendezvous_dir=None, *, store=None, prefix="gpuml", hostname=None, interface=None,
+              timeout=1800.0):
     """Attaches Gloo (TCP) to the package's CPU context (collective: every rank calls it).
 
     For ranks started by an engine other than mpirun (Dask, Spark, a plain launcher): rank `rank`
     of `n_ranks` meets the others in `rendezvous_dir`, a directory every rank can read and write
     (on a file system all hosts share when the ranks span hosts), under `prefix` (one directory
     serves many jobs; give each job a fresh prefix, e.g. a UUID, since a used one holds stale
-    addresses). `hostname` or `interface` is the address this rank listens on (default: the
-    host name's). A rank that waits longer than `timeout` seconds (the rendezvous, a collective)
-    raises OSError instead of hanging. Afterwards every estimator with ``device="cpu"`` or
+    addresses). Instead of a directory, `store`: any object with ``set(key, value)`` and
+    ``get(key, timeout)`` (bytes values; get waits up to `timeout` seconds for the key and returns
+    None or raises TimeoutError when it does not come), such as an engine's key-value service.
+    `hostname` or `interface` is the address this rank listens on (default: the host name's). A
+    rank that waits longer than `timeout` seconds (the rendezvous, a collective) raises OSError
+    instead of hanging. Afterwards every estimator with ``device="cpu"`` or
     ``"auto"`` fits over the ranks, as after init(). NotImplementedError when gpuml was built
     without Gloo; RuntimeError when init() or init_gloo() already ran.
     """
     with _lock:
         if _context.distributed_context() is not None:
             raise RuntimeError("gpuml.distributed.init() or init_gloo() was already called in this process")
-        context = _gloo_context("init_gloo", n_ranks, rank, rendezvous_dir, prefix, hostname, interface, timeout)
+        context = _gloo_context("init_gloo", n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout)
         _context.set_distributed_context(context)
 
 

@@ -46,7 +46,7 @@ typedef struct { int32_t format; int32_t dtype; int32_t index_dtype; int32_t dev
 /* Version history. 1: the first stable ABI. 2: adds gpuml_sparse_t and the *_sparse entry points
  * (additions only: every version-1 symbol and struct is unchanged). 3: adds gpuml_graph_t and the
  * gpuml_graph_* entry points (additions only). 4: adds gpuml_estimator_set_param_array (an addition).
- * 5: adds gpuml_context_attach_gloo (an addition). */
+ * 5: adds gpuml_context_attach_gloo, gpuml_gloo_store_t and gpuml_context_attach_gloo_store (additions). */
 #define GPUML_ABI_VERSION 5
 
 GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-local, never NULL */
@@ -88,11 +88,25 @@ GPUML_C_API gpuml_status_t gpuml_context_memory_in_use(gpuml_context_t ctx, int6
  * "prefix" (default "gpuml"; a fresh one per job), "hostname" or "interface" (the address this
  * rank listens on; default: the host name's), "timeout_seconds" (default 1800: any wait longer
  * fails with GPUML_ERROR_IO)}. UNSUPPORTED when gpuml was built without Gloo.
+ * gpuml_context_attach_gloo_store: the same, the ranks meeting through the caller's key-value
+ * store instead of a directory (an engine's own: a scheduler, a barrier stage's exchange);
+ * params_json as above without "rendezvous_dir". The store is used during the call only.
  * gpuml_context_rank: this rank and the number of ranks (0 and 1 when nothing is attached). */
 GPUML_C_API gpuml_status_t gpuml_nccl_unique_id(uint8_t out[128]);
 GPUML_C_API gpuml_status_t gpuml_context_attach_nccl(gpuml_context_t ctx, const uint8_t unique_id[128], int32_t n_ranks, int32_t rank);
 GPUML_C_API gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx);   /* MPI_COMM_WORLD: NCCL bootstrapped over MPI for CUDA contexts, MPI itself for CPU */
 GPUML_C_API gpuml_status_t gpuml_context_attach_gloo(gpuml_context_t ctx, int32_t n_ranks, int32_t rank, const char* params_json);
+/* A caller's key-value store for gpuml_context_attach_gloo_store. set: stores `size` bytes under
+ * key; returns 0, nonzero on failure. get: waits up to timeout_seconds for key, then copies its
+ * value into out when it fits in capacity bytes; returns the value's size (larger than capacity:
+ * nothing copied, and gpuml calls again with that capacity), or -1 when the key did not come. */
+typedef struct {
+  void* user;
+  int32_t (*set)(void* user, const char* key, const void* value, int64_t size);
+  int64_t (*get)(void* user, const char* key, void* out, int64_t capacity, double timeout_seconds);
+} gpuml_gloo_store_t;
+GPUML_C_API gpuml_status_t gpuml_context_attach_gloo_store(gpuml_context_t ctx, int32_t n_ranks, int32_t rank,
+                                                           const char* params_json, const gpuml_gloo_store_t* store);
 GPUML_C_API gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n_ranks);
 GPUML_C_API gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est);

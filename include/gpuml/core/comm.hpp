@@ -41,6 +41,18 @@ struct GlooOptions {
   double timeout_seconds = 1800;
 };
 
+// A key-value store the caller supplies for the ranks of a Gloo communicator to meet through
+// (Comm::gloo with a store), instead of a shared directory: an engine's own (Dask's scheduler,
+// a Spark barrier stage's allGather). Each rank sets its keys and gets the others'.
+class GPUML_API GlooStore {
+ public:
+  virtual ~GlooStore();
+  virtual void set(const std::string& key, const std::vector<char>& value) = 0;
+  // The value of `key`, waiting up to timeout_seconds for some rank to set it; throws
+  // ErrorCode::io when none does in time.
+  virtual std::vector<char> get(const std::string& key, double timeout_seconds) = 0;
+};
+
 class GPUML_API Comm {
  public:
   virtual ~Comm();
@@ -98,6 +110,9 @@ class GPUML_API Comm {
   // like MPI (a CUDA context's memory is staged through the host). ErrorCode::unsupported when
   // gpuml was built without Gloo; ErrorCode::io when the ranks do not all meet in time.
   static std::shared_ptr<Comm> gloo(int n_ranks, int rank, const GlooOptions& options);
+  // The same, meeting through `store` (options.rendezvous_dir unused; the keys under
+  // options.prefix). The store is used during this call only.
+  static std::shared_ptr<Comm> gloo(int n_ranks, int rank, GlooStore& store, const GlooOptions& options);
   // NCCL over the GPUs of a CUDA context on every rank, from a unique id that one rank made
   // (nccl_unique_id) and shared with the others by any means (MPI, a file, Dask, torchrun).
   // Collective. The buffers stay host memory: each collective goes through a device scratch

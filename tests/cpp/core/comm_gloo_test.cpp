@@ -6,9 +6,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "gpuml/core/comm.hpp"
+#include "gpuml/gpuml.h"
 #include "gpuml/gpuml.hpp"
 #include "test_util.hpp"
 
@@ -64,6 +68,34 @@ void on_ranks(int n_ranks, const GlooOptions& options, const std::function<void(
   for (std::thread& t : threads) t.join();
   for (int r = 0; r < n_ranks; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
 }
+
+// An in-memory key-value store shared by the threads of a test (the caller's store of
+// Comm::gloo and of gpuml_context_attach_gloo_store).
+class MemoryStore final : public GlooStore {
+ public:
+  void set(const std::string& key, const std::vector<char>& value) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    values_[key] = value;
+    ++sets_;
+    changed_.notify_all();
+  }
+  std::vector<char> get(const std::string& key, double timeout_seconds) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return values_.count(key) > 0; }))
+      throw_error(ErrorCode::io, "no " + key + " in time");
+    return values_[key];
+  }
+  int sets() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sets_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::vector<char>> values_;
+  int sets_ = 0;
+};
 
 class GlooComm : public ::testing::Test {
  protected:
@@ -126,6 +158,106 @@ TEST_F(GlooComm, EveryCollectiveMatchesTheSumsOfItsRanks) {
     }
     for (int s = 1, at = 0; s < n_ranks; ++s)
       for (int i = 0; i < 7 * s; ++i, ++at) ASSERT_EQ(gathered[r][at], 100 * i + s) << "rank " << r << " entry " << at;
+  }
+}
+
+TEST_F(GlooComm, ACallersStoreServesTheRendezvous) {
+  GPUML_FRESH_RNG(rng);
+  MemoryStore store;
+  const int n_ranks = static_cast<int>(test::uniform_int(rng, 2, 4));
+  GlooOptions options;
+  options.hostname = "127.0.0.1";
+  options.prefix = "job-" + std::to_string(rng());
+  options.timeout_seconds = 60;
+  std::vector<double> sums(static_cast<std::size_t>(n_ranks));
+  std::vector<std::string> failures(static_cast<std::size_t>(n_ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n_ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        std::shared_ptr<Comm> comm = Comm::gloo(n_ranks, r, store, options);
+        double value = r + 0.25;
+        comm->allreduce_sum(&value, 1);
+        sums[r] = value;
+      } catch (const std::exception& e) {
+        failures[r] = e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < n_ranks; ++r) {
+    EXPECT_EQ(failures[r], "") << "rank " << r;
+    EXPECT_EQ(sums[r], n_ranks * (n_ranks - 1) / 2.0 + 0.25 * n_ranks) << "rank " << r;  // exact in binary
+  }
+  EXPECT_GE(store.sets(), n_ranks);  // every rank left its addresses there
+
+  // A store where the other rank never comes: an io error after the timeout.
+  MemoryStore empty;
+  options.timeout_seconds = 1;
+  try {
+    Comm::gloo(2, 1, empty, options);
+    ADD_FAILURE() << "the rendezvous of 2 ranks succeeded with one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::io) << e.what();
+  }
+}
+
+// The C ABI's store: C callbacks over a MemoryStore.
+int32_t memory_set(void* user, const char* key, const void* value, int64_t size) {
+  const char* bytes = static_cast<const char*>(value);
+  static_cast<MemoryStore*>(user)->set(key, std::vector<char>(bytes, bytes + size));
+  return 0;
+}
+int64_t memory_get(void* user, const char* key, void* out, int64_t capacity, double timeout_seconds) {
+  try {
+    const std::vector<char> value = static_cast<MemoryStore*>(user)->get(key, timeout_seconds);
+    if (static_cast<int64_t>(value.size()) <= capacity) std::memcpy(out, value.data(), value.size());
+    return static_cast<int64_t>(value.size());
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
+TEST_F(GlooComm, TheCAbiAttachesThroughACallersStore) {
+  GPUML_FRESH_RNG(rng);
+  MemoryStore memory;
+  const gpuml_gloo_store_t store = {&memory, memory_set, memory_get};
+  const int n_ranks = 3;
+  const int64_t n = test::uniform_int(rng, 30, 200), d = 3;
+  std::vector<double> X(static_cast<std::size_t>(n * d)), y(static_cast<std::size_t>(n));
+  std::normal_distribution<double> normal;
+  for (double& v : X) v = normal(rng);
+  for (int64_t i = 0; i < n; ++i) y[i] = X[i * d] - X[i * d + 2] + 0.1 * normal(rng);
+  std::vector<std::vector<double>> coef(n_ranks, std::vector<double>(d, 0.0));
+  std::vector<std::string> failures(n_ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n_ranks; ++r)
+    threads.emplace_back([&, r] {
+      gpuml_context_t ctx = nullptr;
+      gpuml_estimator_t est = nullptr;
+      int32_t rank = -1, size = -1;
+      const int64_t begin = n * r / n_ranks, rows = n * (r + 1) / n_ranks - begin;
+      gpuml_array_t X_r = {X.data() + begin * d, GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 2, {rows, d}, {d, 1}};
+      gpuml_array_t y_r = {y.data() + begin, GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 1, {rows, 0}, {1, 0}};
+      gpuml_array_t out = {coef[r].data(), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 1, {d, 0}, {1, 0}};
+      if (gpuml_context_create("cpu", &ctx) != GPUML_OK ||
+          gpuml_context_attach_gloo_store(ctx, n_ranks, r, "{\"prefix\": \"capi\", \"hostname\": \"127.0.0.1\"}", &store) !=
+              GPUML_OK ||
+          gpuml_context_rank(ctx, &rank, &size) != GPUML_OK || rank != r || size != n_ranks ||
+          gpuml_estimator_create("linear_regression", "{}", &est) != GPUML_OK ||
+          gpuml_estimator_fit(ctx, est, &X_r, &y_r, nullptr) != GPUML_OK ||
+          gpuml_estimator_get_attribute(ctx, est, "coef_", &out) != GPUML_OK)
+        failures[r] = gpuml_last_error();
+      gpuml_estimator_free(est);
+      gpuml_context_free(ctx);
+    });
+  for (std::thread& t : threads) t.join();
+  Context single = Context::cpu();
+  LinearRegression all;
+  all.fit(single, host_view(X.data(), n, d), host_view(y.data(), n));
+  for (int r = 0; r < n_ranks; ++r) {
+    EXPECT_EQ(failures[r], "") << "rank " << r;
+    EXPECT_EQ(coef[r], coef[0]) << "rank " << r << " holds other coefficients than rank 0";
+    for (int64_t j = 0; j < d; ++j) EXPECT_NEAR(coef[r][j], all.coef().as<double>()[j], 1e-10) << j;  // sums regrouped
   }
 }
 

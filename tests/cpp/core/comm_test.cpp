@@ -157,6 +157,11 @@ TEST(CapiComm, RankAndTheAttachChecks) {
     EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, "{\"rendezvous_dir\": \"/tmp\"}"), GPUML_ERROR_UNSUPPORTED);
     EXPECT_NE(std::string(gpuml_last_error()).find("without Gloo"), std::string::npos) << gpuml_last_error();
   }
+  gpuml_gloo_store_t store = {nullptr, nullptr, nullptr};
+  EXPECT_EQ(gpuml_context_attach_gloo_store(ctx, 1, 0, "{}", nullptr), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("store"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_attach_gloo_store(ctx, 1, 0, "{}", &store), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("store->set"), std::string::npos) << gpuml_last_error();
   EXPECT_EQ(gpuml_context_rank(ctx, &rank, &n_ranks), GPUML_OK);
   EXPECT_EQ(n_ranks, 1);  // nothing was attached
   EXPECT_EQ(gpuml_context_free(ctx), GPUML_OK);
