@@ -84,6 +84,13 @@ def test_more_partitions_than_slots_and_empty_partitions(spark, rng):
     np.testing.assert_allclose(model.coef_, SkLinearRegression().fit(rows[:, :-1], rows[:, -1]).coef_, rtol=1e-6)
 
 
+def test_a_shared_directory_serves_the_rendezvous_too(spark, rng, tmp_path):
+    df, X, y, _, _, features = frame(spark, rng, 3)
+    ols = gpuml.spark.fit(LinearRegression(device="cpu"), df, features, label="y", rendezvous_dir=tmp_path)
+    np.testing.assert_allclose(ols.coef_, SkLinearRegression().fit(X, y).coef_, rtol=1e-8)
+    assert any(tmp_path.iterdir())  # the ranks met there, not through the driver's store
+
+
 def test_vector_column_and_predict(spark, rng):
     from pyspark.ml.feature import VectorAssembler
 

@@ -12,17 +12,16 @@ DataFrame's order (the forests equal the 1-process forest bit for bit; the other
 with it up to the grouping of sums). Rank 0's model comes back to the driver.
 
 features: a list of numeric columns, or one column of arrays or ML vectors. label and weight:
-column names (or None). The ranks meet in a directory every executor can reach
-(``rendezvous_dir``): by default a new temporary directory on the driver's machine, which serves
-local mode and executors on that machine; executors on other hosts need a directory on a file
-system they share. The fits run on the executors' CPU backend and need gpuml built with Gloo.
+column names (or None). The ranks meet through a small key-value server the driver starts for
+the job (Python's multiprocessing manager, with a random authkey), which every executor reaches
+as it reaches the driver; ``rendezvous_dir`` (a directory every executor can reach) is the
+alternative. The fits run on the executors' CPU backend and need gpuml built with Gloo.
 """
 
 import os
 import pickle
-import shutil
-import tempfile
 import uuid
+from multiprocessing.managers import BaseManager
 
 import numpy as np
 
@@ -46,7 +45,58 @@ def _feature_row(row, features):
     return np.array([row[name] for name in features], dtype=np.float64)
 
 
-def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, timeout, fit_params):
+class _Board:
+    """The rendezvous keys of one job, held by the driver's store server (one thread per
+    connection there, so a get may wait for another task's set)."""
+
+    def __init__(self):
+        import threading
+
+        self._values, self._changed = {}, threading.Condition()
+
+    def set(self, key, value):
+        with self._changed:
+            self._values[key] = value
+            self._changed.notify_all()
+
+    def get(self, key, timeout):
+        with self._changed:
+            return self._values[key] if self._changed.wait_for(lambda: key in self._values, timeout) else None
+
+
+_BOARD = None
+
+
+def _board():
+    global _BOARD
+    if _BOARD is None:
+        _BOARD = _Board()
+    return _BOARD
+
+
+class _StoreManager(BaseManager):
+    pass
+
+
+_StoreManager.register("board", callable=_board)
+
+
+def _driver_store(host):
+    """A store server on the driver (multiprocessing's manager: its own process, an authkey):
+    the tasks of a barrier stage meet through it wherever they run. Returns (manager, address, key)."""
+    key = os.urandom(32)
+    manager = _StoreManager(address=(host, 0), authkey=key)
+    manager.start()
+    return manager, manager.address, key
+
+
+def _connect_store(address, key):
+    client = _StoreManager(address=tuple(address), authkey=key)
+    client.connect()
+    return client.board()
+
+
+def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, timeout, fit_params, store_at=None):
     """The barrier task of every partition: its rows, the ranks (the partitions with rows), the fit."""
 
     def task(rows):
@@ -66,7 +116,9 @@ def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, t
         if weight is not None:
             kwargs["sample_weight"] = np.array([r[weight] for r in rows], dtype=np.float64)
         model = clone(estimator)
-        with _distributed.gloo_group(n_ranks, rank, rendezvous_dir, prefix=prefix, hostname=host, timeout=timeout):
+        store = _connect_store(*store_at) if store_at is not None else None
+        with _distributed.gloo_group(n_ranks, rank, rendezvous_dir, store=store, prefix=prefix, hostname=host,
+                                     timeout=timeout):
             if label is not None:
                 model.fit(X, np.array([r[label] for r in rows]), **kwargs)
             else:
@@ -98,15 +150,18 @@ def fit(estimator, df, features, label=None, weight=None, *, rendezvous_dir=None
     rows = selected.rdd
     rows.localCheckpoint()  # marks rows, in place
     rows.count()
-    made_dir = rendezvous_dir is None
-    directory = tempfile.mkdtemp(prefix="gpuml-spark-") if made_dir else os.fspath(rendezvous_dir)
+    directory = None if rendezvous_dir is None else os.fspath(rendezvous_dir)
     prefix = f"gpuml-spark-{uuid.uuid4().hex}"
+    manager = store_at = None
+    if directory is None:
+        manager, address, key = _driver_store(selected.sparkSession.sparkContext.getConf().get("spark.driver.host"))
+        store_at = (address, key)
     try:
-        task = _fit_partition(estimator, features, label, weight, directory, prefix, float(timeout), fit_params)
+        task = _fit_partition(estimator, features, label, weight, directory, prefix, float(timeout), fit_params, store_at)
         models = rows.barrier().mapPartitions(task).collect()
     finally:
-        if made_dir:
-            shutil.rmtree(directory, ignore_errors=True)
+        if manager is not None:
+            manager.shutdown()
     if not models:
         raise ValueError("gpuml.spark.fit: df has no rows")
     return pickle.loads(models[0])
