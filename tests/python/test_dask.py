@@ -2,6 +2,7 @@
 them) against one process's fit of the same rows, and against scikit-learn."""
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +124,10 @@ def test_the_scheduler_keeps_no_rendezvous_keys(client, rng):
     def variables(dask_scheduler):
         return [name for name in dask_scheduler.extensions["variables"].variables if "gpuml-dask" in name]
 
+    # distributed.Variable.delete only sends the request: the scheduler drops them soon after.
+    deadline = time.monotonic() + 30
+    while client.run_on_scheduler(variables) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert client.run_on_scheduler(variables) == []
 
 
