@@ -85,3 +85,29 @@ def test_readme_text_classification_example_runs_and_agrees_with_scikit_learn():
     reference = SkLogisticRegression(C=10).fit(X, labels).predict(scope["vectorizer"].transform(new_texts))
     assert np.mean(scope["predicted"] == reference) >= 0.98
     assert scope["lsa"].shape == (300, 100) and np.all(np.isfinite(scope["lsa"]))
+
+
+def load_example(relative):
+    spec = importlib.util.spec_from_file_location(relative.replace("/", "_")[:-3], os.path.join(REPO, relative))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not __import__("gpuml").build_info().get("gloo"), reason="gpuml built without Gloo")
+@pytest.mark.parametrize("example, engine", [("examples/distributed/train_dask.py", "distributed"),
+                                             ("examples/distributed/train_spark.py", "pyspark")])
+def test_distributed_defect_examples_grow_the_one_process_forest(example, engine, capsys):
+    # Each example exits 0 only when the forest of its engine's workers equals one process's.
+    pytest.importorskip(engine)
+    if engine == "pyspark" and __import__("shutil").which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java")
+    try:
+        from steel_plates import load_steel_plates
+
+        load_steel_plates()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    assert load_example(example).main(["--trees", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "the same forest as one process's fit: True" in out, out
