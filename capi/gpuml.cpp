@@ -490,19 +490,30 @@ gpuml_status_t gpuml_context_attach_mpi(gpuml_context_t ctx) {
 }
 
 // The Gloo attach functions' params_json: {"rendezvous_dir" (with_dir only), "prefix", "hostname",
-// "interface", "timeout_seconds"}.
-gpuml::GlooOptions gloo_options(const char* params_json, const char* function, bool with_dir) {
+// "interface", "timeout_seconds", "gpu_transport" ("auto", "nccl" or "host": Comm::for_context)}.
+struct GlooAttach {
+  gpuml::GlooOptions options;
+  gpuml::GpuTransport transport = gpuml::GpuTransport::automatic;
+};
+
+GlooAttach gloo_attach(const char* params_json, const char* function, bool with_dir) {
   require_arg(params_json, function, "params_json");
   const nlohmann::json json = gpuml::detail::parse_params(params_json, "gloo");
   gpuml::detail::ParamReader reader(json, "gloo");
-  gpuml::GlooOptions options;
+  GlooAttach attach;
+  gpuml::GlooOptions& options = attach.options;
   if (with_dir) options.rendezvous_dir = reader.get_string("rendezvous_dir", "");
   options.prefix = reader.get_string("prefix", options.prefix);
   options.hostname = reader.get_string("hostname", "");
   options.interface = reader.get_string("interface", "");
   options.timeout_seconds = reader.get_double("timeout_seconds", options.timeout_seconds);
+  const std::string transport = reader.get_string("gpu_transport", "auto");
+  if (transport == "nccl") attach.transport = gpuml::GpuTransport::nccl;
+  else if (transport == "host") attach.transport = gpuml::GpuTransport::host;
+  else if (transport != "auto")
+    invalid(std::string(function) + ": gpu_transport must be \"auto\", \"nccl\" or \"host\", got \"" + transport + "\"");
   reader.finish();
-  return options;
+  return attach;
 }
 
 // A caller's gpuml_gloo_store_t as a GlooStore; its failures become io errors naming the key.
@@ -534,10 +545,9 @@ gpuml_status_t gpuml_context_attach_gloo(gpuml_context_t ctx, int32_t n_ranks, i
   const char* function = "gpuml_context_attach_gloo";
   return guarded(function, [&] {
     gpuml::Context& context = context_of(ctx, function);
-    const gpuml::GlooOptions options = gloo_options(params_json, function, true);
+    const GlooAttach attach = gloo_attach(params_json, function, true);
     if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
-    // A host communicator: a CUDA context's memory goes through the host (as under MPI in C++).
-    context.attach_comm(gpuml::Comm::gloo(n_ranks, rank, options));
+    context.attach_comm(gpuml::Comm::for_context(context, gpuml::Comm::gloo(n_ranks, rank, attach.options), attach.transport));
   });
 }
 
@@ -548,10 +558,10 @@ gpuml_status_t gpuml_context_attach_gloo_store(gpuml_context_t ctx, int32_t n_ra
     gpuml::Context& context = context_of(ctx, function);
     require_arg(store, function, "store");
     if (store->set == nullptr || store->get == nullptr) invalid(std::string(function) + ": store->set and store->get must be set");
-    const gpuml::GlooOptions options = gloo_options(params_json, function, false);
+    const GlooAttach attach = gloo_attach(params_json, function, false);
     if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
     CallerGlooStore adapter(*store);
-    context.attach_comm(gpuml::Comm::gloo(n_ranks, rank, adapter, options));
+    context.attach_comm(gpuml::Comm::for_context(context, gpuml::Comm::gloo(n_ranks, rank, adapter, attach.options), attach.transport));
   });
 }
 

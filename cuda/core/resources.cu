@@ -234,6 +234,13 @@ std::shared_ptr<cuda::Resources> create_cuda_resources(int device_id) {
   return std::make_shared<cuda::Resources>(device_id);
 }
 
+void cuda_device_uuid(int device_id, uint8_t out[16]) {
+  cudaDeviceProp prop{};
+  GPUML_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_id));
+  static_assert(sizeof(prop.uuid.bytes) == 16, "a CUDA device UUID is 16 bytes");
+  std::memcpy(out, prop.uuid.bytes, 16);
+}
+
 void* device_allocate(cuda::Resources& res, std::size_t bytes) {
   res.activate();
   const int64_t want = static_cast<int64_t>(bytes);

@@ -1,10 +1,14 @@
-// gpuml::Comm's local (1-rank) implementation and the checks every implementation shares.
+// gpuml::Comm's local (1-rank) implementation, the checks every implementation shares, and the
+// choice of a CUDA context's communicator over a host one (NCCL bootstrapped over it, or itself).
 // The MPI implementation is src/core/comm_mpi.cpp (comm_no_mpi.cpp in builds without MPI), the
 // Gloo one src/core/comm_gloo.cpp (comm_no_gloo.cpp without Gloo).
 #include "gpuml/core/comm.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <exception>
 #include <string>
+#include <vector>
 
 #include "core/comm_detail.hpp"
 #include "core/device_ops.hpp"
@@ -118,6 +122,72 @@ class LocalComm final : public Comm {
 std::shared_ptr<Comm> Comm::local() {
   static const std::shared_ptr<Comm> instance = std::make_shared<LocalComm>();  // stateless: one for all
   return instance;
+}
+
+std::shared_ptr<Comm> Comm::nccl_over(const Context& ctx, Comm& bootstrap) {
+  GPUML_EXPECT(ctx.is_cuda(), "Comm::nccl_over: NCCL needs a CUDA context");
+  // Rank 0's 128-byte id as 32 int32 words, then its error code (0: none): the others must not
+  // wait in ncclCommInitRank for a rank that failed.
+  int32_t message[33] = {};
+  std::exception_ptr failure;
+  if (bootstrap.rank() == 0) {
+    try {
+      uint8_t id[128];
+      nccl_unique_id(id);
+      std::memcpy(message, id, sizeof(id));
+    } catch (const Error& e) {
+      failure = std::current_exception();
+      message[32] = static_cast<int32_t>(e.code());
+    } catch (...) {
+      failure = std::current_exception();
+      message[32] = static_cast<int32_t>(ErrorCode::internal);
+    }
+  }
+  bootstrap.broadcast(message, 33, DType::int32, 0);
+  if (failure) std::rethrow_exception(failure);
+  if (message[32] != 0)
+    throw_error(static_cast<ErrorCode>(message[32]), "Comm::nccl_over: rank 0 could not make the NCCL unique id");
+  uint8_t id[128];
+  std::memcpy(id, message, sizeof(id));
+  return nccl(ctx, id, bootstrap.size(), bootstrap.rank());
+}
+
+std::shared_ptr<Comm> Comm::for_context(const Context& ctx, std::shared_ptr<Comm> host, GpuTransport transport) {
+  GPUML_EXPECT(host != nullptr, "Comm::for_context: host is NULL");
+  // Every rank's facts, gathered on every rank (even a CPU context's, so that mixed contexts are
+  // an error everywhere rather than a rank waiting for a collective the others skip): whether its
+  // context is CUDA, whether it has NCCL, its GPU's UUID. The same facts give every rank the same choice.
+  constexpr int kWords = 6;
+  int32_t mine[kWords] = {ctx.is_cuda() ? 1 : 0, built_with_nccl() ? 1 : 0, 0, 0, 0, 0};
+  if (ctx.is_cuda()) {
+    uint8_t uuid[16];
+    detail::cuda_device_uuid(ctx.device().id, uuid);
+    std::memcpy(mine + 2, uuid, sizeof(uuid));
+  }
+  const int n = host->size();
+  std::vector<int32_t> all(static_cast<std::size_t>(kWords) * static_cast<std::size_t>(n));
+  host->allgather(mine, kWords, all.data(), DType::int32);
+  const auto fact = [&](int rank, int word) { return all[static_cast<std::size_t>(rank) * kWords + word]; };
+  for (int r = 1; r < n; ++r)
+    GPUML_EXPECT(fact(r, 0) == fact(0, 0), "Comm::for_context: rank 0's context is " + std::string(fact(0, 0) ? "CUDA" : "CPU") +
+                                               " but rank " + std::to_string(r) + "'s is " + (fact(r, 0) ? "CUDA" : "CPU") +
+                                               ": every rank attaches the same kind of context");
+  if (!ctx.is_cuda()) {
+    GPUML_EXPECT(transport != GpuTransport::nccl, "Comm::for_context: transport nccl needs CUDA contexts; a CPU context uses the host communicator");
+    return host;
+  }
+  if (transport == GpuTransport::host) return host;
+  std::string why_not;  // why NCCL cannot run here, or empty
+  for (int r = 0; r < n && why_not.empty(); ++r) {
+    if (!fact(r, 1)) why_not = "rank " + std::to_string(r) + "'s gpuml was built without NCCL";
+    for (int s = 0; s < r && why_not.empty(); ++s)
+      if (std::equal(&all[static_cast<std::size_t>(r) * kWords + 2], &all[static_cast<std::size_t>(r) * kWords + kWords],
+                     &all[static_cast<std::size_t>(s) * kWords + 2]))
+        why_not = "ranks " + std::to_string(s) + " and " + std::to_string(r) + " share one GPU (NCCL needs a GPU per rank)";
+  }
+  if (why_not.empty()) return nccl_over(ctx, *host);
+  GPUML_EXPECT(transport != GpuTransport::nccl, "Comm::for_context: transport nccl cannot run: " + why_not);
+  return host;  // automatic: the host communicator, through host memory
 }
 
 }  // namespace gpuml

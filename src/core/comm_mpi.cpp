@@ -10,8 +10,8 @@
 //   refuses more than INT_MAX elements with ErrorCode::unsupported).
 // - If MPI is not initialized when a communicator is made, gpuml initializes it
 //   (MPI_THREAD_SERIALIZED) and finalizes it at exit.
-// - Comm::nccl_over_mpi is here too: MPI only carries the NCCL unique id from rank 0 (the NCCL
-//   communicator itself is cuda/core/comm_nccl.cu, which needs no MPI).
+// - Comm::nccl_over_mpi is here too: Comm::nccl_over with MPI carrying the NCCL unique id from
+//   rank 0 (the NCCL communicator itself is cuda/core/comm_nccl.cu, which needs no MPI).
 // MPI's C API only (Open MPI's and MPICH's mpi.h would pull in the deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -171,27 +171,7 @@ std::shared_ptr<Comm> Comm::nccl_over_mpi(const Context& ctx) {
                                         "NCCL was not found at build time): CUDA contexts cannot be attached over MPI");
   ensure_initialized();
   MpiComm world(MPI_COMM_WORLD);  // a duplicate, freed on return: the id's broadcast never meets the caller's messages
-  // Rank 0's 128-byte id as 32 int32 words, then whether rank 0 could make it: the others must not
-  // wait in ncclCommInitRank for a rank that failed.
-  int32_t message[33] = {};
-  std::string failure;
-  if (world.rank() == 0) {
-    try {
-      uint8_t id[128];
-      nccl_unique_id(id);
-      std::memcpy(message, id, sizeof(id));
-      message[32] = 1;
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-  }
-  world.broadcast(message, 33, DType::int32, 0);
-  if (message[32] != 1)
-    throw_error(ErrorCode::cuda, "Comm::nccl_over_mpi: rank 0 could not make the NCCL unique id" +
-                                     (failure.empty() ? std::string() : ": " + failure));
-  uint8_t id[128];
-  std::memcpy(id, message, sizeof(id));
-  return nccl(ctx, id, world.size(), world.rank());
+  return nccl_over(ctx, world);
 }
 
 }  // namespace gpuml

@@ -44,6 +44,9 @@ void set_device_memory_limit(cuda::Resources& res, int64_t bytes);
 int64_t device_memory_limit(const cuda::Resources& res);
 int64_t device_memory_in_use(const cuda::Resources& res);
 void device_synchronize(cuda::Resources& res);
+// The GPU's 16-byte UUID (unique across hosts): ranks compare them to learn whether each has a GPU
+// of its own, which NCCL needs.
+void cuda_device_uuid(int device_id, uint8_t out[16]);
 
 // Copies `rows` rows of `row_bytes` each, the source rows `src_pitch` bytes apart, into contiguous
 // memory: the strided staging of device arrays.

@@ -29,6 +29,7 @@ void set_device_memory_limit(cuda::Resources&, int64_t) { no_cuda(); }
 int64_t device_memory_limit(const cuda::Resources&) { no_cuda(); }
 int64_t device_memory_in_use(const cuda::Resources&) { no_cuda(); }
 void device_synchronize(cuda::Resources&) { no_cuda(); }
+void cuda_device_uuid(int, uint8_t*) { no_cuda(); }
 
 void copy_bytes(const Context&, void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
   if (dst_device.is_cuda() || src_device.is_cuda()) no_cuda();

@@ -83,11 +83,14 @@ GPUML_C_API gpuml_status_t gpuml_context_memory_in_use(gpuml_context_t ctx, int6
  * gpuml_nccl_unique_id / gpuml_context_attach_nccl: NCCL communicators on CUDA contexts, for
  * engines other than MPI (rank 0 makes the id and shares it); UNSUPPORTED without NCCL.
  * gpuml_context_attach_gloo: Gloo (TCP) for ranks started by any engine (Dask, Spark, a plain
- * launcher), on CPU or CUDA contexts (a CUDA context's memory is staged through the host). The
- * ranks meet in a directory every rank can reach; params_json: {"rendezvous_dir" (required),
- * "prefix" (default "gpuml"; a fresh one per job), "hostname" or "interface" (the address this
- * rank listens on; default: the host name's), "timeout_seconds" (default 1800: any wait longer
- * fails with GPUML_ERROR_IO)}. UNSUPPORTED when gpuml was built without Gloo.
+ * launcher), on CPU or CUDA contexts (every rank the same kind). The ranks meet in a directory
+ * every rank can reach; params_json: {"rendezvous_dir" (required), "prefix" (default "gpuml"; a
+ * fresh one per job), "hostname" or "interface" (the address this rank listens on; default: the
+ * host name's), "timeout_seconds" (default 1800: any wait longer fails with GPUML_ERROR_IO),
+ * "gpu_transport" (CUDA contexts: "nccl", NCCL bootstrapped over Gloo, which needs a GPU per
+ * rank; "host", Gloo itself with device memory staged through the host; "auto", the default:
+ * NCCL when every rank has a GPU of its own and NCCL, else host; the ranks choose together)}.
+ * UNSUPPORTED when gpuml was built without Gloo.
  * gpuml_context_attach_gloo_store: the same, the ranks meeting through the caller's key-value
  * store instead of a directory (an engine's own: a scheduler, a barrier stage's exchange);
  * params_json as above without "rendezvous_dir". The store is used during the call only.

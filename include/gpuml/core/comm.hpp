@@ -53,6 +53,13 @@ class GPUML_API GlooStore {
   virtual std::vector<char> get(const std::string& key, double timeout_seconds) = 0;
 };
 
+// How the ranks of a CUDA context exchange data over a host communicator's ranks (Comm::for_context).
+enum class GpuTransport {
+  automatic,  // NCCL when gpuml has it and every rank has a GPU of its own; else host
+  nccl,       // NCCL bootstrapped over the host communicator (every rank on a GPU of its own)
+  host,       // the host communicator itself, device memory staged through host memory
+};
+
 class GPUML_API Comm {
  public:
   virtual ~Comm();
@@ -124,6 +131,16 @@ class GPUML_API Comm {
   // Collective. The context's device is the caller's choice: ranks on one node need distinct
   // GPUs (NCCL refuses two ranks on one GPU). ErrorCode::unsupported without MPI or NCCL.
   static std::shared_ptr<Comm> nccl_over_mpi(const Context& ctx);
+  // NCCL over the GPU of a CUDA context on every rank of `bootstrap` (any communicator: MPI,
+  // Gloo), which carries rank 0's unique id to the others. Collective over bootstrap, which may
+  // be dropped afterwards. ErrorCode::unsupported without NCCL.
+  static std::shared_ptr<Comm> nccl_over(const Context& ctx, Comm& bootstrap);
+  // The communicator for `ctx` over the ranks of `host` (collective over host): host itself for
+  // a CPU context; for a CUDA context, as `transport` says. The ranks learn together whether each
+  // has a GPU of its own (NCCL refuses two ranks on one GPU) and whether each has NCCL, so all
+  // take the same choice, or all throw invalid_argument (nccl asked for where it cannot run).
+  static std::shared_ptr<Comm> for_context(const Context& ctx, std::shared_ptr<Comm> host,
+                                           GpuTransport transport = GpuTransport::automatic);
 };
 
 // Whether this library was built with MPI (GPUML_MPI).

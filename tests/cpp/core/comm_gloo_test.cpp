@@ -1,6 +1,7 @@
 // The Gloo communicator in one process, its ranks as threads: every collective against sums
-// computed here, fits over the ranks against a 1-process fit, and the failures (bad arguments, a
-// rank that never comes, a rank that leaves) as named errors rather than hangs. Under mpirun,
+// computed here, fits over the ranks against a 1-process fit (CPU contexts, and CUDA contexts
+// sharing one GPU), the transport Comm::for_context chooses for CUDA contexts, and the failures
+// (bad arguments, a rank that never comes, a rank that leaves) as named errors rather than hangs. Under mpirun,
 // tests/mpi/mpi_test.cpp runs every estimator's distributed test over Gloo too (mpi.gloo.*).
 #include <gtest/gtest.h>
 
@@ -261,7 +262,10 @@ TEST_F(GlooComm, TheCAbiAttachesThroughACallersStore) {
   }
 }
 
-TEST_F(GlooComm, FitsOverRanksEqualTheOneProcessFit) {
+// KMeans and LinearRegression over 2 ranks of Gloo (threads), each rank's context made by
+// make_context and its communicator chosen by Comm::for_context (whose kind must be
+// `expected_kind`), against the 1-process fit on make_context's device.
+void expect_fits_over_ranks_equal_the_one_process_fit(const std::function<Context()>& make_context, const char* expected_kind) {
   GPUML_FRESH_RNG(rng);
   RendezvousDir dir;
   const int n_ranks = 2;
@@ -275,7 +279,7 @@ TEST_F(GlooComm, FitsOverRanksEqualTheOneProcessFit) {
   KMeansParams kmeans_params;
   kmeans_params.n_clusters = 4;
   kmeans_params.random_state = 5;
-  Context single = Context::cpu();
+  Context single = make_context();
   KMeans kmeans_all(kmeans_params);
   kmeans_all.fit(single, host_view(blobs.X.data(), n, d));
   LinearRegression ols_all;
@@ -284,8 +288,9 @@ TEST_F(GlooComm, FitsOverRanksEqualTheOneProcessFit) {
   std::vector<std::vector<double>> centers(n_ranks), coef(n_ranks);
   std::vector<double> inertia(n_ranks), intercept(n_ranks);
   on_ranks(n_ranks, dir.options(), [&](int r, Comm& comm) {
-    Context ctx = Context::cpu();
-    ctx.attach_comm(std::shared_ptr<Comm>(&comm, [](Comm*) {}));  // the thread owns it
+    Context ctx = make_context();
+    ctx.attach_comm(Comm::for_context(ctx, std::shared_ptr<Comm>(&comm, [](Comm*) {})));  // the thread owns comm
+    EXPECT_STREQ(ctx.comm().kind(), expected_kind) << "rank " << r;
     const int64_t begin = r == 0 ? 0 : first_share, rows = r == 0 ? first_share : n - first_share;
     KMeans kmeans(kmeans_params);
     kmeans.fit(ctx, host_view(blobs.X.data() + begin * d, rows, d));
@@ -306,6 +311,80 @@ TEST_F(GlooComm, FitsOverRanksEqualTheOneProcessFit) {
     EXPECT_EQ(centers[r], centers[0]) << "rank " << r << "'s centers differ from rank 0's";
     EXPECT_EQ(coef[r], coef[0]) << "rank " << r << "'s coefficients differ from rank 0's";
   }
+}
+
+TEST_F(GlooComm, FitsOverRanksEqualTheOneProcessFit) {
+  expect_fits_over_ranks_equal_the_one_process_fit([] { return Context::cpu(); }, "gloo");
+}
+
+// Two ranks on one GPU cannot run NCCL: automatically, the Gloo communicator itself carries
+// their CUDA contexts' collectives (through host memory).
+TEST_F(GlooComm, CudaRanksSharingAGpuFitOverGlooThroughTheHost) {
+  GPUML_CUDA_CONTEXT_OR_SKIP(probe);
+  expect_fits_over_ranks_equal_the_one_process_fit([] { return Context::cuda(0); }, "gloo");
+}
+
+// Runs body(rank, host) on n_ranks threads, each with a Gloo communicator under `prefix`
+// (one directory, a fresh prefix per group), and returns each rank's error (empty: none).
+std::vector<std::string> errors_on_ranks(const RendezvousDir& dir, const std::string& prefix, int n_ranks,
+                                         const std::function<void(int, std::shared_ptr<Comm>)>& body) {
+  GlooOptions options = dir.options();
+  options.prefix = prefix;
+  std::vector<std::string> errors(static_cast<std::size_t>(n_ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n_ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(r, Comm::gloo(n_ranks, r, options));
+      } catch (const Error& e) {
+        errors[r] = std::string(error_code_name(e.code())) + ": " + e.what();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  return errors;
+}
+
+TEST_F(GlooComm, ForContextChoosesTheSameTransportOnEveryRank) {
+  RendezvousDir dir;
+  // CPU contexts keep the host communicator; nccl on them is an error on every rank.
+  std::vector<std::string> errors = errors_on_ranks(dir, "cpu", 2, [](int, std::shared_ptr<Comm> host) {
+    Context ctx = Context::cpu();
+    EXPECT_EQ(Comm::for_context(ctx, host).get(), host.get());
+    EXPECT_EQ(Comm::for_context(ctx, host, GpuTransport::host).get(), host.get());
+  });
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
+  errors = errors_on_ranks(dir, "cpu-nccl", 2, [](int, std::shared_ptr<Comm> host) {
+    Context ctx = Context::cpu();
+    Comm::for_context(ctx, host, GpuTransport::nccl);
+  });
+  for (const std::string& e : errors) EXPECT_NE(e.find("invalid_argument: Comm::for_context: transport nccl needs CUDA"), std::string::npos) << e;
+  EXPECT_THROW(Comm::for_context(Context::cpu(), nullptr), Error);
+  if (cuda_device_count() == 0) return;
+
+  // A CPU context on one rank and a CUDA context on the other: an error on both, no hang.
+  errors = errors_on_ranks(dir, "mixed", 2, [](int r, std::shared_ptr<Comm> host) {
+    Context ctx = r == 0 ? Context::cpu() : Context::cuda(0);
+    Comm::for_context(ctx, host);
+  });
+  for (const std::string& e : errors) EXPECT_NE(e.find("rank 0's context is CPU but rank 1's is CUDA"), std::string::npos) << e;
+  // Two ranks on one GPU: host automatically, host when asked, and nccl an error on both.
+  errors = errors_on_ranks(dir, "shared", 2, [](int, std::shared_ptr<Comm> host) {
+    Context ctx = Context::cuda(0);
+    EXPECT_EQ(Comm::for_context(ctx, host).get(), host.get());
+    EXPECT_EQ(Comm::for_context(ctx, host, GpuTransport::host).get(), host.get());
+    Comm::for_context(ctx, host, GpuTransport::nccl);
+  });
+  for (const std::string& e : errors) EXPECT_NE(e.find("ranks 0 and 1 share one GPU"), std::string::npos) << e;
+  // One rank on its own GPU: NCCL (bootstrapped over Gloo) where gpuml has it.
+  errors = errors_on_ranks(dir, "own", 1, [](int, std::shared_ptr<Comm> host) {
+    Context ctx = Context::cuda(0);
+    std::shared_ptr<Comm> chosen = Comm::for_context(ctx, host);
+    EXPECT_STREQ(chosen->kind(), built_with_nccl() ? "nccl" : "gloo");
+    double value = 1.5;
+    chosen->allreduce_sum(&value, 1);
+    EXPECT_EQ(value, 1.5);
+  });
+  EXPECT_EQ(errors[0], "");
 }
 
 TEST_F(GlooComm, BadArgumentsAreNamedErrors) {
@@ -333,6 +412,16 @@ TEST_F(GlooComm, BadArgumentsAreNamedErrors) {
     bad.timeout_seconds = timeout;
     expect_invalid([&] { Comm::gloo(1, 0, bad); }, "timeout_seconds");
   }
+  // The C ABI's gpu_transport: one of three words, and nccl only for CUDA contexts.
+  gpuml_context_t ctx = nullptr;
+  ASSERT_EQ(gpuml_context_create("cpu", &ctx), GPUML_OK);
+  const std::string params = "{\"rendezvous_dir\": \"" + dir.path() + "\", \"hostname\": \"127.0.0.1\", \"gpu_transport\": ";
+  EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, (params + "\"fast\"}").c_str()), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("gpu_transport must be"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, (params + "\"nccl\", \"prefix\": \"a\"}").c_str()), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("transport nccl needs CUDA"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_attach_gloo(ctx, 1, 0, (params + "\"host\", \"prefix\": \"b\"}").c_str()), GPUML_OK) << gpuml_last_error();
+  gpuml_context_free(ctx);
   // One rank is a communicator of its own.
   std::shared_ptr<Comm> one = Comm::gloo(1, 0, good);
   double v = 2.5;
