@@ -108,6 +108,22 @@ def test_fits_over_workers_equal_the_one_process_fit(client, rng):
     assert np.array_equal(regressor.predict(X), RandomForestRegressor(**params).fit(X, y).predict(X))
 
 
+def test_gpu_fits_over_workers_equal_the_one_process_gpu_fit(client, rng):
+    """device="cuda" on workers that share this machine's GPU(s): each rank a CUDA context (the
+    host's GPUs in turn), their collectives over NCCL or through the host, as the ranks choose."""
+    from conftest import CUDA_DEVICE_COUNT, cuda_or_skip
+
+    if CUDA_DEVICE_COUNT == 0:
+        cuda_or_skip("no CUDA device")
+    X, y, labels, chunks = problem(rng)
+    Xd, yd, ld = (da.from_array(a, chunks=(chunks,) + a.shape[1:]) for a in (X, y, labels))
+    ols = gpuml.dask.fit(LinearRegression(device="cuda"), Xd, yd)
+    np.testing.assert_allclose(ols.coef_, SkLinearRegression().fit(X, y).coef_, rtol=1e-8)  # sums regrouped
+    params = dict(n_estimators=4, max_depth=8, random_state=int(rng.integers(1000)), device="cuda")
+    forest = gpuml.dask.fit(RandomForestClassifier(**params), Xd, ld)
+    assert np.array_equal(forest.predict_proba(X), RandomForestClassifier(**params).fit(X, labels).predict_proba(X))
+
+
 def test_a_shared_directory_serves_the_rendezvous_too(client, rng, tmp_path):
     X, y, _, chunks = problem(rng)
     Xd, yd = da.from_array(X, chunks=(chunks, X.shape[1])), da.from_array(y, chunks=(chunks,))
@@ -159,7 +175,7 @@ def test_bad_calls_are_named_errors(client, rng, tmp_path):
     Xd = da.from_array(X, chunks=(chunks, X.shape[1]))
     template = LinearRegression(device="cpu")
     with pytest.raises(ValueError, match="device"):
-        gpuml.dask.fit(LinearRegression(device="cuda"), Xd, da.from_array(y))
+        gpuml.dask.fit(LinearRegression(device="gpu"), Xd, da.from_array(y))
     with pytest.raises(ValueError, match="rows"):
         gpuml.dask.fit(template, Xd, da.from_array(y[:-3]))
     with pytest.raises(TypeError, match="Dask array"):

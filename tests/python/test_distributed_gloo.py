@@ -159,6 +159,9 @@ except OSError as e:
         ((2, -1), {}, "rank"),
         ((True, 0), {}, "n_ranks"),
         ((2, 0), {"rendezvous_dir": "/nonexistent/gpuml"}, "not a directory"),
+        ((2, 0), {"device": "gpu"}, "device"),
+        ((2, 0), {"device": "auto"}, "device"),
+        ((2, 0), {"gpu_transport": "fast"}, "gpu_transport"),
     ],
 )
 def test_init_gloo_checks_its_arguments(tmp_path, args, kwargs, needle):
@@ -233,3 +236,48 @@ def test_a_failing_store_is_the_cause_of_the_error():
         with distributed.gloo_group(2, 0, store=object()):
             pass
     assert distributed.size() == 1
+
+
+@needs_gloo
+def test_gloo_groups_on_one_gpu_fit_through_the_host(rng):
+    """Ranks (threads) whose CUDA contexts share one GPU: "auto" takes Gloo through host memory
+    (NCCL refuses two ranks on one GPU, and "nccl" is then an error on every rank)."""
+    import threading
+
+    from conftest import CUDA_DEVICE_COUNT, cuda_or_skip
+
+    if CUDA_DEVICE_COUNT == 0:
+        cuda_or_skip("no CUDA device")
+    n_ranks = 2
+    X = rng.normal(size=(int(rng.integers(200, 600)), 4))
+    y = X @ [1.0, -2.0, 0.5, 0.0] + 0.1 * rng.normal(size=len(X))
+    labels = (X[:, 0] + 0.3 * rng.normal(size=len(X)) > 0).astype(np.int64)
+    rows = np.array_split(np.arange(len(X)), n_ranks)
+    forest_params = dict(n_estimators=4, max_depth=6, random_state=int(rng.integers(1000)), device="cuda")
+    store, results, errors = DictStore(), [None] * n_ranks, []
+
+    def rank(r):
+        try:
+            with distributed.gloo_group(n_ranks, r, store=store, prefix="gpu", hostname="127.0.0.1", timeout=60,
+                                        device="cuda"):
+                assert distributed.rank() == r and distributed.size() == n_ranks
+                ols = LinearRegression(device="cuda").fit(X[rows[r]], y[rows[r]])
+                forest = RandomForestClassifier(**forest_params).fit(X[rows[r]], labels[rows[r]])
+                results[r] = (ols.coef_, forest.predict_proba(X))
+            with pytest.raises(ValueError, match="share one GPU"):
+                with distributed.gloo_group(n_ranks, r, store=store, prefix="gpu-nccl", hostname="127.0.0.1",
+                                            timeout=60, device="cuda", gpu_transport="nccl"):
+                    pass
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(n_ranks)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors, errors
+    for r in range(n_ranks):
+        assert np.array_equal(results[r][0], results[0][0])  # every rank the same bits
+        assert np.array_equal(results[r][1], results[0][1])
+    np.testing.assert_allclose(results[0][0], SkLinearRegression().fit(X, y).coef_, rtol=1e-9)  # sums regrouped
+    # The forest of all rows, as one process grows it on the GPU: bit for bit.
+    assert np.array_equal(results[0][1], RandomForestClassifier(**forest_params).fit(X, labels).predict_proba(X))

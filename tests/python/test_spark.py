@@ -74,6 +74,21 @@ def test_fits_over_partitions_equal_the_one_process_fit(spark, rng):
     assert np.array_equal(forest.predict_proba(X), RandomForestClassifier(**params).fit(X, labels).predict_proba(X))
 
 
+def test_gpu_fits_over_partitions_equal_the_one_process_gpu_fit(spark, rng):
+    """device="cuda": each task a CUDA context (the host's GPUs in turn: local mode assigns no
+    GPU resource), their collectives over NCCL or through the host, as the ranks choose."""
+    from conftest import CUDA_DEVICE_COUNT, cuda_or_skip
+
+    if CUDA_DEVICE_COUNT == 0:
+        cuda_or_skip("no CUDA device")
+    df, X, y, labels, _, features = frame(spark, rng, int(rng.integers(2, 4)))
+    ols = gpuml.spark.fit(LinearRegression(device="cuda"), df, features, label="y")
+    np.testing.assert_allclose(ols.coef_, SkLinearRegression().fit(X, y).coef_, rtol=1e-8)  # sums regrouped
+    params = dict(n_estimators=4, max_depth=8, random_state=int(rng.integers(1000)), device="cuda")
+    forest = gpuml.spark.fit(RandomForestClassifier(**params), df, features, label="label")
+    assert np.array_equal(forest.predict_proba(X), RandomForestClassifier(**params).fit(X, labels).predict_proba(X))
+
+
 def test_more_partitions_than_slots_and_empty_partitions(spark, rng):
     df, X, y, _, _, features = frame(spark, rng, 7)  # 7 partitions, 3 slots: coalesced in order
     ols = gpuml.spark.fit(LinearRegression(device="cpu"), df, features, label="y")
@@ -111,7 +126,7 @@ def test_vector_column_and_predict(spark, rng):
 def test_bad_calls_are_named_errors(spark, rng):
     df, _, _, _, _, features = frame(spark, rng, 2)
     with pytest.raises(ValueError, match="device"):
-        gpuml.spark.fit(LinearRegression(device="cuda"), df, features, label="y")
+        gpuml.spark.fit(LinearRegression(device="gpu"), df, features, label="y")
     with pytest.raises(ValueError, match="no column"):
         gpuml.spark.fit(LinearRegression(device="cpu"), df, features + ["absent"], label="y")
     with pytest.raises(ValueError, match="features"):

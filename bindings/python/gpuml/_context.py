@@ -5,7 +5,8 @@ costly to create and may be used by one thread at a time, so contexts are cached
 per device string. After gpuml.distributed.init(), "cpu" (and "auto") is the one CPU context that
 holds the communicator, and "cuda" the one CUDA context of this rank's GPU that holds NCCL, in
 every thread (see gpuml/distributed.py); inside `with gpuml.distributed.gloo_group(...)`, "cpu"
-and "auto" are that group's context in the calling thread.
+and "auto" (or, for a group on a GPU, "auto", "cuda" and "cuda:N" of that GPU) are that group's
+context in the calling thread.
 """
 
 import ctypes
@@ -77,7 +78,7 @@ def get_context(device):
     """
     check_device(device)
     scoped = getattr(_per_thread, "group", None)
-    if scoped is not None and device in ("cpu", "auto"):
+    if scoped is not None and device in (("auto", "cuda", f"cuda:{scoped.device_id}") if scoped.is_cuda else ("cpu", "auto")):
         return scoped
     if device in ("cpu", "auto") and _distributed_cpu is not None:
         return _distributed_cpu
@@ -93,15 +94,17 @@ def get_context(device):
 
 
 def set_thread_group(context):
-    """Makes `context` (a CPU context holding a communicator) the calling thread's "cpu" and
-    "auto" until set_thread_group(None); returns the one it replaces."""
+    """Makes `context` (a context holding a communicator) the calling thread's "cpu" and "auto"
+    (a CPU context) or "auto", "cuda" and "cuda:N" of its GPU (a CUDA one) until
+    set_thread_group(None); returns the one it replaces."""
     previous = getattr(_per_thread, "group", None)
     _per_thread.group = context
     return previous
 
 
-def has_thread_group():
-    return getattr(_per_thread, "group", None) is not None
+def thread_group():
+    """The calling thread's group context (set_thread_group), or None."""
+    return getattr(_per_thread, "group", None)
 
 
 def cuda_device_count():

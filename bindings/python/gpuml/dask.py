@@ -15,8 +15,11 @@ grouping of sums. It returns rank 0's fitted estimator, an ordinary gpuml estima
 
 The ranks meet through the Dask scheduler (each rank's addresses a distributed.Variable,
 deleted after the fit), so no shared file system is needed; ``rendezvous_dir`` (a directory every
-worker can reach) is the alternative. The fits run on the workers' CPU backend (``device="cpu"``
-or ``"auto"``) and need gpuml built with Gloo.
+worker can reach) is the alternative. The fits need gpuml built with Gloo. They run on the
+workers' CPU backend for ``device="cpu"`` or ``"auto"``, and on their GPUs for ``device="cuda"``:
+the ranks of one host take its GPUs in turn (a worker that sees one GPU, as under dask-cuda, takes
+that one), and their collectives go over NCCL when every rank has a GPU of its own, else through
+host memory over Gloo (several workers may share a GPU). ``"cuda:N"`` puts every rank on GPU N.
 """
 
 import os
@@ -113,12 +116,20 @@ class _SchedulerStore:
             Variable(name).delete()
 
 
-def _fit_rank(estimator, n_ranks, rank, rendezvous_dir, prefix, timeout, xs, ys, ws, params):
-    """One rank's task on its worker: its rows, the Gloo group, the fit; rank 0 returns the model."""
+def _host_of(address):
+    """The host part of a Dask address ("tcp://10.0.0.5:8786" -> "10.0.0.5")."""
+    return address.split("://")[-1].rsplit(":", 1)[0].strip("[]")
+
+
+def _fit_rank(estimator, n_ranks, rank, rendezvous_dir, prefix, timeout, xs, ys, ws, params, device, gpu_slot):
+    """One rank's task on its worker: its rows, the Gloo group (on `device`; "cuda" takes the
+    host's GPU number gpu_slot, modulo the GPUs the worker sees), the fit; rank 0 returns the model."""
     from distributed import get_worker
     from sklearn.base import clone
 
-    host = get_worker().address.split("://")[-1].rsplit(":", 1)[0].strip("[]")  # the address Dask reaches it on
+    host = _host_of(get_worker().address)  # the address Dask reaches it on
+    if device == "cuda":
+        device = _distributed._gpu_for_slot(gpu_slot)
     X = np.concatenate(xs)
     y = np.concatenate(ys) if ys is not None else None
     kwargs = dict(params)
@@ -128,7 +139,7 @@ def _fit_rank(estimator, n_ranks, rank, rendezvous_dir, prefix, timeout, xs, ys,
     store = _SchedulerStore() if rendezvous_dir is None else None
     try:
         with _distributed.gloo_group(n_ranks, rank, rendezvous_dir, store=store, prefix=prefix, hostname=host,
-                                     timeout=timeout):
+                                     timeout=timeout, device=device):
             model.fit(X, y, **kwargs) if y is not None else model.fit(X, **kwargs)
     finally:
         if store is not None:
@@ -147,12 +158,7 @@ def fit(estimator, X, y=None, *, sample_weight=None, client=None, rendezvous_dir
     """
     from distributed import default_client, wait
 
-    params = estimator.get_params()
-    if params.get("device", "auto") not in ("cpu", "auto"):
-        raise ValueError(
-            f"gpuml.dask.fit: the ranks fit on the workers' CPU backend over Gloo; the estimator has "
-            f"device={params['device']!r} (use device=\"cpu\" or \"auto\")"
-        )
+    device = _distributed._group_device(estimator.get_params().get("device", "auto"))
     client = client or default_client()
     X = _as_dask_array(X, "X")
     row_chunks = X.chunks[0]
@@ -178,13 +184,15 @@ def fit(estimator, X, y=None, *, sample_weight=None, client=None, rendezvous_dir
 
     directory = None if rendezvous_dir is None else os.fspath(rendezvous_dir)
     prefix = f"gpuml-dask-{uuid.uuid4().hex}"
+    hosts = [_host_of(worker) for worker in assigned]
     tasks = []
     for rank, ((start, end), worker) in enumerate(zip(ranges, assigned)):
         blocks = slice(start, end)
+        gpu_slot = hosts[:rank].count(hosts[rank])  # this rank's number among the ranks of its host
         tasks.append(client.submit(
             _fit_rank, estimator, len(ranges), rank, directory, prefix, float(timeout), x_futures[blocks],
             y_futures[blocks] if y_futures is not None else None,
-            w_futures[blocks] if w_futures is not None else None, fit_params,
+            w_futures[blocks] if w_futures is not None else None, fit_params, device, gpu_slot,
             workers=[worker], allow_other_workers=False, pure=False, key=f"gpuml-fit-{prefix}-rank-{rank}"))
     return tasks[0].result()  # raises a rank's error; every rank holds the same model
 

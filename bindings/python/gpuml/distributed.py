@@ -37,7 +37,9 @@ LOCAL_RANK and the like); otherwise NotImplementedError. Tested over NCCL on two
 (``tests/mpi``'s ``nccl`` parts and ``benchmarks/scaling.py``).
 
 ``init_gloo(n_ranks, rank, rendezvous_dir)`` needs no MPI: Gloo (TCP) on the CPU context, the
-ranks meeting in a shared directory, for processes started by Dask, Spark or any launcher.
+ranks meeting in a shared directory or a caller's store, for processes started by Dask, Spark or
+any launcher; with ``device="cuda"``, on a CUDA context, whose collectives go over NCCL
+bootstrapped over Gloo when every rank has a GPU of its own, else through host memory over Gloo.
 """
 
 import contextlib
@@ -154,8 +156,31 @@ def _init_nccl(unique_id, n_ranks, rank):
         _context.set_distributed_context(context)
 
 
-def _gloo_context(function, n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout):
-    """A new CPU context with Gloo attached (collective), after checking the arguments."""
+_GPU_TRANSPORTS = ("auto", "nccl", "host")
+
+
+def _group_device(device):
+    """The device of an engine's group (Dask, Spark) for an estimator's `device`: the CPU for
+    "cpu" and "auto" (as gloo_group maps them), the estimator's own for "cuda" and "cuda:N"."""
+    _context.check_device(device)
+    return "cpu" if device in ("cpu", "auto") else device
+
+
+def _gpu_for_slot(slot):
+    """The GPU of a host's `slot`-th rank: the GPUs this process sees, taken in turn ("cuda"
+    when it sees none, which then fails with gpuml's own error)."""
+    n_gpus = _context.cuda_device_count()
+    return f"cuda:{slot % n_gpus}" if n_gpus > 0 else "cuda"
+
+
+def _gloo_context(function, n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout, device,
+                  gpu_transport):
+    """A new context of `device` with Gloo attached (collective), after checking the arguments."""
+    if device not in ("cpu", "cuda") and not (isinstance(device, str) and device.startswith("cuda:")):
+        raise ValueError(f'gpuml.distributed.{function}: device must be "cpu", "cuda" or "cuda:N", got {device!r}')
+    _context.check_device(device)
+    if gpu_transport not in _GPU_TRANSPORTS:
+        raise ValueError(f"gpuml.distributed.{function}: gpu_transport must be one of {_GPU_TRANSPORTS}, got {gpu_transport!r}")
     if not isinstance(n_ranks, int) or isinstance(n_ranks, bool) or n_ranks < 1:
         raise ValueError(f"gpuml.distributed.{function}: n_ranks must be an integer >= 1, got {n_ranks!r}")
     if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < n_ranks:
@@ -173,12 +198,12 @@ def _gloo_context(function, n_ranks, rank, rendezvous_dir, store, prefix, hostna
             f"gpuml.distributed.{function}: this gpuml was built without Gloo (Debian: libgloo-dev at build time); "
             "launch with mpirun and call gpuml.distributed.init() instead"
         )
-    params = {"prefix": str(prefix), "timeout_seconds": float(timeout)}
+    params = {"prefix": str(prefix), "timeout_seconds": float(timeout), "gpu_transport": gpu_transport}
     if hostname is not None:
         params["hostname"] = str(hostname)
     if interface is not None:
         params["interface"] = str(interface)
-    context = _context.Context("cpu")
+    context = _context.Context(device)
     if rendezvous_dir is not None:
         params["rendezvous_dir"] = rendezvous_dir
         _lib.check(_lib.lib.gpuml_context_attach_gloo(context.handle, n_ranks, rank, json.dumps(params).encode()))
@@ -228,18 +253,20 @@ def _attach_through_store(context, n_ranks, rank, params, store):
 
 @contextlib.contextmanager
 def gloo_group(n_ranks, rank, rendezvous_dir=None, *, store=None, prefix="gpuml", hostname=None, interface=None,
-               timeout=1800.0):
+               timeout=1800.0, device="cpu", gpu_transport="auto"):
     """A Gloo group for one job, in the calling thread only (collective: every rank enters it).
 
     The arguments are init_gloo's. Inside the ``with`` block, estimators with ``device="cpu"`` or
-    ``"auto"`` fit over the group's ranks in this thread; other threads, and this one afterwards,
-    are unaffected. For engines whose workers run many jobs (Dask, Spark barrier tasks), where
-    init_gloo's process-wide attachment would outlive the job::
+    ``"auto"`` (a group on a GPU: ``"auto"``, ``"cuda"`` or its ``"cuda:N"``) fit over the group's
+    ranks in this thread; other threads, and this one afterwards, are unaffected. For engines
+    whose workers run many jobs (Dask, Spark barrier tasks), where init_gloo's process-wide
+    attachment would outlive the job::
 
         with gpuml.distributed.gloo_group(n_ranks, rank, shared_dir, prefix=job_id):
             model = KMeans(n_clusters=8).fit(X_local)
     """
-    context = _gloo_context("gloo_group", n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout)
+    context = _gloo_context("gloo_group", n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout,
+                            device, gpu_transport)
     previous = _context.set_thread_group(context)
     try:
         yield
@@ -248,8 +275,9 @@ def gloo_group(n_ranks, rank, rendezvous_dir=None, *, store=None, prefix="gpuml"
 
 
 def init_gloo(n_ranks, rank, rendezvous_dir=None, *, store=None, prefix="gpuml", hostname=None, interface=None,
-              timeout=1800.0):
-    """Attaches Gloo (TCP) to the package's CPU context (collective: every rank calls it).
+              timeout=1800.0, device="cpu", gpu_transport="auto"):
+    """Attaches Gloo (TCP) to the package's CPU context, or to a CUDA context of `device`
+    (collective: every rank calls it with the same kind of device).
 
     For ranks started by an engine other than mpirun (Dask, Spark, a plain launcher): rank `rank`
     of `n_ranks` meets the others in `rendezvous_dir`, a directory every rank can read and write
@@ -261,13 +289,21 @@ def init_gloo(n_ranks, rank, rendezvous_dir=None, *, store=None, prefix="gpuml",
     `hostname` or `interface` is the address this rank listens on (default: the host name's). A
     rank that waits longer than `timeout` seconds (the rendezvous, a collective) raises OSError
     instead of hanging. Afterwards every estimator with ``device="cpu"`` or
-    ``"auto"`` fits over the ranks, as after init(). NotImplementedError when gpuml was built
-    without Gloo; RuntimeError when init() or init_gloo() already ran.
+    ``"auto"`` fits over the ranks, as after init().
+
+    ``device="cuda"`` (or ``"cuda:N"``, this rank's GPU) attaches a CUDA context instead, on
+    which estimators with ``device="cuda"`` fit over the ranks. `gpu_transport` says how its
+    collectives travel: ``"nccl"`` (NCCL bootstrapped over Gloo; every rank needs a GPU of its
+    own), ``"host"`` (Gloo itself, device memory staged through host memory; ranks may share a
+    GPU) or ``"auto"`` (NCCL when every rank has a GPU of its own and gpuml has NCCL, else host;
+    the ranks choose together). NotImplementedError when gpuml was built without Gloo;
+    RuntimeError when init() or init_gloo() already ran.
     """
     with _lock:
         if _context.distributed_context() is not None:
             raise RuntimeError("gpuml.distributed.init() or init_gloo() was already called in this process")
-        context = _gloo_context("init_gloo", n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout)
+        context = _gloo_context("init_gloo", n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout,
+                                device, gpu_transport)
         _context.set_distributed_context(context)
 
 
@@ -284,7 +320,7 @@ def is_initialized():
 
 
 def _rank_and_size():
-    context = _context.get_context("cpu") if _context.has_thread_group() else _context.distributed_context()
+    context = _context.thread_group() or _context.distributed_context()
     if context is None:
         return 0, 1
     rank, n_ranks = ctypes.c_int32(), ctypes.c_int32()

@@ -15,7 +15,10 @@ features: a list of numeric columns, or one column of arrays or ML vectors. labe
 column names (or None). The ranks meet through a small key-value server the driver starts for
 the job (Python's multiprocessing manager, with a random authkey), which every executor reaches
 as it reaches the driver; ``rendezvous_dir`` (a directory every executor can reach) is the
-alternative. The fits run on the executors' CPU backend and need gpuml built with Gloo.
+alternative. The fits need gpuml built with Gloo. They run on the executors' CPU backend for
+``device="cpu"`` or ``"auto"``, and on GPUs for ``device="cuda"``: each task takes the GPU Spark
+assigned it (spark.task.resource.gpu.amount) or else its host's GPUs in turn; the collectives go
+over NCCL when every rank has a GPU of its own, else through host memory over Gloo.
 """
 
 import os
@@ -96,7 +99,23 @@ def _connect_store(address, key):
     return client.board()
 
 
-def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, timeout, fit_params, store_at=None):
+def _task_gpu(context, holders, device):
+    """The group's device for a barrier task: `device` unless it is "cuda", which takes the GPU
+    Spark assigned the task (its "gpu" resource) or else the host's GPUs in turn, by the task's
+    number among the ranks of its host."""
+    if device != "cuda":
+        return device
+    gpus = context.resources().get("gpu")
+    if gpus is not None and gpus.addresses:
+        return f"cuda:{gpus.addresses[0]}"
+    infos = context.getTaskInfos()
+    hosts = [infos[p].address.rsplit(":", 1)[0] for p in holders]
+    rank = holders.index(context.partitionId())
+    return _distributed._gpu_for_slot(hosts[:rank].count(hosts[rank]))
+
+
+def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, timeout, fit_params, store_at=None,
+                   device="cpu"):
     """The barrier task of every partition: its rows, the ranks (the partitions with rows), the fit."""
 
     def task(rows):
@@ -117,8 +136,9 @@ def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, t
             kwargs["sample_weight"] = np.array([r[weight] for r in rows], dtype=np.float64)
         model = clone(estimator)
         store = _connect_store(*store_at) if store_at is not None else None
+        group_device = _task_gpu(context, holders, device)
         with _distributed.gloo_group(n_ranks, rank, rendezvous_dir, store=store, prefix=prefix, hostname=host,
-                                     timeout=timeout):
+                                     timeout=timeout, device=group_device):
             if label is not None:
                 model.fit(X, np.array([r[label] for r in rows]), **kwargs)
             else:
@@ -131,12 +151,7 @@ def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, t
 def fit(estimator, df, features, label=None, weight=None, *, rendezvous_dir=None, timeout=1800.0, **fit_params):
     """Fits a clone of `estimator` (a gpuml estimator, left unchanged) on DataFrame `df` over
     Spark's executors; returns the fitted clone. See the module's docstring for the arguments."""
-    params = estimator.get_params()
-    if params.get("device", "auto") not in ("cpu", "auto"):
-        raise ValueError(
-            f"gpuml.spark.fit: the ranks fit on the executors' CPU backend over Gloo; the estimator has "
-            f"device={params['device']!r} (use device=\"cpu\" or \"auto\")"
-        )
+    device = _distributed._group_device(estimator.get_params().get("device", "auto"))
     columns = _columns(features, label, weight)
     missing = [c for c in columns if c not in df.columns]
     if missing:
@@ -157,7 +172,8 @@ def fit(estimator, df, features, label=None, weight=None, *, rendezvous_dir=None
         manager, address, key = _driver_store(selected.sparkSession.sparkContext.getConf().get("spark.driver.host"))
         store_at = (address, key)
     try:
-        task = _fit_partition(estimator, features, label, weight, directory, prefix, float(timeout), fit_params, store_at)
+        task = _fit_partition(estimator, features, label, weight, directory, prefix, float(timeout), fit_params, store_at,
+                              device)
         models = rows.barrier().mapPartitions(task).collect()
     finally:
         if manager is not None:
