@@ -29,7 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def client():
     # The workers are new processes: they find the package and the library as this one does.
     saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "GPUML_LIBRARY", "OMP_NUM_THREADS")}
-    os.environ["PYTHONPATH"] = str(REPO_ROOT / "bindings" / "python")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "bindings" / "python"), saved["PYTHONPATH"]]))
     os.environ["GPUML_LIBRARY"] = gpuml.library_path
     os.environ["OMP_NUM_THREADS"] = "1"
     try:
