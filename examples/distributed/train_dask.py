@@ -1,4 +1,4 @@
-"""A defect classifier trained over Dask workers: python examples/distributed/train_dask.py [--workers N]
+"""A defect classifier trained over Dask workers: python examples/distributed/train_dask.py [--workers N] [--device cuda]
 
 The steel plates (../shared/datasets, 7 fault classes) as a Dask array in row blocks; a
 RandomForestClassifier fitted over the workers that hold the blocks (gpuml.dask.fit: the workers
@@ -23,6 +23,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--trees", type=int, default=50)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: each rank on a GPU (NCCL when each has its own)")
     args = parser.parse_args(argv)
 
     import dask.array as da
@@ -46,11 +47,11 @@ def main(argv=None):
             Client(cluster) as client:
         X_train = da.from_array(X[train], chunks=(len(train) // (2 * args.workers) + 1, X.shape[1]))
         y_train = da.from_array(y[train], chunks=(X_train.chunks[0],))
-        forest = gpuml.dask.fit(RandomForestClassifier(**params, device="cpu"), X_train, y_train, client=client)
+        forest = gpuml.dask.fit(RandomForestClassifier(**params, device=args.device), X_train, y_train, client=client)
         predicted = gpuml.dask.predict(forest, da.from_array(X[test], chunks=(len(test) // 2 + 1, X.shape[1]))).compute()
 
     accuracy = float(np.mean(predicted == y[test]))
-    local = RandomForestClassifier(**params, device="cpu").fit(X[train], y[train])
+    local = RandomForestClassifier(**params, device=args.device).fit(X[train], y[train])
     same = np.array_equal(local.predict_proba(X[test]), forest.predict_proba(X[test]))
     sk_accuracy = SkForest(**params).fit(X[train], y[train]).score(X[test], y[test])
     print(f"steel plates: {len(train)} training rows in {X_train.numblocks[0]} blocks on {args.workers} Dask workers, "

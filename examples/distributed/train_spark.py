@@ -1,4 +1,4 @@
-"""A defect classifier trained over Spark: python examples/distributed/train_spark.py [--partitions N]
+"""A defect classifier trained over Spark: python examples/distributed/train_spark.py [--partitions N] [--device cuda]
 
 The steel plates (../shared/datasets, 7 fault classes) as a Spark DataFrame of named feature
 columns in N partitions (local mode); a RandomForestClassifier fitted over the partitions as
@@ -23,6 +23,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--trees", type=int, default=50)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: each rank on a GPU (NCCL when each has its own)")
     args = parser.parse_args(argv)
 
     from pyspark.sql import SparkSession
@@ -51,13 +52,13 @@ def main(argv=None):
             data = [tuple(float(v) for v in x) + (float(label),) for x, label in zip(X[rows], y[rows])]
             return spark.sparkContext.parallelize(data, args.partitions).toDF(features + ["fault"])
 
-        forest = gpuml.spark.fit(RandomForestClassifier(**params, device="cpu"), frame(train), features, label="fault")
+        forest = gpuml.spark.fit(RandomForestClassifier(**params, device=args.device), frame(train), features, label="fault")
         scored = gpuml.spark.predict(forest, frame(test), features).select("fault", "prediction").collect()
     finally:
         spark.stop()
 
     accuracy = float(np.mean([r.prediction == r.fault for r in scored]))
-    local = RandomForestClassifier(**params, device="cpu").fit(X[train], y[train].astype(float))
+    local = RandomForestClassifier(**params, device=args.device).fit(X[train], y[train].astype(float))
     same = np.array_equal(local.predict_proba(X[test]), forest.predict_proba(X[test]))
     sk_accuracy = SkForest(**params).fit(X[train], y[train]).score(X[test], y[test])
     print(f"steel plates: {len(train)} training rows in {args.partitions} Spark partitions, {len(test)} held out, "

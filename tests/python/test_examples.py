@@ -108,6 +108,9 @@ def test_distributed_defect_examples_grow_the_one_process_forest(example, engine
         load_steel_plates()
     except FileNotFoundError as e:
         pytest.skip(str(e))
-    assert load_example(example).main(["--trees", "10"]) == 0
-    out = capsys.readouterr().out
-    assert "the same forest as one process's fit: True" in out, out
+    from conftest import CUDA_DEVICE_COUNT
+
+    for device in ["cpu"] + (["cuda"] if CUDA_DEVICE_COUNT > 0 else []):
+        assert load_example(example).main(["--trees", "10", "--device", device]) == 0, device
+        out = capsys.readouterr().out
+        assert "the same forest as one process's fit: True" in out, out
