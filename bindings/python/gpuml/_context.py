@@ -71,10 +71,10 @@ def set_distributed_context(context):
 def get_context(device):
     """The calling thread's context for `device` (created on first use).
 
-    After gpuml.distributed.init(): "cpu" and "auto" are the attached CPU context (as before
-    CUDA contexts could be attached: forests and PageRank run over ranks on the CPU only); "cuda"
-    and "cuda:N" of this rank's GPU are the attached CUDA context (the rank's GPU, which need not
-    be device 0), and "auto" is that one when only a CUDA context was attached (the NCCL form).
+    After gpuml.distributed.init(): "cpu" and "auto" are the attached CPU context; "cuda" and
+    "cuda:N" of this rank's GPU are the attached CUDA context (the rank's GPU, which need not be
+    device 0), and "auto" is that one when only a CUDA context was attached (the NCCL form, or
+    init_gloo with a CUDA device). Inside a gloo_group, the group's context comes first.
     """
     check_device(device)
     scoped = getattr(_per_thread, "group", None)
