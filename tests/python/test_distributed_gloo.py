@@ -195,29 +195,41 @@ class DictStore:
             return self.values[key] if self.changed.wait_for(lambda: key in self.values, timeout) else None
 
 
-@needs_gloo
-def test_gloo_groups_in_threads_meet_through_a_store(rng):
+def on_threads(n_ranks, rank):
+    """rank(r) on n_ranks threads; their results in rank order, or the first error raised."""
     import threading
 
+    results, errors = [None] * n_ranks, []
+
+    def run(r):
+        try:
+            results[r] = rank(r)
+        except BaseException as e:  # noqa: BLE001 - raised below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(n_ranks)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors, errors
+    return results
+
+
+@needs_gloo
+def test_gloo_groups_in_threads_meet_through_a_store(rng):
     n_ranks = int(rng.integers(2, 5))
     X = rng.normal(size=(int(rng.integers(50, 200)), 3))
     y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=len(X))
     rows = np.array_split(np.arange(len(X)), n_ranks)
-    store, results, errors = DictStore(), [None] * n_ranks, []
+    store = DictStore()
 
     def rank(r):
-        try:
-            with distributed.gloo_group(n_ranks, r, store=store, prefix="threads", hostname="127.0.0.1", timeout=60):
-                assert distributed.rank() == r and distributed.size() == n_ranks
-                results[r] = LinearRegression(device="cpu").fit(X[rows[r]], y[rows[r]]).coef_
-            assert distributed.size() == 1  # the group ended with the block
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        with distributed.gloo_group(n_ranks, r, store=store, prefix="threads", hostname="127.0.0.1", timeout=60):
+            assert distributed.rank() == r and distributed.size() == n_ranks
+            coef = LinearRegression(device="cpu").fit(X[rows[r]], y[rows[r]]).coef_
+        assert distributed.size() == 1  # the group ended with the block
+        return coef
 
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(n_ranks)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert not errors, errors
+    results = on_threads(n_ranks, rank)
     for r in range(n_ranks):
         assert np.array_equal(results[r], results[0])  # every rank the same bits
     np.testing.assert_allclose(results[0], SkLinearRegression().fit(X, y).coef_, rtol=1e-9)  # sums regrouped
@@ -242,8 +254,6 @@ def test_a_failing_store_is_the_cause_of_the_error():
 def test_gloo_groups_on_one_gpu_fit_through_the_host(rng):
     """Ranks (threads) whose CUDA contexts share one GPU: "auto" takes Gloo through host memory
     (NCCL refuses two ranks on one GPU, and "nccl" is then an error on every rank)."""
-    import threading
-
     from conftest import CUDA_DEVICE_COUNT, cuda_or_skip
 
     if CUDA_DEVICE_COUNT == 0:
@@ -254,27 +264,21 @@ def test_gloo_groups_on_one_gpu_fit_through_the_host(rng):
     labels = (X[:, 0] + 0.3 * rng.normal(size=len(X)) > 0).astype(np.int64)
     rows = np.array_split(np.arange(len(X)), n_ranks)
     forest_params = dict(n_estimators=4, max_depth=6, random_state=int(rng.integers(1000)), device="cuda")
-    store, results, errors = DictStore(), [None] * n_ranks, []
+    store = DictStore()
 
     def rank(r):
-        try:
-            with distributed.gloo_group(n_ranks, r, store=store, prefix="gpu", hostname="127.0.0.1", timeout=60,
-                                        device="cuda"):
-                assert distributed.rank() == r and distributed.size() == n_ranks
-                ols = LinearRegression(device="cuda").fit(X[rows[r]], y[rows[r]])
-                forest = RandomForestClassifier(**forest_params).fit(X[rows[r]], labels[rows[r]])
-                results[r] = (ols.coef_, forest.predict_proba(X))
-            with pytest.raises(ValueError, match="share one GPU"):
-                with distributed.gloo_group(n_ranks, r, store=store, prefix="gpu-nccl", hostname="127.0.0.1",
-                                            timeout=60, device="cuda", gpu_transport="nccl"):
-                    pass
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        with distributed.gloo_group(n_ranks, r, store=store, prefix="gpu", hostname="127.0.0.1", timeout=60,
+                                    device="cuda"):
+            assert distributed.rank() == r and distributed.size() == n_ranks
+            ols = LinearRegression(device="cuda").fit(X[rows[r]], y[rows[r]])
+            forest = RandomForestClassifier(**forest_params).fit(X[rows[r]], labels[rows[r]])
+        with pytest.raises(ValueError, match="share one GPU"):
+            with distributed.gloo_group(n_ranks, r, store=store, prefix="gpu-nccl", hostname="127.0.0.1",
+                                        timeout=60, device="cuda", gpu_transport="nccl"):
+                pass
+        return ols.coef_, forest.predict_proba(X)
 
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(n_ranks)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert not errors, errors
+    results = on_threads(n_ranks, rank)
     for r in range(n_ranks):
         assert np.array_equal(results[r][0], results[0][0])  # every rank the same bits
         assert np.array_equal(results[r][1], results[0][1])
