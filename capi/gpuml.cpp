@@ -56,6 +56,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/comm_detail.hpp"
 #include "core/distributed.hpp"
 #include "core/staging.hpp"
 #include "gpuml/core/comm.hpp"
@@ -496,6 +497,16 @@ struct GlooAttach {
   gpuml::GpuTransport transport = gpuml::GpuTransport::automatic;
 };
 
+// The attach functions' "gpu_transport": "auto" (the default), "nccl" or "host".
+gpuml::GpuTransport gpu_transport_of(gpuml::detail::ParamReader& reader, const char* function) {
+  const std::string transport = reader.get_string("gpu_transport", "auto");
+  if (transport == "nccl") return gpuml::GpuTransport::nccl;
+  if (transport == "host") return gpuml::GpuTransport::host;
+  if (transport != "auto")
+    invalid(std::string(function) + ": gpu_transport must be \"auto\", \"nccl\" or \"host\", got \"" + transport + "\"");
+  return gpuml::GpuTransport::automatic;
+}
+
 GlooAttach gloo_attach(const char* params_json, const char* function, bool with_dir) {
   require_arg(params_json, function, "params_json");
   const nlohmann::json json = gpuml::detail::parse_params(params_json, "gloo");
@@ -507,11 +518,7 @@ GlooAttach gloo_attach(const char* params_json, const char* function, bool with_
   options.hostname = reader.get_string("hostname", "");
   options.interface = reader.get_string("interface", "");
   options.timeout_seconds = reader.get_double("timeout_seconds", options.timeout_seconds);
-  const std::string transport = reader.get_string("gpu_transport", "auto");
-  if (transport == "nccl") attach.transport = gpuml::GpuTransport::nccl;
-  else if (transport == "host") attach.transport = gpuml::GpuTransport::host;
-  else if (transport != "auto")
-    invalid(std::string(function) + ": gpu_transport must be \"auto\", \"nccl\" or \"host\", got \"" + transport + "\"");
+  attach.transport = gpu_transport_of(reader, function);
   reader.finish();
   return attach;
 }
@@ -562,6 +569,59 @@ gpuml_status_t gpuml_context_attach_gloo_store(gpuml_context_t ctx, int32_t n_ra
     if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
     CallerGlooStore adapter(*store);
     context.attach_comm(gpuml::Comm::for_context(context, gpuml::Comm::gloo(n_ranks, rank, adapter, attach.options), attach.transport));
+  });
+}
+
+// A caller's gpuml_comm_t as a Comm; a callback's failure becomes an io error naming the collective.
+class CallerComm final : public gpuml::Comm {
+ public:
+  explicit CallerComm(const gpuml_comm_t& comm) : comm_(comm) {}
+  int rank() const override { return comm_.rank; }
+  int size() const override { return comm_.n_ranks; }
+  const char* kind() const override { return "caller"; }
+  void allreduce_sum(void* data, int64_t count, gpuml::DType dtype) override {
+    gpuml::detail::check_collective(*this, "allreduce_sum", data, count, dtype);
+    check(comm_.allreduce_sum(comm_.user, data, count, static_cast<int32_t>(dtype)), "allreduce_sum");
+  }
+  void allgatherv(const void* send, int64_t count, void* recv, const int64_t* counts, gpuml::DType dtype) override {
+    gpuml::detail::check_collective(*this, "allgatherv", send, count, dtype);
+    gpuml::detail::check_collective(*this, "allgatherv", recv, gpuml::detail::check_counts(*this, count, counts), dtype);
+    check(comm_.allgatherv(comm_.user, send, count, recv, counts, static_cast<int32_t>(dtype)), "allgatherv");
+  }
+  void broadcast(void* data, int64_t count, gpuml::DType dtype, int root) override {
+    gpuml::detail::check_collective(*this, "broadcast", data, count, dtype);
+    gpuml::detail::check_root(*this, "broadcast", root);
+    check(comm_.broadcast(comm_.user, data, count, static_cast<int32_t>(dtype), root), "broadcast");
+  }
+  void barrier() override { check(comm_.barrier(comm_.user), "barrier"); }
+
+ private:
+  static void check(int32_t rc, const char* op) {
+    if (rc != 0)
+      gpuml::throw_error(ErrorCode::io, std::string("the caller's communicator failed in ") + op + " (it returned " +
+                                            std::to_string(rc) + ")");
+  }
+  gpuml_comm_t comm_;
+};
+
+gpuml_status_t gpuml_context_attach_comm(gpuml_context_t ctx, const gpuml_comm_t* comm, const char* params_json) {
+  const char* function = "gpuml_context_attach_comm";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    require_arg(comm, function, "comm");
+    require_arg(params_json, function, "params_json");
+    if (!comm->allreduce_sum || !comm->allgatherv || !comm->broadcast || !comm->barrier)
+      invalid(std::string(function) + ": comm->allreduce_sum, allgatherv, broadcast and barrier must all be set");
+    if (comm->n_ranks < 1) invalid(std::string(function) + ": comm->n_ranks must be >= 1, got " + std::to_string(comm->n_ranks));
+    if (comm->rank < 0 || comm->rank >= comm->n_ranks)
+      invalid(std::string(function) + ": comm->rank must be in [0, n_ranks) = [0, " + std::to_string(comm->n_ranks) + "), got " +
+              std::to_string(comm->rank));
+    const nlohmann::json json = gpuml::detail::parse_params(params_json, "comm");
+    gpuml::detail::ParamReader reader(json, "comm");
+    const gpuml::GpuTransport transport = gpu_transport_of(reader, function);
+    reader.finish();
+    if (context.has_comm()) invalid(std::string(function) + ": this context already has a communicator; attach once per context");
+    context.attach_comm(gpuml::Comm::for_context(context, std::make_shared<CallerComm>(*comm), transport));
   });
 }
 

@@ -12,6 +12,7 @@
 import os
 import secrets
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +66,20 @@ def seed():
 @pytest.fixture
 def rng(seed):
     return np.random.default_rng(seed)
+
+
+def on_threads(n_ranks, rank):
+    """rank(r) on n_ranks threads; their results in rank order, or the first error raised."""
+    results, errors = [None] * n_ranks, []
+
+    def run(r):
+        try:
+            results[r] = rank(r)
+        except BaseException as e:  # noqa: BLE001 - raised below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(n_ranks)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors, errors
+    return results

@@ -20,6 +20,8 @@ from gpuml.decomposition import PCA
 from gpuml.ensemble import RandomForestClassifier
 from gpuml.linear_model import LinearRegression, LogisticRegression
 
+from conftest import on_threads
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 needs_gloo = pytest.mark.skipif(not gpuml.build_info().get("gloo"), reason="gpuml built without Gloo")
 
@@ -71,9 +73,11 @@ def make_data(seed):
 
 
 def shares(n, n_ranks, seed):
-    """Uneven contiguous shares of the rows, every rank holding every class (a share of ~n/6 or more)."""
-    cuts = np.sort(np.random.default_rng(seed + 1).choice(np.arange(n // 6, n - n // 6), n_ranks - 1, replace=False))
-    bounds = [0, *cuts.tolist(), n]
+    """Uneven contiguous shares of the rows, each of n // (2 * n_ranks) rows or more, so that every
+    rank holds every class (the Python classifiers need that) and more rows than KMeans' clusters."""
+    least = n // (2 * n_ranks)
+    extra = np.sort(np.random.default_rng(seed + 1).integers(0, n - n_ranks * least + 1, size=n_ranks - 1))
+    bounds = [0, *(extra + least * np.arange(1, n_ranks)).tolist(), n]
     return [np.arange(bounds[r], bounds[r + 1]) for r in range(n_ranks)]
 
 
@@ -87,8 +91,8 @@ def run_ranks(n_ranks, directory, prefix, seed, script=RANK_SCRIPT):
         for r in range(n_ranks)
     ]
     outputs = [p.communicate(timeout=180) for p in ranks]
-    for r, (p, (stdout, stderr)) in enumerate(zip(ranks, outputs)):
-        assert p.returncode == 0, f"rank {r}: {stdout}{stderr}"
+    failed = [f"rank {r}: {stdout}{stderr}" for r, (p, (stdout, stderr)) in enumerate(zip(ranks, outputs)) if p.returncode]
+    assert not failed, "\n".join(failed)  # every failing rank's output: the first to fail says why
     return [json.loads(next(line for line in stdout.splitlines() if line.startswith("RESULT "))[7:])
             for stdout, _ in outputs]
 
@@ -193,25 +197,6 @@ class DictStore:
     def get(self, key, timeout):
         with self.changed:
             return self.values[key] if self.changed.wait_for(lambda: key in self.values, timeout) else None
-
-
-def on_threads(n_ranks, rank):
-    """rank(r) on n_ranks threads; their results in rank order, or the first error raised."""
-    import threading
-
-    results, errors = [None] * n_ranks, []
-
-    def run(r):
-        try:
-            results[r] = rank(r)
-        except BaseException as e:  # noqa: BLE001 - raised below, in the test's thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(n_ranks)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert not errors, errors
-    return results
 
 
 @needs_gloo

@@ -13,7 +13,7 @@ import os
 
 from sklearn.exceptions import NotFittedError
 
-EXPECTED_ABI_VERSION = 5
+EXPECTED_ABI_VERSION = 6
 
 # gpuml_status_t
 OK = 0
@@ -79,6 +79,22 @@ class gpuml_gloo_store_t(ctypes.Structure):
     _fields_ = [("user", ctypes.c_void_p), ("set", GLOO_STORE_SET), ("get", GLOO_STORE_GET)]
 
 
+# gpuml_comm_t's callbacks: allreduce_sum(user, data, count, dtype), allgatherv(user, send, count,
+# recv, counts, dtype), broadcast(user, data, count, dtype, root), barrier(user).
+COMM_ALLREDUCE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32)
+COMM_ALLGATHERV = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                   ctypes.POINTER(ctypes.c_int64), ctypes.c_int32)
+COMM_BROADCAST = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32,
+                                  ctypes.c_int32)
+COMM_BARRIER = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+
+
+class gpuml_comm_t(ctypes.Structure):
+    _fields_ = [("user", ctypes.c_void_p), ("rank", ctypes.c_int32), ("n_ranks", ctypes.c_int32),
+                ("allreduce_sum", COMM_ALLREDUCE), ("allgatherv", COMM_ALLGATHERV), ("broadcast", COMM_BROADCAST),
+                ("barrier", COMM_BARRIER)]
+
+
 _context_t = ctypes.c_void_p
 _estimator_t = ctypes.c_void_p
 _graph_t = ctypes.c_void_p
@@ -104,6 +120,7 @@ _SIGNATURES = {
     "gpuml_context_attach_gloo": (_status_t, [_context_t, ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p]),
     "gpuml_context_attach_gloo_store": (_status_t, [_context_t, ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p,
                                                     ctypes.POINTER(gpuml_gloo_store_t)]),
+    "gpuml_context_attach_comm": (_status_t, [_context_t, ctypes.POINTER(gpuml_comm_t), ctypes.c_char_p]),
     "gpuml_context_rank": (_status_t, [_context_t, _i32_p, _i32_p]),
     "gpuml_estimator_create": (_status_t, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_estimator_t)]),
     "gpuml_estimator_free": (_status_t, [_estimator_t]),

@@ -10,7 +10,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _array
-from ._base import GpumlEstimator
+from ._base import GpumlEstimator, _n_ranks
 from ._context import get_context
 
 __all__ = ["KMeans"]
@@ -127,7 +127,8 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Gp
         """Computes k-means clustering of X (n_samples x n_features); returns self."""
         self._validate_params()
         X, kind = self._prepare_X(X, reset=True)
-        if X.shape[0] < self.n_clusters:
+        # Over several ranks a rank may hold fewer rows than clusters: the fit checks all ranks' total.
+        if X.shape[0] < self.n_clusters and _n_ranks(self._context_for(kind)) == 1:
             raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}.")
         if self.algorithm == "elkan" and self.n_clusters == 1:  # scikit-learn's warning, word for word
             warnings.warn(

@@ -36,6 +36,10 @@ the id), when gpuml was built with NCCL (on this rank's GPU, as above, from the 
 LOCAL_RANK and the like); otherwise NotImplementedError. Tested over NCCL on two GPUs
 (``tests/mpi``'s ``nccl`` parts and ``benchmarks/scaling.py``).
 
+``init_comm(comm)`` attaches a communicator the program already has: an mpi4py communicator
+(which init() itself uses when gpuml was built without MPI) or any object with the four
+collectives on NumPy arrays; ``comm_group(comm)`` is its per-thread form.
+
 ``init_gloo(n_ranks, rank, rendezvous_dir)`` needs no MPI: Gloo (TCP) on the CPU context, the
 ranks meeting in a shared directory or a caller's store, for processes started by Dask, Spark or
 any launcher; with ``device="cuda"``, on a CUDA context, whose collectives go over NCCL
@@ -47,6 +51,9 @@ import ctypes
 import json
 import os
 import threading
+import warnings
+
+import numpy as np
 
 from . import _context, _lib
 
@@ -94,8 +101,9 @@ def local_size(comm=None):
 def init(unique_id=None, n_ranks=None, rank=None, *, cuda=None):
     """Attaches communicators to the package's default contexts (collective).
 
-    With no arguments: MPI_COMM_WORLD (the program launched by mpirun; mpi4py used when present)
-    on the CPU context and, when gpuml has NCCL and every rank has a GPU of its own, NCCL
+    With no arguments: MPI_COMM_WORLD (the program launched by mpirun; mpi4py used when present,
+    and needed when gpuml was built without MPI, as a wheel is: mpi4py then carries the
+    collectives, through init_comm's path) on the CPU context and, when gpuml has NCCL and every rank has a GPU of its own, NCCL
     bootstrapped over MPI on a CUDA context of this rank's GPU (its local rank).
     ``cuda=False`` attaches the CPU context only; ``cuda=True`` requires the CUDA one.
     With ``(unique_id, n_ranks, rank)``: an NCCL communicator on the default CUDA context
@@ -113,8 +121,17 @@ def init(unique_id=None, n_ranks=None, rank=None, *, cuda=None):
             world = MPI.COMM_WORLD
         except ImportError:
             world = None  # gpuml_context_attach_mpi initializes MPI itself
+        # A gpuml built without MPI (a wheel) has mpi4py's MPI carry its collectives.
+        through_mpi4py = not _lib.build_info().get("mpi") and world is not None
+
+        def attach(context):
+            if through_mpi4py:
+                _attach_comm(context, _Mpi4pyCollectives(world), "nccl" if context.is_cuda else "auto")
+            else:
+                _lib.check(_lib.lib.gpuml_context_attach_mpi(context.handle))
+
         context = _context.Context("cpu")
-        _lib.check(_lib.lib.gpuml_context_attach_mpi(context.handle))
+        attach(context)
         _context.set_distributed_context(context)
         # NCCL needs a GPU of its own per rank: attach CUDA only when every rank's node has at
         # least as many GPUs as ranks (several ranks sharing one GPU keep to the CPU context).
@@ -128,7 +145,7 @@ def init(unique_id=None, n_ranks=None, rank=None, *, cuda=None):
                                "more ranks than GPUs")
         if cuda is not False and n_gpus > 0 and own_gpu:
             gpu = _context.Context(f"cuda:{local_rank(world) % n_gpus}")
-            _lib.check(_lib.lib.gpuml_context_attach_mpi(gpu.handle))
+            attach(gpu)
             _context.set_distributed_context(gpu)
 
 
@@ -159,6 +176,15 @@ def _init_nccl(unique_id, n_ranks, rank):
 _GPU_TRANSPORTS = ("auto", "nccl", "host")
 
 
+def _check_group_device(function, device, gpu_transport):
+    """A group's device is "cpu", "cuda" or "cuda:N", its gpu_transport one of _GPU_TRANSPORTS."""
+    if device not in ("cpu", "cuda") and not (isinstance(device, str) and device.startswith("cuda:")):
+        raise ValueError(f'gpuml.distributed.{function}: device must be "cpu", "cuda" or "cuda:N", got {device!r}')
+    _context.check_device(device)
+    if gpu_transport not in _GPU_TRANSPORTS:
+        raise ValueError(f"gpuml.distributed.{function}: gpu_transport must be one of {_GPU_TRANSPORTS}, got {gpu_transport!r}")
+
+
 def _group_device(device):
     """The device of an engine's group (Dask, Spark) for an estimator's `device`: the CPU for
     "cpu" and "auto" (as gloo_group maps them), the estimator's own for "cuda" and "cuda:N"."""
@@ -176,11 +202,7 @@ def _gpu_for_slot(slot):
 def _gloo_context(function, n_ranks, rank, rendezvous_dir, store, prefix, hostname, interface, timeout, device,
                   gpu_transport):
     """A new context of `device` with Gloo attached (collective), after checking the arguments."""
-    if device not in ("cpu", "cuda") and not (isinstance(device, str) and device.startswith("cuda:")):
-        raise ValueError(f'gpuml.distributed.{function}: device must be "cpu", "cuda" or "cuda:N", got {device!r}')
-    _context.check_device(device)
-    if gpu_transport not in _GPU_TRANSPORTS:
-        raise ValueError(f"gpuml.distributed.{function}: gpu_transport must be one of {_GPU_TRANSPORTS}, got {gpu_transport!r}")
+    _check_group_device(function, device, gpu_transport)
     if not isinstance(n_ranks, int) or isinstance(n_ranks, bool) or n_ranks < 1:
         raise ValueError(f"gpuml.distributed.{function}: n_ranks must be an integer >= 1, got {n_ranks!r}")
     if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < n_ranks:
@@ -249,6 +271,145 @@ def _attach_through_store(context, n_ranks, rank, params, store):
         except Exception as e:
             raise e from failures[0]
     _lib.check(status)
+
+
+_NUMPY_DTYPES = {0: np.float32, 1: np.float64, 2: np.int32, 3: np.int64}  # gpuml_dtype_t
+
+
+def _buffer(address, count, dtype):
+    """`count` elements of gpuml dtype `dtype` at `address` as a NumPy array over that memory."""
+    element = np.dtype(_NUMPY_DTYPES[dtype])
+    if count == 0 or not address:
+        return np.empty(0, element)
+    return np.frombuffer((ctypes.c_char * (count * element.itemsize)).from_address(address), dtype=element)
+
+
+class _Mpi4pyCollectives:
+    """The collectives over an mpi4py communicator (a duplicate of it, so gpuml's messages never
+    meet the program's). Floating-point sums are reduced to rank 0, then broadcast: every rank
+    holds the same bits."""
+
+    def __init__(self, comm):
+        self.comm = comm.Dup()
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+
+    def allreduce_sum(self, data):
+        from mpi4py import MPI
+
+        if data.dtype.kind != "f":
+            self.comm.Allreduce(MPI.IN_PLACE, data, op=MPI.SUM)  # integers: exact in any order
+        elif self.rank == 0:
+            self.comm.Reduce(MPI.IN_PLACE, data, op=MPI.SUM, root=0)
+        else:
+            self.comm.Reduce(data, None, op=MPI.SUM, root=0)
+        if data.dtype.kind == "f":
+            self.comm.Bcast(data, root=0)
+
+    def allgatherv(self, send, recv, counts):
+        self.comm.Allgatherv(send, [recv, counts])
+
+    def broadcast(self, data, root):
+        self.comm.Bcast(data, root=root)
+
+    def barrier(self):
+        self.comm.Barrier()
+
+
+_COLLECTIVES = ("allreduce_sum", "allgatherv", "broadcast", "barrier")
+
+
+def _collectives(function, comm):
+    """`comm` as an object with rank, size and the four collectives on NumPy arrays: an mpi4py
+    communicator wrapped, or the caller's own object as it is."""
+    if all(hasattr(comm, name) for name in ("Get_rank", "Get_size", "Allgatherv", "Dup")):
+        return _Mpi4pyCollectives(comm)
+    missing = [name for name in _COLLECTIVES if not callable(getattr(comm, name, None))]
+    if missing:
+        raise ValueError(f"gpuml.distributed.{function}: comm must be an mpi4py communicator or have rank, size and the "
+                         f"methods {', '.join(_COLLECTIVES)}; it lacks {', '.join(missing)}")
+    rank, size = getattr(comm, "rank", None), getattr(comm, "size", None)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"gpuml.distributed.{function}: comm.size must be an integer >= 1, got {size!r}")
+    if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < size:
+        raise ValueError(f"gpuml.distributed.{function}: comm.rank must be an integer in [0, {size}), got {rank!r}")
+    return comm
+
+
+def _comm_callbacks(collectives):
+    """A gpuml_comm_t calling `collectives`; an exception in one is a RuntimeWarning naming it,
+    and the gpuml call fails with OSError."""
+
+    def guarded(op, body):
+        try:
+            body()
+            return 0
+        except BaseException as e:  # noqa: BLE001 - reported here; gpuml raises OSError after the C call returns
+            warnings.warn(f"gpuml: the communicator's {op} raised {e!r}", RuntimeWarning, stacklevel=2)
+            return 1
+
+    def allreduce_sum(_, data, count, dtype):
+        return guarded("allreduce_sum", lambda: collectives.allreduce_sum(_buffer(data, count, dtype)))
+
+    def allgatherv(_, send, count, recv, counts, dtype):
+        sizes = np.array(counts[: collectives.size], dtype=np.int64)
+        return guarded("allgatherv", lambda: collectives.allgatherv(
+            _buffer(send, count, dtype), _buffer(recv, int(sizes.sum()), dtype), sizes))
+
+    def broadcast(_, data, count, dtype, root):
+        return guarded("broadcast", lambda: collectives.broadcast(_buffer(data, count, dtype), root))
+
+    def barrier(_):
+        return guarded("barrier", collectives.barrier)
+
+    return _lib.gpuml_comm_t(None, collectives.rank, collectives.size, _lib.COMM_ALLREDUCE(allreduce_sum),
+                             _lib.COMM_ALLGATHERV(allgatherv), _lib.COMM_BROADCAST(broadcast), _lib.COMM_BARRIER(barrier))
+
+
+def _attach_comm(context, collectives, gpu_transport):
+    """gpuml_context_attach_comm of `collectives` to `context`, which keeps the callbacks alive."""
+    callbacks = _comm_callbacks(collectives)
+    params = json.dumps({"gpu_transport": gpu_transport}).encode()
+    _lib.check(_lib.lib.gpuml_context_attach_comm(context.handle, ctypes.byref(callbacks), params))
+    context.communicator = (collectives, callbacks)
+
+
+def _comm_context(function, comm, device, gpu_transport):
+    """A new context of `device` with the caller's communicator attached (collective)."""
+    _check_group_device(function, device, gpu_transport)
+    collectives = _collectives(function, comm)
+    context = _context.Context(device)
+    _attach_comm(context, collectives, gpu_transport)
+    return context
+
+
+def init_comm(comm, *, device="cpu", gpu_transport="auto"):
+    """Attaches a communicator the program already has to the package's CPU context, or to a CUDA
+    context of `device` (collective: every rank calls it).
+
+    `comm`: an mpi4py communicator (its MPI carries gpuml's collectives, so a gpuml built without
+    MPI, such as a wheel's, trains under mpirun too), or any object with ``rank`` and ``size``
+    and the methods ``allreduce_sum(a)`` (in place; every rank must end with the same bits),
+    ``allgatherv(send, recv, counts)``, ``broadcast(a, root)`` and ``barrier()`` on NumPy arrays.
+    `device` and `gpu_transport` as in init_gloo (a CUDA context: NCCL bootstrapped over `comm`
+    when every rank has a GPU of its own, else `comm` itself through host memory). A collective
+    that raises makes the fit raise OSError (after a RuntimeWarning naming the exception).
+    RuntimeError when init(), init_gloo() or init_comm() already ran.
+    """
+    with _lock:
+        if _context.distributed_context() is not None:
+            raise RuntimeError("gpuml.distributed.init(), init_gloo() or init_comm() was already called in this process")
+        _context.set_distributed_context(_comm_context("init_comm", comm, device, gpu_transport))
+
+
+@contextlib.contextmanager
+def comm_group(comm, *, device="cpu", gpu_transport="auto"):
+    """init_comm's arguments, for one job in the calling thread only (as gloo_group)."""
+    context = _comm_context("comm_group", comm, device, gpu_transport)
+    previous = _context.set_thread_group(context)
+    try:
+        yield
+    finally:
+        _context.set_thread_group(previous)
 
 
 @contextlib.contextmanager
@@ -338,4 +499,5 @@ def size():
     return _rank_and_size()[1]
 
 
-__all__ = ["gloo_group", "init", "init_gloo", "is_initialized", "local_rank", "local_size", "nccl_unique_id", "rank", "size"]
+__all__ = ["comm_group", "gloo_group", "init", "init_comm", "init_gloo", "is_initialized", "local_rank", "local_size",
+           "nccl_unique_id", "rank", "size"]

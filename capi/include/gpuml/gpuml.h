@@ -46,8 +46,9 @@ typedef struct { int32_t format; int32_t dtype; int32_t index_dtype; int32_t dev
 /* Version history. 1: the first stable ABI. 2: adds gpuml_sparse_t and the *_sparse entry points
  * (additions only: every version-1 symbol and struct is unchanged). 3: adds gpuml_graph_t and the
  * gpuml_graph_* entry points (additions only). 4: adds gpuml_estimator_set_param_array (an addition).
- * 5: adds gpuml_context_attach_gloo, gpuml_gloo_store_t and gpuml_context_attach_gloo_store (additions). */
-#define GPUML_ABI_VERSION 5
+ * 5: adds gpuml_context_attach_gloo, gpuml_gloo_store_t and gpuml_context_attach_gloo_store (additions).
+ * 6: adds gpuml_comm_t and gpuml_context_attach_comm (additions). */
+#define GPUML_ABI_VERSION 6
 
 GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-local, never NULL */
 GPUML_C_API void           gpuml_version(int* major, int* minor, int* patch);
@@ -110,6 +111,28 @@ typedef struct {
 } gpuml_gloo_store_t;
 GPUML_C_API gpuml_status_t gpuml_context_attach_gloo_store(gpuml_context_t ctx, int32_t n_ranks, int32_t rank,
                                                            const char* params_json, const gpuml_gloo_store_t* store);
+/* A caller's communicator for gpuml_context_attach_comm: the collectives of a transport the
+ * caller already has (an MPI binding such as mpi4py, a framework's process group), so that a
+ * gpuml built without MPI or Gloo still trains over ranks. Every rank passes its own rank and
+ * n_ranks. Buffers are host memory; counts are elements; dtype is a gpuml_dtype_t. allreduce_sum
+ * sums in place and must leave every rank the same bits (reduce to one rank, then broadcast);
+ * allgatherv writes each rank's send into recv in rank order, counts[r] elements from rank r;
+ * broadcast copies root's data to every rank. Each returns 0, nonzero on failure (the gpuml call
+ * then returns GPUML_ERROR_IO). gpuml calls them from the thread that calls a fit, for as long as
+ * the context lives: `user` must outlive it. */
+typedef struct {
+  void* user;
+  int32_t rank;
+  int32_t n_ranks;
+  int32_t (*allreduce_sum)(void* user, void* data, int64_t count, int32_t dtype);
+  int32_t (*allgatherv)(void* user, const void* send, int64_t count, void* recv, const int64_t* counts, int32_t dtype);
+  int32_t (*broadcast)(void* user, void* data, int64_t count, int32_t dtype, int32_t root);
+  int32_t (*barrier)(void* user);
+} gpuml_comm_t;
+/* Attaches a caller's communicator (collective over its ranks: every rank calls it). params_json:
+ * {"gpu_transport": as for the Gloo attach (CUDA contexts: NCCL bootstrapped over the caller's
+ * communicator, or the caller's communicator with device memory staged through the host)}. */
+GPUML_C_API gpuml_status_t gpuml_context_attach_comm(gpuml_context_t ctx, const gpuml_comm_t* comm, const char* params_json);
 GPUML_C_API gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n_ranks);
 GPUML_C_API gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est);

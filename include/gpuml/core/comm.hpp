@@ -66,7 +66,7 @@ class GPUML_API Comm {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual const char* kind() const = 0;  // "local", "mpi", "gloo" or "nccl"
+  virtual const char* kind() const = 0;  // "local", "mpi", "gloo", "nccl" or "caller" (the C ABI's gpuml_comm_t)
 
   // In place: data[i] = the sum over ranks of data[i]. Every rank ends with the same bits
   // (floating-point sums are reduced once and broadcast, not summed on every rank).

@@ -167,6 +167,86 @@ TEST(CapiComm, RankAndTheAttachChecks) {
   EXPECT_EQ(gpuml_context_free(ctx), GPUML_OK);
 }
 
+// A one-rank gpuml_comm_t that counts its calls, and fails every call once `fail` is set.
+struct CountingComm {
+  int calls = 0;
+  bool fail = false;
+  static CountingComm& of(void* user) { return *static_cast<CountingComm*>(user); }
+  static int32_t allreduce_sum(void* user, void*, int64_t, int32_t) { return of(user).call(); }
+  static int32_t allgatherv(void* user, const void* send, int64_t count, void* recv, const int64_t*, int32_t dtype) {
+    std::memcpy(recv, send, static_cast<std::size_t>(count) * dtype_size(static_cast<DType>(dtype)));  // one rank
+    return of(user).call();
+  }
+  static int32_t broadcast(void* user, void*, int64_t, int32_t, int32_t) { return of(user).call(); }
+  static int32_t barrier(void* user) { return of(user).call(); }
+  int32_t call() {
+    ++calls;
+    return fail ? 7 : 0;
+  }
+  gpuml_comm_t handle() { return {this, 0, 1, allreduce_sum, allgatherv, broadcast, barrier}; }
+};
+
+TEST(CapiComm, ACallersCommunicatorCarriesTheCollectives) {
+  GPUML_FRESH_RNG(rng);
+  CountingComm counting;
+  gpuml_comm_t comm = counting.handle();
+  gpuml_context_t ctx = nullptr;
+  ASSERT_EQ(gpuml_context_create("cpu", &ctx), GPUML_OK);
+  auto expect_invalid = [&](const gpuml_comm_t* c, const char* params, const char* needle) {
+    EXPECT_EQ(gpuml_context_attach_comm(ctx, c, params), GPUML_ERROR_INVALID_ARGUMENT) << needle;
+    EXPECT_NE(std::string(gpuml_last_error()).find(needle), std::string::npos) << gpuml_last_error();
+  };
+  expect_invalid(nullptr, "{}", "comm");
+  expect_invalid(&comm, nullptr, "params_json");
+  expect_invalid(&comm, "{\"gpu_transport\": \"fast\"}", "gpu_transport must be");
+  expect_invalid(&comm, "{\"ranks\": 2}", "ranks");
+  expect_invalid(&comm, "{\"gpu_transport\": \"nccl\"}", "transport nccl needs CUDA");
+  gpuml_comm_t bad = comm;
+  bad.barrier = nullptr;
+  expect_invalid(&bad, "{}", "must all be set");
+  bad = comm;
+  bad.n_ranks = 0;
+  expect_invalid(&bad, "{}", "n_ranks must be >= 1");
+  bad = comm;
+  bad.rank = 1;
+  expect_invalid(&bad, "{}", "rank must be in [0, n_ranks)");
+  EXPECT_EQ(counting.calls, 1);  // only the nccl attempt reached the communicator (its facts' allgather)
+
+  ASSERT_EQ(gpuml_context_attach_comm(ctx, &comm, "{}"), GPUML_OK) << gpuml_last_error();
+  expect_invalid(&comm, "{}", "already has a communicator");
+  int32_t rank = -1, n_ranks = -1;
+  EXPECT_EQ(gpuml_context_rank(ctx, &rank, &n_ranks), GPUML_OK);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(n_ranks, 1);
+
+  // A fit under it calls its collectives and equals the fit without a communicator, bit for bit.
+  const int64_t n = test::uniform_int(rng, 20, 200), d = 3;
+  std::vector<double> X(static_cast<std::size_t>(n * d)), y(static_cast<std::size_t>(n)), coef(d), local(d);
+  std::normal_distribution<double> normal;
+  for (double& v : X) v = normal(rng);
+  for (int64_t i = 0; i < n; ++i) y[i] = 2 * X[i * d] - X[i * d + 1] + 0.1 * normal(rng);
+  gpuml_array_t X_a = {X.data(), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 2, {n, d}, {d, 1}};
+  gpuml_array_t y_a = {y.data(), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 1, {n, 0}, {1, 0}};
+  gpuml_array_t coef_a = {coef.data(), GPUML_FLOAT64, GPUML_DEVICE_CPU, 0, 1, {d, 0}, {1, 0}};
+  gpuml_estimator_t est = nullptr;
+  ASSERT_EQ(gpuml_estimator_create("linear_regression", "{}", &est), GPUML_OK);
+  const int before = counting.calls;
+  ASSERT_EQ(gpuml_estimator_fit(ctx, est, &X_a, &y_a, nullptr), GPUML_OK) << gpuml_last_error();
+  EXPECT_GT(counting.calls, before);
+  ASSERT_EQ(gpuml_estimator_get_attribute(ctx, est, "coef_", &coef_a), GPUML_OK);
+  Context single = Context::cpu();
+  LinearRegression all;
+  all.fit(single, host_view(X.data(), n, d), host_view(y.data(), n));
+  for (int64_t j = 0; j < d; ++j) EXPECT_EQ(coef[j], all.coef().as<double>()[j]) << j;
+
+  // A failing collective: the fit returns GPUML_ERROR_IO naming it.
+  counting.fail = true;
+  EXPECT_EQ(gpuml_estimator_fit(ctx, est, &X_a, &y_a, nullptr), GPUML_ERROR_IO);
+  EXPECT_NE(std::string(gpuml_last_error()).find("the caller's communicator failed in"), std::string::npos) << gpuml_last_error();
+  gpuml_estimator_free(est);
+  EXPECT_EQ(gpuml_context_free(ctx), GPUML_OK);
+}
+
 // NCCL with one rank on the GPU: the collectives are the identity through the device scratch,
 // a KMeans fit under it gives the fit without it bit for bit, and the C ABI attaches it.
 TEST(NcclCommGpu, OneRankCollectivesAndAFit) {
