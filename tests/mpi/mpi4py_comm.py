@@ -1,5 +1,6 @@
-"""mpirun -np N python tests/mpi/mpi4py_comm.py: gpuml.distributed.init_comm over mpi4py's
-MPI_COMM_WORLD (the path a gpuml built without MPI takes in init()). Each rank fits its share of
+"""mpirun -np N python tests/mpi/mpi4py_comm.py [--init]: gpuml.distributed.init_comm over
+mpi4py's MPI_COMM_WORLD; with --init, gpuml.distributed.init(), which takes that path itself when
+gpuml was built without MPI (a wheel: scripts/test runs it so). Each rank fits its share of
 one data set; every rank must hold the same bits, and the models must match one process's fits
 of all rows (the forest bit for bit). Prints "mpi4py communicator: ok" on rank 0 (ctest's
 python.mpi4py_comm looks for it)."""
@@ -9,6 +10,7 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
+import gpuml
 import gpuml.distributed as distributed
 from gpuml.cluster import KMeans
 from gpuml.ensemble import RandomForestRegressor
@@ -30,7 +32,12 @@ local = {
     "forest": RandomForestRegressor(**forest_params).fit(X, y).predict(X),
 }
 
-distributed.init_comm(world)
+if "--init" in sys.argv:
+    distributed.init(cuda=False)
+    path = "init() over " + ("gpuml's MPI" if gpuml.build_info().get("mpi") else "mpi4py")
+else:
+    distributed.init_comm(world)
+    path = "init_comm(MPI.COMM_WORLD)"
 assert distributed.rank() == world.rank and distributed.size() == world.size
 rows = np.array_split(np.arange(n), world.size)[world.rank]
 fitted = {
@@ -46,5 +53,5 @@ np.testing.assert_allclose(fitted["logistic"], local["logistic"], rtol=1e-6, ato
 np.testing.assert_allclose(fitted["kmeans"], local["kmeans"], rtol=1e-9, atol=1e-9)
 assert np.array_equal(fitted["forest"], local["forest"]), "the forest differs from the 1-process forest"
 if world.rank == 0:
-    print(f"mpi4py communicator: ok ({world.size} ranks, {n} rows, seed {seed})")
+    print(f"mpi4py communicator: ok ({path}, {world.size} ranks, {n} rows, seed {seed}, gpuml from {gpuml.__file__})")
 sys.stdout.flush()
