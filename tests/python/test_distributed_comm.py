@@ -15,7 +15,7 @@ from gpuml.cluster import KMeans
 from gpuml.ensemble import RandomForestClassifier
 from gpuml.linear_model import LinearRegression
 
-from conftest import on_threads
+from conftest import DEVICES, on_threads
 
 
 class ThreadCollectives:
@@ -56,7 +56,10 @@ class ThreadCollectives:
         self._exchange(None)
 
 
-def test_fits_over_a_callers_communicator_equal_the_one_process_fit(rng):
+@pytest.mark.parametrize("device", DEVICES)
+def test_fits_over_a_callers_communicator_equal_the_one_process_fit(rng, device):
+    """On "cuda" the ranks' contexts share one GPU: the communicator carries their sums through
+    host memory (gpu_transport "auto" chooses that: NCCL refuses two ranks on one GPU)."""
     n_ranks = int(rng.integers(2, 4))
     n = int(rng.integers(300, 800))
     centers = rng.uniform(-6, 6, size=(3, 4))
@@ -65,13 +68,13 @@ def test_fits_over_a_callers_communicator_equal_the_one_process_fit(rng):
     labels = (X[:, 0] + 0.5 * rng.normal(size=n) > np.median(X[:, 0])).astype(np.int64)
     rows = np.array_split(np.arange(n), n_ranks)
     shared = ThreadCollectives.Shared(n_ranks)
-    forest_params = dict(n_estimators=4, max_depth=6, random_state=int(rng.integers(1000)), device="cpu")
+    forest_params = dict(n_estimators=4, max_depth=6, random_state=int(rng.integers(1000)), device=device)
 
     def rank(r):
-        with distributed.comm_group(ThreadCollectives(shared, r)):
+        with distributed.comm_group(ThreadCollectives(shared, r), device=device):
             assert distributed.rank() == r and distributed.size() == n_ranks
-            ols = LinearRegression(device="cpu").fit(X[rows[r]], y[rows[r]])
-            km = KMeans(n_clusters=3, random_state=4, device="cpu").fit(X[rows[r]])
+            ols = LinearRegression(device=device).fit(X[rows[r]], y[rows[r]])
+            km = KMeans(n_clusters=3, random_state=4, device=device).fit(X[rows[r]])
             forest = RandomForestClassifier(**forest_params).fit(X[rows[r]], labels[rows[r]])
         assert distributed.size() == 1  # the group ended with the block
         return ols.coef_, km.cluster_centers_, forest.predict_proba(X)
@@ -82,7 +85,7 @@ def test_fits_over_a_callers_communicator_equal_the_one_process_fit(rng):
             assert np.array_equal(mine, first)  # every rank the same bits
     ols, centers_fit, proba = results[0]
     np.testing.assert_allclose(ols, SkLinearRegression().fit(X, y).coef_, rtol=1e-9)  # sums regrouped
-    local = KMeans(n_clusters=3, random_state=4, device="cpu").fit(X)
+    local = KMeans(n_clusters=3, random_state=4, device=device).fit(X)
     np.testing.assert_allclose(centers_fit, local.cluster_centers_, rtol=1e-9, atol=1e-9)
     # The forest of all rows in rank order: the 1-process forest, bit for bit.
     assert np.array_equal(proba, RandomForestClassifier(**forest_params).fit(X, labels).predict_proba(X))
