@@ -650,6 +650,20 @@ gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n
   });
 }
 
+gpuml_status_t gpuml_context_allgather(gpuml_context_t ctx, const void* send, int64_t count, int32_t dtype, void* recv) {
+  const char* function = "gpuml_context_allgather";
+  return guarded(function, [&] {
+    gpuml::Context& context = context_of(ctx, function);
+    if (!gpuml::is_valid_dtype(dtype)) invalid(std::string(function) + ": dtype " + std::to_string(dtype) + " is not a gpuml_dtype_t");
+    if (count < 0) invalid(std::string(function) + ": count must be >= 0, got " + std::to_string(count));
+    if (count > 0) {
+      require_arg(send, function, "send");
+      require_arg(recv, function, "recv");
+    }
+    context.comm().allgather(send, count, recv, static_cast<gpuml::DType>(dtype));
+  });
+}
+
 gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out) {
   const char* function = "gpuml_estimator_create";
   return guarded(function, [&] {

@@ -13,7 +13,7 @@ from sklearn.linear_model import LinearRegression as SkLinearRegression
 import gpuml.distributed as distributed
 from gpuml.cluster import KMeans
 from gpuml.ensemble import RandomForestClassifier
-from gpuml.linear_model import LinearRegression
+from gpuml.linear_model import LinearRegression, LogisticRegression
 
 from conftest import DEVICES, on_threads
 
@@ -102,7 +102,9 @@ def test_a_failing_collective_is_an_oserror_on_every_rank(rng):
             with distributed.comm_group(ThreadCollectives(shared, r, fail_in="allreduce_sum" if r == 1 else None)):
                 # Rank 1's sums fail: its fit raises, and it breaks the exchange's barrier (as a
                 # real transport's closed connection would), so rank 0's fit fails too.
-                with pytest.raises(OSError, match="allreduce_sum"):
+                # Rank 1 names its sum; rank 0 the collective it was in when the barrier broke
+                # (the last one's release may not have reached it yet).
+                with pytest.raises(OSError, match="failed in allreduce_sum" if r == 1 else "the caller's communicator failed in"):
                     LinearRegression(device="cpu").fit(X[r::2], y[r::2])
                 if r == 1:
                     shared.barrier.abort()
@@ -161,3 +163,37 @@ def test_a_rank_may_hold_fewer_rows_than_clusters(rng):
     assert np.array_equal(centers[0], centers[1])
     np.testing.assert_allclose(centers[0], KMeans(n_clusters=5, random_state=3, device="cpu").fit(X).cluster_centers_,
                                rtol=1e-9, atol=1e-9)  # sums regrouped
+
+
+def test_the_classes_are_those_of_all_ranks(rng):
+    """A rank may lack classes (a partition without the rare defect): the classifiers number the
+    classes of all ranks' labels, and fit the 1-process model. Labels failing their checks on one
+    rank are an error on every rank."""
+    n = int(rng.integers(200, 500))
+    X = rng.normal(size=(n, 4))
+    names = np.array(["ok", "scratch", "dent"])
+    y = names[(X[:, 0] > 0).astype(int)]
+    order = np.argsort(X[:, 1])
+    X, y = X[order], y[order]
+    y[-5:] = "dent"  # the rare class, all on the last rank
+    shares = [slice(0, n // 3), slice(n // 3, 2 * n // 3), slice(2 * n // 3, n)]
+    y[shares[0]] = "ok"  # rank 0 holds one class only
+    shared = ThreadCollectives.Shared(3)
+    forest_params = dict(n_estimators=4, max_depth=6, random_state=int(rng.integers(1000)), device="cpu")
+
+    def rank(r):
+        with distributed.comm_group(ThreadCollectives(shared, r)):
+            forest = RandomForestClassifier(**forest_params).fit(X[shares[r]], y[shares[r]])
+            logistic = LogisticRegression(tol=1e-10, max_iter=1000, device="cpu").fit(X[shares[r]], y[shares[r]])
+            bad = y[shares[r]].copy() if r != 1 else X[shares[r], 0]  # rank 1: continuous labels
+            with pytest.raises(ValueError, match="continuous" if r == 1 else r"failed their checks on rank\(s\) \[1\]"):
+                LogisticRegression(device="cpu").fit(X[shares[r]], bad)
+        return forest.classes_, forest.predict_proba(X), logistic.coef_
+
+    results = on_threads(3, rank)
+    for r in range(3):
+        assert list(results[r][0]) == ["dent", "ok", "scratch"]
+        assert np.array_equal(results[r][1], results[0][1]) and np.array_equal(results[r][2], results[0][2])
+    assert np.array_equal(results[0][1], RandomForestClassifier(**forest_params).fit(X, y).predict_proba(X))
+    local = LogisticRegression(tol=1e-10, max_iter=1000, device="cpu").fit(X, y)
+    np.testing.assert_allclose(results[0][2], local.coef_, rtol=1e-5, atol=1e-7)  # L-BFGS stops within its tol

@@ -2,7 +2,9 @@
 the host, or on the device for numeric torch / CuPy labels), class_weight as the C ABI reads it,
 and predictions mapped back to the labels."""
 
+import ctypes
 import numbers
+import pickle
 
 import numpy as np
 from scipy import sparse
@@ -11,8 +13,8 @@ from sklearn.metrics import accuracy_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from . import _array
-from ._base import GpumlEstimator
+from . import _array, _lib
+from ._base import GpumlEstimator, _n_ranks
 
 
 def _log(probabilities):
@@ -74,6 +76,36 @@ def _device_labels(y):
 
 
 
+def _allgather_int64(context, values):
+    """Every rank's int64 `values` (the same length on every rank), in rank order (collective)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    out = np.empty(_n_ranks(context) * values.size, dtype=np.int64)
+    _lib.check(_lib.lib.gpuml_context_allgather(context.handle, ctypes.c_void_p(values.ctypes.data), values.size, 3,
+                                                ctypes.c_void_p(out.ctypes.data)))
+    return out
+
+
+def _classes_over_ranks(context, name, local):
+    """The sorted union of every rank's classes (collective). `local` is this rank's classes, or
+    the exception its labels' checks raised: every rank learns whether some rank failed, and then
+    all raise (none is left waiting in the fit's first collective)."""
+    failed = isinstance(local, Exception)
+    # Each rank's classes as pickled bytes (the ranks of one job trust each other), padded to
+    # whole int64 words: any label type, strings included.
+    payload = np.frombuffer(b"" if failed else pickle.dumps(local, protocol=5), dtype=np.uint8)
+    heads = _allgather_int64(context, [int(failed), payload.size]).reshape(-1, 2)
+    if failed:
+        raise local
+    if heads[:, 0].any():
+        raise ValueError(f"{name}: the labels failed their checks on rank(s) {np.flatnonzero(heads[:, 0]).tolist()}")
+    width = -(-int(heads[:, 1].max()) // 8)
+    words = np.zeros(width * 8, dtype=np.uint8)
+    words[: payload.size] = payload
+    gathered = _allgather_int64(context, words.view(np.int64)).view(np.uint8).reshape(-1, width * 8)
+    parts = [pickle.loads(gathered[r, : heads[r, 1]].tobytes()) for r in range(gathered.shape[0])]
+    return np.unique(np.concatenate(parts))
+
+
 class GpumlClassifier(ClassifierMixin, GpumlEstimator):
     """Base of gpuml's classifiers: the C model sees class indices 0..n_classes-1; classes_ stays in Python."""
 
@@ -101,12 +133,26 @@ class GpumlClassifier(ClassifierMixin, GpumlEstimator):
         return pairs
 
 
-    def _labels(self, y):
+    def _labels(self, y, kind):
         """(classes_, each row's class index as int32) for prepared labels y (see _prepare_X_labels);
-        at least two classes."""
-        if isinstance(y, np.ndarray):
-            check_classification_targets(y)
-            classes, class_index = _unique_inverse(y.reshape(-1))
+        at least two classes. Over several ranks (the fit's context holds a communicator) the
+        classes are those of all ranks' labels, so a rank may lack some (a partition without a
+        rare class)."""
+        context = self._context_for(kind)
+        over_ranks = _n_ranks(context) > 1
+        if isinstance(y, np.ndarray) or over_ranks:
+            y = y if isinstance(y, np.ndarray) else _array.to_numpy(y)
+            try:
+                check_classification_targets(y)
+                classes, class_index = _unique_inverse(y.reshape(-1))
+            except ValueError as e:
+                if not over_ranks:
+                    raise
+                classes = e
+            if over_ranks:
+                all_classes = _classes_over_ranks(context, type(self).__name__, classes)
+                class_index = np.searchsorted(all_classes, classes)[class_index]
+                classes = all_classes
             labels = np.ascontiguousarray(class_index.reshape(-1), dtype=np.int32)
         else:
             classes, labels = _device_labels(y)

@@ -122,6 +122,7 @@ _SIGNATURES = {
                                                     ctypes.POINTER(gpuml_gloo_store_t)]),
     "gpuml_context_attach_comm": (_status_t, [_context_t, ctypes.POINTER(gpuml_comm_t), ctypes.c_char_p]),
     "gpuml_context_rank": (_status_t, [_context_t, _i32_p, _i32_p]),
+    "gpuml_context_allgather": (_status_t, [_context_t, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p]),
     "gpuml_estimator_create": (_status_t, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_estimator_t)]),
     "gpuml_estimator_free": (_status_t, [_estimator_t]),
     "gpuml_set_progress_sink": (None, [ctypes.c_void_p, ctypes.c_void_p]),

@@ -24,9 +24,9 @@ order, from one thread at a time.
 
 Distributed today: KMeans, LinearRegression, Ridge, Lasso, ElasticNet, LogisticRegression, PCA,
 TruncatedSVD, RandomForestClassifier and RandomForestRegressor (the forest of all rows, bit for
-bit) and PageRank (each rank passing its share of the edges). The Python classifiers number the
-classes from each rank's own labels, so every rank must hold every class (the C++ and C APIs
-take the union over ranks). random_state=None in a distributed fit takes rank 0's seed (drawn by
+bit) and PageRank (each rank passing its share of the edges). The classes of a classifier are those of
+all ranks' labels (the Python classifiers gather every rank's classes before the fit, so labels
+of any type work and a rank may lack some classes; the C++ and C APIs take the union too). random_state=None in a distributed fit takes rank 0's seed (drawn by
 rank 0's context), so every rank grows the same model; an int must be the same on every rank
 (different ints are an error on every rank, not a hang).
 

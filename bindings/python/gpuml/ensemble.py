@@ -363,7 +363,7 @@ class RandomForestClassifier(_Forest, GpumlClassifier):
         params = self._gpuml_params()  # bad parameters fail before the data is looked at
         _reject_sparse_y(y)
         X, y, kind = self._prepare_X_labels(X, y)
-        classes, labels = self._labels(y)
+        classes, labels = self._labels(y, kind)
         weights = self._prepare_sample_weight(sample_weight, X, ensure_non_negative=True)
         params["class_weight"] = self._class_weight_json(classes)
         if self.warm_start and getattr(self, "_gpuml_handle", None) is not None and not (

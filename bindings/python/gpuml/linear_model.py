@@ -666,7 +666,7 @@ class LogisticRegression(GpumlClassifier):
         Warns with ConvergenceWarning when the solver stopped before the gradient met tol."""
         penalty = self._checked_penalty()  # bad parameters fail before the data is looked at
         X, y, kind = self._prepare_X_labels(X, y)
-        classes, labels = self._labels(y)
+        classes, labels = self._labels(y, kind)
         if self.solver == "liblinear":
             if classes.size > 2:
                 raise ValueError(

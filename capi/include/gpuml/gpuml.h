@@ -47,7 +47,7 @@ typedef struct { int32_t format; int32_t dtype; int32_t index_dtype; int32_t dev
  * (additions only: every version-1 symbol and struct is unchanged). 3: adds gpuml_graph_t and the
  * gpuml_graph_* entry points (additions only). 4: adds gpuml_estimator_set_param_array (an addition).
  * 5: adds gpuml_context_attach_gloo, gpuml_gloo_store_t and gpuml_context_attach_gloo_store (additions).
- * 6: adds gpuml_comm_t and gpuml_context_attach_comm (additions). */
+ * 6: adds gpuml_comm_t, gpuml_context_attach_comm and gpuml_context_allgather (additions). */
 #define GPUML_ABI_VERSION 6
 
 GPUML_C_API const char*    gpuml_last_error(void);                 /* thread-local, never NULL */
@@ -134,6 +134,12 @@ typedef struct {
  * communicator, or the caller's communicator with device memory staged through the host)}. */
 GPUML_C_API gpuml_status_t gpuml_context_attach_comm(gpuml_context_t ctx, const gpuml_comm_t* comm, const char* params_json);
 GPUML_C_API gpuml_status_t gpuml_context_rank(gpuml_context_t ctx, int32_t* rank, int32_t* n_ranks);
+/* Collective over the context's communicator: every rank's `count` elements of `send` (host
+ * memory, dtype a gpuml_dtype_t; count the same on every rank) into `recv` (n_ranks * count
+ * elements, in rank order), on every rank. Without a communicator, a copy. For callers that agree
+ * on small things across ranks before a fit (the Python classifiers' union of the classes). */
+GPUML_C_API gpuml_status_t gpuml_context_allgather(gpuml_context_t ctx, const void* send, int64_t count, int32_t dtype,
+                                                   void* recv);
 GPUML_C_API gpuml_status_t gpuml_estimator_create(const char* kind, const char* params_json, gpuml_estimator_t* out);
 GPUML_C_API gpuml_status_t gpuml_estimator_free(gpuml_estimator_t est);
 /* The parameters gpuml_estimator_create takes for `kind`, as JSON (valid for the library's life):

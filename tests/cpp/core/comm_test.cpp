@@ -164,6 +164,19 @@ TEST(CapiComm, RankAndTheAttachChecks) {
   EXPECT_NE(std::string(gpuml_last_error()).find("store->set"), std::string::npos) << gpuml_last_error();
   EXPECT_EQ(gpuml_context_rank(ctx, &rank, &n_ranks), GPUML_OK);
   EXPECT_EQ(n_ranks, 1);  // nothing was attached
+
+  // gpuml_context_allgather without a communicator: a copy; its arguments are checked.
+  const int64_t send[3] = {7, -2, 1LL << 40};
+  int64_t recv[3] = {};
+  EXPECT_EQ(gpuml_context_allgather(ctx, send, 3, GPUML_INT64, recv), GPUML_OK) << gpuml_last_error();
+  EXPECT_EQ(std::memcmp(send, recv, sizeof(send)), 0);
+  EXPECT_EQ(gpuml_context_allgather(ctx, send, 3, 9, recv), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("dtype"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_allgather(ctx, send, -1, GPUML_INT64, recv), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuml_context_allgather(ctx, nullptr, 3, GPUML_INT64, recv), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpuml_last_error()).find("send"), std::string::npos) << gpuml_last_error();
+  EXPECT_EQ(gpuml_context_allgather(ctx, send, 3, GPUML_INT64, nullptr), GPUML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpuml_context_allgather(ctx, nullptr, 0, GPUML_INT64, nullptr), GPUML_OK);
   EXPECT_EQ(gpuml_context_free(ctx), GPUML_OK);
 }
 
@@ -218,6 +231,13 @@ TEST(CapiComm, ACallersCommunicatorCarriesTheCollectives) {
   EXPECT_EQ(gpuml_context_rank(ctx, &rank, &n_ranks), GPUML_OK);
   EXPECT_EQ(rank, 0);
   EXPECT_EQ(n_ranks, 1);
+  const int calls_before_gather = counting.calls;
+  const double mine[2] = {0.5, -3.0};
+  double gathered[2] = {};
+  EXPECT_EQ(gpuml_context_allgather(ctx, mine, 2, GPUML_FLOAT64, gathered), GPUML_OK) << gpuml_last_error();
+  EXPECT_EQ(gathered[0], 0.5);
+  EXPECT_EQ(gathered[1], -3.0);
+  EXPECT_EQ(counting.calls, calls_before_gather + 1);  // through the caller's allgatherv
 
   // A fit under it calls its collectives and equals the fit without a communicator, bit for bit.
   const int64_t n = test::uniform_int(rng, 20, 200), d = 3;
