@@ -124,6 +124,20 @@ def test_gpu_fits_over_workers_equal_the_one_process_gpu_fit(client, rng):
     assert np.array_equal(forest.predict_proba(X), RandomForestClassifier(**params).fit(X, labels).predict_proba(X))
 
 
+def test_a_block_may_lack_classes(client, rng):
+    """Rows sorted by label: the first workers' blocks hold one class, the rare one only the last
+    block. The forest is still the 1-process forest of all rows."""
+    X, _, _, chunks = problem(rng)
+    labels = np.where(X[:, 0] > np.quantile(X[:, 0], 0.97), "rare defect", np.where(X[:, 1] > 0, "scratch", "ok"))
+    order = np.argsort(labels, kind="stable")[::-1]  # "scratch", then "rare defect", then "ok"
+    X, labels = X[order], labels[order]
+    Xd, ld = da.from_array(X, chunks=(chunks, X.shape[1])), da.from_array(labels, chunks=(chunks,))
+    params = dict(n_estimators=4, max_depth=6, random_state=int(rng.integers(1000)), device="cpu")
+    forest = gpuml.dask.fit(RandomForestClassifier(**params), Xd, ld)
+    assert list(forest.classes_) == ["ok", "rare defect", "scratch"]
+    assert np.array_equal(forest.predict_proba(X), RandomForestClassifier(**params).fit(X, labels).predict_proba(X))
+
+
 def test_a_shared_directory_serves_the_rendezvous_too(client, rng, tmp_path):
     X, y, _, chunks = problem(rng)
     Xd, yd = da.from_array(X, chunks=(chunks, X.shape[1])), da.from_array(y, chunks=(chunks,))
