@@ -89,6 +89,21 @@ def test_gpu_fits_over_partitions_equal_the_one_process_gpu_fit(spark, rng):
     assert np.array_equal(forest.predict_proba(X), RandomForestClassifier(**params).fit(X, labels).predict_proba(X))
 
 
+def test_a_partition_may_lack_classes(spark, rng):
+    """Rows sorted by label: the first partition holds one class only. The forest is still the
+    1-process forest of all rows."""
+    n = int(rng.integers(300, 600))
+    X = rng.normal(size=(n, 3))
+    labels = np.sort(np.digitize(X[:, 0], [-1.5, 0.5]))[::-1].astype(np.float64)  # 2s, then 1s, then 0s
+    X = X[np.argsort(np.digitize(X[:, 0], [-1.5, 0.5]), kind="stable")[::-1]]
+    rows = [tuple(float(v) for v in row) for row in np.column_stack([X, labels])]
+    df = spark.sparkContext.parallelize(rows, 3).toDF(["x0", "x1", "x2", "label"])
+    params = dict(n_estimators=4, max_depth=6, random_state=int(rng.integers(1000)), device="cpu")
+    forest = gpuml.spark.fit(RandomForestClassifier(**params), df, ["x0", "x1", "x2"], label="label")
+    assert list(forest.classes_) == [0.0, 1.0, 2.0]
+    assert np.array_equal(forest.predict_proba(X), RandomForestClassifier(**params).fit(X, labels).predict_proba(X))
+
+
 def test_more_partitions_than_slots_and_empty_partitions(spark, rng):
     df, X, y, _, _, features = frame(spark, rng, 7)  # 7 partitions, 3 slots: coalesced in order
     ols = gpuml.spark.fit(LinearRegression(device="cpu"), df, features, label="y")
