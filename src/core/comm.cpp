@@ -157,17 +157,27 @@ std::shared_ptr<Comm> Comm::for_context(const Context& ctx, std::shared_ptr<Comm
   // Every rank's facts, gathered on every rank (even a CPU context's, so that mixed contexts are
   // an error everywhere rather than a rank waiting for a collective the others skip): whether its
   // context is CUDA, whether it has NCCL, its GPU's UUID. The same facts give every rank the same choice.
+  // A rank that cannot read its UUID says so (-1) rather than leave the others waiting.
   constexpr int kWords = 6;
   int32_t mine[kWords] = {ctx.is_cuda() ? 1 : 0, built_with_nccl() ? 1 : 0, 0, 0, 0, 0};
+  std::exception_ptr failure;
   if (ctx.is_cuda()) {
-    uint8_t uuid[16];
-    detail::cuda_device_uuid(ctx.device().id, uuid);
-    std::memcpy(mine + 2, uuid, sizeof(uuid));
+    try {
+      uint8_t uuid[16];
+      detail::cuda_device_uuid(ctx.device().id, uuid);
+      std::memcpy(mine + 2, uuid, sizeof(uuid));
+    } catch (...) {
+      failure = std::current_exception();
+      mine[0] = -1;
+    }
   }
   const int n = host->size();
   std::vector<int32_t> all(static_cast<std::size_t>(kWords) * static_cast<std::size_t>(n));
   host->allgather(mine, kWords, all.data(), DType::int32);
+  if (failure) std::rethrow_exception(failure);
   const auto fact = [&](int rank, int word) { return all[static_cast<std::size_t>(rank) * kWords + word]; };
+  for (int r = 0; r < n; ++r)
+    if (fact(r, 0) < 0) throw_error(ErrorCode::cuda, "Comm::for_context: rank " + std::to_string(r) + " could not read its GPU's UUID");
   for (int r = 1; r < n; ++r)
     GPUML_EXPECT(fact(r, 0) == fact(0, 0), "Comm::for_context: rank 0's context is " + std::string(fact(0, 0) ? "CUDA" : "CPU") +
                                                " but rank " + std::to_string(r) + "'s is " + (fact(r, 0) ? "CUDA" : "CPU") +
