@@ -196,6 +196,14 @@ def test_bad_calls_are_named_errors(client, rng, tmp_path):
         gpuml.dask.fit(template, X, y)
     with pytest.raises(ValueError, match="not a directory"):
         gpuml.dask.fit(template, Xd, da.from_array(y), rendezvous_dir=tmp_path / "absent")
+    # Bad rows on the last worker: its own error (not the others' lost connection), at once.
+    bad = X.copy()
+    bad[-1, 0] = np.nan
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="NaN"):
+        gpuml.dask.fit(template, da.from_array(bad, chunks=(chunks, X.shape[1])), da.from_array(y, chunks=(chunks,)),
+                       timeout=60)
+    assert time.monotonic() - started < 30  # the others fail when its connections close, not at the timeout
     assert not hasattr(template, "coef_")  # the template stays unfitted
     # The cluster is still usable after the failures.
     ols = gpuml.dask.fit(template, Xd, da.from_array(y, chunks=(chunks,)))
