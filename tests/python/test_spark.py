@@ -3,6 +3,7 @@ the Python workers) against one process's fit of the same rows, and against scik
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +149,15 @@ def test_bad_calls_are_named_errors(spark, rng):
         gpuml.spark.fit(LinearRegression(device="cpu"), df, [], label="y")
     with pytest.raises(ValueError, match="no rows"):
         gpuml.spark.fit(LinearRegression(device="cpu"), df.limit(0), features, label="y")
+    # Bad rows in the last partition: its own error (not the others' lost connection), at once.
+    _, X, y, _, _, names = frame(spark, rng, 2)
+    X[-1, 0] = np.nan
+    rows = [tuple(float(v) for v in row) for row in np.column_stack([X, y])]
+    bad = spark.sparkContext.parallelize(rows, 3).toDF(names + ["y"])
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="NaN"):
+        gpuml.spark.fit(LinearRegression(device="cpu"), bad, names, label="y", timeout=60)
+    assert time.monotonic() - started < 60
     with pytest.raises(ValueError, match="already has"):
         gpuml.spark.predict(LinearRegression(device="cpu").fit(np.ones((3, 1)) * [[1], [2], [3]], [1, 2, 3]), df,
                             ["x0"], output_col="y")

@@ -114,6 +114,15 @@ def _task_gpu(context, holders, device):
     return _distributed._gpu_for_slot(hosts[:rank].count(hosts[rank]))
 
 
+def _pickled_error(rank, host, error):
+    """A task's error for the driver: ("error", rank, host, the exception, or a RuntimeError of
+    its text when it does not pickle)."""
+    try:
+        return pickle.dumps(("error", rank, host, error))
+    except Exception:  # noqa: BLE001
+        return pickle.dumps(("error", rank, host, RuntimeError(f"{type(error).__name__}: {error}")))
+
+
 def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, timeout, fit_params, store_at=None,
                    device="cpu"):
     """The barrier task of every partition: its rows, the ranks (the partitions with rows), the fit."""
@@ -131,19 +140,22 @@ def _fit_partition(estimator, features, label, weight, rendezvous_dir, prefix, t
         holders = [p for p, c in enumerate(counts) if c > 0]
         rank, n_ranks = holders.index(context.partitionId()), len(holders)
         host = context.getTaskInfos()[context.partitionId()].address.rsplit(":", 1)[0].strip("[]")
-        kwargs = dict(fit_params)
-        if weight is not None:
-            kwargs["sample_weight"] = np.array([r[weight] for r in rows], dtype=np.float64)
-        model = clone(estimator)
-        store = _connect_store(*store_at) if store_at is not None else None
-        group_device = _task_gpu(context, holders, device)
-        with _distributed.gloo_group(n_ranks, rank, rendezvous_dir, store=store, prefix=prefix, hostname=host,
-                                     timeout=timeout, device=group_device):
-            if label is not None:
-                model.fit(X, np.array([r[label] for r in rows]), **kwargs)
-            else:
-                model.fit(X, **kwargs)
-        return iter([pickle.dumps(model)] if rank == 0 else [])
+        try:
+            kwargs = dict(fit_params)
+            if weight is not None:
+                kwargs["sample_weight"] = np.array([r[weight] for r in rows], dtype=np.float64)
+            model = clone(estimator)
+            store = _connect_store(*store_at) if store_at is not None else None
+            group_device = _task_gpu(context, holders, device)
+            with _distributed.gloo_group(n_ranks, rank, rendezvous_dir, store=store, prefix=prefix, hostname=host,
+                                         timeout=timeout, device=group_device):
+                if label is not None:
+                    model.fit(X, np.array([r[label] for r in rows]), **kwargs)
+                else:
+                    model.fit(X, **kwargs)
+        except Exception as e:  # noqa: BLE001 - returned: the driver raises the cause among all ranks' errors
+            return iter([_pickled_error(rank, host, e)])
+        return iter([pickle.dumps(("model", model))] if rank == 0 else [])
 
     return task
 
@@ -174,13 +186,21 @@ def fit(estimator, df, features, label=None, weight=None, *, rendezvous_dir=None
     try:
         task = _fit_partition(estimator, features, label, weight, directory, prefix, float(timeout), fit_params, store_at,
                               device)
-        models = rows.barrier().mapPartitions(task).collect()
+        outcomes = [pickle.loads(o) for o in rows.barrier().mapPartitions(task).collect()]
     finally:
         if manager is not None:
             manager.shutdown()
-    if not models:
+    failed = [o[1:] for o in outcomes if o[0] == "error"]
+    if failed:
+        # The rank whose own fit failed (bad rows: ValueError...), rather than the ranks that then
+        # lost it (OSError from the communicator): the user sees the cause.
+        rank, host, cause = next((f for f in failed if not isinstance(f[2], OSError)), failed[0])
+        if hasattr(cause, "add_note"):
+            cause.add_note(f"(gpuml.spark.fit: rank {rank}, on {host})")
+        raise cause
+    if not outcomes:
         raise ValueError("gpuml.spark.fit: df has no rows")
-    return pickle.loads(models[0])
+    return outcomes[0][1]
 
 
 def predict(estimator, df, features, output_col="prediction", method="predict"):
