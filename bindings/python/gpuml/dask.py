@@ -195,14 +195,9 @@ def fit(estimator, X, y=None, *, sample_weight=None, client=None, rendezvous_dir
             w_futures[blocks] if w_futures is not None else None, fit_params, device, gpu_slot,
             workers=[worker], allow_other_workers=False, pure=False, key=f"gpuml-fit-{prefix}-rank-{rank}"))
     wait(tasks)
-    failed = [(rank, task.exception()) for rank, task in enumerate(tasks) if task.status == "error"]
+    failed = [(rank, assigned[rank], task.exception()) for rank, task in enumerate(tasks) if task.status == "error"]
     if failed:
-        # The rank whose own fit failed (bad rows: ValueError...), rather than the ranks that then
-        # lost it (OSError from the communicator): the user sees the cause.
-        rank, cause = next(((r, e) for r, e in failed if not isinstance(e, OSError)), failed[0])
-        if hasattr(cause, "add_note"):
-            cause.add_note(f"(gpuml.dask.fit: rank {rank} of {len(tasks)}, on {assigned[rank]})")
-        raise cause
+        _distributed._raise_the_cause("gpuml.dask.fit", failed)
     return tasks[0].result()  # every rank holds the same model
 
 

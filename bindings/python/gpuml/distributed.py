@@ -192,6 +192,16 @@ def _group_device(device):
     return "cpu" if device in ("cpu", "auto") else device
 
 
+def _raise_the_cause(function, failures):
+    """Raises, for an engine's fit (Dask, Spark), the error of the rank whose own fit failed (its
+    rows failed their checks: ValueError...) rather than the OSError of the ranks that then lost
+    it, noting the rank and where it ran. failures: [(rank, where, exception)], not empty."""
+    rank, where, cause = next((f for f in failures if not isinstance(f[2], OSError)), failures[0])
+    if hasattr(cause, "add_note"):
+        cause.add_note(f"({function}: rank {rank}, on {where})")
+    raise cause
+
+
 def _gpu_for_slot(slot):
     """The GPU of a host's `slot`-th rank: the GPUs this process sees, taken in turn ("cuda"
     when it sees none, which then fails with gpuml's own error)."""

@@ -192,12 +192,7 @@ def fit(estimator, df, features, label=None, weight=None, *, rendezvous_dir=None
             manager.shutdown()
     failed = [o[1:] for o in outcomes if o[0] == "error"]
     if failed:
-        # The rank whose own fit failed (bad rows: ValueError...), rather than the ranks that then
-        # lost it (OSError from the communicator): the user sees the cause.
-        rank, host, cause = next((f for f in failed if not isinstance(f[2], OSError)), failed[0])
-        if hasattr(cause, "add_note"):
-            cause.add_note(f"(gpuml.spark.fit: rank {rank}, on {host})")
-        raise cause
+        _distributed._raise_the_cause("gpuml.spark.fit", failed)
     if not outcomes:
         raise ValueError("gpuml.spark.fit: df has no rows")
     return outcomes[0][1]
